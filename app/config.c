@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cfgfile.h>
+
+#include "config.h"
+
+#define APP_INI_SECTION "dataplane"
+
+struct app_option;
+typedef int (*app_option_parse_fn)(const struct app_option *opt, const char *value, struct app_config *cfg);
+
+/* One parameter: its command-line name (--mtu), its INI key (mtu), how to parse it, what it accepts. */
+struct app_option {
+	const char *flag;
+	const char *key;
+	app_option_parse_fn parse;
+	uint64_t min, max;
+	size_t offset, width;      /* integer target inside struct app_config */
+	const char *accepted;
+	const char *help;
+};
+
+static int parse_uint(const struct app_option *opt, const char *value, struct app_config *cfg)
+{
+	char *end;
+	unsigned long long v;
+
+	if (value[0] == '\0' || value[0] == '-' || value[0] == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (errno != 0 || *end != '\0' || v < opt->min || v > opt->max)
+		return -EINVAL;
+	uint8_t *target = (uint8_t *)cfg + opt->offset;
+	switch (opt->width) {
+	case sizeof(uint16_t):
+		*(uint16_t *)target = (uint16_t)v;
+		break;
+	case sizeof(uint32_t):
+		*(uint32_t *)target = (uint32_t)v;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_ipv4(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	struct in_addr addr;
+
+	if (inet_pton(AF_INET, value, &addr) != 1)
+		return -EINVAL;
+	/* 0.0.0.0, multicast and broadcast cannot be a host's unicast address. */
+	uint32_t host = ntohl(addr.s_addr);
+	if (host == 0 || host == 0xffffffffu || (host >> 28) == 0xe)
+		return -EINVAL;
+	cfg->dp.ipv4_addr = addr.s_addr;
+	cfg->have_ip = true;
+	return 0;
+}
+
+/* "1,3-5": ids 0..APP_LCORE_ID_MAX, each once, at most DP_MAX_POLL_LCORES of them. */
+static int parse_lcores(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	bool seen[APP_LCORE_ID_MAX + 1] = {false};
+	unsigned int count = 0;
+	const char *p = value;
+
+	while (*p != '\0') {
+		char *end;
+		unsigned long first, last;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		first = strtoul(p, &end, 10);
+		last = first;
+		if (*end == '-') {
+			p = end + 1;
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			last = strtoul(p, &end, 10);
+		}
+		if (first > last || last > APP_LCORE_ID_MAX)
+			return -EINVAL;
+		for (unsigned long id = first; id <= last; id++) {
+			if (seen[id] || count == DP_MAX_POLL_LCORES)
+				return -EINVAL;
+			seen[id] = true;
+			cfg->poll_lcores[count++] = (unsigned int)id;
+		}
+		if (*end == ',' && end[1] != '\0')
+			end++;
+		else if (*end != '\0')
+			return -EINVAL;
+		p = end;
+	}
+	if (count == 0)
+		return -EINVAL;
+	cfg->nb_poll_lcores = count;
+	return 0;
+}
+
+#define U16_FIELD(f) offsetof(struct app_config, f), sizeof(uint16_t)
+#define U32_FIELD(f) offsetof(struct app_config, f), sizeof(uint32_t)
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+static const struct app_option g_options[] = {
+	{"ip", "ip", parse_ipv4, 0, 0, 0, 0, "a unicast IPv4 address such as 10.0.0.1",
+	 "IPv4 address the appliance answers on (required)"},
+	{"udp-port", "udp_port", parse_uint, 1, 65535, U16_FIELD(dp.udp_port), "an integer in 1..65535",
+	 "UDP port of protocol v1 (default " XSTR(BW_UDP_PORT_DEFAULT) ")"},
+	{"mtu", "mtu", parse_uint, DP_MTU_MIN, DP_MTU_MAX, U16_FIELD(dp.mtu),
+	 "an integer in " XSTR(DP_MTU_MIN) ".." XSTR(DP_MTU_MAX),
+	 "IP MTU of the port; up to 9000 for jumbo frames (default " XSTR(DP_MTU_DEFAULT) ")"},
+	{"port", "port", parse_uint, 0, RTE_MAX_ETHPORTS - 1, U16_FIELD(port_id),
+	 "a DPDK port id in 0.." XSTR(RTE_MAX_ETHPORTS) " (exclusive)", "DPDK port to serve on (default 0)"},
+	{"poll-lcores", "poll_lcores", parse_lcores, 0, 0, 0, 0,
+	 "a list of distinct lcore ids below " XSTR(RTE_MAX_LCORE) " such as 1,3-5",
+	 "lcores that poll the port, one RX/TX queue each (default: every EAL worker lcore)"},
+	{"tx-drain-us", "tx_drain_us", parse_uint, 1, DP_TX_DRAIN_US_MAX, U32_FIELD(dp.tx_drain_us),
+	 "an integer in 1.." XSTR(DP_TX_DRAIN_US_MAX),
+	 "longest a reply waits in the TX buffer, in us (default " XSTR(DP_TX_DRAIN_US_DEFAULT) ")"},
+	{"rx-desc", "rx_desc", parse_uint, 64, DP_DESC_MAX, U16_FIELD(dp.rx_desc), "an integer in 64..16384",
+	 "RX descriptors per queue (default " XSTR(DP_RX_DESC_DEFAULT) ")"},
+	{"tx-desc", "tx_desc", parse_uint, 64, DP_DESC_MAX, U16_FIELD(dp.tx_desc), "an integer in 64..16384",
+	 "TX descriptors per queue (default " XSTR(DP_TX_DESC_DEFAULT) ")"},
+	{"mbufs-held", "mbufs_held", parse_uint, 0, 1u << 20, U32_FIELD(dp.mbufs_held),
+	 "an integer in 0..1048576",
+	 "extra mbufs for requests held in queued batches (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
+};
+
+#define APP_NB_OPTIONS RTE_DIM(g_options)
+enum { OPT_CONFIG = 256, OPT_HELP, OPT_VERSION };
+
+void app_config_usage(FILE *out, const char *prgname)
+{
+	fprintf(out,
+		"Usage: %s [EAL options] -- [options]\n"
+		"batchwire serves inference requests (protocol v1 over UDP) on DPDK polling lcores.\n\n"
+		"Options (each also a key of the [" APP_INI_SECTION "] section of --config, '-' spelled '_'):\n",
+		prgname);
+	for (unsigned int i = 0; i < APP_NB_OPTIONS; i++)
+		fprintf(out, "  --%-14s %s\n", g_options[i].flag, g_options[i].help);
+	fprintf(out,
+		"  --config FILE    INI file with the options above; the command line overrides it\n"
+		"  --help           this text\n"
+		"  --version        print the version\n\n"
+		"Example (af_packet on a veth end, polling on lcore 1):\n"
+		"  %s -l 0-1 --no-huge -m 1024 --file-prefix bw --vdev net_af_packet0,iface=veth0 -- --ip 10.0.0.1\n"
+		"Telemetry: dpdk-telemetry.py -f PREFIX, then /batchwire/stats and /batchwire/lcores.\n"
+		"Exit status: 0 after a clean stop (SIGINT/SIGTERM), 1 on a bad parameter or a start-up failure.\n",
+		prgname);
+}
+
+static int option_apply(const struct app_option *opt, const char *value, struct app_config *cfg, FILE *err,
+			const char *origin)
+{
+	if (opt->parse(opt, value, cfg) == 0)
+		return 0;
+	if (origin == NULL)
+		fprintf(err, "batchwire: invalid --%s '%s': expected %s\n", opt->flag, value, opt->accepted);
+	else
+		fprintf(err, "batchwire: invalid %s '%s' in [" APP_INI_SECTION "] of %s: expected %s\n", opt->key,
+			value, origin, opt->accepted);
+	return -EINVAL;
+}
+
+static int config_file_load(const char *path, struct app_config *cfg, FILE *err)
+{
+	struct rte_cfgfile *file = rte_cfgfile_load(path, 0);
+	int ret = 0;
+
+	if (file == NULL) {
+		fprintf(err, "batchwire: invalid --config '%s': expected a readable INI file (%s)\n", path,
+			errno != 0 ? strerror(errno) : "parse error");
+		return -EINVAL;
+	}
+	int nb_sections = rte_cfgfile_num_sections(file, NULL, 0);
+	char (*sections)[CFG_NAME_LEN] = calloc((size_t)RTE_MAX(nb_sections, 1), CFG_NAME_LEN);
+	char *names[RTE_MAX(nb_sections, 1)];
+	for (int s = 0; s < nb_sections; s++)
+		names[s] = sections[s];
+	rte_cfgfile_sections(file, names, nb_sections);
+	for (int s = 0; s < nb_sections && ret == 0; s++) {
+		if (strcmp(names[s], APP_INI_SECTION) != 0) {
+			fprintf(err, "batchwire: invalid section '[%s]' in %s: expected [" APP_INI_SECTION "]\n",
+				names[s], path);
+			ret = -EINVAL;
+			break;
+		}
+		int nb_entries = rte_cfgfile_section_num_entries(file, names[s]);
+		struct rte_cfgfile_entry *entries = calloc((size_t)RTE_MAX(nb_entries, 1), sizeof(*entries));
+		rte_cfgfile_section_entries(file, names[s], entries, nb_entries);
+		for (int e = 0; e < nb_entries && ret == 0; e++) {
+			const struct app_option *opt = NULL;
+			for (unsigned int i = 0; i < APP_NB_OPTIONS; i++) {
+				if (strcmp(entries[e].name, g_options[i].key) == 0)
+					opt = &g_options[i];
+			}
+			if (opt == NULL) {
+				fprintf(err, "batchwire: invalid key '%s' in [" APP_INI_SECTION "] of %s: expected one of "
+					"the options in --help, '-' spelled '_'\n", entries[e].name, path);
+				ret = -EINVAL;
+			} else {
+				ret = option_apply(opt, entries[e].value, cfg, err, path);
+			}
+		}
+		free(entries);
+	}
+	free(sections);
+	rte_cfgfile_close(file);
+	return ret;
+}
+
+static void long_options_build(struct option *longopts)
+{
+	unsigned int i;
+
+	for (i = 0; i < APP_NB_OPTIONS; i++)
+		longopts[i] = (struct option){g_options[i].flag, required_argument, NULL, (int)i};
+	longopts[i++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	longopts[i++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+	longopts[i++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
+	longopts[i] = (struct option){NULL, 0, NULL, 0};
+}
+
+int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, FILE *err)
+{
+	struct option longopts[APP_NB_OPTIONS + 4];
+	const char *prgname = argc > 0 ? argv[0] : "batchwire";
+	int opt;
+
+	memset(cfg, 0, sizeof(*cfg));
+	dp_config_defaults(&cfg->dp);
+	long_options_build(longopts);
+
+	/* Pass 1: --help, --version, --config and unknown options. The file is loaded before pass 2 so
+	 * that the command line overrides it whatever the order of the arguments. */
+	opterr = 0;
+	optind = 0; /* glibc: 0 re-initialises getopt completely, so tests can call us repeatedly */
+	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_HELP:
+			app_config_usage(out, prgname);
+			return APP_CONFIG_HELP;
+		case OPT_VERSION:
+			fprintf(out, "batchwire %s (protocol v%u)\n", BW_VERSION, BW_PROTO_VERSION);
+			return APP_CONFIG_HELP;
+		case OPT_CONFIG:
+			snprintf(cfg->config_path, sizeof(cfg->config_path), "%s", optarg);
+			break;
+		case ':':
+			fprintf(err, "batchwire: option '%s' needs a value; see --help\n", argv[optind - 1]);
+			return -EINVAL;
+		case '?':
+			fprintf(err, "batchwire: unknown option '%s'; see --help\n", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			break;
+		}
+	}
+	if (optind < argc) {
+		fprintf(err, "batchwire: unexpected argument '%s'; see --help\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (cfg->config_path[0] != '\0' && config_file_load(cfg->config_path, cfg, err) != 0)
+		return -EINVAL;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+		if (opt >= 0 && (unsigned int)opt < APP_NB_OPTIONS &&
+		    option_apply(&g_options[opt], optarg, cfg, err, NULL) != 0)
+			return -EINVAL;
+	}
+	if (!cfg->have_ip) {
+		fprintf(err, "batchwire: missing --ip (or ip in [" APP_INI_SECTION "]): expected the appliance's "
+			"unicast IPv4 address\n");
+		return -EINVAL;
+	}
+	return APP_CONFIG_RUN;
+}
+
+void app_args_split(int argc, char **argv, int *eal_argc, int *app_argc, char ***app_argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			*eal_argc = i;
+			argv[i] = argv[0]; /* the app's argv[0] is the program name, as getopt expects */
+			*app_argc = argc - i;
+			*app_argv = &argv[i];
+			return;
+		}
+	}
+	*eal_argc = argc;
+	*app_argc = 1;
+	*app_argv = argv;
+}

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * batchwire: the daemon. Parses its own arguments first (so a typo costs no EAL start), starts EAL,
+ * checks every parameter against the machine, brings the port up, and runs one poll loop per polling
+ * lcore until SIGINT or SIGTERM. Only main() exits the process.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <inttypes.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include "config.h"
+#include "dataplane.h"
+#include "platform.h"
+#include "service.h"
+
+#define APP_MAIN_WAIT_US 100000 /* how often a non-polling main lcore looks for a stop request */
+
+static volatile bool g_force_quit;
+static struct dp_lcore g_lcores[RTE_MAX_LCORE];
+static struct dp_lcore *g_poll_lcores[DP_MAX_POLL_LCORES];
+static unsigned int g_nb_poll_lcores;
+
+static void signal_handler(int signum)
+{
+	if (signum == SIGINT || signum == SIGTERM)
+		g_force_quit = true;
+}
+
+static int poll_lcore_main(void *arg)
+{
+	struct dp_lcore *lc = arg;
+	char name[16];
+	int ret;
+
+	snprintf(name, sizeof(name), "bw-poll-%u", lc->lcore_id);
+	ret = plat_thread_pin_and_name(rte_lcore_to_cpu_id((int)lc->lcore_id), name);
+	if (ret != 0)
+		PLAT_LOG(WARNING, app, "lcore %u: cannot pin and name the thread: %s", lc->lcore_id, strerror(-ret));
+
+	const struct plat_poller pollers[] = {
+		{"rx", dp_rx_poll, lc},
+		{"tx_drain", dp_tx_drain_poll, lc},
+	};
+	plat_poll_loop(pollers, RTE_DIM(pollers), &g_force_quit, &lc->poll);
+	/* Stopping: take no new requests, but replies already built leave before the port stops. */
+	dp_tx_flush(lc);
+	return 0;
+}
+
+/* Checks the parameters that need EAL to judge: lcores and port. One line per problem. */
+static int config_check_machine(struct app_config *cfg)
+{
+	unsigned int lcore;
+
+	if (cfg->nb_poll_lcores == 0) {
+		RTE_LCORE_FOREACH_WORKER(lcore) {
+			if (cfg->nb_poll_lcores < DP_MAX_POLL_LCORES)
+				cfg->poll_lcores[cfg->nb_poll_lcores++] = lcore;
+		}
+		if (cfg->nb_poll_lcores == 0)
+			cfg->poll_lcores[cfg->nb_poll_lcores++] = rte_get_main_lcore();
+	}
+	for (unsigned int i = 0; i < cfg->nb_poll_lcores; i++) {
+		if (!rte_lcore_is_enabled(cfg->poll_lcores[i])) {
+			fprintf(stderr, "batchwire: invalid --poll-lcores: lcore %u is not enabled in EAL: expected "
+				"lcores given to EAL with -l or --lcores\n", cfg->poll_lcores[i]);
+			return -EINVAL;
+		}
+	}
+	if (rte_eth_dev_count_avail() == 0) {
+		fprintf(stderr, "batchwire: no DPDK port: expected a NIC bound to a DPDK driver or a --vdev "
+			"(e.g. net_af_packet0,iface=veth0)\n");
+		return -ENODEV;
+	}
+	if (!rte_eth_dev_is_valid_port(cfg->port_id)) {
+		fprintf(stderr, "batchwire: invalid --port '%u': expected one of the %u DPDK ports (0..%u)\n",
+			cfg->port_id, rte_eth_dev_count_avail(), rte_eth_dev_count_avail() - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void topology_report(const struct app_config *cfg)
+{
+	struct plat_lcore_place places[DP_MAX_POLL_LCORES];
+	int ret = plat_topology_init();
+
+	if (ret != 0) {
+		PLAT_LOG(WARNING, app, "hwloc could not read the topology (%s): placement not checked", strerror(-ret));
+		return;
+	}
+	for (unsigned int i = 0; i < cfg->nb_poll_lcores; i++) {
+		places[i] = (struct plat_lcore_place){
+			.lcore_id = cfg->poll_lcores[i],
+			.cpu = rte_lcore_to_cpu_id((int)cfg->poll_lcores[i]),
+			.port_numa_node = rte_eth_dev_socket_id(cfg->port_id),
+		};
+	}
+	plat_topology_report(places, cfg->nb_poll_lcores);
+	plat_topology_fini();
+}
+
+static void summary_print(void)
+{
+	uint64_t rx = 0, tx = 0, requests = 0, replies = 0, drops = 0;
+
+	for (unsigned int i = 0; i < g_nb_poll_lcores; i++) {
+		const struct dp_lcore_stats *s = &g_poll_lcores[i]->stats;
+		rx += s->rx_packets;
+		tx += s->tx_packets;
+		requests += s->requests;
+		for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)
+			replies += s->replies[k];
+		for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
+			drops += s->drops[k];
+	}
+	printf("batchwire: stopped: rx_packets=%" PRIu64 " tx_packets=%" PRIu64 " requests=%" PRIu64
+	       " replies=%" PRIu64 " drops=%" PRIu64 "\n", rx, tx, requests, replies, drops);
+	fflush(stdout);
+}
+
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "--version") == 0)
+			return true;
+	}
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	static struct app_config cfg;
+	static struct app_service service;
+	struct rte_mempool *pool;
+	int eal_argc, app_argc, ret, socket_id;
+	char **app_argv;
+	bool main_polls = false;
+
+	app_args_split(argc, argv, &eal_argc, &app_argc, &app_argv);
+	/* `batchwire --help` without "--" should still show our help, not EAL's. */
+	if (app_argc == 1 && wants_help(argc, argv)) {
+		app_argc = argc;
+		app_argv = argv;
+		eal_argc = 1;
+	}
+	ret = app_config_parse(app_argc, app_argv, &cfg, stdout, stderr);
+	if (ret == APP_CONFIG_HELP)
+		return 0;
+	if (ret < 0)
+		return 1;
+
+	ret = rte_eal_init(eal_argc, argv);
+	if (ret < 0)
+		rte_exit(EXIT_FAILURE, "batchwire: EAL initialisation failed: %s\n", rte_strerror(rte_errno));
+	if (plat_clock_init() != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: EAL reports no TSC frequency\n");
+	if (config_check_machine(&cfg) != 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
+	topology_report(&cfg);
+
+	socket_id = rte_eth_dev_socket_id(cfg.port_id);
+	if (socket_id < 0)
+		socket_id = (int)rte_lcore_to_socket_id(cfg.poll_lcores[0]);
+	pool = dp_pool_create(&cfg.dp, socket_id, 1, cfg.nb_poll_lcores);
+	if (pool == NULL)
+		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pool on socket %d: %s\n", socket_id,
+			 rte_strerror(rte_errno));
+	ret = app_service_init(&service);
+	if (ret != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: cannot register the built-in models: %s\n", strerror(-ret));
+	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pool);
+	if (ret != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
+
+	for (unsigned int i = 0; i < cfg.nb_poll_lcores; i++) {
+		unsigned int lcore = cfg.poll_lcores[i];
+		struct dp_lcore *lc = &g_lcores[lcore];
+
+		ret = dp_lcore_init(lc, lcore, cfg.port_id, (uint16_t)i, (int)rte_lcore_to_socket_id(lcore), &cfg.dp,
+				    &service.ops);
+		if (ret != 0)
+			rte_exit(EXIT_FAILURE, "batchwire: lcore %u setup failed: %s\n", lcore, rte_strerror(-ret));
+		g_poll_lcores[g_nb_poll_lcores++] = lc;
+	}
+	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores);
+	if (ret != 0)
+		PLAT_LOG(WARNING, app, "telemetry commands not registered: %s", rte_strerror(-ret));
+
+	signal(SIGINT, signal_handler);
+	signal(SIGTERM, signal_handler);
+
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &cfg.dp.ipv4_addr, ip, sizeof(ip));
+	PLAT_LOG(INFO, app, "serving on %s:%u (port %u, %u polling lcores); SIGINT or SIGTERM stops", ip,
+		 cfg.dp.udp_port, cfg.port_id, g_nb_poll_lcores);
+
+	for (unsigned int i = 0; i < g_nb_poll_lcores; i++) {
+		struct dp_lcore *lc = g_poll_lcores[i];
+		if (lc->lcore_id == rte_get_main_lcore()) {
+			main_polls = true;
+			continue;
+		}
+		ret = rte_eal_remote_launch(poll_lcore_main, lc, lc->lcore_id);
+		if (ret != 0)
+			rte_exit(EXIT_FAILURE, "batchwire: cannot launch lcore %u: %s\n", lc->lcore_id, strerror(-ret));
+	}
+	if (main_polls)
+		poll_lcore_main(&g_lcores[rte_get_main_lcore()]);
+	else
+		while (!g_force_quit)
+			usleep(APP_MAIN_WAIT_US);
+	rte_eal_mp_wait_lcore();
+
+	PLAT_LOG(INFO, app, "stopping: lcores joined, stopping port %u", cfg.port_id);
+	summary_print();
+	dp_port_fini(cfg.port_id);
+	for (unsigned int i = 0; i < g_nb_poll_lcores; i++)
+		dp_lcore_fini(g_poll_lcores[i]);
+	rte_mempool_free(pool);
+	rte_eal_cleanup();
+	return 0;
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * bwclient: the batchwire client library. Kernel UDP sockets and libc only, no DPDK, so any Linux
+ * host can talk to the appliance. Two layers:
+ *   - a pure codec (bwc_encode_request, bwc_decode_reply, bwc_decode_model_info) that touches no
+ *     socket, so the tests can check every byte;
+ *   - calls (bwc_ping, bwc_infer, bwc_model_info*) that send one request and wait for its reply,
+ *     resending on timeout.
+ *
+ * Return convention of the calls: 0 for an OK reply; a positive enum bw_status when the server
+ * answered with an error status (its message is in bwc_last_error()); -ETIMEDOUT when no reply
+ * came after all retries; another negative errno for a local failure or a malformed reply.
+ * The library never prints.
+ *
+ * A struct bwc is not thread-safe: use one per thread.
+ */
+#ifndef BATCHWIRE_BWCLIENT_H
+#define BATCHWIRE_BWCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchwire/status.h>
+#include <batchwire/wire.h>
+
+#define BWC_TIMEOUT_MS_DEFAULT 1000
+#define BWC_RETRIES_DEFAULT 3
+
+/* Room for a server's error message; the protocol promises at most 200 bytes. */
+#define BWC_ERRMSG_MAX 255
+
+/* Largest body of an unsegmented message. */
+#define BWC_BODY_MAX ((uint32_t)(BW_DGRAM_MAX - sizeof(struct bw_hdr)))
+
+/* Most batch sizes a MODEL_INFO reply can list in one datagram (each is a uint32_t). */
+#define BWC_MODEL_BATCH_SIZES_MAX ((BWC_BODY_MAX - (uint32_t)sizeof(struct bw_model_info)) / 4u)
+
+struct bwc_opts {
+	const char *host;    /* IPv4 dotted address or host name; NULL means 127.0.0.1 */
+	uint16_t port;       /* BW_UDP_PORT_DEFAULT */
+	uint32_t timeout_ms; /* wait for a reply this long before resending; BWC_TIMEOUT_MS_DEFAULT */
+	uint32_t retries;    /* resends after the first try; BWC_RETRIES_DEFAULT */
+};
+
+/* One tensor to send. The encoder copies it; nothing is kept. */
+struct bwc_tensor {
+	uint16_t index;             /* input index, or BW_TENSOR_BY_NAME */
+	uint8_t dtype;              /* enum bw_dtype */
+	uint8_t rank;               /* 0..BW_MAX_RANK */
+	uint32_t dims[BW_MAX_RANK]; /* dims[0..rank-1] */
+	const char *name;           /* NUL-terminated, or NULL; required with BW_TENSOR_BY_NAME */
+	const void *data;           /* data_len bytes, row-major, little-endian */
+	uint32_t data_len;          /* must equal product(dims) * bw_dtype_size(dtype) */
+};
+
+/* What bwc_encode_request puts in one datagram: tensors, or a raw body (PING, MODEL_INFO by
+ * name), never both. */
+struct bwc_request {
+	uint8_t opcode; /* enum bw_opcode */
+	uint8_t priority;
+	uint16_t num_tensors;
+	uint32_t model_id;
+	uint32_t deadline_us;
+	uint64_t request_id;
+	const struct bwc_tensor *tensors;
+	const void *body;
+	uint32_t body_len;
+};
+
+/* A decoded reply. body, and the tensor views of an OK INFER reply, point into the buffer that was
+ * decoded: for the calls that is the connection's receive buffer, valid until its next call. */
+struct bwc_reply {
+	uint16_t status; /* enum bw_status; other values come from a newer server */
+	uint8_t opcode;  /* the request opcode, without BW_OP_REPLY */
+	uint8_t flags;
+	uint16_t num_tensors;
+	uint32_t model_id;
+	uint64_t request_id;
+	const uint8_t *body;
+	uint32_t body_len;
+	struct bw_tensor_view tensors[BW_MAX_TENSORS]; /* OK INFER replies: num_tensors entries */
+	char message[BWC_ERRMSG_MAX + 1];              /* error replies: the server's message */
+	const char *why;                               /* decode failures: the rule broken */
+	/* Filled by the calls, not by bwc_decode_reply: */
+	uint64_t rtt_ns;   /* first send to reply, resends included: what the caller waited */
+	uint32_t attempts; /* datagrams sent, 1 + resends */
+};
+
+/* One input or output of a model, as MODEL_INFO describes it (a dim of 0 is dynamic). */
+struct bwc_tensor_info {
+	uint16_t index;
+	uint8_t dtype;
+	uint8_t rank;
+	uint32_t dims[BW_MAX_RANK];
+	char name[BW_MAX_NAME_LEN + 1];
+};
+
+/* A decoded MODEL_INFO reply, copied out of the datagram. */
+struct bwc_model_info {
+	uint32_t model_id;
+	uint16_t flags; /* BW_MODEL_F_* */
+	uint16_t priority_levels;
+	uint32_t max_batch_size;
+	uint16_t num_batch_sizes; /* 0: not batched */
+	uint16_t num_inputs;
+	uint16_t num_outputs;
+	char name[BW_MAX_NAME_LEN + 1];
+	uint32_t batch_sizes[BWC_MODEL_BATCH_SIZES_MAX];
+	struct bwc_tensor_info inputs[BW_MAX_TENSORS];
+	struct bwc_tensor_info outputs[BW_MAX_TENSORS];
+};
+
+struct bwc;
+
+/* --- codec: pure functions, no sockets --- */
+
+/**
+ * Writes a request (header and body) into buf.
+ * \param req  the request; tensors are validated (dtype, rank, name, data_len)
+ * \param buf  where the datagram goes
+ * \param cap  bytes available at buf
+ * \return the datagram length, -EINVAL for a malformed request, or -EMSGSIZE when it does not fit
+ *         cap or BW_DGRAM_MAX
+ */
+int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap);
+
+/**
+ * Checks a reply datagram and fills reply. The request_id is not compared: callers match it.
+ * \param buf        the datagram
+ * \param len        its length
+ * \param opcode     the opcode of the request it answers
+ * \param reply      out; its pointers point into buf
+ * \return 0 for a well-formed reply of any status; on error reply->why names the rule and:
+ *         -EBADMSG (short, bad magic, length or body inconsistent), -EPROTONOSUPPORT (version),
+ *         -EPROTO (not a reply, or a reply to another opcode), -ENOTSUP (segmented reply)
+ */
+int bwc_decode_reply(const void *buf, size_t len, uint8_t opcode, struct bwc_reply *reply);
+
+/**
+ * Decodes the body of an OK MODEL_INFO reply (docs/protocol.md "MODEL_INFO reply").
+ * \param why  out, on error a static string naming the rule that failed
+ * \return 0, or -EBADMSG with *why set
+ */
+int bwc_decode_model_info(const void *body, size_t len, struct bwc_model_info *info,
+			  const char **why);
+
+/** \return the lower-case dtype name ("float", "int64", ...), or NULL for one v1 does not carry */
+const char *bwc_dtype_name(uint32_t dtype);
+
+/** \return the enum bw_dtype for a name (bwc_dtype_name's, or float32/fp32/fp16/bf16/float64),
+ *          or -EINVAL */
+int bwc_dtype_parse(const char *name);
+
+/** \return a description of a call's return value: bw_status_name() for positive values,
+ *          strerror() for negative ones */
+const char *bwc_strerror(int rc);
+
+/* --- calls --- */
+
+/** Fills the defaults. */
+void bwc_opts_init(struct bwc_opts *opts);
+
+/**
+ * Resolves the host, opens a UDP socket and connect()s it to the server.
+ * \param err  out, a negative errno when NULL is returned (-ENXIO: unknown host)
+ * \return the connection, or NULL
+ */
+struct bwc *bwc_open(const struct bwc_opts *opts, int *err);
+
+void bwc_close(struct bwc *c);
+
+/**
+ * PING: the reply body must equal the payload (-EBADMSG otherwise).
+ * \param rtt_ns  out (may be NULL): first send to reply
+ */
+int bwc_ping(struct bwc *c, const void *payload, uint32_t len, uint64_t *rtt_ns);
+
+/**
+ * INFER: sends inputs to model_id and waits for the outputs.
+ * \param deadline_us  budget from arrival at the server, BW_DEADLINE_NONE for the model's default
+ * \param priority     0 is the most urgent
+ * \param reply        out; on 0, tensors[] point into the connection's receive buffer, valid until
+ *                     the next call on c
+ */
+int bwc_infer(struct bwc *c, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n,
+	      uint32_t deadline_us, uint8_t priority, struct bwc_reply *reply);
+
+/** MODEL_INFO for one model id. */
+int bwc_model_info(struct bwc *c, uint32_t model_id, struct bwc_model_info *info);
+
+/** MODEL_INFO by name: model_id BW_MODEL_ID_ANY with the name (1..255 bytes) as the body. */
+int bwc_model_info_by_name(struct bwc *c, const char *name, struct bwc_model_info *info);
+
+/** \return why the last call failed: the server's message for an error status, otherwise a
+ *          description of the local failure; "" after a success */
+const char *bwc_last_error(const struct bwc *c);
+
+#endif /* BATCHWIRE_BWCLIENT_H */

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The client's half of protocol v1 without sockets: encoding requests, validating replies and
+ * decoding MODEL_INFO bodies. Pure so that the tests can feed it every malformed datagram.
+ * Tensor bodies are parsed by wire.h's bw_body_parse, the same walker the server uses, so the two
+ * sides cannot disagree on what a valid body is.
+ */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bwclient.h"
+
+/* Checks one tensor to send; returns its body footprint (descriptor + padded name) or -EINVAL. */
+static int64_t tensor_desc_size(const struct bwc_tensor *t)
+{
+	uint32_t elem_size = bw_dtype_size(t->dtype);
+	uint64_t elems = 1;
+	size_t name_len = t->name != NULL ? strlen(t->name) : 0;
+	uint32_t d;
+
+	if (elem_size == 0 || t->rank > BW_MAX_RANK || name_len > BW_MAX_NAME_LEN)
+		return -EINVAL;
+	if (t->index == BW_TENSOR_BY_NAME && name_len == 0)
+		return -EINVAL;
+	for (d = 0; d < t->rank; d++) {
+		elems *= t->dims[d];
+		if (elems > UINT32_MAX)
+			return -EINVAL;
+	}
+	if (elems * elem_size != t->data_len || (t->data_len != 0 && t->data == NULL))
+		return -EINVAL;
+	return (int64_t)sizeof(struct bw_tensor_desc) + bw_pad8((uint32_t)name_len);
+}
+
+int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
+{
+	uint8_t *out = buf;
+	struct bw_hdr *hdr = buf;
+	uint64_t body_len = 0, desc_len = 0;
+	uint32_t off, i;
+
+	if (req->opcode < BW_OP_PING || req->opcode > BW_OP_MODEL_INFO)
+		return -EINVAL;
+	if (req->num_tensors > BW_MAX_TENSORS || (req->num_tensors > 0 && req->tensors == NULL))
+		return -EINVAL;
+	/* PING and MODEL_INFO carry no tensors; a raw body and tensors cannot share one body. */
+	if (req->num_tensors > 0 && (req->opcode != BW_OP_INFER || req->body_len > 0))
+		return -EINVAL;
+	if (req->body_len > 0 && req->body == NULL)
+		return -EINVAL;
+
+	for (i = 0; i < req->num_tensors; i++) {
+		int64_t sz = tensor_desc_size(&req->tensors[i]);
+
+		if (sz < 0)
+			return (int)sz;
+		desc_len += (uint64_t)sz;
+		body_len += (uint64_t)sz + req->tensors[i].data_len;
+	}
+	body_len += req->body_len;
+
+	if (sizeof(*hdr) + body_len > BW_DGRAM_MAX || sizeof(*hdr) + body_len > cap)
+		return -EMSGSIZE;
+
+	/* Zero first: reserved fields, name padding and unused dims must all be 0 on the wire. */
+	memset(out, 0, sizeof(*hdr) + desc_len);
+	hdr->magic = BW_PROTO_MAGIC;
+	hdr->version = BW_PROTO_VERSION;
+	hdr->opcode = req->opcode;
+	hdr->request_id = req->request_id;
+	hdr->model_id = req->model_id;
+	hdr->deadline_us = req->deadline_us;
+	hdr->priority = req->priority;
+	hdr->num_tensors = req->num_tensors;
+	hdr->body_len = (uint32_t)body_len;
+	hdr->seg_index = 0;
+	hdr->seg_count = 1;
+	hdr->total_body_len = (uint32_t)body_len;
+
+	off = sizeof(*hdr);
+	for (i = 0; i < req->num_tensors; i++) {
+		const struct bwc_tensor *t = &req->tensors[i];
+		struct bw_tensor_desc *desc = (void *)(out + off);
+		uint16_t name_len = t->name != NULL ? (uint16_t)strlen(t->name) : 0;
+
+		desc->index = t->index;
+		desc->dtype = t->dtype;
+		desc->rank = t->rank;
+		desc->name_len = name_len;
+		desc->data_len = t->data_len;
+		memcpy(desc->dims, t->dims, t->rank * sizeof(t->dims[0]));
+		off += sizeof(*desc);
+		if (name_len > 0)
+			memcpy(out + off, t->name, name_len);
+		off += bw_pad8(name_len);
+	}
+	for (i = 0; i < req->num_tensors; i++) {
+		if (req->tensors[i].data_len > 0)
+			memcpy(out + off, req->tensors[i].data, req->tensors[i].data_len);
+		off += req->tensors[i].data_len;
+	}
+	if (req->body_len > 0) {
+		memcpy(out + off, req->body, req->body_len);
+		off += req->body_len;
+	}
+	return (int)off;
+}
+
+static int reply_fail(struct bwc_reply *reply, int err, const char *why)
+{
+	reply->why = why;
+	return err;
+}
+
+int bwc_decode_reply(const void *buf, size_t len, uint8_t opcode, struct bwc_reply *reply)
+{
+	const struct bw_hdr *hdr = buf;
+	const uint8_t *body = (const uint8_t *)buf + sizeof(*hdr);
+	size_t trailer, msg_len;
+	int rc;
+
+	reply->why = NULL;
+	reply->message[0] = '\0';
+	reply->num_tensors = 0;
+	reply->body = NULL;
+	reply->body_len = 0;
+
+	if (len < sizeof(*hdr))
+		return reply_fail(reply, -EBADMSG, "datagram shorter than the header");
+	if (hdr->magic != BW_PROTO_MAGIC)
+		return reply_fail(reply, -EBADMSG, "bad magic");
+	if (hdr->version != BW_PROTO_VERSION)
+		return reply_fail(reply, -EPROTONOSUPPORT, "protocol version is not 1");
+	if (!(hdr->opcode & BW_OP_REPLY))
+		return reply_fail(reply, -EPROTO, "opcode is not a reply");
+	if ((hdr->opcode & ~BW_OP_REPLY) != opcode)
+		return reply_fail(reply, -EPROTO, "reply opcode does not match the request");
+	if (hdr->flags & ~BW_FLAGS_KNOWN)
+		return reply_fail(reply, -EBADMSG, "unknown flag bits");
+	if (hdr->seg_count == 0 || hdr->seg_index >= hdr->seg_count)
+		return reply_fail(reply, -EBADMSG, "segment index outside the segment count");
+	/* v1 servers never segment replies yet; reassembly arrives with the server's. */
+	if (hdr->seg_count > 1)
+		return reply_fail(reply, -ENOTSUP, "segmented reply (this client does not reassemble)");
+	/* The trailer is not verified (this client holds no keys) but its length must add up. */
+	trailer = (hdr->flags & BW_FLAG_AUTH) ? sizeof(struct bw_auth_trailer) : 0;
+	if ((uint64_t)sizeof(*hdr) + hdr->body_len + trailer != len)
+		return reply_fail(reply, -EBADMSG, "body_len does not match the datagram length");
+	if (hdr->total_body_len != hdr->body_len)
+		return reply_fail(reply, -EBADMSG, "total_body_len differs from body_len");
+
+	reply->status = hdr->status;
+	reply->opcode = opcode;
+	reply->flags = hdr->flags;
+	reply->model_id = hdr->model_id;
+	reply->request_id = hdr->request_id;
+	reply->body = body;
+	reply->body_len = hdr->body_len;
+
+	if (hdr->status != BW_STATUS_OK) {
+		/* The message has no NUL on the wire; stop at one anyway so a C string stays whole. */
+		msg_len = hdr->body_len < BWC_ERRMSG_MAX ? hdr->body_len : BWC_ERRMSG_MAX;
+		memcpy(reply->message, body, msg_len);
+		reply->message[msg_len] = '\0';
+		return 0;
+	}
+	if (opcode != BW_OP_INFER) {
+		if (hdr->num_tensors != 0)
+			return reply_fail(reply, -EBADMSG, "PING or MODEL_INFO reply with tensors");
+		return 0;
+	}
+	rc = bw_body_parse(body, hdr->body_len, hdr->num_tensors, reply->tensors, &reply->why);
+	if (rc < 0)
+		return -EBADMSG;
+	reply->num_tensors = hdr->num_tensors;
+	return 0;
+}
+
+/* Copies name_len bytes of a wire name into a C string. */
+static void copy_name(char *dst, const uint8_t *src, uint16_t name_len)
+{
+	memcpy(dst, src, name_len);
+	dst[name_len] = '\0';
+}
+
+static int decode_tensor_infos(const uint8_t *body, size_t len, size_t *off, uint16_t n,
+			       struct bwc_tensor_info *out, const char **why)
+{
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct bw_tensor_desc *desc = (const void *)(body + *off);
+
+		if (*off + sizeof(*desc) > len) {
+			*why = "model tensor descriptor runs past the body";
+			return -EBADMSG;
+		}
+		if (desc->rank > BW_MAX_RANK) {
+			*why = "model tensor rank above 8";
+			return -EBADMSG;
+		}
+		if (desc->name_len > BW_MAX_NAME_LEN) {
+			*why = "model tensor name longer than 255 bytes";
+			return -EBADMSG;
+		}
+		*off += sizeof(*desc);
+		if (*off + bw_pad8(desc->name_len) > len) {
+			*why = "model tensor name runs past the body";
+			return -EBADMSG;
+		}
+		out[i].index = desc->index;
+		out[i].dtype = desc->dtype;
+		out[i].rank = desc->rank;
+		memset(out[i].dims, 0, sizeof(out[i].dims));
+		memcpy(out[i].dims, desc->dims, desc->rank * sizeof(desc->dims[0]));
+		copy_name(out[i].name, body + *off, desc->name_len);
+		*off += bw_pad8(desc->name_len);
+	}
+	return 0;
+}
+
+int bwc_decode_model_info(const void *buf, size_t len, struct bwc_model_info *info,
+			  const char **why)
+{
+	const uint8_t *body = buf;
+	const struct bw_model_info *mi = buf;
+	size_t off;
+	uint16_t i;
+	int rc;
+
+	if (len < sizeof(*mi)) {
+		*why = "MODEL_INFO body shorter than bw_model_info";
+		return -EBADMSG;
+	}
+	if (mi->name_len > BW_MAX_NAME_LEN) {
+		*why = "model name longer than 255 bytes";
+		return -EBADMSG;
+	}
+	if (mi->num_inputs > BW_MAX_TENSORS || mi->num_outputs > BW_MAX_TENSORS) {
+		*why = "model has more than 64 inputs or outputs";
+		return -EBADMSG;
+	}
+	if (mi->num_batch_sizes > BWC_MODEL_BATCH_SIZES_MAX) {
+		*why = "more batch sizes than one datagram holds";
+		return -EBADMSG;
+	}
+	off = sizeof(*mi);
+	if (off + bw_pad8(mi->name_len) > len) {
+		*why = "model name runs past the body";
+		return -EBADMSG;
+	}
+	info->model_id = mi->model_id;
+	info->flags = mi->flags;
+	info->priority_levels = mi->priority_levels;
+	info->max_batch_size = mi->max_batch_size;
+	info->num_batch_sizes = mi->num_batch_sizes;
+	info->num_inputs = mi->num_inputs;
+	info->num_outputs = mi->num_outputs;
+	copy_name(info->name, body + off, mi->name_len);
+	off += bw_pad8(mi->name_len);
+
+	if (off + bw_pad8(mi->num_batch_sizes * 4u) > len) {
+		*why = "batch sizes run past the body";
+		return -EBADMSG;
+	}
+	for (i = 0; i < mi->num_batch_sizes; i++)
+		memcpy(&info->batch_sizes[i], body + off + i * 4u, 4);
+	off += bw_pad8(mi->num_batch_sizes * 4u);
+
+	rc = decode_tensor_infos(body, len, &off, mi->num_inputs, info->inputs, why);
+	if (rc < 0)
+		return rc;
+	rc = decode_tensor_infos(body, len, &off, mi->num_outputs, info->outputs, why);
+	if (rc < 0)
+		return rc;
+	if (off != len) {
+		*why = "MODEL_INFO body longer than its contents";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	uint8_t dtype;
+} g_dtype_names[] = {
+	/* Canonical names first: bwc_dtype_name returns the first match. */
+	{ "float", BW_DTYPE_FLOAT },      { "uint8", BW_DTYPE_UINT8 },
+	{ "int8", BW_DTYPE_INT8 },        { "uint16", BW_DTYPE_UINT16 },
+	{ "int16", BW_DTYPE_INT16 },      { "int32", BW_DTYPE_INT32 },
+	{ "int64", BW_DTYPE_INT64 },      { "bool", BW_DTYPE_BOOL },
+	{ "float16", BW_DTYPE_FLOAT16 },  { "double", BW_DTYPE_DOUBLE },
+	{ "uint32", BW_DTYPE_UINT32 },    { "uint64", BW_DTYPE_UINT64 },
+	{ "bfloat16", BW_DTYPE_BFLOAT16 },
+	/* Aliases people type. */
+	{ "float32", BW_DTYPE_FLOAT },    { "fp32", BW_DTYPE_FLOAT },
+	{ "float64", BW_DTYPE_DOUBLE },   { "fp64", BW_DTYPE_DOUBLE },
+	{ "fp16", BW_DTYPE_FLOAT16 },     { "half", BW_DTYPE_FLOAT16 },
+	{ "bf16", BW_DTYPE_BFLOAT16 },
+};
+
+const char *bwc_dtype_name(uint32_t dtype)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(g_dtype_names) / sizeof(g_dtype_names[0]); i++)
+		if (g_dtype_names[i].dtype == dtype)
+			return g_dtype_names[i].name;
+	return NULL;
+}
+
+int bwc_dtype_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(g_dtype_names) / sizeof(g_dtype_names[0]); i++)
+		if (strcasecmp(g_dtype_names[i].name, name) == 0)
+			return g_dtype_names[i].dtype;
+	return -EINVAL;
+}
+
+const char *bwc_strerror(int rc)
+{
+	if (rc >= 0)
+		return bw_status_name((uint32_t)rc);
+	return strerror(-rc);
+}

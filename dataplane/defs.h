@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* dataplane internals shared between its files; nothing outside dataplane/ includes this. */
+#ifndef BW_DP_DEFS_H
+#define BW_DP_DEFS_H
+
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
+
+#include "dataplane.h"
+
+#define DP_L2_LEN ((uint32_t)sizeof(struct rte_ether_hdr))
+#define DP_L3_LEN ((uint32_t)sizeof(struct rte_ipv4_hdr)) /* replies never carry IP options */
+#define DP_UDP_HDRS_LEN (DP_L2_LEN + DP_L3_LEN + (uint32_t)sizeof(struct rte_udp_hdr))
+#define DP_IP_TTL 64
+
+static inline enum dp_verdict dp_drop(struct dp_lcore *lc, enum dp_drop_reason reason)
+{
+	lc->stats.drops[reason]++;
+	return DP_VERDICT_DROP;
+}
+
+/*
+ * Turns a received IPv4 frame around in place into a reply of l4_len bytes of L4 (already written
+ * after the IPv4 header): swaps addresses, strips IP options, sets lengths and the IPv4 (and, for UDP,
+ * the UDP) checksum or asks the NIC to. The caller has checked that l4_len fits the mbuf.
+ */
+void dp_ipv4_reply_finish(struct dp_lcore *lc, struct rte_mbuf *m, uint32_t l4_len);
+
+/* Largest UDP payload a reply may have: the configured MTU less IPv4 and UDP headers. */
+static inline uint32_t dp_udp_payload_max(const struct dp_lcore *lc)
+{
+	return (uint32_t)lc->cfg->mtu - DP_L3_LEN - (uint32_t)sizeof(struct rte_udp_hdr);
+}
+
+/*
+ * Handles a UDP datagram to our port: protocol v1. payload points just past the UDP header (inside
+ * m), after any IP options the request had. \return the frame's fate.
+ */
+enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8_t *payload,
+				  uint32_t payload_len);
+
+#endif /* BW_DP_DEFS_H */

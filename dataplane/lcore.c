@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The two dataplane pollers of a polling lcore: RX (a burst of up to 32 frames, each handled to a
+ * reply or a drop) and TX drain (replies wait in a TX buffer so that several leave in one burst; the
+ * buffer is flushed when full or when the drain period on the TSC has passed).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+
+#include "defs.h"
+
+/* Called by rte_eth_tx_buffer_flush for the replies the queue refused: count them, free them. */
+static void tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata)
+{
+	struct dp_lcore *lc = userdata;
+
+	lc->stats.drops[DP_DROP_TX_FULL] += unsent;
+	for (uint16_t i = 0; i < unsent; i++)
+		lc->stats.tx_bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+	lc->stats.tx_packets -= unsent;
+	rte_pktmbuf_free_bulk(pkts, unsent);
+}
+
+int dp_lcore_init(struct dp_lcore *lc, unsigned int lcore_id, uint16_t port_id, uint16_t queue_id, int socket_id,
+		  const struct dp_config *cfg, const struct dp_model_ops *models)
+{
+	struct rte_eth_dev_info info;
+	int ret;
+
+	memset(lc, 0, sizeof(*lc));
+	lc->lcore_id = lcore_id;
+	lc->port_id = port_id;
+	lc->queue_id = queue_id;
+	lc->cfg = cfg;
+	lc->models = models;
+	ret = rte_eth_macaddr_get(port_id, &lc->mac);
+	if (ret != 0)
+		return ret;
+	ret = rte_eth_dev_info_get(port_id, &info);
+	if (ret != 0)
+		return ret;
+	/* Mirror what dp_port_init enabled: both checksums or neither, so one code path computes them. */
+	lc->tx_csum_offload = (info.tx_offload_capa & (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM)) ==
+			      (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM);
+	lc->rx_csum_offload = (info.rx_offload_capa & (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM)) ==
+			      (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM);
+	lc->tx_buffer = rte_zmalloc_socket("dp_tx_buffer", RTE_ETH_TX_BUFFER_SIZE(DP_RX_BURST), 0, socket_id);
+	if (lc->tx_buffer == NULL)
+		return -ENOMEM;
+	rte_eth_tx_buffer_init(lc->tx_buffer, DP_RX_BURST);
+	ret = rte_eth_tx_buffer_set_err_callback(lc->tx_buffer, tx_unsent, lc);
+	if (ret != 0) {
+		rte_free(lc->tx_buffer);
+		lc->tx_buffer = NULL;
+		return ret;
+	}
+	lc->tx_drain_tsc = plat_us_to_tsc(cfg->tx_drain_us);
+	lc->last_drain_tsc = plat_tsc_now();
+	return 0;
+}
+
+void dp_lcore_fini(struct dp_lcore *lc)
+{
+	rte_free(lc->tx_buffer);
+	lc->tx_buffer = NULL;
+}
+
+static inline void tx_enqueue(struct dp_lcore *lc, struct rte_mbuf *m)
+{
+	/* Counted as sent now; tx_unsent takes them back if the queue refuses them. */
+	lc->stats.tx_packets++;
+	lc->stats.tx_bytes += rte_pktmbuf_pkt_len(m);
+	rte_eth_tx_buffer(lc->port_id, lc->queue_id, lc->tx_buffer, m);
+}
+
+enum plat_poll_result dp_rx_poll(void *arg)
+{
+	struct dp_lcore *lc = arg;
+	struct rte_mbuf *pkts[DP_RX_BURST];
+	uint16_t nb_rx, i;
+
+	nb_rx = rte_eth_rx_burst(lc->port_id, lc->queue_id, pkts, DP_RX_BURST);
+	if (unlikely(nb_rx == 0))
+		return PLAT_POLL_IDLE;
+
+	lc->burst_tsc = plat_tsc_now();
+	lc->stats.rx_packets += nb_rx;
+	for (i = 0; i < nb_rx; i++) {
+		if (i + 1 < nb_rx)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		lc->stats.rx_bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		if (dp_packet_handle(lc, pkts[i]) == DP_VERDICT_REPLY)
+			tx_enqueue(lc, pkts[i]);
+		else
+			rte_pktmbuf_free(pkts[i]);
+	}
+	return PLAT_POLL_BUSY;
+}
+
+enum plat_poll_result dp_tx_drain_poll(void *arg)
+{
+	struct dp_lcore *lc = arg;
+	uint64_t now = plat_tsc_now();
+
+	if (now - lc->last_drain_tsc < lc->tx_drain_tsc)
+		return PLAT_POLL_IDLE;
+	lc->last_drain_tsc = now;
+	return rte_eth_tx_buffer_flush(lc->port_id, lc->queue_id, lc->tx_buffer) > 0 ? PLAT_POLL_BUSY
+										     : PLAT_POLL_IDLE;
+}
+
+void dp_tx_flush(struct dp_lcore *lc)
+{
+	rte_eth_tx_buffer_flush(lc->port_id, lc->queue_id, lc->tx_buffer);
+}

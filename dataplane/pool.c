@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One mbuf pool per NUMA socket. Its data room follows the MTU so that every frame the port accepts
+ * lands in one mbuf (the parser never walks chains), and its size counts every place an mbuf can wait:
+ * RX and TX rings, the burst in hand, the TX buffer, the per-lcore caches, and the requests held in
+ * queued batches.
+ */
+#include <rte_ether.h>
+
+#include "dataplane.h"
+
+#define DP_VLAN_TAG_LEN 4
+
+/* Frame room is rounded up to 1 KiB: kernel-backed PMDs (af_packet) need room for their whole frame
+ * slot, which they size in such steps (framesz=9216 for a 9000-byte MTU). */
+#define DP_FRAME_ROOM_ALIGN 1024
+
+uint16_t dp_mbuf_data_room(uint16_t mtu)
+{
+	uint32_t frame = RTE_ETHER_HDR_LEN + DP_VLAN_TAG_LEN + (uint32_t)mtu + RTE_ETHER_CRC_LEN;
+
+	return (uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(frame, DP_FRAME_ROOM_ALIGN));
+}
+
+struct rte_mempool *dp_pool_create(const struct dp_config *cfg, int socket_id, unsigned int nb_ports,
+				   unsigned int nb_queues)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+	unsigned int per_queue = cfg->rx_desc + cfg->tx_desc + 2 * DP_RX_BURST + DP_MBUF_CACHE_SIZE;
+	unsigned int count = nb_ports * nb_queues * per_queue + cfg->mbufs_held;
+
+	/* A ring-backed mempool is most compact at 2^n - 1 elements. */
+	count = rte_align32pow2(count + 1) - 1;
+	snprintf(name, sizeof(name), "bw_mbufs_s%d", socket_id);
+	return rte_pktmbuf_pool_create(name, count, DP_MBUF_CACHE_SIZE, 0, dp_mbuf_data_room(cfg->mtu), socket_id);
+}
+
+void dp_config_defaults(struct dp_config *cfg)
+{
+	*cfg = (struct dp_config){
+		.ipv4_addr = 0,
+		.udp_port = BW_UDP_PORT_DEFAULT,
+		.mtu = DP_MTU_DEFAULT,
+		.tx_drain_us = DP_TX_DRAIN_US_DEFAULT,
+		.rx_desc = DP_RX_DESC_DEFAULT,
+		.tx_desc = DP_TX_DESC_DEFAULT,
+		.mbufs_held = DP_MBUFS_HELD_DEFAULT,
+	};
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Protocol v1 on the polling lcore: validate the header in the order docs/protocol.md gives, dispatch
+ * by opcode, and turn the request mbuf into its reply in place. A datagram whose header cannot be
+ * trusted (truncated, wrong magic, a reply opcode) is dropped; any other bad request gets an error
+ * reply naming the rule it broke.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "defs.h"
+
+/* The rules of docs/protocol.md "Validation rules", steps 2 to 4. */
+static enum bw_status header_check(const struct bw_hdr *hdr, uint32_t payload_len, char *msg, size_t cap)
+{
+	uint32_t trailer_len = (hdr->flags & BW_FLAG_AUTH) ? (uint32_t)sizeof(struct bw_auth_trailer) : 0;
+
+	if (hdr->version != BW_PROTO_VERSION) {
+		snprintf(msg, cap, "protocol version %u not supported; this server speaks version %u",
+			 hdr->version, BW_PROTO_VERSION);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if (hdr->status != 0) {
+		snprintf(msg, cap, "status must be 0 in a request, got %u", hdr->status);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if (hdr->flags & ~BW_FLAGS_KNOWN) {
+		snprintf(msg, cap, "unknown flags 0x%02x", hdr->flags & ~BW_FLAGS_KNOWN);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if (hdr->seg_count == 0 || hdr->seg_index >= hdr->seg_count) {
+		snprintf(msg, cap, "segment %u of %u is not a valid segment", hdr->seg_index, hdr->seg_count);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if ((uint64_t)sizeof(*hdr) + hdr->body_len + trailer_len != payload_len) {
+		snprintf(msg, cap, "body_len %u does not match the %u bytes after the header", hdr->body_len,
+			 payload_len - (uint32_t)sizeof(*hdr));
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if (hdr->seg_count == 1 && hdr->total_body_len != hdr->body_len) {
+		snprintf(msg, cap, "total_body_len %u differs from body_len %u in an unsegmented message",
+			 hdr->total_body_len, hdr->body_len);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if (hdr->opcode != BW_OP_PING && hdr->opcode != BW_OP_INFER && hdr->opcode != BW_OP_MODEL_INFO) {
+		snprintf(msg, cap, "unknown opcode %u", hdr->opcode);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if (hdr->seg_count > 1) {
+		snprintf(msg, cap, "segmented requests are not supported by this server");
+		return BW_STATUS_UNIMPLEMENTED;
+	}
+	if (hdr->flags & BW_FLAG_AUTH) {
+		snprintf(msg, cap, "authentication trailers are not supported by this server");
+		return BW_STATUS_UNIMPLEMENTED;
+	}
+	return BW_STATUS_OK;
+}
+
+/* Finds the model a request names and checks its priority; step 5. */
+static const void *model_resolve(struct dp_lcore *lc, const struct bw_hdr *hdr, const uint8_t *body,
+				 enum bw_status *status, char *msg, size_t cap)
+{
+	const struct dp_model_ops *ops = lc->models;
+	const void *model = NULL;
+
+	/* MODEL_INFO may name the model instead of numbering it. */
+	if (hdr->model_id == BW_MODEL_ID_ANY && hdr->opcode == BW_OP_MODEL_INFO)
+		model = ops->lookup(ops->ctx, hdr->model_id, (const char *)body, hdr->body_len);
+	else if (hdr->model_id != BW_MODEL_ID_ANY)
+		model = ops->lookup(ops->ctx, hdr->model_id, NULL, 0);
+	if (model == NULL) {
+		if (hdr->model_id == BW_MODEL_ID_ANY)
+			snprintf(msg, cap, "no model named '%.*s'", (int)RTE_MIN(hdr->body_len, 64u),
+				 (const char *)body);
+		else
+			snprintf(msg, cap, "no model with id %u", hdr->model_id);
+		*status = BW_STATUS_NOT_FOUND;
+		return NULL;
+	}
+	if (hdr->priority >= ops->priority_levels(model)) {
+		snprintf(msg, cap, "priority %u out of range: this model has %u levels (0 is most urgent)",
+			 hdr->priority, ops->priority_levels(model));
+		*status = BW_STATUS_INVALID_ARGUMENT;
+		return NULL;
+	}
+	*status = BW_STATUS_OK;
+	return model;
+}
+
+/* Rewrites the protocol header of the request into its reply's and finishes the frame. */
+static enum dp_verdict reply_send(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
+				  enum bw_status status, uint32_t body_len, uint16_t num_tensors)
+{
+	hdr->version = BW_PROTO_VERSION;
+	hdr->opcode |= BW_OP_REPLY;
+	hdr->status = (uint16_t)status;
+	hdr->flags = 0;
+	hdr->num_tensors = num_tensors;
+	hdr->body_len = body_len;
+	hdr->seg_index = 0;
+	hdr->seg_count = 1;
+	hdr->total_body_len = body_len;
+	dp_ipv4_reply_finish(lc, m, (uint32_t)sizeof(struct rte_udp_hdr) + (uint32_t)sizeof(*hdr) + body_len);
+	lc->stats.replies[status]++;
+	return DP_VERDICT_REPLY;
+}
+
+static enum dp_verdict error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
+				   enum bw_status status, const char *msg)
+{
+	uint32_t len = (uint32_t)strnlen(msg, DP_ERROR_MSG_MAX);
+
+	memcpy(hdr + 1, msg, len);
+	return reply_send(lc, m, hdr, status, len, 0);
+}
+
+enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8_t *payload,
+				  uint32_t payload_len)
+{
+	struct bw_hdr *hdr = (struct bw_hdr *)payload;
+	uint8_t *body = payload + sizeof(*hdr);
+	/* Room for the reply body: the MTU, and the mbuf's own end, whichever is nearer. */
+	uint32_t body_cap = RTE_MIN(dp_udp_payload_max(lc),
+				    (uint32_t)(rte_pktmbuf_mtod(m, uint8_t *) + rte_pktmbuf_data_len(m) +
+					       rte_pktmbuf_tailroom(m) - payload)) -
+			    (uint32_t)sizeof(*hdr);
+	char msg[DP_ERROR_MSG_MAX + 1];
+	enum bw_status status;
+	const void *model;
+
+	if (payload_len < sizeof(*hdr))
+		return dp_drop(lc, DP_DROP_PROTO_TRUNCATED);
+	if (hdr->magic != BW_PROTO_MAGIC)
+		return dp_drop(lc, DP_DROP_PROTO_BAD_MAGIC);
+	if (hdr->opcode & BW_OP_REPLY)
+		return dp_drop(lc, DP_DROP_PROTO_REPLY);
+	lc->stats.requests++;
+
+	status = header_check(hdr, payload_len, msg, sizeof(msg));
+	if (status != BW_STATUS_OK)
+		return error_reply(lc, m, hdr, status, msg);
+
+	if (hdr->opcode == BW_OP_PING) {
+		if (hdr->num_tensors != 0)
+			return error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
+		return reply_send(lc, m, hdr, BW_STATUS_OK, hdr->body_len, 0);
+	}
+
+	model = model_resolve(lc, hdr, body, &status, msg, sizeof(msg));
+	if (model == NULL)
+		return error_reply(lc, m, hdr, status, msg);
+
+	if (hdr->opcode == BW_OP_MODEL_INFO) {
+		if (hdr->num_tensors != 0)
+			return error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "MODEL_INFO carries no tensors");
+		int len = lc->models->describe(model, body, body_cap);
+		if (len < 0)
+			return error_reply(lc, m, hdr, BW_STATUS_INTERNAL,
+					   "model description does not fit one datagram at this MTU");
+		return reply_send(lc, m, hdr, BW_STATUS_OK, (uint32_t)len, 0);
+	}
+
+	/* INFER */
+	struct dp_request *req = &lc->request;
+	const char *why;
+	if (bw_body_parse(body, hdr->body_len, hdr->num_tensors, req->tensors, &why) != 0)
+		return error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, why);
+	req->mbuf = m;
+	req->hdr = hdr;
+	req->body = body;
+	req->num_tensors = hdr->num_tensors;
+	req->arrival_tsc = lc->burst_tsc;
+	uint32_t reply_len = 0;
+	uint16_t reply_tensors = 0;
+	msg[0] = '\0';
+	status = lc->models->infer(lc->models->ctx, model, req, body_cap, &reply_len, &reply_tensors, msg,
+				   sizeof(msg));
+	if (status != BW_STATUS_OK)
+		return error_reply(lc, m, hdr, status, msg[0] != '\0' ? msg : bw_status_name(status));
+	return reply_send(lc, m, hdr, BW_STATUS_OK, reply_len, reply_tensors);
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * /batchwire/stats and /batchwire/lcores. The hot path only increments its own lcore's plain
+ * integers; these callbacks run on the telemetry thread and sum them. A 64-bit aligned load is atomic
+ * on the CPUs DPDK runs on, so a reader sees each counter whole, if a few packets behind.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_telemetry.h>
+
+#include "dataplane.h"
+
+static struct dp_lcore *const *g_lcores;
+static unsigned int g_nb_lcores;
+
+static void stats_sum(struct dp_lcore_stats *sum, uint64_t *busy, uint64_t *iterations)
+{
+	memset(sum, 0, sizeof(*sum));
+	*busy = *iterations = 0;
+	for (unsigned int i = 0; i < g_nb_lcores; i++) {
+		const struct dp_lcore_stats *s = &g_lcores[i]->stats;
+
+		sum->rx_packets += s->rx_packets;
+		sum->rx_bytes += s->rx_bytes;
+		sum->tx_packets += s->tx_packets;
+		sum->tx_bytes += s->tx_bytes;
+		sum->arp_replies += s->arp_replies;
+		sum->icmp_echo_replies += s->icmp_echo_replies;
+		sum->requests += s->requests;
+		for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)
+			sum->replies[k] += s->replies[k];
+		for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
+			sum->drops[k] += s->drops[k];
+		*busy += g_lcores[i]->poll.busy_iterations;
+		*iterations += g_lcores[i]->poll.iterations;
+	}
+}
+
+static uint64_t replies_total(const struct dp_lcore_stats *s)
+{
+	uint64_t n = 0;
+	for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)
+		n += s->replies[k];
+	return n;
+}
+
+static uint64_t drops_total(const struct dp_lcore_stats *s)
+{
+	uint64_t n = 0;
+	for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
+		n += s->drops[k];
+	return n;
+}
+
+/* The flat counters both commands show. */
+static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stats *s)
+{
+	rte_tel_data_add_dict_u64(d, "rx_packets", s->rx_packets);
+	rte_tel_data_add_dict_u64(d, "rx_bytes", s->rx_bytes);
+	rte_tel_data_add_dict_u64(d, "tx_packets", s->tx_packets);
+	rte_tel_data_add_dict_u64(d, "tx_bytes", s->tx_bytes);
+	rte_tel_data_add_dict_u64(d, "arp_replies", s->arp_replies);
+	rte_tel_data_add_dict_u64(d, "icmp_echo_replies", s->icmp_echo_replies);
+	rte_tel_data_add_dict_u64(d, "requests", s->requests);
+	rte_tel_data_add_dict_u64(d, "replies", replies_total(s));
+	rte_tel_data_add_dict_u64(d, "drops", drops_total(s));
+}
+
+static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	struct dp_lcore_stats sum;
+	uint64_t busy, iterations;
+	struct rte_tel_data *replies, *drops;
+
+	stats_sum(&sum, &busy, &iterations);
+	rte_tel_data_start_dict(d);
+	stats_add_scalars(d, &sum);
+	rte_tel_data_add_dict_u64(d, "poll_iterations", iterations);
+	rte_tel_data_add_dict_u64(d, "poll_busy_iterations", busy);
+
+	replies = rte_tel_data_alloc();
+	drops = rte_tel_data_alloc();
+	if (replies == NULL || drops == NULL) {
+		rte_tel_data_free(replies);
+		rte_tel_data_free(drops);
+		return -ENOMEM;
+	}
+	rte_tel_data_start_dict(replies);
+	for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)
+		rte_tel_data_add_dict_u64(replies, bw_status_name(k), sum.replies[k]);
+	rte_tel_data_start_dict(drops);
+	for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
+		rte_tel_data_add_dict_u64(drops, dp_drop_reason_name(k), sum.drops[k]);
+	rte_tel_data_add_dict_container(d, "replies_by_status", replies, 0);
+	rte_tel_data_add_dict_container(d, "drops_by_reason", drops, 0);
+	return 0;
+}
+
+static int lcores_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	rte_tel_data_start_dict(d);
+	for (unsigned int i = 0; i < g_nb_lcores; i++) {
+		const struct dp_lcore *lc = g_lcores[i];
+		struct rte_tel_data *one = rte_tel_data_alloc();
+		char key[32];
+
+		if (one == NULL)
+			return -ENOMEM;
+		rte_tel_data_start_dict(one);
+		rte_tel_data_add_dict_u64(one, "port", lc->port_id);
+		rte_tel_data_add_dict_u64(one, "queue", lc->queue_id);
+		stats_add_scalars(one, &lc->stats);
+		rte_tel_data_add_dict_u64(one, "poll_iterations", lc->poll.iterations);
+		rte_tel_data_add_dict_u64(one, "poll_busy_iterations", lc->poll.busy_iterations);
+		snprintf(key, sizeof(key), "lcore%u", lc->lcore_id);
+		rte_tel_data_add_dict_container(d, key, one, 0);
+	}
+	return 0;
+}
+
+int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count)
+{
+	int ret;
+
+	g_lcores = lcores;
+	g_nb_lcores = count;
+	ret = rte_telemetry_register_cmd("/batchwire/stats", stats_cb,
+					 "Dataplane counters summed over polling lcores: packets, requests, replies "
+					 "by status, drops by reason. No parameters.");
+	if (ret != 0)
+		return ret;
+	return rte_telemetry_register_cmd("/batchwire/lcores", lcores_cb,
+					  "Counters of each polling lcore. No parameters.");
+}

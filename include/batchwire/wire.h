@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * batchwire protocol v1: the bytes of a UDP datagram between a client and the appliance.
+ * docs/protocol.md is the prose; this header is the layout. DPDK-free: the daemon, the client
+ * library and the tests all build against it. Every field is little-endian; every offset and size
+ * is pinned by a static_assert so that a change to the layout cannot go unnoticed.
+ *
+ * The structs are packed because a datagram's payload lands at an address that is only 2-byte
+ * aligned inside an mbuf (128 B headroom + 42 B of Eth/IPv4/UDP); packed makes the compiler emit
+ * accesses that are safe there. All fields sit at their natural alignment relative to the message
+ * start, so nothing is lost on hosts that copy the message into an aligned buffer first.
+ */
+#ifndef BATCHWIRE_WIRE_H
+#define BATCHWIRE_WIRE_H
+
+#include <assert.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchwire/status.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "batchwire maps its little-endian wire format onto host structs: little-endian hosts only"
+#endif
+
+#define BW_PROTO_MAGIC 0x52495742u /* the bytes "BWIR" */
+#define BW_PROTO_VERSION 1
+#define BW_UDP_PORT_DEFAULT 7878
+
+/* Request opcodes; a reply carries the request's opcode with BW_OP_REPLY set. */
+enum bw_opcode {
+	BW_OP_PING = 1,       /* liveness; the body comes back unchanged */
+	BW_OP_INFER = 2,      /* run a model on the tensors in the body */
+	BW_OP_MODEL_INFO = 3, /* describe one model */
+};
+#define BW_OP_REPLY 0x80
+
+/* Header flags. */
+#define BW_FLAG_AUTH 0x01 /* a struct bw_auth_trailer follows the body */
+#define BW_FLAGS_KNOWN (BW_FLAG_AUTH)
+
+/* A priority of 0 is the most urgent; a model with P levels accepts 0..P-1. */
+#define BW_PRIORITY_HIGHEST 0
+
+/* A deadline budget of 0 means "no budget of my own": the model's default applies. */
+#define BW_DEADLINE_NONE 0
+
+#define BW_MAX_RANK 8
+#define BW_MAX_TENSORS 64
+#define BW_MAX_NAME_LEN 255
+#define BW_TENSOR_BY_NAME 0xffffu /* bw_tensor_desc.index: match the tensor by its name */
+#define BW_MODEL_ID_ANY 0xffffffffu
+
+/* The fixed header at the start of every datagram. */
+struct bw_hdr {
+	uint32_t magic;          /* BW_PROTO_MAGIC */
+	uint8_t version;         /* BW_PROTO_VERSION */
+	uint8_t opcode;          /* enum bw_opcode, | BW_OP_REPLY in replies */
+	uint16_t status;         /* enum bw_status; 0 in requests */
+	uint64_t request_id;     /* chosen by the client, echoed in the reply */
+	uint32_t model_id;       /* which model; ignored by PING */
+	uint32_t deadline_us;    /* relative budget from arrival, BW_DEADLINE_NONE for the default */
+	uint8_t priority;        /* 0 = most urgent */
+	uint8_t flags;           /* BW_FLAG_* */
+	uint16_t num_tensors;    /* tensor descriptors in the (whole, reassembled) body */
+	uint32_t body_len;       /* body bytes in this datagram, after the header, before a trailer */
+	uint16_t seg_index;      /* 0-based segment number */
+	uint16_t seg_count;      /* 1 for a message that fits one datagram */
+	uint32_t total_body_len; /* body bytes of the whole message, all segments together */
+} __attribute__((packed));
+
+static_assert(offsetof(struct bw_hdr, magic) == 0, "bw_hdr.magic");
+static_assert(offsetof(struct bw_hdr, version) == 4, "bw_hdr.version");
+static_assert(offsetof(struct bw_hdr, opcode) == 5, "bw_hdr.opcode");
+static_assert(offsetof(struct bw_hdr, status) == 6, "bw_hdr.status");
+static_assert(offsetof(struct bw_hdr, request_id) == 8, "bw_hdr.request_id");
+static_assert(offsetof(struct bw_hdr, model_id) == 16, "bw_hdr.model_id");
+static_assert(offsetof(struct bw_hdr, deadline_us) == 20, "bw_hdr.deadline_us");
+static_assert(offsetof(struct bw_hdr, priority) == 24, "bw_hdr.priority");
+static_assert(offsetof(struct bw_hdr, flags) == 25, "bw_hdr.flags");
+static_assert(offsetof(struct bw_hdr, num_tensors) == 26, "bw_hdr.num_tensors");
+static_assert(offsetof(struct bw_hdr, body_len) == 28, "bw_hdr.body_len");
+static_assert(offsetof(struct bw_hdr, seg_index) == 32, "bw_hdr.seg_index");
+static_assert(offsetof(struct bw_hdr, seg_count) == 34, "bw_hdr.seg_count");
+static_assert(offsetof(struct bw_hdr, total_body_len) == 36, "bw_hdr.total_body_len");
+static_assert(sizeof(struct bw_hdr) == 40, "bw_hdr size");
+
+/* Element types: the numbering of ONNX's TensorProto.DataType, so users need no second table. */
+enum bw_dtype {
+	BW_DTYPE_FLOAT = 1,
+	BW_DTYPE_UINT8 = 2,
+	BW_DTYPE_INT8 = 3,
+	BW_DTYPE_UINT16 = 4,
+	BW_DTYPE_INT16 = 5,
+	BW_DTYPE_INT32 = 6,
+	BW_DTYPE_INT64 = 7,
+	BW_DTYPE_BOOL = 9,
+	BW_DTYPE_FLOAT16 = 10,
+	BW_DTYPE_DOUBLE = 11,
+	BW_DTYPE_UINT32 = 12,
+	BW_DTYPE_UINT64 = 13,
+	BW_DTYPE_BFLOAT16 = 16,
+};
+
+/*
+ * One tensor in a body. Its name (name_len bytes, no NUL) follows the descriptor directly and is
+ * padded with zeros to a multiple of 8 bytes, so the next descriptor starts 8-byte aligned relative
+ * to the body. The payloads of all tensors follow the last descriptor, packed in descriptor order.
+ */
+struct bw_tensor_desc {
+	uint16_t index;             /* input/output index, or BW_TENSOR_BY_NAME */
+	uint8_t dtype;              /* enum bw_dtype */
+	uint8_t rank;               /* 0..BW_MAX_RANK; 0 is a scalar */
+	uint16_t name_len;          /* 0..BW_MAX_NAME_LEN */
+	uint16_t reserved;          /* 0 */
+	uint32_t data_len;          /* payload bytes: product(dims) * element size */
+	uint32_t reserved2;         /* 0 */
+	uint32_t dims[BW_MAX_RANK]; /* dims[0..rank-1]; 0 in MODEL_INFO means "any" */
+} __attribute__((packed));
+
+static_assert(offsetof(struct bw_tensor_desc, index) == 0, "bw_tensor_desc.index");
+static_assert(offsetof(struct bw_tensor_desc, dtype) == 2, "bw_tensor_desc.dtype");
+static_assert(offsetof(struct bw_tensor_desc, rank) == 3, "bw_tensor_desc.rank");
+static_assert(offsetof(struct bw_tensor_desc, name_len) == 4, "bw_tensor_desc.name_len");
+static_assert(offsetof(struct bw_tensor_desc, reserved) == 6, "bw_tensor_desc.reserved");
+static_assert(offsetof(struct bw_tensor_desc, data_len) == 8, "bw_tensor_desc.data_len");
+static_assert(offsetof(struct bw_tensor_desc, reserved2) == 12, "bw_tensor_desc.reserved2");
+static_assert(offsetof(struct bw_tensor_desc, dims) == 16, "bw_tensor_desc.dims");
+static_assert(sizeof(struct bw_tensor_desc) == 48, "bw_tensor_desc size");
+
+/* Body of a MODEL_INFO reply: this struct, the name (padded to 8), the allowed batch sizes as
+ * uint32_t (padded to 8), then num_inputs and num_outputs tensor descriptors with their names
+ * (data_len 0; a dim of 0 is dynamic, dims[0] of a batched model is the batch dimension). */
+struct bw_model_info {
+	uint32_t model_id;
+	uint16_t name_len;
+	uint16_t flags;           /* BW_MODEL_F_* */
+	uint16_t num_inputs;
+	uint16_t num_outputs;
+	uint16_t num_batch_sizes; /* 0: the model is not batched */
+	uint16_t priority_levels; /* a request's priority must be below this */
+	uint32_t max_batch_size;
+	uint32_t reserved;        /* 0 */
+} __attribute__((packed));
+
+#define BW_MODEL_F_ANY_TENSORS 0x0001 /* accepts any tensors (the echo model): no descriptors */
+
+static_assert(offsetof(struct bw_model_info, model_id) == 0, "bw_model_info.model_id");
+static_assert(offsetof(struct bw_model_info, name_len) == 4, "bw_model_info.name_len");
+static_assert(offsetof(struct bw_model_info, flags) == 6, "bw_model_info.flags");
+static_assert(offsetof(struct bw_model_info, num_inputs) == 8, "bw_model_info.num_inputs");
+static_assert(offsetof(struct bw_model_info, num_outputs) == 10, "bw_model_info.num_outputs");
+static_assert(offsetof(struct bw_model_info, num_batch_sizes) == 12, "bw_model_info.num_batch_sizes");
+static_assert(offsetof(struct bw_model_info, priority_levels) == 14, "bw_model_info.priority_levels");
+static_assert(offsetof(struct bw_model_info, max_batch_size) == 16, "bw_model_info.max_batch_size");
+static_assert(offsetof(struct bw_model_info, reserved) == 20, "bw_model_info.reserved");
+static_assert(sizeof(struct bw_model_info) == 24, "bw_model_info size");
+
+/* Follows the body when BW_FLAG_AUTH is set: HMAC-SHA256 over header and body, keyed by key_id. */
+struct bw_auth_trailer {
+	uint32_t key_id;
+	uint32_t reserved; /* 0 */
+	uint8_t tag[32];
+} __attribute__((packed));
+
+static_assert(offsetof(struct bw_auth_trailer, key_id) == 0, "bw_auth_trailer.key_id");
+static_assert(offsetof(struct bw_auth_trailer, reserved) == 4, "bw_auth_trailer.reserved");
+static_assert(offsetof(struct bw_auth_trailer, tag) == 8, "bw_auth_trailer.tag");
+static_assert(sizeof(struct bw_auth_trailer) == 40, "bw_auth_trailer size");
+
+/* Largest UDP payload on a 9000-byte MTU (IPv4 20 B, UDP 8 B): the biggest unsegmented message. */
+#define BW_MTU_MAX 9000
+#define BW_DGRAM_MAX (BW_MTU_MAX - 20 - 8)
+
+static inline uint32_t bw_pad8(uint32_t len)
+{
+	return (len + 7u) & ~7u;
+}
+
+/* Bytes per element, or 0 for a dtype that v1 does not carry. */
+static inline uint32_t bw_dtype_size(uint32_t dtype)
+{
+	switch (dtype) {
+	case BW_DTYPE_UINT8:
+	case BW_DTYPE_INT8:
+	case BW_DTYPE_BOOL:
+		return 1;
+	case BW_DTYPE_UINT16:
+	case BW_DTYPE_INT16:
+	case BW_DTYPE_FLOAT16:
+	case BW_DTYPE_BFLOAT16:
+		return 2;
+	case BW_DTYPE_FLOAT:
+	case BW_DTYPE_INT32:
+	case BW_DTYPE_UINT32:
+		return 4;
+	case BW_DTYPE_INT64:
+	case BW_DTYPE_DOUBLE:
+	case BW_DTYPE_UINT64:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+/* A tensor found in a body: pointers into the caller's buffer, nothing copied. */
+struct bw_tensor_view {
+	const struct bw_tensor_desc *desc;
+	const char *name; /* desc->name_len bytes, not NUL-terminated */
+	const uint8_t *data;
+};
+
+/*
+ * Walks a body holding num_tensors tensors and checks every rule of docs/protocol.md: descriptors and
+ * names inside the body, known dtype, rank <= BW_MAX_RANK, reserved fields zero, data_len equal to
+ * product(dims) * element size, and the payloads filling the rest of the body exactly.
+ * \param views  out, room for num_tensors entries (NULL to validate only)
+ * \param why    out, on error a static string naming the rule that failed
+ * \return 0, or -EINVAL with *why set
+ */
+static inline int bw_body_parse(const uint8_t *body, uint32_t body_len, uint32_t num_tensors,
+				struct bw_tensor_view *views, const char **why)
+{
+	uint64_t off = 0, data_total = 0;
+	uint32_t i, d;
+
+	if (num_tensors > BW_MAX_TENSORS) {
+		*why = "num_tensors above 64";
+		return -EINVAL;
+	}
+	for (i = 0; i < num_tensors; i++) {
+		const struct bw_tensor_desc *desc = (const void *)(body + off);
+		uint64_t elems = 1;
+		uint32_t elem_size;
+
+		if (off + sizeof(*desc) > body_len) {
+			*why = "tensor descriptor runs past the body";
+			return -EINVAL;
+		}
+		if (desc->reserved != 0 || desc->reserved2 != 0) {
+			*why = "tensor descriptor reserved field not zero";
+			return -EINVAL;
+		}
+		elem_size = bw_dtype_size(desc->dtype);
+		if (elem_size == 0) {
+			*why = "tensor dtype not supported";
+			return -EINVAL;
+		}
+		if (desc->rank > BW_MAX_RANK) {
+			*why = "tensor rank above 8";
+			return -EINVAL;
+		}
+		if (desc->name_len > BW_MAX_NAME_LEN) {
+			*why = "tensor name longer than 255 bytes";
+			return -EINVAL;
+		}
+		if (desc->index == BW_TENSOR_BY_NAME && desc->name_len == 0) {
+			*why = "tensor addressed by name has no name";
+			return -EINVAL;
+		}
+		for (d = 0; d < desc->rank; d++) {
+			elems *= desc->dims[d];
+			if (elems > UINT32_MAX) {
+				*why = "tensor dims overflow";
+				return -EINVAL;
+			}
+		}
+		for (; d < BW_MAX_RANK; d++) {
+			if (desc->dims[d] != 0) {
+				*why = "tensor dim beyond rank not zero";
+				return -EINVAL;
+			}
+		}
+		if (elems * elem_size != desc->data_len) {
+			*why = "tensor data_len does not match dims and dtype";
+			return -EINVAL;
+		}
+		off += sizeof(*desc);
+		if (off + bw_pad8(desc->name_len) > body_len) {
+			*why = "tensor name runs past the body";
+			return -EINVAL;
+		}
+		if (views != NULL) {
+			views[i].desc = desc;
+			views[i].name = (const char *)body + off;
+		}
+		off += bw_pad8(desc->name_len);
+		data_total += desc->data_len;
+	}
+	if (off + data_total != body_len) {
+		*why = "tensor payloads do not fill the body exactly";
+		return -EINVAL;
+	}
+	if (views != NULL) {
+		for (i = 0; i < num_tensors; i++) {
+			views[i].data = body + off;
+			off += views[i].desc->data_len;
+		}
+	}
+	return 0;
+}
+
+#endif /* BATCHWIRE_WIRE_H */

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * platform: the bottom layer. Logging types, TSC clock helpers, the hwloc view of the machine, thread
+ * pinning and naming, and the poll loop that every polling lcore runs. Nothing here knows packets,
+ * batches or models.
+ */
+#ifndef BW_PLATFORM_H
+#define BW_PLATFORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_log.h>
+
+/* ---- logging ---------------------------------------------------------------------------------- */
+
+/* One rte_log type per layer, so `--log-level=bw.dp:debug` turns on one layer only. */
+extern int plat_logtype_app;
+extern int plat_logtype_plat;
+extern int plat_logtype_dp;
+extern int plat_logtype_rt;
+
+#define PLAT_LOG(level, type, fmt, ...) \
+	rte_log(RTE_LOG_##level, plat_logtype_##type, "batchwire: " fmt "\n", ##__VA_ARGS__)
+
+/* ---- clock ------------------------------------------------------------------------------------ */
+
+/* TSC ticks per second, read once from EAL at start-up (plat_clock_init). */
+extern uint64_t plat_tsc_hz;
+
+/** Caches the TSC frequency; call after rte_eal_init. \return 0 or -ENODEV when EAL has none. */
+int plat_clock_init(void);
+
+static inline uint64_t plat_tsc_now(void)
+{
+	return rte_rdtsc();
+}
+
+static inline uint64_t plat_us_to_tsc(uint64_t us)
+{
+	return us * plat_tsc_hz / 1000000u;
+}
+
+static inline uint64_t plat_tsc_to_ns(uint64_t ticks)
+{
+	return ticks * 1000000000u / plat_tsc_hz;
+}
+
+/* ---- topology (hwloc) ------------------------------------------------------------------------- */
+
+/* Where one CPU (an lcore's cpu id) sits in the machine. */
+struct plat_cpu_location {
+	int numa_node;    /* -1 when hwloc reports no NUMA node */
+	int package;      /* physical socket */
+	int core;         /* logical index of the physical core, unique machine-wide */
+	int smt_siblings; /* hardware threads on that core, this one included */
+};
+
+/** Loads the topology of this machine. \return 0 or a negative errno. */
+int plat_topology_init(void);
+/** Loads a synthetic topology instead (hwloc syntax, e.g. "package:1 numa:2 core:2 pu:2"), for tests. */
+int plat_topology_init_synthetic(const char *description);
+void plat_topology_fini(void);
+
+/** \return 0 and fills *loc, or -ENOENT when the cpu is not in the topology. */
+int plat_cpu_locate(unsigned int cpu, struct plat_cpu_location *loc);
+
+/** \return true when two distinct cpus are hardware threads of one physical core. */
+bool plat_cpus_are_smt_siblings(unsigned int cpu_a, unsigned int cpu_b);
+
+/* One polling lcore as the topology report needs it. */
+struct plat_lcore_place {
+	unsigned int lcore_id;
+	unsigned int cpu;
+	int port_numa_node; /* NUMA node of the port it polls, -1 if unknown (virtual devices) */
+};
+
+/**
+ * Logs which NUMA node and physical core each polling lcore sits on, and warns when two of them are
+ * SMT siblings or when a port's NUMA node differs from its polling lcore's.
+ * \return the number of warnings issued (tests count them), or a negative errno.
+ */
+int plat_topology_report(const struct plat_lcore_place *places, unsigned int count);
+
+/* ---- threads ---------------------------------------------------------------------------------- */
+
+/**
+ * Pins the calling thread to one cpu and names it (visible in top -H and gdb).
+ * EAL already pins lcores from -l/--lcores; this makes the invariant explicit for every thread we own.
+ * \return 0 or a negative errno.
+ */
+int plat_thread_pin_and_name(unsigned int cpu, const char *name);
+
+/* ---- poll loop -------------------------------------------------------------------------------- */
+
+enum plat_poll_result {
+	PLAT_POLL_IDLE = 0, /* found nothing to do */
+	PLAT_POLL_BUSY = 1, /* did work */
+};
+
+/* One entry of an lcore's poller table: RX, batch windows, executor completions, TX drain... */
+struct plat_poller {
+	const char *name;
+	enum plat_poll_result (*poll)(void *arg);
+	void *arg;
+};
+
+#define PLAT_POLLERS_MAX 16
+
+/* Loop statistics of one lcore, written only by it, read by telemetry. */
+struct plat_poll_stats {
+	uint64_t iterations;
+	uint64_t busy_iterations;
+};
+
+/**
+ * Runs the pollers in table order until *quit becomes true. An iteration is busy when any poller
+ * returned BUSY. Never returns early: stop by setting *quit.
+ */
+void plat_poll_loop(const struct plat_poller *pollers, unsigned int count, const volatile bool *quit,
+		    struct plat_poll_stats *stats);
+
+#endif /* BW_PLATFORM_H */

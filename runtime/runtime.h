@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * runtime: the models the appliance serves and what MODEL_INFO says about them. This release has the
+ * built-in echo model (outputs = inputs), so data flows end to end before ONNX models arrive
+ * (issue 4 adds the loader, the kernel registry and the executor behind the same registry).
+ * DPDK-free: nothing here touches packets.
+ */
+#ifndef BW_RUNTIME_H
+#define BW_RUNTIME_H
+
+#include <stdint.h>
+
+#include <batchwire/wire.h>
+
+#define RT_MODEL_NAME_MAX 64
+#define RT_MODELS_MAX 64
+#define RT_BATCH_SIZES_MAX 16
+#define RT_MODEL_TENSORS_MAX 16
+#define RT_ECHO_MODEL_ID 0
+#define RT_ECHO_MODEL_NAME "echo"
+
+enum rt_model_kind {
+	RT_MODEL_ECHO, /* replies with its inputs as outputs */
+};
+
+/* A model input or output as MODEL_INFO describes it; a dim of 0 is dynamic. */
+struct rt_tensor_spec {
+	char name[RT_MODEL_NAME_MAX];
+	uint8_t dtype;
+	uint8_t rank;
+	uint32_t dims[BW_MAX_RANK];
+};
+
+struct rt_model {
+	uint32_t id;
+	char name[RT_MODEL_NAME_MAX];
+	enum rt_model_kind kind;
+	uint16_t flags;            /* BW_MODEL_F_* */
+	uint16_t priority_levels;  /* >= 1 */
+	uint32_t max_batch_size;   /* 0: not batched */
+	uint16_t num_batch_sizes;
+	uint32_t batch_sizes[RT_BATCH_SIZES_MAX];
+	uint16_t num_inputs;
+	uint16_t num_outputs;
+	struct rt_tensor_spec inputs[RT_MODEL_TENSORS_MAX];
+	struct rt_tensor_spec outputs[RT_MODEL_TENSORS_MAX];
+};
+
+/* The models being served, by id and by name. Filled at start-up, read-only afterwards. */
+struct rt_registry {
+	const struct rt_model *models[RT_MODELS_MAX];
+	unsigned int count;
+};
+
+/** \return 0, -EEXIST when the id or name is taken, -ENOSPC when full, -EINVAL for an empty name. */
+int rt_registry_add(struct rt_registry *reg, const struct rt_model *model);
+const struct rt_model *rt_registry_find_id(const struct rt_registry *reg, uint32_t id);
+/** name need not be NUL-terminated (it comes from the wire). */
+const struct rt_model *rt_registry_find_name(const struct rt_registry *reg, const char *name, uint32_t len);
+
+/** Fills the built-in echo model. \return 0 or -EINVAL when the name does not fit. */
+int rt_echo_init(struct rt_model *model, uint32_t id, const char *name);
+
+/**
+ * Writes the MODEL_INFO reply body of docs/protocol.md.
+ * \return its length, or -EMSGSIZE when it does not fit cap bytes.
+ */
+int rt_model_describe(const struct rt_model *model, uint8_t *buf, uint32_t cap);
+
+#endif /* BW_RUNTIME_H */
