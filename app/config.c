@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <rte_cfgfile.h>
 
@@ -31,7 +33,7 @@ static int parse_uint(const struct app_option *opt, const char *value, struct ap
 	char *end;
 	unsigned long long v;
 
-	if (value[0] == '\0' || value[0] == '-' || value[0] == '+')
+	if (!isdigit((unsigned char)value[0])) /* strtoull would take " 12", "-1" and "+1" */
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(value, &end, 10);
@@ -57,9 +59,9 @@ static int parse_ipv4(const struct app_option *opt __rte_unused, const char *val
 
 	if (inet_pton(AF_INET, value, &addr) != 1)
 		return -EINVAL;
-	/* 0.0.0.0, multicast and broadcast cannot be a host's unicast address. */
+	/* 0/8, loopback, multicast, reserved (240/4) and broadcast cannot be an appliance's address. */
 	uint32_t host = ntohl(addr.s_addr);
-	if (host == 0 || host == 0xffffffffu || (host >> 28) == 0xe)
+	if ((host >> 24) == 0 || (host >> 24) == 127 || (host >> 28) >= 0xe)
 		return -EINVAL;
 	cfg->dp.ipv4_addr = addr.s_addr;
 	cfg->have_ip = true;
@@ -113,7 +115,7 @@ static int parse_lcores(const struct app_option *opt __rte_unused, const char *v
 #define XSTR(x) STR(x)
 
 static const struct app_option g_options[] = {
-	{"ip", "ip", parse_ipv4, 0, 0, 0, 0, "a unicast IPv4 address such as 10.0.0.1",
+	{"ip", "ip", parse_ipv4, 0, 0, 0, 0, "a unicast, non-loopback IPv4 address such as 10.0.0.1",
 	 "IPv4 address the appliance answers on (required)"},
 	{"udp-port", "udp_port", parse_uint, 1, 65535, U16_FIELD(dp.udp_port), "an integer in 1..65535",
 	 "UDP port of protocol v1 (default " XSTR(BW_UDP_PORT_DEFAULT) ")"},
@@ -173,14 +175,84 @@ static int option_apply(const struct app_option *opt, const char *value, struct 
 	return -EINVAL;
 }
 
-static int config_file_load(const char *path, struct app_config *cfg, FILE *err)
+/*
+ * rte_cfgfile (22.11) silently skips a line without '=' and keeps a repeated section apart where we
+ * would read only the first: a typo would go unnoticed. This pass refuses what it would skip.
+ */
+static int config_file_check(const char *path, FILE *err)
 {
-	struct rte_cfgfile *file = rte_cfgfile_load(path, 0);
+	struct stat st;
+	char line[1024];
+	unsigned int lineno = 0, sections = 0;
+	bool in_section = false;
+	FILE *f;
 	int ret = 0;
 
-	if (file == NULL) {
+	f = fopen(path, "r");
+	if (f == NULL || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
 		fprintf(err, "batchwire: invalid --config '%s': expected a readable INI file (%s)\n", path,
-			errno != 0 ? strerror(errno) : "parse error");
+			f == NULL ? strerror(errno) : "not a regular file");
+		if (f != NULL)
+			fclose(f);
+		return -EINVAL;
+	}
+	while (ret == 0 && fgets(line, sizeof(line), f) != NULL) {
+		char *p = line, *eq;
+
+		lineno++;
+		while (isspace((unsigned char)*p))
+			p++;
+		if (*p == '\0' || *p == ';')
+			continue;
+		if (*p == '[') {
+			size_t len = strcspn(p + 1, "]");
+			in_section = true;
+			if (len != strlen(APP_INI_SECTION) || strncmp(p + 1, APP_INI_SECTION, len) != 0) {
+				fprintf(err, "batchwire: invalid section '[%.*s]' in %s line %u: expected [" APP_INI_SECTION
+					"]\n", (int)len, p + 1, path, lineno);
+				ret = -EINVAL;
+			} else if (++sections > 1) {
+				fprintf(err, "batchwire: invalid --config '%s' line %u: expected one [" APP_INI_SECTION
+					"] section, found a second\n", path, lineno);
+				ret = -EINVAL;
+			}
+			continue;
+		}
+		eq = strchr(p, '=');
+		if (eq == NULL || eq == p) {
+			fprintf(err, "batchwire: invalid --config '%s' line %u: expected 'key = value' or a ; comment\n",
+				path, lineno);
+			ret = -EINVAL;
+		} else if (!in_section) {
+			fprintf(err, "batchwire: invalid --config '%s' line %u: expected keys inside [" APP_INI_SECTION
+				"]\n", path, lineno);
+			ret = -EINVAL;
+		} else {
+			char *v = eq + 1;
+			while (isspace((unsigned char)*v))
+				v++;
+			if (*v == '\0' || *v == ';') {
+				*eq = '\0';
+				fprintf(err, "batchwire: invalid --config '%s' line %u: key '%s' has no value\n", path,
+					lineno, strtok(p, " \t"));
+				ret = -EINVAL;
+			}
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static int config_file_load(const char *path, struct app_config *cfg, FILE *err)
+{
+	struct rte_cfgfile *file;
+	int ret = config_file_check(path, err);
+
+	if (ret != 0)
+		return ret;
+	file = rte_cfgfile_load(path, 0);
+	if (file == NULL) {
+		fprintf(err, "batchwire: invalid --config '%s': expected an INI file rte_cfgfile can parse\n", path);
 		return -EINVAL;
 	}
 	int nb_sections = rte_cfgfile_num_sections(file, NULL, 0);
@@ -258,10 +330,15 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 			snprintf(cfg->config_path, sizeof(cfg->config_path), "%s", optarg);
 			break;
 		case ':':
-			fprintf(err, "batchwire: option '%s' needs a value; see --help\n", argv[optind - 1]);
+			fprintf(err, "batchwire: option '%s' needs a value: expected '%s VALUE'; see --help\n",
+				argv[optind - 1], argv[optind - 1]);
 			return -EINVAL;
 		case '?':
-			fprintf(err, "batchwire: unknown option '%s'; see --help\n", argv[optind - 1]);
+			/* For a short option getopt may not have moved past its cluster: name it by optopt. */
+			if (optopt != 0)
+				fprintf(err, "batchwire: unknown option '-%c'; see --help\n", optopt);
+			else
+				fprintf(err, "batchwire: unknown option '%s'; see --help\n", argv[optind - 1]);
 			return -EINVAL;
 		default:
 			break;

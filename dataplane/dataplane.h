@@ -49,6 +49,7 @@ enum dp_drop_reason {
 	DP_DROP_IP_BAD_VERSION,
 	DP_DROP_IP_BAD_HDR_LEN,    /* IHL below 5 */
 	DP_DROP_IP_BAD_TOTAL_LEN,  /* total length below the header length */
+	DP_DROP_IP_OVER_MTU,       /* ICMP echo longer than our MTU: its reply could not be sent */
 	DP_DROP_IP_BAD_CSUM,
 	DP_DROP_IP_FRAGMENT,       /* MF set or offset non-zero: we do not reassemble */
 	DP_DROP_IP_WRONG_DST,      /* not our address */

@@ -22,6 +22,7 @@ static const char *const g_drop_reason_names[DP_DROP_COUNT] = {
 	[DP_DROP_IP_BAD_VERSION] = "ip_bad_version",
 	[DP_DROP_IP_BAD_HDR_LEN] = "ip_bad_hdr_len",
 	[DP_DROP_IP_BAD_TOTAL_LEN] = "ip_bad_total_len",
+	[DP_DROP_IP_OVER_MTU] = "ip_over_mtu",
 	[DP_DROP_IP_BAD_CSUM] = "ip_bad_csum",
 	[DP_DROP_IP_FRAGMENT] = "ip_fragment",
 	[DP_DROP_IP_WRONG_DST] = "ip_wrong_dst",
@@ -216,8 +217,13 @@ static enum dp_verdict ipv4_handle(struct dp_lcore *lc, struct rte_mbuf *m, stru
 
 	switch (ip->next_proto_id) {
 	case IPPROTO_UDP:
+		/* A request above the MTU gets a short error reply from dp_request_handle. */
 		return udp_handle(lc, m, ip, total_len - ihl);
 	case IPPROTO_ICMP:
+		/* An echo reply is as long as its request: above our MTU it could not be sent. Virtual
+		 * ports whose interface accepts more than we were configured for do deliver these. */
+		if (total_len > lc->cfg->mtu)
+			return dp_drop(lc, DP_DROP_IP_OVER_MTU);
 		return icmp_handle(lc, m, ip, total_len - ihl);
 	default:
 		return dp_drop(lc, DP_DROP_IP_UNKNOWN_PROTO);

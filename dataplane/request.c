@@ -12,7 +12,8 @@
 #include "defs.h"
 
 /* The rules of docs/protocol.md "Validation rules", steps 2 to 4. */
-static enum bw_status header_check(const struct bw_hdr *hdr, uint32_t payload_len, char *msg, size_t cap)
+static enum bw_status header_check(const struct dp_lcore *lc, const struct bw_hdr *hdr, uint32_t payload_len,
+				   char *msg, size_t cap)
 {
 	uint32_t trailer_len = (hdr->flags & BW_FLAG_AUTH) ? (uint32_t)sizeof(struct bw_auth_trailer) : 0;
 
@@ -38,6 +39,12 @@ static enum bw_status header_check(const struct bw_hdr *hdr, uint32_t payload_le
 			 payload_len - (uint32_t)sizeof(*hdr));
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
+	/* Replies are as long as their requests or shorter (PING, echo) only if requests fit the MTU. */
+	if (payload_len > dp_udp_payload_max(lc)) {
+		snprintf(msg, cap, "request of %u bytes exceeds the %u bytes this server's MTU allows", payload_len,
+			 dp_udp_payload_max(lc));
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
 	if (hdr->seg_count == 1 && hdr->total_body_len != hdr->body_len) {
 		snprintf(msg, cap, "total_body_len %u differs from body_len %u in an unsegmented message",
 			 hdr->total_body_len, hdr->body_len);
@@ -58,6 +65,21 @@ static enum bw_status header_check(const struct bw_hdr *hdr, uint32_t payload_le
 	return BW_STATUS_OK;
 }
 
+#define DP_NAME_QUOTE_MAX 64
+
+/* "no model named '...'" with the name cut to 64 bytes and anything but printable ASCII shown as '?',
+ * so the message stays valid UTF-8 whatever bytes the client sent. */
+static void name_quote(char *msg, size_t cap, const uint8_t *name, uint32_t len)
+{
+	char quoted[DP_NAME_QUOTE_MAX + 1];
+	uint32_t n = RTE_MIN(len, (uint32_t)DP_NAME_QUOTE_MAX);
+
+	for (uint32_t i = 0; i < n; i++)
+		quoted[i] = (name[i] >= 0x20 && name[i] < 0x7f) ? (char)name[i] : '?';
+	quoted[n] = '\0';
+	snprintf(msg, cap, "no model named '%s'%s", quoted, len > n ? " (name cut)" : "");
+}
+
 /* Finds the model a request names and checks its priority; step 5. */
 static const void *model_resolve(struct dp_lcore *lc, const struct bw_hdr *hdr, const uint8_t *body,
 				 enum bw_status *status, char *msg, size_t cap)
@@ -71,11 +93,13 @@ static const void *model_resolve(struct dp_lcore *lc, const struct bw_hdr *hdr, 
 	else if (hdr->model_id != BW_MODEL_ID_ANY)
 		model = ops->lookup(ops->ctx, hdr->model_id, NULL, 0);
 	if (model == NULL) {
-		if (hdr->model_id == BW_MODEL_ID_ANY)
-			snprintf(msg, cap, "no model named '%.*s'", (int)RTE_MIN(hdr->body_len, 64u),
-				 (const char *)body);
-		else
+		if (hdr->model_id != BW_MODEL_ID_ANY)
 			snprintf(msg, cap, "no model with id %u", hdr->model_id);
+		else if (hdr->opcode == BW_OP_MODEL_INFO)
+			name_quote(msg, cap, body, hdr->body_len);
+		else
+			snprintf(msg, cap, "model id %u is reserved for MODEL_INFO by name; INFER names its model by id",
+				 BW_MODEL_ID_ANY);
 		*status = BW_STATUS_NOT_FOUND;
 		return NULL;
 	}
@@ -138,7 +162,7 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 		return dp_drop(lc, DP_DROP_PROTO_REPLY);
 	lc->stats.requests++;
 
-	status = header_check(hdr, payload_len, msg, sizeof(msg));
+	status = header_check(lc, hdr, payload_len, msg, sizeof(msg));
 	if (status != BW_STATUS_OK)
 		return error_reply(lc, m, hdr, status, msg);
 
@@ -177,6 +201,14 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 	msg[0] = '\0';
 	status = lc->models->infer(lc->models->ctx, model, req, body_cap, &reply_len, &reply_tensors, msg,
 				   sizeof(msg));
+	/* The model layer is trusted with the mbuf, not with the counters' bounds or the reply's room. */
+	if (unlikely(status >= BW_STATUS_COUNT)) {
+		snprintf(msg, sizeof(msg), "model returned status %u, which protocol v1 does not define", status);
+		status = BW_STATUS_INTERNAL;
+	} else if (unlikely(status == BW_STATUS_OK && reply_len > body_cap)) {
+		snprintf(msg, sizeof(msg), "reply of %u bytes does not fit one datagram (%u bytes)", reply_len, body_cap);
+		status = BW_STATUS_INTERNAL;
+	}
 	if (status != BW_STATUS_OK)
 		return error_reply(lc, m, hdr, status, msg[0] != '\0' ? msg : bw_status_name(status));
 	return reply_send(lc, m, hdr, BW_STATUS_OK, reply_len, reply_tensors);

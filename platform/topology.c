@@ -120,7 +120,11 @@ int plat_topology_report(const struct plat_lcore_place *places, unsigned int cou
 			warnings++;
 		}
 		for (unsigned int j = 0; j < i; j++) {
-			if (plat_cpus_are_smt_siblings(places[i].cpu, places[j].cpu)) {
+			if (places[i].cpu == places[j].cpu) {
+				PLAT_LOG(WARNING, plat, "polling lcores %u and %u share cpu %u: they take turns on it",
+					 places[j].lcore_id, places[i].lcore_id, places[i].cpu);
+				warnings++;
+			} else if (plat_cpus_are_smt_siblings(places[i].cpu, places[j].cpu)) {
 				PLAT_LOG(WARNING, plat,
 					 "polling lcores %u and %u are SMT siblings (cpus %u, %u): they share one core",
 					 places[j].lcore_id, places[i].lcore_id, places[j].cpu, places[i].cpu);
