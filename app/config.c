@@ -136,7 +136,7 @@ static const struct app_option g_options[] = {
 	 "TX descriptors per queue (default " XSTR(DP_TX_DESC_DEFAULT) ")"},
 	{"mbufs-held", "mbufs_held", parse_uint, 0, 1u << 20, U32_FIELD(dp.mbufs_held),
 	 "an integer in 0..1048576",
-	 "extra mbufs for requests held in queued batches (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
+	 "extra mbufs per socket for requests held in queued batches (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
 };
 
 #define APP_NB_OPTIONS RTE_DIM(g_options)

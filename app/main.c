@@ -110,6 +110,45 @@ static void topology_report(const struct app_config *cfg)
 	plat_topology_fini();
 }
 
+/*
+ * One pool per NUMA socket that has polling lcores, sized for that socket's queues: each lcore's
+ * mbufs, rings and TX buffer stay local to it. Queue i is polled by cfg->poll_lcores[i].
+ */
+static int pools_create(const struct app_config *cfg, struct rte_mempool **pools, int *queue_sockets)
+{
+	unsigned int queues_on_socket[RTE_MAX_NUMA_NODES] = {0};
+	struct rte_mempool *by_socket[RTE_MAX_NUMA_NODES] = {NULL};
+
+	for (unsigned int i = 0; i < cfg->nb_poll_lcores; i++) {
+		queue_sockets[i] = (int)rte_lcore_to_socket_id(cfg->poll_lcores[i]);
+		queues_on_socket[queue_sockets[i]]++;
+	}
+	for (unsigned int i = 0; i < cfg->nb_poll_lcores; i++) {
+		int socket = queue_sockets[i];
+
+		if (by_socket[socket] == NULL) {
+			by_socket[socket] = dp_pool_create(&cfg->dp, socket, queues_on_socket[socket]);
+			if (by_socket[socket] == NULL)
+				return -rte_errno;
+			PLAT_LOG(INFO, app, "mbuf pool on socket %d: %u mbufs of %u bytes for %u queues", socket,
+				 by_socket[socket]->size, dp_mbuf_data_room(cfg->dp.mtu), queues_on_socket[socket]);
+		}
+		pools[i] = by_socket[socket];
+	}
+	return 0;
+}
+
+static void pools_free(struct rte_mempool **pools, unsigned int count)
+{
+	for (unsigned int i = 0; i < count; i++) {
+		bool seen = false;
+		for (unsigned int j = 0; j < i; j++)
+			seen |= pools[j] == pools[i];
+		if (!seen)
+			rte_mempool_free(pools[i]);
+	}
+}
+
 static void summary_print(void)
 {
 	uint64_t rx = 0, tx = 0, requests = 0, replies = 0, drops = 0;
@@ -142,8 +181,9 @@ int main(int argc, char **argv)
 {
 	static struct app_config cfg;
 	static struct app_service service;
-	struct rte_mempool *pool;
-	int eal_argc, app_argc, ret, socket_id;
+	struct rte_mempool *pools[DP_MAX_POLL_LCORES];
+	int queue_sockets[DP_MAX_POLL_LCORES];
+	int eal_argc, app_argc, ret;
 	char **app_argv;
 	bool main_polls = false;
 
@@ -171,17 +211,13 @@ int main(int argc, char **argv)
 	}
 	topology_report(&cfg);
 
-	socket_id = rte_eth_dev_socket_id(cfg.port_id);
-	if (socket_id < 0)
-		socket_id = (int)rte_lcore_to_socket_id(cfg.poll_lcores[0]);
-	pool = dp_pool_create(&cfg.dp, socket_id, 1, cfg.nb_poll_lcores);
-	if (pool == NULL)
-		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pool on socket %d: %s\n", socket_id,
-			 rte_strerror(rte_errno));
+	ret = pools_create(&cfg, pools, queue_sockets);
+	if (ret != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
 	ret = app_service_init(&service);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: cannot register the built-in models: %s\n", strerror(-ret));
-	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pool);
+	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pools, queue_sockets);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
 
@@ -189,8 +225,7 @@ int main(int argc, char **argv)
 		unsigned int lcore = cfg.poll_lcores[i];
 		struct dp_lcore *lc = &g_lcores[lcore];
 
-		ret = dp_lcore_init(lc, lcore, cfg.port_id, (uint16_t)i, (int)rte_lcore_to_socket_id(lcore), &cfg.dp,
-				    &service.ops);
+		ret = dp_lcore_init(lc, lcore, cfg.port_id, (uint16_t)i, queue_sockets[i], &cfg.dp, &service.ops);
 		if (ret != 0)
 			rte_exit(EXIT_FAILURE, "batchwire: lcore %u setup failed: %s\n", lcore, rte_strerror(-ret));
 		g_poll_lcores[g_nb_poll_lcores++] = lc;
@@ -229,7 +264,7 @@ int main(int argc, char **argv)
 	dp_port_fini(cfg.port_id);
 	for (unsigned int i = 0; i < g_nb_poll_lcores; i++)
 		dp_lcore_fini(g_poll_lcores[i]);
-	rte_mempool_free(pool);
+	pools_free(pools, cfg.nb_poll_lcores);
 	rte_eal_cleanup();
 	return 0;
 }

@@ -155,19 +155,23 @@ enum dp_verdict {
 	DP_VERDICT_REPLY, /* the mbuf now holds the reply; the caller transmits it */
 };
 
-/** Creates the mbuf pool for one NUMA socket, its data room sized for cfg->mtu. NULL + rte_errno. */
-struct rte_mempool *dp_pool_create(const struct dp_config *cfg, int socket_id, unsigned int nb_ports,
-				   unsigned int nb_queues);
+/**
+ * Creates the mbuf pool of one NUMA socket for nb_queues RX/TX queue pairs polled from that socket,
+ * its data room sized for cfg->mtu. \return the pool, or NULL with rte_errno set.
+ */
+struct rte_mempool *dp_pool_create(const struct dp_config *cfg, int socket_id, unsigned int nb_queues);
 
 /** Data room of the pool's mbufs for an MTU: one mbuf holds any frame the port accepts. */
 uint16_t dp_mbuf_data_room(uint16_t mtu);
 
 /**
  * Configures and starts one port with nb_queues RX/TX queue pairs (RSS when more than one), MTU and
- * checksum offloads as the device offers. \return 0 or a negative errno.
+ * checksum offloads as the device offers. Queue q takes its mbufs from pools[q] and its rings are
+ * allocated on queue_sockets[q]: the socket of the lcore that polls it.
+ * \return 0 or a negative errno.
  */
 int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *cfg,
-		 struct rte_mempool *pool);
+		 struct rte_mempool *const *pools, const int *queue_sockets);
 
 /** Stops and closes a port. */
 void dp_port_fini(uint16_t port_id);

@@ -22,12 +22,11 @@ uint16_t dp_mbuf_data_room(uint16_t mtu)
 	return (uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(frame, DP_FRAME_ROOM_ALIGN));
 }
 
-struct rte_mempool *dp_pool_create(const struct dp_config *cfg, int socket_id, unsigned int nb_ports,
-				   unsigned int nb_queues)
+struct rte_mempool *dp_pool_create(const struct dp_config *cfg, int socket_id, unsigned int nb_queues)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
 	unsigned int per_queue = cfg->rx_desc + cfg->tx_desc + 2 * DP_RX_BURST + DP_MBUF_CACHE_SIZE;
-	unsigned int count = nb_ports * nb_queues * per_queue + cfg->mbufs_held;
+	unsigned int count = nb_queues * per_queue + cfg->mbufs_held;
 
 	/* A ring-backed mempool is most compact at 2^n - 1 elements. */
 	count = rte_align32pow2(count + 1) - 1;

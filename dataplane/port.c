@@ -18,7 +18,8 @@ static bool port_is_virtual(const struct rte_eth_dev_info *info)
 	return bus != NULL && strcmp(rte_bus_name(bus), "vdev") == 0;
 }
 
-int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *cfg, struct rte_mempool *pool)
+int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *cfg,
+		 struct rte_mempool *const *pools, const int *queue_sockets)
 {
 	const uint64_t tx_csum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	const uint64_t rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
@@ -26,7 +27,7 @@ int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *c
 	struct rte_eth_dev_info info;
 	struct rte_eth_txconf txconf;
 	uint16_t nb_rxd = cfg->rx_desc, nb_txd = cfg->tx_desc;
-	int socket_id, ret;
+	int ret;
 
 	if (!rte_eth_dev_is_valid_port(port_id))
 		return -ENODEV;
@@ -88,18 +89,15 @@ int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *c
 	ret = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nb_rxd, &nb_txd);
 	if (ret != 0)
 		return ret;
-	socket_id = rte_eth_dev_socket_id(port_id);
-	if (socket_id < 0)
-		socket_id = (int)rte_socket_id();
 	txconf = info.default_txconf;
 	txconf.offloads = conf.txmode.offloads;
 	for (uint16_t q = 0; q < nb_queues; q++) {
-		ret = rte_eth_rx_queue_setup(port_id, q, nb_rxd, (unsigned int)socket_id, NULL, pool);
+		ret = rte_eth_rx_queue_setup(port_id, q, nb_rxd, (unsigned int)queue_sockets[q], NULL, pools[q]);
 		if (ret != 0) {
 			PLAT_LOG(ERR, dp, "port %u: RX queue %u setup failed: %s", port_id, q, rte_strerror(-ret));
 			return ret;
 		}
-		ret = rte_eth_tx_queue_setup(port_id, q, nb_txd, (unsigned int)socket_id, &txconf);
+		ret = rte_eth_tx_queue_setup(port_id, q, nb_txd, (unsigned int)queue_sockets[q], &txconf);
 		if (ret != 0) {
 			PLAT_LOG(ERR, dp, "port %u: TX queue %u setup failed: %s", port_id, q, rte_strerror(-ret));
 			return ret;
