@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include "../bw_cunit.h"
 
 #include "config.h"
 
@@ -839,10 +839,7 @@ static void test_args_split(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static CU_TestInfo tests[] = {
 		{"defaults when absent", test_defaults},
 		{"integer options at min, max, typical", test_int_options_accepted},
 		{"--ip accepted, network order", test_ip_accepted},
@@ -869,27 +866,14 @@ int main(void)
 		{"--config given twice", test_config_given_twice},
 		{"configs/*.ini of the source tree", test_config_shipped_files},
 		{"app_args_split", test_args_split},
+		CU_TEST_INFO_NULL,
 	};
-	unsigned int failures;
+	static CU_SuiteInfo suites[] = {
+		{.pName = "app_config", .pTests = tests},
+		CU_SUITE_INFO_NULL,
+	};
+	int status = bw_cunit_run(suites);
 
-	setvbuf(stdout, NULL, _IONBF, 0); /* notes and CUnit's lines in order with stderr */
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	CU_pSuite suite = CU_add_suite("app_config", NULL, NULL);
-	if (suite == NULL)
-		goto error;
-	for (unsigned int i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto error;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
 	run_free();
-	return failures > 255 ? 255 : (int)failures; /* an exit status wraps at 256 */
-error:
-	fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
-	CU_cleanup_registry();
-	return 1;
+	return status;
 }

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include "../bw_cunit.h"
 
 #include "bwclient.h"
 
@@ -827,10 +827,7 @@ static void test_open_invalid(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} codec_tests[] = {
+	static CU_TestInfo codec_tests[] = {
 		{ "encode: every field at its offset", test_encode_fields },
 		{ "encode: round trip through bw_body_parse", test_encode_round_trip },
 		{ "encode: -EMSGSIZE past one datagram or the buffer", test_encode_sizes },
@@ -842,37 +839,20 @@ int main(void)
 		{ "decode: malformed INFER body", test_decode_bad_infer_body },
 		{ "decode: MODEL_INFO body", test_model_info_decode },
 		{ "dtype names", test_dtype_names },
+		CU_TEST_INFO_NULL,
 	}, loop_tests[] = {
 		{ "retry after a lost datagram, stale reply ignored", test_loopback_retry_and_stale },
 		{ "infer: error status then echo", test_loopback_infer },
 		{ "model info by name", test_loopback_model_info_by_name },
 		{ "no server: -ETIMEDOUT", test_loopback_no_server },
 		{ "open: defaults and invalid options", test_open_invalid },
+		CU_TEST_INFO_NULL,
 	};
-	CU_pSuite codec, loop;
-	unsigned failures;
-	size_t i;
+	static CU_SuiteInfo suites[] = {
+		{.pName = "client codec", .pTests = codec_tests},
+		{.pName = "client loopback", .pTests = loop_tests},
+		CU_SUITE_INFO_NULL,
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return (int)CU_get_error();
-	codec = CU_add_suite("client codec", NULL, NULL);
-	loop = CU_add_suite("client loopback", NULL, NULL);
-	if (codec == NULL || loop == NULL)
-		goto fail;
-	for (i = 0; i < sizeof(codec_tests) / sizeof(codec_tests[0]); i++)
-		if (CU_add_test(codec, codec_tests[i].name, codec_tests[i].fn) == NULL)
-			goto fail;
-	for (i = 0; i < sizeof(loop_tests) / sizeof(loop_tests[0]); i++)
-		if (CU_add_test(loop, loop_tests[i].name, loop_tests[i].fn) == NULL)
-			goto fail;
-
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	/* An exit status is 8 bits: 256 failures must not read as success. */
-	return failures > 255 ? 255 : (int)failures;
-fail:
-	CU_cleanup_registry();
-	return (int)CU_get_error();
+	return bw_cunit_run(suites);
 }

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include "../bw_cunit.h"
 
 #include "platform.h"
 
@@ -361,10 +361,7 @@ static void test_thread_pin_and_name(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static CU_TestInfo tests[] = {
 		{"topology " TOPO_2P_SMT, test_topology_two_packages_smt},
 		{"topology " TOPO_1P_NOSMT, test_topology_one_package_no_smt},
 		{"topology cpu ids are os indexes", test_topology_os_index},
@@ -375,26 +372,12 @@ int main(void)
 		{"poll loop counts and order", test_poll_loop_counts},
 		{"poll loop quit before start", test_poll_loop_quit_before_start},
 		{"thread pin and name", test_thread_pin_and_name},
+		CU_TEST_INFO_NULL,
 	};
-	unsigned int failures;
+	static CU_SuiteInfo suites[] = {
+		{.pName = "platform", .pTests = tests},
+		CU_SUITE_INFO_NULL,
+	};
 
-	setvbuf(stdout, NULL, _IONBF, 0); /* notes and CUnit's lines in order with stderr */
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	CU_pSuite suite = CU_add_suite("platform", NULL, NULL);
-	if (suite == NULL)
-		goto error;
-	for (unsigned int i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto error;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures > 255 ? 255 : (int)failures; /* an exit status wraps at 256 */
-error:
-	fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
-	CU_cleanup_registry();
-	return 1;
+	return bw_cunit_run(suites);
 }

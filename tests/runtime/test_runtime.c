@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include "../bw_cunit.h"
 
 #include "runtime.h"
 
@@ -327,10 +327,7 @@ static void test_describe_caps(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static CU_TestInfo tests[] = {
 		{"rt_registry_add", test_registry_add},
 		{"rt_registry_add full", test_registry_full},
 		{"rt_registry_find by id and name", test_registry_find},
@@ -338,26 +335,12 @@ int main(void)
 		{"rt_model_describe echo", test_describe_echo},
 		{"rt_model_describe 2 inputs 1 output 3 batch sizes", test_describe_model},
 		{"rt_model_describe every short cap", test_describe_caps},
+		CU_TEST_INFO_NULL,
 	};
-	unsigned int failures;
+	static CU_SuiteInfo suites[] = {
+		{.pName = "runtime", .pTests = tests},
+		CU_SUITE_INFO_NULL,
+	};
 
-	setvbuf(stdout, NULL, _IONBF, 0); /* notes and CUnit's lines in order with stderr */
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	CU_pSuite suite = CU_add_suite("runtime", NULL, NULL);
-	if (suite == NULL)
-		goto error;
-	for (unsigned int i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto error;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures > 255 ? 255 : (int)failures; /* an exit status wraps at 256 */
-error:
-	fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
-	CU_cleanup_registry();
-	return 1;
+	return bw_cunit_run(suites);
 }
