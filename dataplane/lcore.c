@@ -42,6 +42,8 @@ int dp_lcore_init(struct dp_lcore *lc, unsigned int lcore_id, uint16_t port_id, 
 	ret = rte_eth_dev_info_get(port_id, &info);
 	if (ret != 0)
 		return ret;
+	if (queue_id >= info.nb_rx_queues || queue_id >= info.nb_tx_queues)
+		return -EINVAL;
 	/* Mirror what dp_port_init enabled: both checksums or neither, so one code path computes them. */
 	lc->tx_csum_offload = (info.tx_offload_capa & (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM)) ==
 			      (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM);

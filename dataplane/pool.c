@@ -25,7 +25,8 @@ uint16_t dp_mbuf_data_room(uint16_t mtu)
 struct rte_mempool *dp_pool_create(const struct dp_config *cfg, int socket_id, unsigned int nb_queues)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
-	unsigned int per_queue = cfg->rx_desc + cfg->tx_desc + 2 * DP_RX_BURST + DP_MBUF_CACHE_SIZE;
+	/* A mempool cache holds up to 1.5 times its size before it flushes to the ring. */
+	unsigned int per_queue = cfg->rx_desc + cfg->tx_desc + 2 * DP_RX_BURST + DP_MBUF_CACHE_SIZE * 3 / 2;
 	unsigned int count = nb_queues * per_queue + cfg->mbufs_held;
 
 	/* A ring-backed mempool is most compact at 2^n - 1 elements. */

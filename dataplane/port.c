@@ -39,6 +39,11 @@ int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *c
 			 info.driver_name, nb_queues, info.max_rx_queues, info.max_tx_queues);
 		return -EINVAL;
 	}
+	if (cfg->mtu < DP_MTU_MIN || cfg->mtu > DP_MTU_MAX) {
+		PLAT_LOG(ERR, dp, "port %u: MTU %u outside what batchwire serves (%u..%u)", port_id, cfg->mtu,
+			 DP_MTU_MIN, DP_MTU_MAX);
+		return -EINVAL;
+	}
 	if (cfg->mtu < info.min_mtu || cfg->mtu > info.max_mtu) {
 		PLAT_LOG(ERR, dp, "port %u (%s): MTU %u outside what the device accepts (%u..%u)", port_id,
 			 info.driver_name, cfg->mtu, info.min_mtu, info.max_mtu);
