@@ -70,8 +70,7 @@ int t_env_init(const char *prog)
 	return 0;
 }
 
-/* EAL 22.11 leaves its runtime directory (config, fbarrays) behind; ours is private to this pid. */
-static void runtime_dir_remove(const char *path)
+void t_runtime_dir_remove(const char *path)
 {
 	DIR *dir = opendir(path);
 	struct dirent *e;
@@ -93,19 +92,7 @@ void t_env_fini(void)
 	t_reply_release();
 	rte_mempool_free(g_pool);
 	rte_eal_cleanup();
-	runtime_dir_remove(runtime_dir);
-}
-
-int t_add_tests(const char *name, const CU_TestInfo *tests)
-{
-	CU_pSuite suite = CU_add_suite(name, NULL, NULL);
-
-	if (suite == NULL)
-		return -1;
-	for (; tests->pName != NULL; tests++)
-		if (CU_add_test(suite, tests->pName, tests->pTestFunc) == NULL)
-			return -1;
-	return 0;
+	t_runtime_dir_remove(runtime_dir);
 }
 
 void t_check(bool ok, const char *file, int line, const char *fmt, ...)

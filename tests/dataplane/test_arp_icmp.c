@@ -209,14 +209,14 @@ static void test_icmp_echo_over_mtu(void)
 	t_reply_release();
 }
 
-static const CU_TestInfo g_arp_tests[] = {
+CU_TestInfo g_arp_tests[] = {
 	{ "arp: request for us answered", test_arp_request_for_us },
 	{ "arp: other address, reply, RARP: arp_not_for_us", test_arp_not_for_us },
 	{ "arp: hlen/plen/htype/ptype/truncated: arp_invalid", test_arp_invalid },
 	CU_TEST_INFO_NULL,
 };
 
-static const CU_TestInfo g_icmp_tests[] = {
+CU_TestInfo g_icmp_tests[] = {
 	{ "icmp: echo (0..8000 bytes) answered", test_icmp_echo },
 	{ "icmp: options stripped, padding ignored", test_icmp_echo_options_padding },
 	{ "icmp/arp: tx checksum offload flags", test_icmp_tx_offload },
@@ -225,8 +225,3 @@ static const CU_TestInfo g_icmp_tests[] = {
 	{ "icmp: echo larger than the MTU: ip_over_mtu", test_icmp_echo_over_mtu },
 	CU_TEST_INFO_NULL,
 };
-
-int test_arp_icmp_register(void)
-{
-	return t_add_tests("dataplane: ARP", g_arp_tests) != 0 ? -1 : t_add_tests("dataplane: ICMP", g_icmp_tests);
-}

@@ -817,21 +817,6 @@ static int env_init(const char *prog)
 	return 0;
 }
 
-/* EAL 22.11 leaves its runtime directory (config, fbarrays) behind; ours is private to this pid. */
-static void runtime_dir_remove(const char *path)
-{
-	DIR *dir = opendir(path);
-	struct dirent *e;
-
-	if (dir == NULL)
-		return;
-	while ((e = readdir(dir)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(dir), e->d_name, 0);
-	closedir(dir);
-	rmdir(path);
-}
-
 static void env_fini(void)
 {
 	char runtime_dir[PATH_MAX];
@@ -847,7 +832,7 @@ static void env_fini(void)
 	rte_mempool_free(g_pool);
 	g_pool = NULL;
 	rte_eal_cleanup();
-	runtime_dir_remove(runtime_dir);
+	t_runtime_dir_remove(runtime_dir);
 }
 
 static CU_TestInfo g_pool_tests[] = {

@@ -12,6 +12,7 @@
 #include <rte_common.h>
 #include <rte_mbuf.h>
 
+#include "../bw_cunit.h"
 #include "dp_test.h"
 
 static struct frame g_f;
@@ -371,7 +372,7 @@ static void test_tx_csum_offload(void)
 	t_reply_release();
 }
 
-static const CU_TestInfo g_packet_tests[] = {
+static CU_TestInfo g_packet_tests[] = {
 	{ "drop reason names are distinct", test_drop_reason_names },
 	{ "frame cut at every length: eth/ip_truncated", test_cut_at_every_length },
 	{ "chained mbuf: multi_segment", test_multi_segment },
@@ -397,26 +398,20 @@ static const CU_TestInfo g_packet_tests[] = {
 
 int main(int argc, char **argv)
 {
-	unsigned int failures;
+	static CU_SuiteInfo suites[] = {
+		{ .pName = "dataplane: Ethernet/IPv4/UDP", .pTests = g_packet_tests },
+		{ .pName = "dataplane: ARP", .pTests = g_arp_tests },
+		{ .pName = "dataplane: ICMP", .pTests = g_icmp_tests },
+		{ .pName = "dataplane: protocol v1", .pTests = g_request_tests },
+		{ .pName = "dataplane: MTU 1500", .pTests = g_small_mtu_tests },
+		CU_SUITE_INFO_NULL,
+	};
+	int status;
 
 	(void)argc;
 	if (t_env_init(argv[0]) != 0)
 		return 1;
-	if (CU_initialize_registry() != CUE_SUCCESS) {
-		t_env_fini();
-		return 1;
-	}
-	if (t_add_tests("dataplane: Ethernet/IPv4/UDP", g_packet_tests) != 0 || test_arp_icmp_register() != 0 ||
-	    test_request_register() != 0) {
-		CU_cleanup_registry();
-		t_env_fini();
-		return 1;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	status = bw_cunit_run(suites);
 	t_env_fini();
-	/* an exit status is 8 bits: 256 failures must not read as success */
-	return failures > 255 ? 255 : (int)failures;
+	return status;
 }

@@ -599,7 +599,7 @@ static void test_small_mtu_model_info(void)
 /* docs/protocol.md: "A server never sends a reply larger than its own configured MTU allows." A PING
  * that arrived larger than the MTU (a PMD that does not enforce it, see dp_port_init's af_packet
  * note) must be dropped or refused, not echoed whole. */
-static void test_bug_ping_echo_exceeds_mtu(void)
+static void test_ping_over_mtu_refused(void)
 {
 	struct outcome o;
 
@@ -613,7 +613,7 @@ static void test_bug_ping_echo_exceeds_mtu(void)
 	t_reply_release();
 }
 
-static const CU_TestInfo g_request_tests[] = {
+CU_TestInfo g_request_tests[] = {
 	{ "INFER with 0, 1, 3 and 64 tensors is echoed", test_infer_echo },
 	{ "INFER with a tensor addressed by name", test_infer_by_name },
 	{ "INFER with every dtype, rank 0..8, lowest priority", test_infer_dtypes_ranks },
@@ -638,16 +638,9 @@ static const CU_TestInfo g_request_tests[] = {
 	CU_TEST_INFO_NULL,
 };
 
-static const CU_TestInfo g_small_mtu_tests[] = {
+CU_TestInfo g_small_mtu_tests[] = {
 	{ "replies and error replies fit MTU 1500", test_small_mtu_replies_fit },
 	{ "MODEL_INFO larger than the room: INTERNAL", test_small_mtu_model_info },
-	{ "PING larger than the MTU is refused, not echoed past it", test_bug_ping_echo_exceeds_mtu },
+	{ "PING larger than the MTU is refused, not echoed past it", test_ping_over_mtu_refused },
 	CU_TEST_INFO_NULL,
 };
-
-int test_request_register(void)
-{
-	return t_add_tests("dataplane: protocol v1", g_request_tests) != 0
-		       ? -1
-		       : t_add_tests("dataplane: MTU 1500", g_small_mtu_tests);
-}
