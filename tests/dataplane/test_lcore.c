@@ -11,11 +11,9 @@
  * unit tests already prove, and the counters are compared with the reference's as well as with
  * numbers worked out here.
  */
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <rte_bus_vdev.h>
 #include <rte_eal.h>
