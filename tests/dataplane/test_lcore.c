@@ -12,6 +12,7 @@
  * numbers worked out here.
  */
 #include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
