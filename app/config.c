@@ -140,7 +140,7 @@ static const struct app_option g_options[] = {
 };
 
 #define APP_NB_OPTIONS RTE_DIM(g_options)
-enum { OPT_CONFIG = 256, OPT_HELP, OPT_VERSION };
+enum { OPT_CONFIG = 256, OPT_MODEL_OPT, OPT_HELP, OPT_VERSION };
 
 void app_config_usage(FILE *out, const char *prgname)
 {
@@ -153,6 +153,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		fprintf(out, "  --%-14s %s\n", g_options[i].flag, g_options[i].help);
 	fprintf(out,
 		"  --config FILE    INI file with the options above; the command line overrides it\n"
+		"  --model-opt M.K=V  batching option K of model M (e.g. echo.max_batch_size=8), repeatable;\n"
+		"                   also key K of section [model M] of --config (docs/batching.md)\n"
 		"  --help           this text\n"
 		"  --version        print the version\n\n"
 		"Example (af_packet on a veth end, polling on lcore 1):\n"
@@ -175,6 +177,31 @@ static int option_apply(const struct app_option *opt, const char *value, struct 
 	return -EINVAL;
 }
 
+#define APP_INI_SECTIONS_MAX (1 + APP_MODELS_MAX)
+#define APP_INI_MODEL_PREFIX "model "
+
+static bool section_name_ok(const char *name, size_t len)
+{
+	size_t prefix = strlen(APP_INI_MODEL_PREFIX);
+
+	if (len == strlen(APP_INI_SECTION) && strncmp(name, APP_INI_SECTION, len) == 0)
+		return true;
+	return len > prefix && strncmp(name, APP_INI_MODEL_PREFIX, prefix) == 0 && len < CFG_NAME_LEN;
+}
+
+/* Remembers a section name; \return true when it was seen before (or too many to remember). */
+static bool section_seen(char (*seen)[CFG_NAME_LEN], unsigned int *nb_seen, const char *name, size_t len)
+{
+	for (unsigned int i = 0; i < *nb_seen; i++) {
+		if (strlen(seen[i]) == len && strncmp(seen[i], name, len) == 0)
+			return true;
+	}
+	if (*nb_seen == APP_INI_SECTIONS_MAX)
+		return true;
+	snprintf(seen[(*nb_seen)++], CFG_NAME_LEN, "%.*s", (int)len, name);
+	return false;
+}
+
 /*
  * rte_cfgfile (22.11) silently skips a line without '=' and keeps a repeated section apart where we
  * would read only the first: a typo would go unnoticed. This pass refuses what it would skip.
@@ -183,7 +210,8 @@ static int config_file_check(const char *path, FILE *err)
 {
 	struct stat st;
 	char line[1024];
-	unsigned int lineno = 0, sections = 0;
+	char seen[APP_INI_SECTIONS_MAX][CFG_NAME_LEN];
+	unsigned int lineno = 0, nb_seen = 0;
 	bool in_section = false;
 	FILE *f;
 	int ret = 0;
@@ -207,13 +235,13 @@ static int config_file_check(const char *path, FILE *err)
 		if (*p == '[') {
 			size_t len = strcspn(p + 1, "]");
 			in_section = true;
-			if (len != strlen(APP_INI_SECTION) || strncmp(p + 1, APP_INI_SECTION, len) != 0) {
+			if (!section_name_ok(p + 1, len)) {
 				fprintf(err, "batchwire: invalid section '[%.*s]' in %s line %u: expected [" APP_INI_SECTION
-					"]\n", (int)len, p + 1, path, lineno);
+					"] or [model NAME]\n", (int)len, p + 1, path, lineno);
 				ret = -EINVAL;
-			} else if (++sections > 1) {
-				fprintf(err, "batchwire: invalid --config '%s' line %u: expected one [" APP_INI_SECTION
-					"] section, found a second\n", path, lineno);
+			} else if (section_seen(seen, &nb_seen, p + 1, len)) {
+				fprintf(err, "batchwire: invalid --config '%s' line %u: section [%.*s] appears twice: "
+					"expected each section once\n", path, lineno, (int)len, p + 1);
 				ret = -EINVAL;
 			}
 			continue;
@@ -243,6 +271,90 @@ static int config_file_check(const char *path, FILE *err)
 	return ret;
 }
 
+static int dataplane_section_apply(const struct rte_cfgfile_entry *entries, int nb_entries,
+				   struct app_config *cfg, const char *path, FILE *err)
+{
+	for (int e = 0; e < nb_entries; e++) {
+		const struct app_option *opt = NULL;
+
+		for (unsigned int i = 0; i < APP_NB_OPTIONS; i++) {
+			if (strcmp(entries[e].name, g_options[i].key) == 0)
+				opt = &g_options[i];
+		}
+		if (opt == NULL) {
+			fprintf(err, "batchwire: invalid key '%s' in [" APP_INI_SECTION "] of %s: expected one of "
+				"the options in --help, '-' spelled '_'\n", entries[e].name, path);
+			return -EINVAL;
+		}
+		if (option_apply(opt, entries[e].value, cfg, err, path) != 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static struct app_model_config *model_find(struct app_config *cfg, const char *name, size_t len, FILE *err,
+					   const char *where)
+{
+	struct app_model_config *model = app_config_model(cfg, name, len);
+
+	if (model == NULL)
+		fprintf(err, "batchwire: invalid model '%.*s' %s: expected one of the models this server has "
+			"(echo)\n", (int)len, name, where);
+	return model;
+}
+
+static int model_section_apply(const char *name, const struct rte_cfgfile_entry *entries, int nb_entries,
+			       struct app_config *cfg, const char *path, FILE *err)
+{
+	char where[4200], msg[256];
+	struct app_model_config *model;
+
+	snprintf(where, sizeof(where), "in [model %s] of %s", name, path);
+	model = model_find(cfg, name, strlen(name), err, where);
+	if (model == NULL)
+		return -EINVAL;
+	for (int e = 0; e < nb_entries; e++) {
+		if (bat_option_set(&model->batching, entries[e].name, entries[e].value, msg, sizeof(msg)) != 0) {
+			fprintf(err, "batchwire: %s %s\n", msg, where);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* --model-opt NAME.KEY=VALUE */
+static int model_opt_apply(const char *arg, struct app_config *cfg, FILE *err)
+{
+	const char *dot = strchr(arg, '.'), *eq = strchr(arg, '=');
+	struct app_model_config *model;
+	char key[64], msg[256];
+
+	if (dot == NULL || eq == NULL || eq < dot || dot == arg || eq == dot + 1 ||
+	    (size_t)(eq - dot - 1) >= sizeof(key)) {
+		fprintf(err, "batchwire: invalid --model-opt '%s': expected MODEL.OPTION=VALUE, e.g. "
+			"echo.max_batch_size=8\n", arg);
+		return -EINVAL;
+	}
+	model = model_find(cfg, arg, (size_t)(dot - arg), err, "in --model-opt");
+	if (model == NULL)
+		return -EINVAL;
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - dot - 1), dot + 1);
+	if (bat_option_set(&model->batching, key, eq + 1, msg, sizeof(msg)) != 0) {
+		fprintf(err, "batchwire: invalid --model-opt '%s': %s\n", arg, msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct app_model_config *app_config_model(struct app_config *cfg, const char *name, size_t name_len)
+{
+	for (unsigned int i = 0; i < cfg->nb_models; i++) {
+		if (strlen(cfg->models[i].name) == name_len && strncmp(cfg->models[i].name, name, name_len) == 0)
+			return &cfg->models[i];
+	}
+	return NULL;
+}
+
 static int config_file_load(const char *path, struct app_config *cfg, FILE *err)
 {
 	struct rte_cfgfile *file;
@@ -262,29 +374,15 @@ static int config_file_load(const char *path, struct app_config *cfg, FILE *err)
 		names[s] = sections[s];
 	rte_cfgfile_sections(file, names, nb_sections);
 	for (int s = 0; s < nb_sections && ret == 0; s++) {
-		if (strcmp(names[s], APP_INI_SECTION) != 0) {
-			fprintf(err, "batchwire: invalid section '[%s]' in %s: expected [" APP_INI_SECTION "]\n",
-				names[s], path);
-			ret = -EINVAL;
-			break;
-		}
 		int nb_entries = rte_cfgfile_section_num_entries(file, names[s]);
 		struct rte_cfgfile_entry *entries = calloc((size_t)RTE_MAX(nb_entries, 1), sizeof(*entries));
+
 		rte_cfgfile_section_entries(file, names[s], entries, nb_entries);
-		for (int e = 0; e < nb_entries && ret == 0; e++) {
-			const struct app_option *opt = NULL;
-			for (unsigned int i = 0; i < APP_NB_OPTIONS; i++) {
-				if (strcmp(entries[e].name, g_options[i].key) == 0)
-					opt = &g_options[i];
-			}
-			if (opt == NULL) {
-				fprintf(err, "batchwire: invalid key '%s' in [" APP_INI_SECTION "] of %s: expected one of "
-					"the options in --help, '-' spelled '_'\n", entries[e].name, path);
-				ret = -EINVAL;
-			} else {
-				ret = option_apply(opt, entries[e].value, cfg, err, path);
-			}
-		}
+		if (strcmp(names[s], APP_INI_SECTION) == 0)
+			ret = dataplane_section_apply(entries, nb_entries, cfg, path, err);
+		else
+			ret = model_section_apply(names[s] + strlen(APP_INI_MODEL_PREFIX), entries, nb_entries, cfg, path,
+						  err);
 		free(entries);
 	}
 	free(sections);
@@ -299,6 +397,7 @@ static void long_options_build(struct option *longopts)
 	for (i = 0; i < APP_NB_OPTIONS; i++)
 		longopts[i] = (struct option){g_options[i].flag, required_argument, NULL, (int)i};
 	longopts[i++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	longopts[i++] = (struct option){"model-opt", required_argument, NULL, OPT_MODEL_OPT};
 	longopts[i++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	longopts[i++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
 	longopts[i] = (struct option){NULL, 0, NULL, 0};
@@ -306,12 +405,15 @@ static void long_options_build(struct option *longopts)
 
 int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, FILE *err)
 {
-	struct option longopts[APP_NB_OPTIONS + 4];
+	struct option longopts[APP_NB_OPTIONS + 5];
 	const char *prgname = argc > 0 ? argv[0] : "batchwire";
 	int opt;
 
 	memset(cfg, 0, sizeof(*cfg));
 	dp_config_defaults(&cfg->dp);
+	cfg->nb_models = 1;
+	snprintf(cfg->models[0].name, sizeof(cfg->models[0].name), "echo");
+	bat_options_defaults(&cfg->models[0].batching);
 	long_options_build(longopts);
 
 	/* Pass 1: --help, --version, --config and unknown options. The file is loaded before pass 2 so
@@ -356,6 +458,15 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		if (opt >= 0 && (unsigned int)opt < APP_NB_OPTIONS &&
 		    option_apply(&g_options[opt], optarg, cfg, err, NULL) != 0)
 			return -EINVAL;
+		if (opt == OPT_MODEL_OPT && model_opt_apply(optarg, cfg, err) != 0)
+			return -EINVAL;
+	}
+	for (unsigned int i = 0; i < cfg->nb_models; i++) {
+		char msg[256];
+		if (bat_options_finalize(&cfg->models[i].batching, msg, sizeof(msg)) != 0) {
+			fprintf(err, "batchwire: batching of model '%s': %s\n", cfg->models[i].name, msg);
+			return -EINVAL;
+		}
 	}
 	if (!cfg->have_ip) {
 		fprintf(err, "batchwire: missing --ip (or ip in [" APP_INI_SECTION "]): expected the appliance's "

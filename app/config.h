@@ -12,9 +12,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "batching.h"
 #include "dataplane.h"
 
 #define APP_LCORE_ID_MAX (RTE_MAX_LCORE - 1)
+#define APP_MODELS_MAX 1 /* the built-in echo model; ONNX models come with issue 5 */
+#define APP_MODEL_NAME_MAX 64
+
+/* One model's configuration: [model NAME] in the file, --model-opt NAME.KEY=VALUE on the line. */
+struct app_model_config {
+	char name[APP_MODEL_NAME_MAX];
+	struct bat_options batching;
+};
 
 struct app_config {
 	struct dp_config dp;
@@ -22,8 +31,13 @@ struct app_config {
 	bool have_ip;
 	unsigned int nb_poll_lcores;  /* 0: every EAL worker lcore, or the main lcore alone */
 	unsigned int poll_lcores[DP_MAX_POLL_LCORES];
+	unsigned int nb_models;
+	struct app_model_config models[APP_MODELS_MAX];
 	char config_path[4096];
 };
+
+/** \return the configuration of the model with this name, or NULL. */
+struct app_model_config *app_config_model(struct app_config *cfg, const char *name, size_t name_len);
 
 enum app_config_result {
 	APP_CONFIG_RUN = 0,

@@ -24,6 +24,7 @@
 #include "service.h"
 
 #define APP_MAIN_WAIT_US 100000 /* how often a non-polling main lcore looks for a stop request */
+#define APP_DRAIN_MAX_US 2000000 /* longest a stopping lcore waits for its batches to be answered */
 
 static volatile bool g_force_quit;
 static struct dp_lcore g_lcores[RTE_MAX_LCORE];
@@ -47,13 +48,14 @@ static int poll_lcore_main(void *arg)
 	if (ret != 0)
 		PLAT_LOG(WARNING, app, "lcore %u: cannot pin and name the thread: %s", lc->lcore_id, strerror(-ret));
 
-	const struct plat_poller pollers[] = {
-		{"rx", dp_rx_poll, lc},
-		{"tx_drain", dp_tx_drain_poll, lc},
-	};
-	plat_poll_loop(pollers, RTE_DIM(pollers), &g_force_quit, &lc->poll);
-	/* Stopping: take no new requests, but replies already built leave before the port stops. */
-	dp_tx_flush(lc);
+	struct plat_poller pollers[PLAT_POLLERS_MAX];
+	unsigned int nb_pollers = app_service_pollers(lc->lcore_id, pollers);
+
+	plat_poll_loop(pollers, nb_pollers, &g_force_quit, &lc->poll);
+	/* Stopping: take no new requests, but answer every request already taken before the port stops. */
+	if (!app_service_lcore_drain(lc->lcore_id, APP_DRAIN_MAX_US))
+		PLAT_LOG(WARNING, app, "lcore %u: batches still in flight after %u ms; their requests go unanswered",
+			 lc->lcore_id, APP_DRAIN_MAX_US / 1000);
 	return 0;
 }
 
@@ -214,7 +216,7 @@ int main(int argc, char **argv)
 	ret = pools_create(&cfg, pools, queue_sockets);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
-	ret = app_service_init(&service);
+	ret = app_service_init(&service, &cfg);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: cannot register the built-in models: %s\n", strerror(-ret));
 	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pools, queue_sockets);
@@ -226,11 +228,13 @@ int main(int argc, char **argv)
 		struct dp_lcore *lc = &g_lcores[lcore];
 
 		ret = dp_lcore_init(lc, lcore, cfg.port_id, (uint16_t)i, queue_sockets[i], &cfg.dp, &service.ops);
+		if (ret == 0)
+			ret = app_service_lcore_init(&service, lc);
 		if (ret != 0)
 			rte_exit(EXIT_FAILURE, "batchwire: lcore %u setup failed: %s\n", lcore, rte_strerror(-ret));
 		g_poll_lcores[g_nb_poll_lcores++] = lc;
 	}
-	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores);
+	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores, app_service_telemetry);
 	if (ret != 0)
 		PLAT_LOG(WARNING, app, "telemetry commands not registered: %s", rte_strerror(-ret));
 

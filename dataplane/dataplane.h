@@ -17,6 +17,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_telemetry.h>
 
 #include <batchwire/status.h>
 #include <batchwire/wire.h>
@@ -100,11 +101,12 @@ void dp_config_defaults(struct dp_config *cfg);
 /* A request with a valid header, handed to the model layer on the polling lcore that received it. */
 struct dp_request {
 	struct rte_mbuf *mbuf;
-	const struct bw_hdr *hdr;
+	struct bw_hdr *hdr;
 	uint8_t *body;          /* hdr->body_len bytes, inside the mbuf */
 	uint16_t num_tensors;
 	struct bw_tensor_view tensors[BW_MAX_TENSORS];
 	uint64_t arrival_tsc;
+	bool held;              /* set by infer: the model layer keeps the mbuf and replies later */
 };
 
 /*
@@ -119,9 +121,11 @@ struct dp_model_ops {
 	/** Writes the MODEL_INFO body. \return its length or -EMSGSIZE. */
 	int (*describe)(const void *model, uint8_t *buf, uint32_t cap);
 	/**
-	 * Runs INFER synchronously. On OK the output tensors have been written as a body at req->body
-	 * (room: body_cap bytes; it may reuse the request's bytes in place) and *reply_len and
-	 * *reply_tensors say what it holds. Otherwise msg holds the reason for the error reply.
+	 * Runs INFER, or takes it to run later. Synchronously: on OK the output tensors have been written
+	 * as a body at req->body (room: body_cap bytes; it may reuse the request's bytes in place) and
+	 * *reply_len and *reply_tensors say what it holds; otherwise msg holds the reason for the error
+	 * reply. Later (batching): it sets req->held and returns OK, keeps req->mbuf and req->hdr, and
+	 * answers through dp_request_complete on this same lcore, exactly once.
 	 */
 	enum bw_status (*infer)(void *ctx, const void *model, struct dp_request *req, uint32_t body_cap,
 				uint32_t *reply_len, uint16_t *reply_tensors, char *msg, size_t msg_cap);
@@ -153,6 +157,7 @@ struct dp_lcore {
 enum dp_verdict {
 	DP_VERDICT_DROP,  /* counted; the caller frees the mbuf */
 	DP_VERDICT_REPLY, /* the mbuf now holds the reply; the caller transmits it */
+	DP_VERDICT_HELD,  /* the model layer keeps the mbuf until dp_request_complete */
 };
 
 /**
@@ -185,6 +190,14 @@ void dp_lcore_fini(struct dp_lcore *lc);
 /** Handles one received frame (tests call it directly). */
 enum dp_verdict dp_packet_handle(struct dp_lcore *lc, struct rte_mbuf *m);
 
+/**
+ * Answers a request the model layer held (DP_VERDICT_HELD): turns its mbuf into the reply (OK with
+ * reply_len body bytes and reply_tensors tensors at the request's body, or an error status with msg)
+ * and buffers it for TX. Only the lcore that received the request may call it, once.
+ */
+void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			 uint32_t reply_len, uint16_t reply_tensors, const char *msg);
+
 /** Poller: one RX burst, handled and buffered for TX. Argument: struct dp_lcore *. */
 enum plat_poll_result dp_rx_poll(void *lcore);
 /** Poller: flushes the TX buffer when the drain period has passed. */
@@ -192,10 +205,14 @@ enum plat_poll_result dp_tx_drain_poll(void *lcore);
 /** Sends whatever is buffered now (shutdown). */
 void dp_tx_flush(struct dp_lcore *lc);
 
+/** Adds the app's own keys (batching counters) to /batchwire/stats; runs on the telemetry thread. */
+typedef void (*dp_telemetry_extra_fn)(struct rte_tel_data *dict);
+
 /**
  * Registers /batchwire/stats and /batchwire/lcores with rte_telemetry over these lcore contexts.
+ * \param extra  may be NULL
  * \return 0 or a negative errno.
  */
-int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count);
+int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count, dp_telemetry_extra_fn extra);
 
 #endif /* BW_DATAPLANE_H */

@@ -40,4 +40,7 @@ static inline uint32_t dp_udp_payload_max(const struct dp_lcore *lc)
 enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8_t *payload,
 				  uint32_t payload_len);
 
+/* Buffers a reply for TX, counted as sent (tx_unsent takes refused ones back). */
+void dp_tx_enqueue(struct dp_lcore *lc, struct rte_mbuf *m);
+
 #endif /* BW_DP_DEFS_H */

@@ -70,7 +70,7 @@ void dp_lcore_fini(struct dp_lcore *lc)
 	lc->tx_buffer = NULL;
 }
 
-static inline void tx_enqueue(struct dp_lcore *lc, struct rte_mbuf *m)
+void dp_tx_enqueue(struct dp_lcore *lc, struct rte_mbuf *m)
 {
 	/* Counted as sent now; tx_unsent takes them back if the queue refuses them. */
 	lc->stats.tx_packets++;
@@ -94,10 +94,16 @@ enum plat_poll_result dp_rx_poll(void *arg)
 		if (i + 1 < nb_rx)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		lc->stats.rx_bytes += rte_pktmbuf_pkt_len(pkts[i]);
-		if (dp_packet_handle(lc, pkts[i]) == DP_VERDICT_REPLY)
-			tx_enqueue(lc, pkts[i]);
-		else
+		switch (dp_packet_handle(lc, pkts[i])) {
+		case DP_VERDICT_REPLY:
+			dp_tx_enqueue(lc, pkts[i]);
+			break;
+		case DP_VERDICT_DROP:
 			rte_pktmbuf_free(pkts[i]);
+			break;
+		case DP_VERDICT_HELD: /* the model layer answers it later through dp_request_complete */
+			break;
+		}
 	}
 	return PLAT_POLL_BUSY;
 }

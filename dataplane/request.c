@@ -196,6 +196,7 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 	req->body = body;
 	req->num_tensors = hdr->num_tensors;
 	req->arrival_tsc = lc->burst_tsc;
+	req->held = false;
 	uint32_t reply_len = 0;
 	uint16_t reply_tensors = 0;
 	msg[0] = '\0';
@@ -209,7 +210,20 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 		snprintf(msg, sizeof(msg), "reply of %u bytes does not fit one datagram (%u bytes)", reply_len, body_cap);
 		status = BW_STATUS_INTERNAL;
 	}
+	if (status == BW_STATUS_OK && req->held)
+		return DP_VERDICT_HELD;
 	if (status != BW_STATUS_OK)
 		return error_reply(lc, m, hdr, status, msg[0] != '\0' ? msg : bw_status_name(status));
 	return reply_send(lc, m, hdr, BW_STATUS_OK, reply_len, reply_tensors);
+}
+
+void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			 uint32_t reply_len, uint16_t reply_tensors, const char *msg)
+{
+	if (status == BW_STATUS_OK)
+		reply_send(lc, m, hdr, status, reply_len, reply_tensors);
+	else
+		error_reply(lc, m, hdr, status < BW_STATUS_COUNT ? status : BW_STATUS_INTERNAL,
+			    msg != NULL ? msg : bw_status_name(status));
+	dp_tx_enqueue(lc, m);
 }

@@ -14,6 +14,7 @@
 
 static struct dp_lcore *const *g_lcores;
 static unsigned int g_nb_lcores;
+static dp_telemetry_extra_fn g_extra;
 
 static void stats_sum(struct dp_lcore_stats *sum, uint64_t *busy, uint64_t *iterations)
 {
@@ -95,6 +96,8 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 		rte_tel_data_add_dict_u64(drops, dp_drop_reason_name(k), sum.drops[k]);
 	rte_tel_data_add_dict_container(d, "replies_by_status", replies, 0);
 	rte_tel_data_add_dict_container(d, "drops_by_reason", drops, 0);
+	if (g_extra != NULL)
+		g_extra(d);
 	return 0;
 }
 
@@ -120,12 +123,13 @@ static int lcores_cb(const char *cmd __rte_unused, const char *params __rte_unus
 	return 0;
 }
 
-int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count)
+int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count, dp_telemetry_extra_fn extra)
 {
 	int ret;
 
 	g_lcores = lcores;
 	g_nb_lcores = count;
+	g_extra = extra;
 	ret = rte_telemetry_register_cmd("/batchwire/stats", stats_cb,
 					 "Dataplane counters summed over polling lcores: packets, requests, replies "
 					 "by status, drops by reason. No parameters.");

@@ -14,7 +14,7 @@
 
 #define RT_MODEL_NAME_MAX 64
 #define RT_MODELS_MAX 64
-#define RT_BATCH_SIZES_MAX 16
+#define RT_BATCH_SIZES_MAX 32 /* as many as a batching configuration allows */
 #define RT_MODEL_TENSORS_MAX 16
 #define RT_ECHO_MODEL_ID 0
 #define RT_ECHO_MODEL_NAME "echo"

@@ -13,9 +13,9 @@ enum bw_status {
 	BW_STATUS_OK = 0,
 	BW_STATUS_INVALID_ARGUMENT = 1,   /* malformed request: the client must change it */
 	BW_STATUS_NOT_FOUND = 2,          /* unknown model id */
-	BW_STATUS_RESOURCE_EXHAUSTED = 3, /* queue full or out of buffers: retry later */
+	BW_STATUS_RESOURCE_EXHAUSTED = 3, /* out of buffers or request slots: retry later */
 	BW_STATUS_DEADLINE_EXCEEDED = 4,  /* the request's budget ran out before it ran */
-	BW_STATUS_UNAVAILABLE = 5,        /* server stopping or model not ready: retry elsewhere */
+	BW_STATUS_UNAVAILABLE = 5,        /* batch queue full, stopping, or not ready: retry later */
 	BW_STATUS_INTERNAL = 6,           /* a server bug or a failed kernel: report it */
 	BW_STATUS_UNAUTHENTICATED = 7,    /* authentication trailer missing or wrong */
 	BW_STATUS_UNIMPLEMENTED = 8,      /* valid v1 feature this server does not implement yet */

@@ -750,10 +750,10 @@ static void test_telemetry_register(void)
 {
 	int ret;
 
-	CU_ASSERT_EQUAL(dp_telemetry_register(g_telemetry_lcores, RTE_DIM(g_telemetry_lcores)), 0);
+	CU_ASSERT_EQUAL(dp_telemetry_register(g_telemetry_lcores, RTE_DIM(g_telemetry_lcores), NULL), 0);
 	/* DPDK 22.11's rte_telemetry_register_cmd does not look for an existing command: a second
 	 * registration of the same names succeeds (returns 0) and adds a duplicate entry to its table. */
-	ret = dp_telemetry_register(g_telemetry_lcores, RTE_DIM(g_telemetry_lcores));
+	ret = dp_telemetry_register(g_telemetry_lcores, RTE_DIM(g_telemetry_lcores), NULL);
 	CU_ASSERT_EQUAL(ret, 0);
 }
 

@@ -3,8 +3,9 @@
 #
 # End to end on a virtual NIC: batchwire on net_af_packet in one namespace, bwcli in another.
 # bwcli pings, then sends 10,000 echo requests (a tenth of them jumbo), each reply checked byte for
-# byte; /batchwire/stats must count exactly what was sent, the client's kernel must see no UDP
-# checksum error, and SIGTERM must stop batchwire cleanly.
+# byte; /batchwire/stats must count exactly what was sent; then 4 clients at once must see their
+# requests batched together; the client's kernel must see no UDP checksum error, and SIGTERM must
+# stop batchwire cleanly.
 #
 # Usage (as root): tests/integration/echo_netns.sh BATCHWIRE BWCLI [COUNT]
 set -u
@@ -44,6 +45,25 @@ for counter in 'd["requests"]' 'd["replies"]' 'd["replies_by_status"]["OK"]'; do
 done
 [ "$(delta 'd["drops"]')" -eq 0 ] || bw_fail "telemetry counted $(delta 'd["drops"]') drops during the run"
 echo "telemetry: requests and OK replies rose by $expected, no drops"
+
+# Under load, requests share batching windows: 4 clients at once, single-row requests.
+before=$after
+for c in 1 2 3 4; do
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model 0 --count 500 --shape 1,16 --expect-echo --quiet \
+		>"$BW_LOG.load$c" 2>&1 &
+done
+wait_ok=1
+for job in $(jobs -p); do
+	[ "$job" = "$BW_DAEMON_PID" ] && continue
+	wait "$job" || wait_ok=0
+done
+[ "$wait_ok" = 1 ] || bw_fail "a loaded client saw errors: $(tail -n 1 "$BW_LOG".load*)"
+after=$(bw_telemetry /batchwire/stats)
+batches=$(delta 'd["batch_batches"]')
+rows=$(delta 'd["batch_rows"]')
+[ "$rows" -eq 2000 ] || bw_fail "batcher ran $rows rows for 2000 single-row requests"
+[ "$batches" -lt "$rows" ] || bw_fail "no batching under load: $batches batches for $rows requests"
+echo "under load: 2000 requests from 4 clients ran in $batches batches; sizes: $(echo "$after" | bw_json 'd["batch_sizes"]')"
 
 csum_errors=$(bw_cli nstat -az UdpInCsumErrors | awk '/UdpInCsumErrors/ {print $2}')
 [ "${csum_errors:-x}" = 0 ] || bw_fail "client kernel counted ${csum_errors:-?} UDP checksum errors"
