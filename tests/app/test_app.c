@@ -837,6 +837,105 @@ static void test_args_split(void)
 	fclose(sink);
 }
 
+/* ---- batching of models: [model NAME] and --model-opt ---------------------------------------- */
+
+static const struct bat_options *echo_batching(void)
+{
+	return &g_run.cfg.models[0].batching;
+}
+
+static void test_model_opt_applied(void)
+{
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.nb_models, 1);
+	CU_ASSERT_STRING_EQUAL(g_run.cfg.models[0].name, "echo");
+	CU_ASSERT_EQUAL(echo_batching()->max_batch_size, 32); /* the defaults of docs/batching.md */
+	CU_ASSERT_EQUAL(echo_batching()->batch_timeout_micros, 1000);
+	CU_ASSERT_EQUAL(echo_batching()->max_execution_batch_size, 0);
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model-opt", "echo.max_batch_size=8", "--model-opt",
+			      "echo.allowed_batch_sizes=2,4,8", "--model-opt=echo.batch_timeout_micros=50"),
+			APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(g_run.err, "");
+	CU_ASSERT_EQUAL(echo_batching()->max_batch_size, 8);
+	CU_ASSERT_EQUAL(echo_batching()->num_allowed_batch_sizes, 3);
+	CU_ASSERT_EQUAL(echo_batching()->allowed_batch_sizes[2], 8);
+	CU_ASSERT_EQUAL(echo_batching()->batch_timeout_micros, 50);
+	/* adaptive mode is finalized at parse time: splitting on, execution size derived */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model-opt", "echo.num_batch_threads=0"), APP_CONFIG_RUN);
+	CU_ASSERT_TRUE(echo_batching()->enable_large_batch_splitting);
+	CU_ASSERT_EQUAL(echo_batching()->max_execution_batch_size, 32);
+}
+
+static void test_model_opt_rejected(void)
+{
+	static const struct {
+		const char *arg;
+		const char *says;
+	} cases[] = {
+		{"echo", "expected MODEL.OPTION=VALUE"},
+		{"echo.max_batch_size", "expected MODEL.OPTION=VALUE"},
+		{".max_batch_size=8", "expected MODEL.OPTION=VALUE"},
+		{"echo.=8", "expected MODEL.OPTION=VALUE"},
+		{"resnet.max_batch_size=8", "invalid model 'resnet'"},
+		{"echo.bogus=1", "unknown batching option 'bogus'"},
+		{"echo.max_batch_size=0", "invalid max_batch_size '0': expected an integer in 1..1024"},
+		{"echo.allowed_batch_sizes=8,4", "strictly increasing"},
+		{"echo.allowed_batch_sizes=8,16", "must equal max_batch_size"},
+		{"echo.dispatch_when_idle=maybe", "expected true or false"},
+	};
+
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model-opt", cases[i].arg), -EINVAL);
+		CU_ASSERT_TRUE(err_is_one_line());
+		CU_ASSERT_TRUE(err_has(cases[i].says));
+		if (!err_has(cases[i].says))
+			printf("\n  --model-opt '%s': %s", cases[i].arg, g_run.err);
+	}
+}
+
+static void test_model_section(void)
+{
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model echo]\nmax_batch_size = 16\nallowed_batch_sizes = 4,16\n"
+		  "priority_levels = 3\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(echo_batching()->max_batch_size, 16);
+	CU_ASSERT_EQUAL(echo_batching()->priority_levels, 3);
+	/* the command line overrides the file, before or after --config */
+	CU_ASSERT_EQUAL(PARSE("--model-opt", "echo.priority_levels=2", "--config", g_ini_path), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(echo_batching()->priority_levels, 2);
+	ini_remove();
+
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model echo]\nmax_batch_size = 2000\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("invalid max_batch_size '2000'"));
+	CU_ASSERT_TRUE(err_has("[model echo]"));
+	CU_ASSERT_TRUE(err_has(g_ini_path));
+	ini_remove();
+
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model resnet]\nmax_batch_size = 8\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("invalid model 'resnet'"));
+	ini_remove();
+
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model echo]\nmax_batch_size = 8\n[model echo]\nmax_batch_size = 4\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("appears twice"));
+	ini_remove();
+
+	/* rules across options are checked once everything is known, naming the model */
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model echo]\nallowed_batch_sizes = 4,8\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("model 'echo'"));
+	CU_ASSERT_TRUE(err_has("allowed_batch_sizes"));
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path, "--model-opt", "echo.max_batch_size=8"), APP_CONFIG_RUN);
+	ini_remove();
+}
+
 int main(void)
 {
 	static CU_TestInfo tests[] = {
@@ -866,6 +965,9 @@ int main(void)
 		{"--config given twice", test_config_given_twice},
 		{"configs/*.ini of the source tree", test_config_shipped_files},
 		{"app_args_split", test_args_split},
+		{"--model-opt applied, defaults, adaptive finalized", test_model_opt_applied},
+		{"--model-opt rejected", test_model_opt_rejected},
+		{"[model NAME] sections", test_model_section},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
