@@ -68,7 +68,7 @@
 
 /* The baseline's constants, as TensorFlow's SharedBatchScheduler has them. */
 #define BASE_WAIT_MS 1                     /* ThreadLogic's kTimeoutMillis, "the smallest accepted granule" */
-#define BASE_ENQUEUED_BATCHES 1024u        /* generous, so that (c) never turns a task away */
+#define BASE_CLOSE_ENQUEUED_BATCHES 10u    /* (d): BatchFunction's default max_enqueued_batches */
 
 /* Every window of (a) and (c) must close full, the last one too. */
 static_assert(BENCH_REQUESTS_FULL % BENCH_BATCH_MAX == 0 && BENCH_REQUESTS_QUICK % BENCH_BATCH_MAX == 0 &&
@@ -405,7 +405,7 @@ struct base_task {
 };
 
 struct base_batch {
-	struct base_task *tasks[BENCH_BATCH_MAX];
+	struct base_task **tasks; /* max_batch_size slots */
 	uint32_t size;
 	uint64_t start_tsc; /* its first task arrived */
 	uint64_t close_tsc; /* it was closed */
@@ -414,14 +414,17 @@ struct base_batch {
 struct base_queue {
 	pthread_mutex_t mu;
 	/* the deque of batches, the open one at the back; it always holds one */
-	struct base_batch *deque[BASE_ENQUEUED_BATCHES + 1];
+	struct base_batch **deque;
+	uint32_t deque_mask; /* a power of two above max_enqueued_batches, less one */
 	uint32_t head, count;
-	struct base_batch *free_batches[BASE_ENQUEUED_BATCHES + 2];
+	struct base_batch **free_batches; /* a stack, so a batch just processed is the next one opened */
 	uint32_t nb_free;
-	struct base_batch pool[BASE_ENQUEUED_BATCHES + 2];
+	struct base_batch *pool;          /* max_enqueued_batches + 1 (the one being processed) */
+	struct base_task **task_slots;
 	bool schedulable;
 	uint32_t processing;
 	uint32_t max_batch_size;
+	uint32_t max_enqueued_batches;
 	uint64_t timeout_ticks;
 	struct base_scheduler *sched;
 };
@@ -438,11 +441,9 @@ struct base_scheduler {
 	uint32_t nb_close_err, close_err_cap;
 };
 
-#define DEQUE_CAP (BASE_ENQUEUED_BATCHES + 1)
-
 static struct base_batch *deque_back(struct base_queue *q)
 {
-	return q->deque[(q->head + q->count - 1) % DEQUE_CAP];
+	return q->deque[(q->head + q->count - 1) & q->deque_mask];
 }
 
 static void base_start_new_batch(struct base_queue *q)
@@ -451,28 +452,52 @@ static void base_start_new_batch(struct base_queue *q)
 
 	deque_back(q)->close_tsc = rte_rdtsc();
 	b->size = 0;
-	q->deque[(q->head + q->count) % DEQUE_CAP] = b;
+	q->deque[(q->head + q->count) & q->deque_mask] = b;
 	q->count++;
 }
 
 static bool base_open_batch_schedulable(const struct base_queue *q)
 {
-	const struct base_batch *open = q->deque[(q->head + q->count - 1) % DEQUE_CAP];
+	const struct base_batch *open = q->deque[(q->head + q->count - 1) & q->deque_mask];
 
 	if (open->size == 0)
 		return false;
 	return open->size >= q->max_batch_size || rte_rdtsc() >= open->start_tsc + q->timeout_ticks;
 }
 
-static int base_queue_init(struct base_queue *q, struct base_scheduler *s, uint32_t max_batch_size,
-			   uint32_t timeout_us)
+static void base_queue_fini(struct base_queue *q)
 {
+	free(q->deque);
+	free(q->free_batches);
+	free(q->pool);
+	free(q->task_slots);
+}
+
+static int base_queue_init(struct base_queue *q, struct base_scheduler *s, uint32_t max_batch_size,
+			   uint32_t timeout_us, uint32_t max_enqueued_batches)
+{
+	uint32_t nb_batches = max_enqueued_batches + 1;
+
 	memset(q, 0, sizeof(*q));
-	if (pthread_mutex_init(&q->mu, NULL) != 0)
+	q->deque_mask = rte_align32pow2(max_enqueued_batches + 1) - 1;
+	q->deque = calloc((size_t)q->deque_mask + 1, sizeof(*q->deque));
+	q->free_batches = calloc(nb_batches, sizeof(*q->free_batches));
+	q->pool = calloc(nb_batches, sizeof(*q->pool));
+	q->task_slots = calloc((size_t)nb_batches * max_batch_size, sizeof(*q->task_slots));
+	if (q->deque == NULL || q->free_batches == NULL || q->pool == NULL || q->task_slots == NULL ||
+	    pthread_mutex_init(&q->mu, NULL) != 0) {
+		base_queue_fini(q);
 		return -ENOMEM;
-	for (uint32_t i = 0; i < RTE_DIM(q->pool); i++)
-		q->free_batches[q->nb_free++] = &q->pool[i];
+	}
+	/* Fault every page in now, not in the timed run. */
+	memset(q->deque, 0, ((size_t)q->deque_mask + 1) * sizeof(*q->deque));
+	memset(q->task_slots, 0, (size_t)nb_batches * max_batch_size * sizeof(*q->task_slots));
+	for (uint32_t i = 0; i < nb_batches; i++) {
+		q->pool[i].tasks = &q->task_slots[(size_t)(nb_batches - 1 - i) * max_batch_size];
+		q->free_batches[q->nb_free++] = &q->pool[nb_batches - 1 - i];
+	}
 	q->max_batch_size = max_batch_size;
+	q->max_enqueued_batches = max_enqueued_batches;
 	q->timeout_ticks = plat_us_to_tsc(timeout_us);
 	q->sched = s;
 	q->deque[0] = q->free_batches[--q->nb_free]; /* TensorFlow's queue starts with an open batch */
@@ -501,6 +526,7 @@ static void base_scheduler_fini(struct base_scheduler *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->queue->mu);
+	base_queue_fini(s->queue);
 }
 
 /* Queue::Schedule. \return 0, or -EAGAIN when max_enqueued_batches are queued (TF: UNAVAILABLE). */
@@ -512,7 +538,7 @@ static int base_schedule(struct base_queue *q, struct base_task *task)
 	pthread_mutex_lock(&q->mu);
 	open = deque_back(q);
 	if (open->size + 1 > q->max_batch_size) {
-		if (q->count >= BASE_ENQUEUED_BATCHES) {
+		if (q->count >= q->max_enqueued_batches) {
 			pthread_mutex_unlock(&q->mu);
 			return -EAGAIN;
 		}
@@ -547,7 +573,7 @@ static struct base_batch *base_schedule_batch(struct base_queue *q)
 	if (q->count >= 2) {
 		q->processing++;
 		b = q->deque[q->head];
-		q->head = (q->head + 1) % DEQUE_CAP;
+		q->head = (q->head + 1) & q->deque_mask;
 		q->count--;
 	} else {
 		q->schedulable = false;
@@ -624,12 +650,13 @@ struct base_run {
 	unsigned int lcore;
 };
 
-static int base_start(struct base_run *run, uint32_t max_batch_size, uint32_t timeout_us, unsigned int lcore)
+static int base_start(struct base_run *run, uint32_t max_batch_size, uint32_t timeout_us,
+		      uint32_t max_enqueued_batches, unsigned int lcore)
 {
 	int ret = base_scheduler_init(&run->sched, &run->queue);
 
 	if (ret == 0)
-		ret = base_queue_init(&run->queue, &run->sched, max_batch_size, timeout_us);
+		ret = base_queue_init(&run->queue, &run->sched, max_batch_size, timeout_us, max_enqueued_batches);
 	if (ret != 0)
 		return ret;
 	run->lcore = lcore;
@@ -682,7 +709,9 @@ static int bench_base_throughput(uint32_t n, unsigned int lcore, double result[N
 	for (unsigned int s = 0; s < NB_BATCH_SIZES && ret == 0; s++) {
 		double runs[BENCH_RUNS];
 
-		ret = base_start(run, g_batch_sizes[s], BENCH_THROUGHPUT_TIMEOUT_US, lcore);
+		/* Room for every batch of a run: TF Serving's documented batching_parameters set
+		 * max_enqueued_batches to 1000000, so the producer is never turned away. */
+		ret = base_start(run, g_batch_sizes[s], BENCH_THROUGHPUT_TIMEOUT_US, n / g_batch_sizes[s] + 1, lcore);
 		if (ret != 0)
 			break;
 		if (base_throughput_run(run, tasks, warmup_requests(n), refused) < 0) /* warm-up */
@@ -718,7 +747,7 @@ static int bench_base_close(uint32_t windows, unsigned int lcore, double *err_us
 		free(run);
 		return -ENOMEM;
 	}
-	ret = base_start(run, BENCH_BATCH_MAX, BENCH_CLOSE_TIMEOUT_US, lcore);
+	ret = base_start(run, BENCH_BATCH_MAX, BENCH_CLOSE_TIMEOUT_US, BASE_CLOSE_ENQUEUED_BATCHES, lcore);
 	if (ret == 0) {
 		run->sched.close_err_us = err_us;
 		run->sched.close_err_cap = windows;
