@@ -4,7 +4,8 @@
 # The demo: batchwire on a virtual NIC with its built-in defaults. Two network namespaces joined by a
 # veth pair (see tests/integration/netns.sh for names and addresses); batchwire polls one end through
 # DPDK's af_packet PMD, bwcli talks to it from the other end over ordinary kernel UDP. Prints the
-# client's summary and batchwire's telemetry counters, then stops batchwire with SIGTERM.
+# client's summary and batchwire's telemetry counters (batch sizes among them: concurrent clients
+# share batching windows), then stops batchwire with SIGTERM.
 #
 # Usage (as root): app/demo.sh [BUILD_DIR] [COUNT]
 set -u
@@ -32,6 +33,13 @@ bw_cli "$BWCLI" --host "$BW_SERVER_IP" info --model echo
 echo "== $COUNT echo inferences, 64 B to 8 KB (jumbo) tensors, every reply checked"
 bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model echo --count "$COUNT" \
 	--shape 1,16 --shape 4,100 --shape 1,2000 --expect-echo --quiet
+
+echo "== 4 clients at once, 1000 single-row requests each: they share batching windows"
+for c in 1 2 3 4; do
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model echo --count 1000 --shape 1,16 --expect-echo \
+		--quiet | tail -n 1 | sed "s/^/  client $c: /" &
+done
+wait $(jobs -p | grep -vx "$BW_DAEMON_PID")
 
 echo "== telemetry: dpdk-telemetry.py -f $BW_PREFIX, /batchwire/stats"
 bw_telemetry /batchwire/stats | python3 -c '

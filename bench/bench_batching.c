@@ -419,7 +419,7 @@ struct base_queue {
 	uint32_t head, count;
 	struct base_batch **free_batches; /* a stack, so a batch just processed is the next one opened */
 	uint32_t nb_free;
-	struct base_batch *pool;          /* max_enqueued_batches + 1 (the one being processed) */
+	struct base_batch *pool;          /* max_enqueued_batches + 2 */
 	struct base_task **task_slots;
 	bool schedulable;
 	uint32_t processing;
@@ -476,10 +476,10 @@ static void base_queue_fini(struct base_queue *q)
 static int base_queue_init(struct base_queue *q, struct base_scheduler *s, uint32_t max_batch_size,
 			   uint32_t timeout_us, uint32_t max_enqueued_batches)
 {
-	uint32_t nb_batches = max_enqueued_batches + 1;
+	uint32_t nb_batches = max_enqueued_batches + 2; /* + the one being processed, + one to spare */
 
 	memset(q, 0, sizeof(*q));
-	q->deque_mask = rte_align32pow2(max_enqueued_batches + 1) - 1;
+	q->deque_mask = rte_align32pow2(nb_batches) - 1;
 	q->deque = calloc((size_t)q->deque_mask + 1, sizeof(*q->deque));
 	q->free_batches = calloc(nb_batches, sizeof(*q->free_batches));
 	q->pool = calloc(nb_batches, sizeof(*q->pool));
@@ -765,6 +765,47 @@ static int bench_base_close(uint32_t windows, unsigned int lcore, double *err_us
 	return ret;
 }
 
+/* ---- the machine: how often a spinning lcore loses the CPU --------------------------------------- */
+
+#define JITTER_STALL_US 2.0      /* a gap between two TSC reads longer than this is a stall */
+#define JITTER_LONG_STALL_US 20.0
+
+struct jitter {
+	double seconds;
+	uint64_t stalls, long_stalls;
+	double lost_fraction; /* of the time spent in stalls */
+	double max_us;
+};
+
+/*
+ * Spins reading the TSC on this lcore for `seconds`; every long gap is time the lcore did not run
+ * (interrupts, the hypervisor). The floor under any close precision this machine can show.
+ */
+static void jitter_probe(double seconds, struct jitter *j)
+{
+	uint64_t stall = (uint64_t)(JITTER_STALL_US * plat_tsc_hz / 1e6);
+	uint64_t long_stall = (uint64_t)(JITTER_LONG_STALL_US * plat_tsc_hz / 1e6);
+	uint64_t prev = rte_rdtsc(), start = prev, end = prev + (uint64_t)(seconds * plat_tsc_hz);
+	uint64_t lost = 0, max_gap = 0;
+
+	memset(j, 0, sizeof(*j));
+	while (prev < end) {
+		uint64_t now = rte_rdtsc(), gap = now - prev;
+
+		prev = now;
+		if (likely(gap <= stall))
+			continue;
+		j->stalls++;
+		j->long_stalls += gap > long_stall;
+		lost += gap;
+		if (gap > max_gap)
+			max_gap = gap;
+	}
+	j->seconds = (double)(prev - start) / plat_tsc_hz;
+	j->lost_fraction = (double)lost / (double)(prev - start);
+	j->max_us = ticks_to_us(max_gap);
+}
+
 /* ---- main ------------------------------------------------------------------------------------------ */
 
 static void usage(const char *prog)
@@ -857,6 +898,8 @@ int main(int argc, char **argv)
 	ret = bench_base_throughput(n_base, worker, base, base_spread, &refused);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "bench_batching: (c) failed: %s\n", strerror(-ret));
+	struct jitter jit;
+	jitter_probe(quick ? 0.2 : 1.0, &jit);
 	ret = bench_ours_close(windows, ours_err);
 	if (ret < 0)
 		rte_exit(EXIT_FAILURE, "bench_batching: (d) batchwire failed: %s\n", strerror(-ret));
@@ -890,11 +933,17 @@ int main(int argc, char **argv)
 		printf(" %10.2f", base[s] / ours[s]);
 	printf("\n%-52s %10.2f   (runs %.2f..%.2f)\n", "(b) rte_ring SP/SC bulk-32 enq+deq, per element", ring,
 	       ring_spread[0], ring_spread[1]);
-	printf("    baseline: %" PRIu64 " tasks refused as queue-full and retried\n", refused);
+	if (refused != 0)
+		printf("    baseline: %" PRIu64 " tasks refused as queue-full and retried\n", refused);
 	printf("\n%-52s %10s %10s %10s\n", "(d) |close - deadline| in us, timeout 100 us", "p50", "p99", "max");
 	printf("%-52s %10.2f %10.2f %10.2f\n", "batchwire: bat_poll(rte_rdtsc()) loop", ours_p50, ours_p99, ours_max);
 	printf("%-52s %10.2f %10.2f %10.2f\n", "baseline: pthread_cond_timedwait, 1 ms", base_p50, base_p99,
 	       base_max);
+	printf("%-52s %10.2f %10.2f %10.2f\n", "(context) lcore 0 stalls: a bare TSC-reading loop", 0.0, 0.0,
+	       jit.max_us);
+	printf("    in %.1f s it lost %.2f%% of its time: %.0f stalls/s > %.0f us, %.0f/s > %.0f us (shared VM)\n",
+	       jit.seconds, 100 * jit.lost_fraction, jit.stalls / jit.seconds, JITTER_STALL_US,
+	       jit.long_stalls / jit.seconds, JITTER_LONG_STALL_US);
 	printf("\ntargets (issue 3):\n");
 	printf("  batch_vs_ring  = %8.2f  <= %.2f  %s\n", batch_vs_ring, TARGET_BATCH_VS_RING_MAX,
 	       verdict(batch_vs_ring <= TARGET_BATCH_VS_RING_MAX));
