@@ -80,8 +80,10 @@ static int parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
 	return 0;
 }
 
+/* Into a scratch list first: a refused value leaves the option as it was. */
 static int parse_sizes(const char *text, struct bat_options *opts)
 {
+	uint32_t sizes[BAT_ALLOWED_SIZES_MAX];
 	uint16_t count = 0;
 	const char *p = text;
 
@@ -96,11 +98,12 @@ static int parse_sizes(const char *text, struct bat_options *opts)
 		item[len] = '\0';
 		if (parse_int(item, 1, BAT_BATCH_SIZE_MAX, &v) != 0)
 			return -EINVAL;
-		opts->allowed_batch_sizes[count++] = (uint32_t)v;
+		sizes[count++] = (uint32_t)v;
 		p += len;
 		if (*p == ',' && *++p == '\0')
 			return -EINVAL;
 	}
+	memcpy(opts->allowed_batch_sizes, sizes, count * sizeof(sizes[0]));
 	opts->num_allowed_batch_sizes = count;
 	return 0;
 }
@@ -165,9 +168,47 @@ uint32_t bat_options_padded_size(const struct bat_options *opts, uint32_t size)
 	return size;
 }
 
+/* The ranges bat_option_set enforces, again for options filled in code. */
+static int ranges_check(const struct bat_options *opts, char *msg, size_t cap)
+{
+	const struct {
+		const char *name;
+		int64_t value, min, max;
+	} ranges[] = {
+		{"num_batch_threads", opts->num_batch_threads, INT32_MIN, BAT_INFLIGHT_MAX},
+		{"max_batch_size", opts->max_batch_size, 1, BAT_BATCH_SIZE_MAX},
+		{"max_enqueued_batches", opts->max_enqueued_batches, 1, BAT_ENQUEUED_BATCHES_MAX},
+		{"num_allowed_batch_sizes", opts->num_allowed_batch_sizes, 0, BAT_ALLOWED_SIZES_MAX},
+		{"max_execution_batch_size", opts->max_execution_batch_size, 0, BAT_BATCH_SIZE_MAX},
+		{"min_inflight_batches", opts->min_inflight_batches, 0, BAT_INFLIGHT_MAX},
+		{"initial_inflight_batches", opts->initial_inflight_batches, 0, BAT_INFLIGHT_MAX},
+		{"max_inflight_batches", opts->max_inflight_batches, 0, BAT_INFLIGHT_MAX},
+		{"priority_levels", opts->priority_levels, 1, BAT_PRIORITY_LEVELS_MAX},
+	};
+
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		if (ranges[i].value < ranges[i].min || ranges[i].value > ranges[i].max) {
+			snprintf(msg, cap, "invalid %s %lld: expected %lld..%lld", ranges[i].name,
+				 (long long)ranges[i].value, (long long)ranges[i].min, (long long)ranges[i].max);
+			return -EINVAL;
+		}
+	}
+	for (uint16_t i = 0; i < opts->num_allowed_batch_sizes; i++) {
+		if (opts->allowed_batch_sizes[i] < 1 || opts->allowed_batch_sizes[i] > BAT_BATCH_SIZE_MAX) {
+			snprintf(msg, cap, "invalid allowed_batch_sizes entry %u: expected sizes in 1..%u",
+				 opts->allowed_batch_sizes[i], BAT_BATCH_SIZE_MAX);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int bat_options_finalize(struct bat_options *opts, char *msg, size_t cap)
 {
 	uint16_t n = opts->num_allowed_batch_sizes;
+
+	if (ranges_check(opts, msg, cap) != 0)
+		return -EINVAL;
 
 	/* The seed kernel: num_batch_threads <= 0 selects the adaptive scheduler, which splits. */
 	if (opts->num_batch_threads <= 0)
