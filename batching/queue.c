@@ -41,6 +41,7 @@ struct bat_queue {
 	uint32_t queued_tasks;     /* tasks waiting in FIFOs */
 	uint32_t in_flight;        /* this queue's batches at the executor */
 	bool may_draw;             /* a batch closed or completed since the last fractional draw */
+	uint32_t seen_in_flight;   /* the executor's in-flight count at the last look */
 	struct batch_fifo fifo[BAT_PRIORITY_LEVELS_MAX];
 	/* free stacks over the pools below */
 	struct batch_slot **batch_free;
@@ -508,12 +509,19 @@ unsigned int bat_poll(struct bat_queue *q, uint64_t now)
 		if (f == NULL)
 			break;
 		/* TensorFlow draws for a fractional headroom when a batch closes or one completes, not
-		 * on every look: drawing on every poll would admit the batch almost at once. */
+		 * on every look: drawing on every poll would admit the batch almost at once. Another
+		 * core's completion shows here as a changed in-flight count. */
+		uint32_t in_flight = bat_limiter_in_flight(q->limiter);
+		if (in_flight != q->seen_in_flight) {
+			q->seen_in_flight = in_flight;
+			q->may_draw = true;
+		}
 		if (!q->may_draw && bat_limiter_limit(q->limiter) - bat_limiter_in_flight(q->limiter) < 1)
 			break;
 		q->may_draw = false;
 		if (!bat_limiter_try_acquire(q->limiter, &q->rng))
 			break;
+		q->seen_in_flight++; /* our own dispatch is not an event that earns another draw */
 		struct batch_slot *b = fifo_at(f, q, 0);
 		fifo_remove(f, q, 0);
 		batch_dispatch(q, b, now);
