@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The runtime's IR: an ONNX model as loaded (rt_graph), its tensors (rt_value) and nodes (rt_node) in
+ * topological order, and the kernel interface every device registers through (rt_kernel). DPDK-free;
+ * everything here is built at load time and read-only while the model runs.
+ *
+ * Layers inside runtime/:
+ *   onnx_load.c  ONNX protobuf (protobuf-c, generated at build time) -> rt_graph
+ *   registry.c   kernels keyed by (op, domain, opset range, dtype, device)
+ *   kernels/     CPU kernels: shape inference at load, run at run time
+ *   plan.c       shapes bound for one batch size, constant folding, liveness-based arena
+ *   exec.c       runs a plan
+ */
+#ifndef BW_RT_GRAPH_H
+#define BW_RT_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchwire/wire.h>
+
+#define RT_MAX_RANK BW_MAX_RANK
+#define RT_ERR_MAX 256           /* room for one error message */
+#define RT_DIM_SYMBOLIC (-1)     /* a dim_param or unknown dimension (the batch dimension) */
+#define RT_VALUE_NONE (-1)       /* an optional input or output left out */
+
+/* Element types: ONNX TensorProto.DataType numbers (enum bw_dtype), plus STRING, never computed. */
+#define RT_DTYPE_STRING 8
+
+/* A tensor's type and shape; data is NULL when only the shape is known (load-time inference). */
+struct rt_tensor {
+	uint8_t dtype;
+	uint8_t rank;
+	int64_t dims[RT_MAX_RANK];
+	void *data;
+};
+
+/** Elements of a shape (1 for a scalar); 0 if any dim is 0; -1 if any dim is symbolic. */
+int64_t rt_tensor_elems(const struct rt_tensor *t);
+/** Bytes per element of a dtype, 0 for STRING or an unknown type. */
+size_t rt_dtype_size(uint8_t dtype);
+/** Lower-case ONNX name of a dtype ("float", "int64"...), "unknown" otherwise. */
+const char *rt_dtype_name(uint8_t dtype);
+
+enum rt_value_kind {
+	RT_VALUE_INPUT,        /* a graph input: filled from the batch */
+	RT_VALUE_INITIALIZER,  /* constant data from the model file */
+	RT_VALUE_INTERMEDIATE, /* produced by a node */
+};
+
+/* One tensor of the graph. */
+struct rt_value {
+	char *name;
+	enum rt_value_kind kind;
+	struct rt_tensor tensor; /* dtype and shape as declared or inferred; data for initializers */
+	size_t nbytes;           /* of data, when known */
+	int32_t producer;        /* node index, or -1 */
+	bool is_output;          /* a graph output */
+};
+
+enum rt_attr_type {
+	RT_ATTR_FLOAT = 1,
+	RT_ATTR_INT = 2,
+	RT_ATTR_STRING = 3,
+	RT_ATTR_TENSOR = 4,
+	RT_ATTR_GRAPH = 5,
+	RT_ATTR_FLOATS = 6,
+	RT_ATTR_INTS = 7,
+	RT_ATTR_STRINGS = 8,
+}; /* ONNX AttributeProto.AttributeType numbers */
+
+struct rt_attr {
+	char *name;
+	enum rt_attr_type type;
+	float f;
+	int64_t i;
+	char *s;                 /* STRING (NUL-terminated copy) */
+	uint32_t count;          /* FLOATS, INTS, STRINGS */
+	float *floats;
+	int64_t *ints;
+	char **strings;
+	struct rt_tensor tensor; /* TENSOR: data owned by the graph */
+};
+
+struct rt_kernel;
+
+struct rt_node {
+	char *name;              /* the model's, or "<op_type>_<index>" when it had none */
+	char *op_type;
+	char *domain;            /* "" for the default ONNX domain */
+	int64_t opset;           /* the model's opset for this node's domain */
+	uint16_t num_inputs;
+	uint16_t num_outputs;
+	int32_t *inputs;         /* value indices, RT_VALUE_NONE for an omitted optional input */
+	int32_t *outputs;
+	uint16_t num_attrs;
+	struct rt_attr *attrs;
+	const struct rt_kernel *kernel; /* resolved at load */
+};
+
+struct rt_opset {
+	char *domain;
+	int64_t version;
+};
+
+struct rt_graph {
+	char *name;
+	int64_t ir_version;
+	uint16_t num_opsets;
+	struct rt_opset *opsets;
+	uint32_t num_values;
+	struct rt_value *values;
+	uint32_t num_nodes;
+	struct rt_node *nodes;   /* topological order */
+	uint32_t num_inputs;
+	int32_t *inputs;         /* graph inputs that are not initializers, in model order */
+	uint32_t num_outputs;
+	int32_t *outputs;
+};
+
+/** \return the attribute named name, or NULL. */
+const struct rt_attr *rt_node_attr(const struct rt_node *node, const char *name);
+/** Attribute getters with a default when absent. */
+int64_t rt_attr_int(const struct rt_node *node, const char *name, int64_t dflt);
+float rt_attr_float(const struct rt_node *node, const char *name, float dflt);
+const char *rt_attr_string(const struct rt_node *node, const char *name, const char *dflt);
+
+/* ---- kernels ---------------------------------------------------------------------------------- */
+
+enum rt_device {
+	RT_DEVICE_CPU = 0,
+	RT_DEVICE_GPU = 1,
+};
+
+/*
+ * A kernel: one op for a range of opsets, a set of dtypes and one device. infer runs at load, once
+ * per node and batch size: it checks attributes and input types and writes each output's dtype and
+ * shape (inputs whose data is known at load, initializers and folded constants, carry it; others
+ * have data NULL). run computes; it may not allocate, lock or make a system call: what it needs
+ * beyond its outputs it asks for with scratch_bytes and gets from the arena.
+ */
+struct rt_kernel {
+	const char *op_type;
+	const char *domain;       /* "" for the default ONNX domain */
+	int64_t opset_min, opset_max;
+	uint32_t dtypes;          /* bit (1 << dtype) for every input dtype it computes */
+	enum rt_device device;
+	/** \return 0, or -EINVAL/-ENOTSUP with err naming the attribute or input at fault. */
+	int (*infer)(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_tensor *outputs,
+		     char *err, size_t err_cap);
+	/** Scratch bytes run needs for these shapes (NULL: none). */
+	size_t (*scratch_bytes)(const struct rt_node *node, const struct rt_tensor *inputs,
+				const struct rt_tensor *outputs);
+	/** \return 0, or a negative errno with err naming what failed. */
+	int (*run)(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_tensor *outputs,
+		   void *scratch, char *err, size_t err_cap);
+};
+
+#define RT_DTYPE_BIT(d) (UINT32_C(1) << (d))
+
+/** Registers kernels (device runtimes call this at start-up). \return 0 or -ENOSPC / -EEXIST. */
+int rt_kernels_register(const struct rt_kernel *kernels, unsigned int count);
+
+/**
+ * Finds the kernel for an op at an opset, input dtype and device.
+ * \return the kernel, or NULL with why saying whether the op, the opset or the dtype is unsupported.
+ */
+const struct rt_kernel *rt_kernel_find(const char *op_type, const char *domain, int64_t opset, uint8_t dtype,
+				       enum rt_device device, char *why, size_t why_cap);
+
+/** Registers the CPU kernels of runtime/kernels (idempotent). \return 0 or a negative errno. */
+int rt_cpu_kernels_register(void);
+
+/* ---- loading ----------------------------------------------------------------------------------- */
+
+/**
+ * Loads an ONNX model file: checks IR version and opsets, reads initializers (raw and typed fields,
+ * external data confined to the model's directory), sorts nodes topologically (a cycle is an
+ * error), and resolves every node's CPU kernel and runs its shape inference where shapes are known.
+ * \param err  one line naming the node and field at fault
+ * \return the graph, or NULL.
+ */
+struct rt_graph *rt_graph_load(const char *path, char *err, size_t err_cap);
+
+/** The same from bytes in memory; external data paths resolve against dir (NULL: refused). */
+struct rt_graph *rt_graph_load_buffer(const void *buf, size_t len, const char *dir, char *err, size_t err_cap);
+
+void rt_graph_free(struct rt_graph *graph);
+
+/** \return the index of the value with this name, or -1. */
+int32_t rt_graph_value_find(const struct rt_graph *graph, const char *name);
+
+#endif /* BW_RT_GRAPH_H */
