@@ -53,8 +53,9 @@ const struct rt_kernel *rt_kernel_find(const char *op_type, const char *domain, 
 		if (opset < k->opset_min || opset > k->opset_max)
 			continue;
 		opset_known = true;
-		/* dtype 0: any; the caller only asks whether the op exists at this opset */
-		if (dtype == 0 || (k->dtypes & RT_DTYPE_BIT(dtype)) != 0)
+		/* dtype 0: any; the caller only asks whether the op exists at this opset. A dtype past the
+		 * mask (a hostile model's) matches nothing. */
+		if (dtype == 0 || (dtype < 32 && (k->dtypes & RT_DTYPE_BIT(dtype)) != 0))
 			return k;
 	}
 	if (!op_known)

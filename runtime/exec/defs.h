@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Inside a plan: shared by plan.c, which builds it, and exec.c, which runs it. The step table is the
+ * executor's node table: today steps run in order on one thread; the multi-worker executor will seed
+ * per-step atomic pending counts from pending_inputs and release consumers[] as steps finish.
+ */
+#ifndef BW_RT_EXEC_DEFS_H
+#define BW_RT_EXEC_DEFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+#ifndef likely
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#endif
+
+#define RT_PLAN_OFFSET_NONE SIZE_MAX /* an operand not in the arena: constant data, or omitted */
+
+/* One operand of a step as its kernel will see it. */
+struct rt_plan_operand {
+	struct rt_tensor tensor; /* dtype and shape; data: a constant's, or NULL */
+	size_t offset;           /* arena offset of its data, or RT_PLAN_OFFSET_NONE: tensor.data as is */
+};
+
+struct rt_plan_step {
+	const struct rt_node *node;
+	const struct rt_kernel *kernel;
+	uint32_t node_index;
+	uint16_t num_inputs;
+	uint16_t num_outputs;
+	struct rt_plan_operand *operands; /* inputs, then outputs */
+	size_t desc_offset;        /* its num_inputs + num_outputs descriptors in the arena */
+	size_t scratch_offset;     /* kernel scratch, then room for outputs the model left out */
+	size_t scratch_bytes;      /* the kernel's part only (NULL scratch when 0) */
+	size_t scratch_total;      /* with the omitted outputs */
+	uint32_t pending_inputs;   /* distinct steps producing its inputs */
+	uint32_t num_consumers;
+	uint32_t *consumers;       /* distinct steps reading its outputs, ascending */
+};
+
+struct rt_plan_value {
+	struct rt_tensor tensor;   /* bound shape; data: constant data, or a known value while planning */
+	size_t nbytes;
+	enum rt_plan_placement placement;
+	size_t offset;
+	int32_t birth, death;
+	bool owned;                /* tensor.data is the plan's to free */
+	bool known;                /* data known at plan time but computed at run time too */
+};
+
+struct rt_plan {
+	const struct rt_graph *graph;
+	int64_t batch;
+	enum rt_device device;
+	struct rt_plan_value *values; /* graph->num_values */
+	uint32_t num_steps;
+	struct rt_plan_step *steps;
+	uint32_t num_folded;
+	size_t arena_bytes;
+	size_t descriptor_bytes;
+	size_t tensor_bytes;
+	size_t tensor_bytes_sum;
+	size_t constant_bytes;
+};
+
+/** Runs one step in arena (exec.c). \return 0 or the kernel's error, its message in kerr. */
+int rt_exec_step(const struct rt_plan_step *s, uint8_t *arena, char *kerr, size_t kerr_cap);
+
+#endif /* BW_RT_EXEC_DEFS_H */

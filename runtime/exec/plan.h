@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Plans and their execution. A plan is one rt_graph bound to one batch size on one device: every
+ * shape concrete, every node's kernel resolved, initializer-only subgraphs folded into constants, and
+ * every other tensor given an offset in one arena by a liveness-based planner. A plan is read-only
+ * once made, so several executor slots share it, each with its own arena; the hot path
+ * (rt_plan_run) neither allocates, locks nor makes a system call.
+ *
+ * The arena is the caller's: rt_plan_arena_bytes() bytes, RT_PLAN_ALIGN-aligned (aligned_alloc works:
+ * the size is a multiple of the alignment). It holds, from offset 0: the tensor descriptors each node
+ * is called with, then the tensors (graph inputs, intermediates, graph outputs) and the nodes'
+ * scratch. rt_plan_bind tells where a graph's inputs go and where its outputs come out.
+ *
+ * A plan points into its graph (nodes, initializer data): free the plan before the graph.
+ * docs/runtime.md has the whole path of a batch.
+ */
+#ifndef BW_RT_PLAN_H
+#define BW_RT_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+#define RT_PLAN_ALIGN 64 /* bytes: the arena, every tensor and every scratch area in it */
+
+struct rt_plan;
+
+/**
+ * Plans a graph for one batch size and device: binds every symbolic dimension of the graph inputs
+ * to batch, resolves each node's kernel (rt_kernel_find with the dtype of its first input), infers
+ * every output shape, folds deterministic nodes whose inputs are all constant (and Shape/Size, whose
+ * outputs depend on shapes only: their kernels get data NULL for inputs not constant) by running
+ * them now, and lays out the arena.
+ * \param batch  the batch size symbolic dimensions take; <= 0 when the graph has none (refused
+ *               otherwise)
+ * \param err    one line naming the node (or graph input) at fault and why
+ * \return the plan, or NULL.
+ */
+struct rt_plan *rt_plan_create(const struct rt_graph *g, int64_t batch, enum rt_device dev, char *err,
+			       size_t cap);
+
+/**
+ * rt_plan_create, with values of some graph inputs known at plan time. known is NULL or holds one
+ * tensor per graph input (g->inputs order); an entry with data non-NULL gives that input's shape
+ * (dtype and declared dimensions must agree) and its value, which shape inference may read (a
+ * Reshape's shape, a Slice's starts): the plan then holds only for runs with those same values in
+ * those inputs (rt_plan_run does not check). The inputs stay arena tensors filled at run time, and
+ * nodes computed from them still run at run time: nothing is folded on their account. The
+ * conformance runner uses this, as ONNX node tests feed such operands as graph inputs.
+ */
+struct rt_plan *rt_plan_create_known(const struct rt_graph *g, int64_t batch, enum rt_device dev,
+				     const struct rt_tensor *known, char *err, size_t cap);
+
+void rt_plan_free(struct rt_plan *p);
+
+/** Bytes of arena one run needs, a multiple of RT_PLAN_ALIGN. */
+size_t rt_plan_arena_bytes(const struct rt_plan *p);
+uint32_t rt_plan_num_inputs(const struct rt_plan *p);
+uint32_t rt_plan_num_outputs(const struct rt_plan *p);
+
+/**
+ * The graph's inputs and outputs (model order) as they lie in one arena: dtype, bound shape and data.
+ * The caller writes each input's bytes at inputs[i].data before every rt_plan_run (once the last node
+ * reading an input has run, its bytes are reused) and reads outputs after it.
+ * An output that is a constant (an initializer, a folded node) points into the plan or the graph,
+ * not into the arena: read it, never write it.
+ * \param inputs   rt_plan_num_inputs() tensors, or NULL
+ * \param outputs  rt_plan_num_outputs() tensors, or NULL
+ */
+void rt_plan_bind(const struct rt_plan *p, void *arena, struct rt_tensor *inputs, struct rt_tensor *outputs);
+
+/**
+ * Runs every node that was not folded, in topological order, on the calling thread. Allocates
+ * nothing; kernels get their tensors and scratch in arena.
+ * \return 0, or the failing kernel's negative errno with err saying "node NAME (OP): why";
+ *         -EINVAL when arena is not RT_PLAN_ALIGN-aligned.
+ */
+int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap);
+
+/* ---- what the planner decided: for tests, tools and the executors to come -------------------- */
+
+enum rt_plan_placement {
+	RT_PLACE_NONE,  /* not computed: a constant no longer needed, or a value nothing produced */
+	RT_PLACE_ARENA, /* at offset in the arena, live between birth and death */
+	RT_PLACE_CONST, /* data owned by the graph (initializer) or the plan (folded) */
+};
+
+struct rt_plan_value_info {
+	enum rt_plan_placement placement;
+	struct rt_tensor tensor; /* bound dtype and shape; data for a constant, NULL otherwise */
+	size_t nbytes;
+	size_t offset;           /* RT_PLACE_ARENA */
+	/* Lifetime in node indices, both ends included: from the producing node (-1: a graph input)
+	 * to the last node that reads it at run time (num_nodes: a graph output). */
+	int32_t birth, death;
+};
+
+/** \return 0, or -EINVAL for a value index out of range. */
+int rt_plan_value_info(const struct rt_plan *p, int32_t value, struct rt_plan_value_info *info);
+
+/* A step: one node left to run at run time. */
+struct rt_plan_step_info {
+	uint32_t node;             /* index in the graph */
+	size_t scratch_offset;     /* arena offset of its scratch (and of room for omitted outputs) */
+	size_t scratch_bytes;      /* 0: none */
+	uint32_t pending_inputs;   /* distinct steps it waits for */
+	uint32_t num_consumers;
+	const uint32_t *consumers; /* distinct steps that wait for it */
+};
+
+uint32_t rt_plan_num_steps(const struct rt_plan *p);
+/** \return 0, or -EINVAL for a step out of range. */
+int rt_plan_step_info(const struct rt_plan *p, uint32_t step, struct rt_plan_step_info *info);
+
+struct rt_plan_stats {
+	size_t arena_bytes;       /* rt_plan_arena_bytes */
+	size_t descriptor_bytes;  /* node descriptors at the start of the arena */
+	size_t tensor_bytes;      /* the rest: tensors and scratch as laid out */
+	size_t tensor_bytes_sum;  /* the same without reuse: every tensor and scratch area end to end */
+	size_t constant_bytes;    /* folded constants the plan keeps */
+	uint32_t steps;           /* nodes run at run time */
+	uint32_t folded;          /* nodes run at plan time */
+};
+
+void rt_plan_stats(const struct rt_plan *p, struct rt_plan_stats *stats);
+
+#endif /* BW_RT_PLAN_H */

@@ -1,0 +1,793 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The ONNX conformance runner: runs backend tests laid out as Debian's libonnx-testdata lays them out
+ * (DIR/test_x/model.onnx, DIR/test_x/test_data_set_N/{input,output}_M.pb) through the runtime: load
+ * (rt_graph_load), plan (rt_plan_create_known: node tests feed shapes, axes and the like as graph
+ * inputs, so their values are given to shape inference), bind the inputs, run (rt_plan_run), compare
+ * every output with the expected one. One line per test, then a summary:
+ *
+ *   pass test_add
+ *   FAIL test_x: <why>
+ *   unsupported test_y: <the loader's or the planner's error>
+ *   N passed, N failed, N unsupported
+ *
+ * The claims table (claims.txt) lists the ops the runtime claims: a test is claimed when every op of
+ * its model is. The exit status is 1 when a claimed test failed or was unsupported, else 0; 77 (skip)
+ * when the directory is missing. Each test runs in a child process, so a crashing kernel is one FAIL
+ * line and not the end of the run (--no-fork runs them in-process, for a debugger).
+ *
+ * Usage: conformance [--claims FILE] [--no-fork] [--ops] [--skip REASON] [DIR [PATTERN...]]
+ *   PATTERN: fnmatch patterns of test names to run (default: all)
+ *   --ops: print each test's ops instead of running it (to maintain the claims table)
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "graph.h"
+#include "exec/plan.h"
+#include "onnx.pb-c.h"
+
+#ifndef CONFORMANCE_CLAIMS
+#define CONFORMANCE_CLAIMS "claims.txt"
+#endif
+#define CONFORMANCE_DIR_DEFAULT "/usr/share/libonnx-testdata/data/node"
+#define CONFORMANCE_RTOL 1e-3 /* the ONNX backend tests' tolerances */
+#define CONFORMANCE_ATOL 1e-7
+#define CONFORMANCE_TEST_TIMEOUT_S 60
+#define CONFORMANCE_MSG_MAX 512
+#define CONFORMANCE_TENSORS_MAX 64
+#define CONFORMANCE_EXIT_SKIP 77
+
+enum verdict {
+	VERDICT_PASS = 'P',
+	VERDICT_FAIL = 'F',
+	VERDICT_UNSUPPORTED = 'U',
+};
+
+struct result {
+	enum verdict verdict;
+	char msg[CONFORMANCE_MSG_MAX];
+};
+
+static enum verdict set_result(struct result *r, enum verdict v, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum verdict set_result(struct result *r, enum verdict v, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->verdict = v;
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+	return v;
+}
+
+/* ---- files --------------------------------------------------------------------------------------- */
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long size;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)size + 1);
+		if (buf != NULL && fread(buf, 1, (size_t)size, f) != (size_t)size) {
+			free(buf);
+			buf = NULL;
+		}
+		*len = (size_t)size;
+	}
+	fclose(f);
+	return buf;
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of the entries of dir that start with prefix (NULL: any but dot files). */
+static char **list_dir(const char *dir, const char *prefix, size_t *count)
+{
+	DIR *d = opendir(dir);
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+
+	*count = 0;
+	if (d == NULL)
+		return NULL;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || (prefix != NULL && strncmp(e->d_name, prefix, strlen(prefix)) != 0))
+			continue;
+		if (n == cap) {
+			char **grown = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(char *));
+			if (grown == NULL)
+				break;
+			names = grown;
+		}
+		names[n++] = strdup(e->d_name);
+	}
+	closedir(d);
+	if (n > 0)
+		qsort(names, n, sizeof(char *), cmp_str);
+	*count = n;
+	return names;
+}
+
+static void free_list(char **names, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* ---- the claims table ------------------------------------------------------------------------------ */
+
+/*
+ * claims.txt: one op per line ("Add", or "domain.Op" outside the default domain), optionally
+ * followed by notes; "!test_name reason" takes one test out of the claims (an attribute or a case the
+ * kernel does not claim; the reason is printed with its line); '#' starts a comment.
+ */
+struct claims {
+	char **ops;
+	size_t num_ops;
+	char **excluded;       /* test names */
+	char **excluded_why;
+	size_t num_excluded;
+};
+
+static int claims_load(struct claims *c, const char *path)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+
+	memset(c, 0, sizeof(*c));
+	if (f == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *hash = strchr(line, '#'), *name, *rest, *save = NULL;
+
+		if (hash != NULL)
+			*hash = '\0';
+		name = strtok_r(line, " \t\r\n", &save);
+		if (name == NULL)
+			continue;
+		rest = strtok_r(NULL, "\r\n", &save);
+		while (rest != NULL && (*rest == ' ' || *rest == '\t'))
+			rest++;
+		if (name[0] == '!') {
+			c->excluded = realloc(c->excluded, (c->num_excluded + 1) * sizeof(char *));
+			c->excluded_why = realloc(c->excluded_why, (c->num_excluded + 1) * sizeof(char *));
+			c->excluded[c->num_excluded] = strdup(name + 1);
+			c->excluded_why[c->num_excluded++] = strdup(rest != NULL && *rest != '\0' ? rest : "excluded");
+		} else {
+			c->ops = realloc(c->ops, (c->num_ops + 1) * sizeof(char *));
+			c->ops[c->num_ops++] = strdup(name);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+static bool claims_has_op(const struct claims *c, const char *key)
+{
+	for (size_t i = 0; i < c->num_ops; i++) {
+		if (strcmp(c->ops[i], key) == 0)
+			return true;
+	}
+	return false;
+}
+
+static const char *claims_excluded(const struct claims *c, const char *test)
+{
+	for (size_t i = 0; i < c->num_excluded; i++) {
+		if (strcmp(c->excluded[i], test) == 0)
+			return c->excluded_why[i];
+	}
+	return NULL;
+}
+
+static void claims_free(struct claims *c)
+{
+	free_list(c->ops, c->num_ops);
+	free_list(c->excluded, c->num_excluded);
+	free_list(c->excluded_why, c->num_excluded);
+}
+
+/*
+ * The ops of a model ("Op", or "domain.Op" outside the default domain), read from the file itself so
+ * that a model the loader refuses still counts against its ops. \return the count, -1 if unreadable.
+ */
+static int model_ops(const char *model_path, char ***ops_out)
+{
+	Onnx__ModelProto *m;
+	size_t len = 0;
+	uint8_t *buf = read_file(model_path, &len);
+	char **ops = NULL;
+	int count = 0;
+
+	*ops_out = NULL;
+	if (buf == NULL)
+		return -1;
+	m = onnx__model_proto__unpack(NULL, len, buf);
+	free(buf);
+	if (m == NULL || m->graph == NULL) {
+		if (m != NULL)
+			onnx__model_proto__free_unpacked(m, NULL);
+		return -1;
+	}
+	ops = calloc(m->graph->n_node + 1, sizeof(char *));
+	for (size_t i = 0; ops != NULL && i < m->graph->n_node; i++) {
+		const Onnx__NodeProto *n = m->graph->node[i];
+		const char *dom = n->domain != NULL ? n->domain : "", *op = n->op_type != NULL ? n->op_type : "";
+		char key[256];
+		bool seen = false;
+
+		if (dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0)
+			snprintf(key, sizeof(key), "%s", op);
+		else
+			snprintf(key, sizeof(key), "%s.%s", dom, op);
+		for (int j = 0; j < count && !seen; j++)
+			seen = strcmp(ops[j], key) == 0;
+		if (!seen)
+			ops[count++] = strdup(key);
+	}
+	onnx__model_proto__free_unpacked(m, NULL);
+	*ops_out = ops;
+	return ops != NULL ? count : -1;
+}
+
+/* Whether the model has ops and every one of them is claimed. */
+static bool model_claimed(const struct claims *c, const char *model_path)
+{
+	char **ops;
+	int count = model_ops(model_path, &ops);
+	bool claimed = count > 0;
+
+	for (int i = 0; i < count; i++)
+		claimed = claimed && claims_has_op(c, ops[i]);
+	free_list(ops, count > 0 ? (size_t)count : 0);
+	return claimed;
+}
+
+/* ---- TensorProto files (decoded here, apart from the loader, so the two check each other) ---------- */
+
+/* Reads dir/name, a TensorProto; messages name the file by name only. */
+static int tensor_read(const char *dir, const char *name, struct rt_tensor *t, size_t *nbytes, char *why,
+		       size_t cap)
+{
+	Onnx__TensorProto *tp;
+	char path[4096];
+	size_t len = 0, esize, n = 1;
+	uint8_t *buf;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	buf = read_file(path, &len);
+
+	memset(t, 0, sizeof(*t));
+	if (buf == NULL) {
+		snprintf(why, cap, "%s: cannot read", name);
+		return -EIO;
+	}
+	tp = onnx__tensor_proto__unpack(NULL, len, buf);
+	free(buf);
+	if (tp == NULL) {
+		snprintf(why, cap, "%s: not a TensorProto (a sequence or map?)", name);
+		return -ENOTSUP;
+	}
+	esize = rt_dtype_size((uint8_t)tp->data_type);
+	if (tp->data_type <= 0 || tp->data_type > 255 || esize == 0) {
+		snprintf(why, cap, "%s: element type %d (%s) is not supported", name, tp->data_type,
+			 rt_dtype_name((uint8_t)tp->data_type));
+		rc = -ENOTSUP;
+		goto out;
+	}
+	if (tp->n_dims > RT_MAX_RANK || tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		snprintf(why, cap, "%s: rank %zu or external data is not supported", name, tp->n_dims);
+		rc = -ENOTSUP;
+		goto out;
+	}
+	t->dtype = (uint8_t)tp->data_type;
+	t->rank = (uint8_t)tp->n_dims;
+	for (size_t d = 0; d < tp->n_dims; d++) {
+		if (tp->dims[d] < 0) {
+			snprintf(why, cap, "%s: negative dimension", name);
+			rc = -EINVAL;
+			goto out;
+		}
+		t->dims[d] = tp->dims[d];
+		n *= (size_t)tp->dims[d];
+	}
+	*nbytes = n * esize;
+	t->data = malloc(*nbytes + 1);
+	if (t->data == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (tp->has_raw_data) {
+		if (tp->raw_data.len != *nbytes) {
+			snprintf(why, cap, "%s: raw_data has %zu bytes, the shape says %zu", name, tp->raw_data.len,
+				 *nbytes);
+			rc = -EINVAL;
+		} else if (*nbytes > 0) {
+			memcpy(t->data, tp->raw_data.data, *nbytes); /* little-endian, as the host */
+		}
+		goto out;
+	}
+	switch (t->dtype) {
+	case BW_DTYPE_FLOAT:
+		rc = tp->n_float_data == n ? 0 : -EINVAL;
+		if (rc == 0 && n > 0)
+			memcpy(t->data, tp->float_data, n * sizeof(float));
+		break;
+	case BW_DTYPE_DOUBLE:
+		rc = tp->n_double_data == n ? 0 : -EINVAL;
+		if (rc == 0 && n > 0)
+			memcpy(t->data, tp->double_data, n * sizeof(double));
+		break;
+	case BW_DTYPE_INT64:
+		rc = tp->n_int64_data == n ? 0 : -EINVAL;
+		if (rc == 0 && n > 0)
+			memcpy(t->data, tp->int64_data, n * sizeof(int64_t));
+		break;
+	case BW_DTYPE_UINT32:
+	case BW_DTYPE_UINT64:
+		rc = tp->n_uint64_data == n ? 0 : -EINVAL;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			if (t->dtype == BW_DTYPE_UINT32)
+				((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i];
+			else
+				((uint64_t *)t->data)[i] = tp->uint64_data[i];
+		}
+		break;
+	default:
+		/* int32, int16, int8, uint16, uint8, bool, float16, bfloat16: int32_data, low bytes */
+		rc = tp->n_int32_data == n ? 0 : -EINVAL;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			uint32_t v = (uint32_t)tp->int32_data[i];
+
+			if (esize == 1)
+				((uint8_t *)t->data)[i] = (uint8_t)v;
+			else if (esize == 2)
+				((uint16_t *)t->data)[i] = (uint16_t)v;
+			else
+				((uint32_t *)t->data)[i] = v;
+		}
+		break;
+	}
+	if (rc != 0)
+		snprintf(why, cap, "%s: typed data does not match the shape", name);
+out:
+	onnx__tensor_proto__free_unpacked(tp, NULL);
+	if (rc != 0) {
+		free(t->data);
+		t->data = NULL;
+	}
+	return rc;
+}
+
+/* ---- comparison -------------------------------------------------------------------------------------- */
+
+static float half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+	float f;
+
+	if (exp == 0)
+		f = ldexpf((float)man, -24);
+	else if (exp == 31)
+		f = man != 0 ? NAN : INFINITY;
+	else
+		f = ldexpf((float)(man | 0x400), (int)exp - 25);
+	return sign ? -f : f;
+}
+
+static float bf16_to_float(uint16_t b)
+{
+	uint32_t bits = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Element i as a double, for messages and the float comparison. */
+static double elem_double(const struct rt_tensor *t, size_t i)
+{
+	switch (t->dtype) {
+	case BW_DTYPE_FLOAT: return ((const float *)t->data)[i];
+	case BW_DTYPE_DOUBLE: return ((const double *)t->data)[i];
+	case BW_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)t->data)[i]);
+	case BW_DTYPE_BFLOAT16: return bf16_to_float(((const uint16_t *)t->data)[i]);
+	case BW_DTYPE_INT8: return ((const int8_t *)t->data)[i];
+	case BW_DTYPE_UINT8: case BW_DTYPE_BOOL: return ((const uint8_t *)t->data)[i];
+	case BW_DTYPE_INT16: return ((const int16_t *)t->data)[i];
+	case BW_DTYPE_UINT16: return ((const uint16_t *)t->data)[i];
+	case BW_DTYPE_INT32: return ((const int32_t *)t->data)[i];
+	case BW_DTYPE_UINT32: return ((const uint32_t *)t->data)[i];
+	case BW_DTYPE_INT64: return (double)((const int64_t *)t->data)[i];
+	case BW_DTYPE_UINT64: return (double)((const uint64_t *)t->data)[i];
+	default: return 0;
+	}
+}
+
+static bool is_float_type(uint8_t dtype)
+{
+	return dtype == BW_DTYPE_FLOAT || dtype == BW_DTYPE_DOUBLE || dtype == BW_DTYPE_FLOAT16 ||
+	       dtype == BW_DTYPE_BFLOAT16;
+}
+
+static const char *dims_str(const struct rt_tensor *t, char *buf, size_t cap)
+{
+	size_t off = (size_t)snprintf(buf, cap, "[");
+
+	for (uint8_t d = 0; d < t->rank && off < cap; d++)
+		off += (size_t)snprintf(buf + off, cap - off, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+	if (off < cap)
+		snprintf(buf + off, cap - off, "]");
+	return buf;
+}
+
+/*
+ * |got - want| <= atol + rtol * |want| for floating types (NaN equals NaN, infinities equal
+ * themselves); integers and bool exact.
+ * \return true when equal, or false with why naming the first element that differs.
+ */
+static bool tensor_matches(const struct rt_tensor *got, const struct rt_tensor *want, char *why, size_t cap)
+{
+	char a[96], b[96];
+	size_t n = 1, esize = rt_dtype_size(want->dtype), bad = 0, first = SIZE_MAX;
+
+	if (got->dtype != want->dtype) {
+		snprintf(why, cap, "element type %s, expected %s", rt_dtype_name(got->dtype), rt_dtype_name(want->dtype));
+		return false;
+	}
+	if (got->rank != want->rank || memcmp(got->dims, want->dims, want->rank * sizeof(int64_t)) != 0) {
+		snprintf(why, cap, "shape %s, expected %s", dims_str(got, a, sizeof(a)), dims_str(want, b, sizeof(b)));
+		return false;
+	}
+	for (uint8_t d = 0; d < want->rank; d++)
+		n *= (size_t)want->dims[d];
+	for (size_t i = 0; i < n; i++) {
+		bool ok;
+
+		if (is_float_type(want->dtype)) {
+			double x = elem_double(got, i), y = elem_double(want, i);
+
+			ok = (isnan(x) && isnan(y)) || x == y ||
+			     fabs(x - y) <= CONFORMANCE_ATOL + CONFORMANCE_RTOL * fabs(y);
+		} else {
+			ok = memcmp((const uint8_t *)got->data + i * esize, (const uint8_t *)want->data + i * esize,
+				    esize) == 0;
+		}
+		if (!ok) {
+			if (first == SIZE_MAX)
+				first = i;
+			bad++;
+		}
+	}
+	if (bad == 0)
+		return true;
+	snprintf(why, cap, "shape %s: %zu of %zu elements differ, first at %zu: got %.9g, expected %.9g",
+		 dims_str(want, a, sizeof(a)), bad, n, first, elem_double(got, first), elem_double(want, first));
+	return false;
+}
+
+/* ---- one test ------------------------------------------------------------------------------------------ */
+
+struct tensors {
+	struct rt_tensor t[CONFORMANCE_TENSORS_MAX];
+	size_t nbytes[CONFORMANCE_TENSORS_MAX];
+	unsigned int count;
+};
+
+static void tensors_free(struct tensors *ts)
+{
+	for (unsigned int i = 0; i < ts->count; i++)
+		free(ts->t[i].data);
+	ts->count = 0;
+}
+
+/* Reads DIR/prefix_0.pb, prefix_1.pb... until one is missing. */
+static int tensors_read(const char *dir, const char *prefix, struct tensors *ts, char *why, size_t cap)
+{
+	char path[4096], name[32];
+
+	ts->count = 0;
+	for (unsigned int i = 0; i < CONFORMANCE_TENSORS_MAX; i++) {
+		int rc;
+
+		snprintf(name, sizeof(name), "%s_%u.pb", prefix, i);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (!is_file(path))
+			break;
+		rc = tensor_read(dir, name, &ts->t[i], &ts->nbytes[i], why, cap);
+		if (rc != 0)
+			return rc;
+		ts->count++;
+	}
+	return 0;
+}
+
+/* Runs one data set of a loaded model. */
+static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, const char *set_name,
+				 struct result *r)
+{
+	struct tensors in = { 0 }, want = { 0 };
+	struct rt_tensor bound_in[CONFORMANCE_TENSORS_MAX], bound_out[CONFORMANCE_TENSORS_MAX];
+	char why[RT_ERR_MAX * 2];
+	struct rt_plan *plan = NULL;
+	void *arena = NULL;
+	int rc;
+
+	if (tensors_read(set_dir, "input", &in, why, sizeof(why)) != 0 ||
+	    tensors_read(set_dir, "output", &want, why, sizeof(why)) != 0) {
+		set_result(r, VERDICT_UNSUPPORTED, "%s: %s", set_name, why);
+		goto out;
+	}
+	if (in.count != g->num_inputs) {
+		set_result(r, VERDICT_UNSUPPORTED, "%s has %u inputs, the graph %u", set_name, in.count, g->num_inputs);
+		goto out;
+	}
+	if (want.count != g->num_outputs) {
+		set_result(r, VERDICT_FAIL, "%s has %u outputs, the graph %u", set_name, want.count, g->num_outputs);
+		goto out;
+	}
+	/* numpy has no bfloat16: the ONNX test data store bfloat16 tensors as uint16 */
+	for (unsigned int i = 0; i < in.count; i++) {
+		if (in.t[i].dtype == BW_DTYPE_UINT16 && g->values[g->inputs[i]].tensor.dtype == BW_DTYPE_BFLOAT16)
+			in.t[i].dtype = BW_DTYPE_BFLOAT16;
+	}
+	plan = rt_plan_create_known(g, 0, RT_DEVICE_CPU, in.t, why, sizeof(why));
+	if (plan == NULL) {
+		set_result(r, VERDICT_UNSUPPORTED, "%s", why);
+		goto out;
+	}
+	arena = aligned_alloc(RT_PLAN_ALIGN, rt_plan_arena_bytes(plan));
+	if (arena == NULL) {
+		set_result(r, VERDICT_FAIL, "no memory for an arena of %zu bytes", rt_plan_arena_bytes(plan));
+		goto out;
+	}
+	memset(arena, 0xa5, rt_plan_arena_bytes(plan)); /* garbage, as a reused arena holds */
+	rt_plan_bind(plan, arena, bound_in, bound_out);
+	for (unsigned int i = 0; i < in.count; i++) {
+		if (in.nbytes[i] > 0)
+			memcpy(bound_in[i].data, in.t[i].data, in.nbytes[i]);
+	}
+	rc = rt_plan_run(plan, arena, why, sizeof(why));
+	if (rc != 0) {
+		set_result(r, VERDICT_FAIL, "%s: %s", set_name, why);
+		goto out;
+	}
+	for (unsigned int i = 0; i < want.count; i++) {
+		if (want.t[i].dtype == BW_DTYPE_UINT16 && bound_out[i].dtype == BW_DTYPE_BFLOAT16)
+			want.t[i].dtype = BW_DTYPE_BFLOAT16;
+		if (!tensor_matches(&bound_out[i], &want.t[i], why, sizeof(why))) {
+			set_result(r, VERDICT_FAIL, "%s: output %u (%s): %s", set_name, i, g->values[g->outputs[i]].name,
+				   why);
+			goto out;
+		}
+	}
+	set_result(r, VERDICT_PASS, "%s", "");
+out:
+	free(arena);
+	rt_plan_free(plan);
+	tensors_free(&in);
+	tensors_free(&want);
+	return r->verdict;
+}
+
+static void run_test(const char *test_dir, struct result *r)
+{
+	char path[4096], err[RT_ERR_MAX];
+	struct rt_graph *g;
+	size_t num_sets = 0;
+	char **sets;
+
+	if (rt_cpu_kernels_register() != 0) {
+		set_result(r, VERDICT_FAIL, "rt_cpu_kernels_register failed");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/model.onnx", test_dir);
+	g = rt_graph_load(path, err, sizeof(err));
+	if (g == NULL) {
+		set_result(r, VERDICT_UNSUPPORTED, "%s", err);
+		return;
+	}
+	sets = list_dir(test_dir, "test_data_set_", &num_sets);
+	if (num_sets == 0)
+		set_result(r, VERDICT_UNSUPPORTED, "no test_data_set_* directory");
+	for (size_t i = 0; i < num_sets; i++) {
+		snprintf(path, sizeof(path), "%s/%s", test_dir, sets[i]);
+		if (run_data_set(g, path, sets[i], r) != VERDICT_PASS)
+			break;
+	}
+	free_list(sets, num_sets);
+	rt_graph_free(g);
+}
+
+/* Runs a test in a child, so that a crash or a hang is that test's FAIL and nothing more. */
+static void run_test_isolated(const char *test_dir, struct result *r)
+{
+	int fds[2], status = 0;
+	size_t got = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	if (pipe(fds) != 0 || (pid = fork()) < 0) {
+		set_result(r, VERDICT_FAIL, "cannot fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		struct result mine = { .verdict = VERDICT_FAIL, .msg = "no verdict" };
+
+		close(fds[0]);
+		alarm(CONFORMANCE_TEST_TIMEOUT_S);
+		run_test(test_dir, &mine);
+		if (write(fds[1], &mine, sizeof(mine)) != (ssize_t)sizeof(mine))
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	while (got < sizeof(*r)) {
+		ssize_t n = read(fds[0], (char *)r + got, sizeof(*r) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got == sizeof(*r))
+		return;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		set_result(r, VERDICT_FAIL, "timed out after %d s", CONFORMANCE_TEST_TIMEOUT_S);
+	else if (WIFSIGNALED(status))
+		set_result(r, VERDICT_FAIL, "crashed: %s", strsignal(WTERMSIG(status)));
+	else
+		set_result(r, VERDICT_FAIL, "exited with status %d and no verdict", WEXITSTATUS(status));
+}
+
+/* ---- main --------------------------------------------------------------------------------------------- */
+
+static bool wanted(const char *name, char **patterns, int count)
+{
+	if (count == 0)
+		return true;
+	for (int i = 0; i < count; i++) {
+		if (fnmatch(patterns[i], name, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr, "usage: %s [--claims FILE] [--no-fork] [--ops] [--skip REASON] [DIR [PATTERN...]]\n", prog);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = CONFORMANCE_DIR_DEFAULT, *claims_path = CONFORMANCE_CLAIMS;
+	unsigned int passed = 0, failed = 0, unsupported = 0, claimed = 0, claimed_bad = 0;
+	bool isolate = true, list_ops = false;
+	struct claims claims;
+	struct stat st;
+	char **tests;
+	size_t num_tests = 0;
+	int argi = 1;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (; argi < argc && strncmp(argv[argi], "--", 2) == 0; argi++) {
+		if (strcmp(argv[argi], "--claims") == 0 && argi + 1 < argc) {
+			claims_path = argv[++argi];
+		} else if (strcmp(argv[argi], "--ops") == 0) {
+			list_ops = true;
+		} else if (strcmp(argv[argi], "--no-fork") == 0) {
+			isolate = false;
+		} else if (strcmp(argv[argi], "--skip") == 0 && argi + 1 < argc) {
+			printf("SKIP: %s\n", argv[argi + 1]);
+			return CONFORMANCE_EXIT_SKIP;
+		} else {
+			usage(argv[0]);
+			return 2;
+		}
+	}
+	if (argi < argc)
+		dir = argv[argi++];
+	if (claims_load(&claims, claims_path) != 0) {
+		fprintf(stderr, "%s: cannot read the claims table: %s\n", claims_path, strerror(errno));
+		return 2;
+	}
+	errno = 0;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		printf("SKIP: %s: %s\n", dir, errno != 0 ? strerror(errno) : "not a directory");
+		claims_free(&claims);
+		return CONFORMANCE_EXIT_SKIP;
+	}
+	tests = list_dir(dir, NULL, &num_tests);
+
+	for (size_t i = 0; i < num_tests; i++) {
+		char test_dir[4096], model[4200];
+		struct result r = { .verdict = VERDICT_FAIL, .msg = "not run" };
+		const char *excluded;
+		bool is_claimed;
+
+		snprintf(test_dir, sizeof(test_dir), "%s/%s", dir, tests[i]);
+		snprintf(model, sizeof(model), "%s/model.onnx", test_dir);
+		if (!is_file(model) || !wanted(tests[i], argv + argi, argc - argi))
+			continue;
+		if (list_ops) {
+			char **ops;
+			int count = model_ops(model, &ops);
+
+			printf("%s:", tests[i]);
+			for (int j = 0; j < count; j++)
+				printf(" %s", ops[j]);
+			printf("\n");
+			free_list(ops, count > 0 ? (size_t)count : 0);
+			continue;
+		}
+		excluded = claims_excluded(&claims, tests[i]);
+		is_claimed = excluded == NULL && model_claimed(&claims, model);
+		if (isolate)
+			run_test_isolated(test_dir, &r);
+		else
+			run_test(test_dir, &r);
+		claimed += is_claimed;
+		switch (r.verdict) {
+		case VERDICT_PASS:
+			passed++;
+			printf("pass %s\n", tests[i]);
+			break;
+		case VERDICT_UNSUPPORTED:
+			unsupported++;
+			claimed_bad += is_claimed;
+			printf("unsupported %s: %s%s%s%s%s\n", tests[i], r.msg, is_claimed ? " [claimed]" : "",
+			       excluded != NULL ? " [not claimed: " : "", excluded != NULL ? excluded : "",
+			       excluded != NULL ? "]" : "");
+			break;
+		default:
+			failed++;
+			claimed_bad += is_claimed;
+			printf("FAIL %s: %s%s%s%s%s\n", tests[i], r.msg, is_claimed ? " [claimed]" : "",
+			       excluded != NULL ? " [not claimed: " : "", excluded != NULL ? excluded : "",
+			       excluded != NULL ? "]" : "");
+			break;
+		}
+	}
+	printf("claimed: %u tests of %zu claimed ops, %u of them failed or unsupported\n", claimed, claims.num_ops,
+	       claimed_bad);
+	printf("%u passed, %u failed, %u unsupported\n", passed, failed, unsupported);
+	free_list(tests, num_tests);
+	claims_free(&claims);
+	return claimed_bad > 0 ? 1 : 0;
+}
