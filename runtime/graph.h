@@ -8,8 +8,8 @@
  *   onnx_load.c  ONNX protobuf (protobuf-c, generated at build time) -> rt_graph
  *   registry.c   kernels keyed by (op, domain, opset range, dtype, device)
  *   kernels/     CPU kernels: shape inference at load, run at run time
- *   plan.c       shapes bound for one batch size, constant folding, liveness-based arena
- *   exec.c       runs a plan
+ *   exec/        plan.c: shapes bound for one batch size, constant folding, liveness-based arena;
+ *                exec.c: the sequential runner; executor.c: the lock-free multi-worker executor
  */
 #ifndef BW_RT_GRAPH_H
 #define BW_RT_GRAPH_H

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Inside a plan: shared by plan.c, which builds it, and exec.c, which runs it. The step table is the
- * executor's node table: today steps run in order on one thread; the multi-worker executor will seed
- * per-step atomic pending counts from pending_inputs and release consumers[] as steps finish.
+ * Inside a plan: shared by plan.c, which builds it, exec.c, which runs it in order on one thread, and
+ * executor.c, which runs it on several workers. The step table is the executor's node table: each
+ * slot seeds per-step atomic pending counts from pending_inputs and releases consumers[] as steps
+ * finish.
  */
 #ifndef BW_RT_EXEC_DEFS_H
 #define BW_RT_EXEC_DEFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +25,7 @@
 struct rt_plan_operand {
 	struct rt_tensor tensor; /* dtype and shape; data: a constant's, or NULL */
 	size_t offset;           /* arena offset of its data, or RT_PLAN_OFFSET_NONE: tensor.data as is */
+	bool in_scratch;         /* an output the model left out: offset is into the step's scratch */
 };
 
 struct rt_plan_step {
@@ -33,12 +36,14 @@ struct rt_plan_step {
 	uint16_t num_outputs;
 	struct rt_plan_operand *operands; /* inputs, then outputs */
 	size_t desc_offset;        /* its num_inputs + num_outputs descriptors in the arena */
-	size_t scratch_offset;     /* kernel scratch, then room for outputs the model left out */
+	size_t scratch_offset;     /* kernel scratch, then room for outputs the model left out
+				    * (sequential layout; the concurrent one uses the worker's scratch) */
 	size_t scratch_bytes;      /* the kernel's part only (NULL scratch when 0) */
 	size_t scratch_total;      /* with the omitted outputs */
 	uint32_t pending_inputs;   /* distinct steps producing its inputs */
 	uint32_t num_consumers;
 	uint32_t *consumers;       /* distinct steps reading its outputs, ascending */
+	bool feeds_output;         /* a graph output depends on it: its failure fails a request */
 };
 
 struct rt_plan_value {
@@ -55,6 +60,7 @@ struct rt_plan {
 	const struct rt_graph *graph;
 	int64_t batch;
 	enum rt_device device;
+	enum rt_plan_layout layout;
 	struct rt_plan_value *values; /* graph->num_values */
 	uint32_t num_steps;
 	struct rt_plan_step *steps;
@@ -64,9 +70,14 @@ struct rt_plan {
 	size_t tensor_bytes;
 	size_t tensor_bytes_sum;
 	size_t constant_bytes;
+	size_t worker_scratch_bytes; /* the largest step scratch, aligned */
 };
 
-/** Runs one step in arena (exec.c). \return 0 or the kernel's error, its message in kerr. */
-int rt_exec_step(const struct rt_plan_step *s, uint8_t *arena, char *kerr, size_t kerr_cap);
+/**
+ * Runs one step in arena (exec.c), with scratch the start of the step's scratch area (the arena's,
+ * at scratch_offset, in the sequential layout; the worker's in the concurrent one).
+ * \return 0 or the kernel's error, its message in kerr.
+ */
+int rt_exec_step(const struct rt_plan_step *s, uint8_t *arena, uint8_t *scratch, char *kerr, size_t kerr_cap);
 
 #endif /* BW_RT_EXEC_DEFS_H */

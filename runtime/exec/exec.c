@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The first executor: a plan's steps in order on the calling thread. The hot path: no allocation,
- * no lock, no system call; a step's tensor descriptors are written into its own slot at the start of
- * the arena, so steps never share anything but the tensors the plan says they share (what the
- * multi-worker executor, walking the same step table by pending counts, relies on).
+ * The sequential executor: a plan's steps in order on the calling thread. The hot path: no
+ * allocation, no lock, no system call; a step's tensor descriptors are written into its own slot at
+ * the start of the arena, so steps never share anything but the tensors the plan says they share
+ * (what the multi-worker executor, executor.c, walking the same step table by pending counts, relies
+ * on).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -11,7 +12,7 @@
 
 #include "defs.h"
 
-int rt_exec_step(const struct rt_plan_step *s, uint8_t *arena, char *kerr, size_t kerr_cap)
+int rt_exec_step(const struct rt_plan_step *s, uint8_t *arena, uint8_t *scratch, char *kerr, size_t kerr_cap)
 {
 	struct rt_tensor *t = (struct rt_tensor *)(void *)(arena + s->desc_offset);
 	unsigned int count = (unsigned int)s->num_inputs + s->num_outputs;
@@ -21,11 +22,10 @@ int rt_exec_step(const struct rt_plan_step *s, uint8_t *arena, char *kerr, size_
 
 		t[i] = o->tensor;
 		if (o->offset != RT_PLAN_OFFSET_NONE)
-			t[i].data = arena + o->offset;
+			t[i].data = (o->in_scratch ? scratch : arena) + o->offset;
 	}
 	kerr[0] = '\0';
-	return s->kernel->run(s->node, t, t + s->num_inputs, s->scratch_bytes != 0 ? arena + s->scratch_offset : NULL,
-			      kerr, kerr_cap);
+	return s->kernel->run(s->node, t, t + s->num_inputs, s->scratch_bytes != 0 ? scratch : NULL, kerr, kerr_cap);
 }
 
 int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap)
@@ -36,9 +36,13 @@ int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap)
 		snprintf(err, cap, "arena %p is not %d-byte aligned", arena, RT_PLAN_ALIGN);
 		return -EINVAL;
 	}
+	if (unlikely(p->layout != RT_PLAN_LAYOUT_SEQUENTIAL)) {
+		snprintf(err, cap, "the plan has the concurrent layout: rt_executor runs it");
+		return -EINVAL;
+	}
 	for (uint32_t i = 0; i < p->num_steps; i++) {
 		const struct rt_plan_step *s = &p->steps[i];
-		int rc = rt_exec_step(s, arena, kerr, sizeof(kerr));
+		int rc = rt_exec_step(s, arena, (uint8_t *)arena + s->scratch_offset, kerr, sizeof(kerr));
 
 		if (unlikely(rc != 0)) {
 			/* the cold path: formatting is fine here */

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The planner: binds a graph's shapes to one batch size, resolves kernels for one device, folds
- * constant subgraphs by running them now, and lays out one arena in which no two tensors that are
+ * constant subgraphs by running them now, and lays out one arena in which no two tensors that may be
  * alive at the same time overlap.
  *
- * Lifetimes are node indices on the sequential order the executor runs today: a tensor is born at
- * its producer (-1 for graph inputs) and dies at its last reader (num_nodes for graph outputs); a
- * node's scratch lives at that node only. The layout is the greedy-by-size heuristic of TFLite's
- * arena planner: largest first, each at the lowest offset that clears every placed tensor whose
- * lifetime meets its own. Everything here runs at load time, so it allocates freely.
+ * Two layouts (enum rt_plan_layout). Sequential, for rt_plan_run: lifetimes are node indices, a
+ * tensor born at its producer (-1 for graph inputs) and dead after its last reader (num_nodes for
+ * graph outputs), a node's scratch live at that node only. Concurrent, for rt_executor, where steps
+ * run in any order the step graph allows: tensor B may share bytes with tensor A only when one of
+ * them is produced by a transitive successor of the other's producer and of all of the other's
+ * readers, which reachability bitsets over the steps answer; scratch then belongs to the workers,
+ * not to the arena. Either way the layout is the greedy-by-size heuristic of TFLite's arena planner:
+ * largest first, each at the lowest offset that clears every placed tensor it may be alive with.
+ * Everything here runs at load time, so it allocates freely.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -360,7 +364,8 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 		o->offset = RT_PLAN_OFFSET_NONE;
 		if (n->outputs[j] == RT_VALUE_NONE) {
 			if (w->out_valid[j]) {
-				o->offset = omitted_at; /* relative to the scratch until the layout is done */
+				o->offset = omitted_at; /* into the step's scratch, wherever that lies */
+				o->in_scratch = true;
 				omitted_at += align_up(w->out_nbytes[j]);
 			}
 			continue;
@@ -459,13 +464,30 @@ static int finish_values(struct rt_plan *p, char *err, size_t cap)
 	return 0;
 }
 
-/* One thing the arena holds: a tensor or a node's scratch. */
+/* One thing the arena holds: a tensor or (sequential layout) a node's scratch. */
 struct arena_item {
 	size_t size;
-	int32_t birth, death;
+	int32_t birth, death;  /* sequential: node indices, both included */
+	int32_t producer;      /* concurrent: its producing step, -1 for a graph input */
+	const uint64_t *after; /* concurrent: steps that may write over it (bitset) */
 	size_t offset;
 	uint32_t id; /* tie-break, for a layout that does not depend on qsort */
 };
+
+static bool bit_test(const uint64_t *set, uint32_t i)
+{
+	return (set[i / 64] >> (i % 64)) & 1;
+}
+
+/* Whether a and b may be alive at the same time, so must not share a byte. */
+static bool items_conflict(const struct arena_item *a, const struct arena_item *b, enum rt_plan_layout layout)
+{
+	if (layout == RT_PLAN_LAYOUT_SEQUENTIAL)
+		return a->birth <= b->death && b->birth <= a->death;
+	/* b after a (b's producer waits for a's producer and readers), or the other way round */
+	return !(b->producer >= 0 && bit_test(a->after, (uint32_t)b->producer)) &&
+	       !(a->producer >= 0 && bit_test(b->after, (uint32_t)a->producer));
+}
 
 static int item_cmp_size(const void *a, const void *b)
 {
@@ -489,7 +511,7 @@ static int item_cmp_offset(const void *a, const void *b)
 
 /* Greedy by size: each item at the lowest offset clear of the placed items alive with it. */
 static size_t layout_items(struct arena_item *items, uint32_t count, struct arena_item **order,
-			   struct arena_item **alive)
+			   struct arena_item **alive, enum rt_plan_layout layout)
 {
 	size_t top = 0;
 
@@ -502,7 +524,7 @@ static size_t layout_items(struct arena_item *items, uint32_t count, struct aren
 		size_t offset = 0;
 
 		for (uint32_t j = 0; j < i; j++) {
-			if (order[j]->birth <= it->death && it->birth <= order[j]->death && order[j]->size > 0)
+			if (order[j]->size > 0 && items_conflict(order[j], it, layout))
 				alive[nb_alive++] = order[j];
 		}
 		qsort(alive, nb_alive, sizeof(alive[0]), item_cmp_offset);
@@ -519,13 +541,95 @@ static size_t layout_items(struct arena_item *items, uint32_t count, struct aren
 	return top;
 }
 
-static int layout_arena(struct rt_plan *p, char *err, size_t cap)
+/*
+ * reach[s * words ...]: the steps that run after step s in every order, its transitive consumers.
+ * Consumers come later in the step order, so one backward pass does.
+ */
+static uint64_t *steps_reach(const struct rt_plan *p, uint32_t words)
+{
+	uint64_t *reach = calloc((size_t)p->num_steps * words + 1, sizeof(uint64_t));
+
+	for (uint32_t s = p->num_steps; reach != NULL && s-- > 0;) {
+		const struct rt_plan_step *st = &p->steps[s];
+		uint64_t *r = reach + (size_t)s * words;
+
+		for (uint32_t k = 0; k < st->num_consumers; k++) {
+			uint32_t c = st->consumers[k];
+			const uint64_t *rc = reach + (size_t)c * words;
+
+			r[c / 64] |= UINT64_C(1) << (c % 64);
+			for (uint32_t w = 0; w < words; w++)
+				r[w] |= rc[w];
+		}
+	}
+	return reach;
+}
+
+/*
+ * The concurrent layout's "after" sets: for each arena tensor, the steps that run after its producer
+ * and after every step reading it, so that whatever they produce may take its bytes. A graph input
+ * has no producer (the executor writes it before any step runs); a graph output is never dead.
+ */
+static int concurrent_after(const struct rt_plan *p, const int32_t *step_of, struct arena_item *items,
+			    uint32_t count, uint64_t **after_out)
+{
+	const struct rt_graph *g = p->graph;
+	uint32_t words = (p->num_steps + 63) / 64 + 1;
+	uint64_t *reach = steps_reach(p, words);
+	uint64_t *after = calloc((size_t)count * words + 1, sizeof(uint64_t));
+	int32_t *item_of = malloc(((size_t)g->num_values + 1) * sizeof(int32_t));
+
+	if (reach == NULL || after == NULL || item_of == NULL) {
+		free(reach);
+		free(after);
+		free(item_of);
+		return -ENOMEM;
+	}
+	for (uint32_t v = 0; v < g->num_values; v++)
+		item_of[v] = -1;
+	for (uint32_t i = 0; i < count; i++) {
+		const struct rt_plan_value *pv = &p->values[items[i].id];
+		uint64_t *a = after + (size_t)i * words;
+
+		item_of[items[i].id] = (int32_t)i;
+		items[i].producer = pv->birth >= 0 ? step_of[pv->birth] : -1;
+		items[i].after = a;
+		if (pv->death == (int32_t)g->num_nodes)
+			continue; /* a graph output: alive to the end */
+		if (items[i].producer >= 0)
+			memcpy(a, reach + (size_t)items[i].producer * words, words * sizeof(uint64_t));
+		else
+			memset(a, 0xff, words * sizeof(uint64_t));
+	}
+	for (uint32_t s = 0; s < p->num_steps; s++) {
+		const struct rt_plan_step *st = &p->steps[s];
+		const uint64_t *r = reach + (size_t)s * words;
+
+		for (uint16_t j = 0; j < st->num_inputs; j++) {
+			int32_t v = st->node->inputs[j];
+			uint64_t *a;
+
+			if (v == RT_VALUE_NONE || item_of[v] < 0)
+				continue;
+			a = after + (size_t)item_of[v] * words;
+			for (uint32_t w = 0; w < words; w++)
+				a[w] &= r[w];
+		}
+	}
+	free(reach);
+	free(item_of);
+	*after_out = after;
+	return 0;
+}
+
+static int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, size_t cap)
 {
 	const struct rt_graph *g = p->graph;
 	uint32_t count = 0, max = g->num_values + p->num_steps;
 	struct arena_item *items = calloc(max + 1, sizeof(*items));
 	struct arena_item **order = calloc(max + 1, sizeof(*order));
 	struct arena_item **alive = calloc(max + 1, sizeof(*alive));
+	uint64_t *after = NULL;
 	size_t descriptors = 0;
 
 	if (items == NULL || order == NULL || alive == NULL) {
@@ -537,6 +641,8 @@ static int layout_arena(struct rt_plan *p, char *err, size_t cap)
 	for (uint32_t s = 0; s < p->num_steps; s++) {
 		p->steps[s].desc_offset = descriptors;
 		descriptors += ((size_t)p->steps[s].num_inputs + p->steps[s].num_outputs) * sizeof(struct rt_tensor);
+		if (align_up(p->steps[s].scratch_total) > p->worker_scratch_bytes)
+			p->worker_scratch_bytes = align_up(p->steps[s].scratch_total);
 	}
 	p->descriptor_bytes = align_up(descriptors);
 
@@ -549,7 +655,13 @@ static int layout_arena(struct rt_plan *p, char *err, size_t cap)
 						    .death = pv->death, .id = v };
 		count++;
 	}
-	for (uint32_t s = 0; s < p->num_steps; s++) {
+	if (p->layout == RT_PLAN_LAYOUT_CONCURRENT && concurrent_after(p, step_of, items, count, &after) != 0) {
+		free(items);
+		free(order);
+		free(alive);
+		return plan_error(err, cap, -ENOMEM, "out of memory");
+	}
+	for (uint32_t s = 0; s < p->num_steps && p->layout == RT_PLAN_LAYOUT_SEQUENTIAL; s++) {
 		const struct rt_plan_step *st = &p->steps[s];
 
 		if (st->scratch_total == 0)
@@ -561,7 +673,7 @@ static int layout_arena(struct rt_plan *p, char *err, size_t cap)
 	}
 	for (uint32_t i = 0; i < count; i++)
 		p->tensor_bytes_sum += items[i].size;
-	p->tensor_bytes = layout_items(items, count, order, alive);
+	p->tensor_bytes = layout_items(items, count, order, alive, p->layout);
 	p->arena_bytes = p->descriptor_bytes + p->tensor_bytes;
 	if (p->arena_bytes == 0)
 		p->arena_bytes = RT_PLAN_ALIGN; /* aligned_alloc(, 0) may fail; keep the arena a real one */
@@ -574,40 +686,24 @@ static int layout_arena(struct rt_plan *p, char *err, size_t cap)
 		else
 			p->steps[items[i].id - g->num_values].scratch_offset = offset;
 	}
+	free(after);
 	free(items);
 	free(order);
 	free(alive);
 	return 0;
 }
 
-/* Operand offsets, and the executor's node table: who waits for whom. */
+/*
+ * The executor's node table: who waits for whom (through arena tensors: constants order nothing at
+ * run time), and which steps a graph output depends on.
+ */
 static int link_steps(struct rt_plan *p, const int32_t *step_of, char *err, size_t cap)
 {
+	const struct rt_graph *g = p->graph;
 	int32_t *seen = malloc(((size_t)p->num_steps + 1) * sizeof(int32_t));
 
 	if (seen == NULL)
 		return plan_error(err, cap, -ENOMEM, "out of memory");
-	for (uint32_t s = 0; s < p->num_steps; s++) {
-		struct rt_plan_step *st = &p->steps[s];
-		const struct rt_node *n = st->node;
-
-		for (uint16_t j = 0; j < n->num_inputs; j++) {
-			int32_t v = n->inputs[j];
-
-			if (v != RT_VALUE_NONE && p->values[v].placement == RT_PLACE_ARENA)
-				st->operands[j].offset = p->values[v].offset;
-		}
-		for (uint16_t j = 0; j < n->num_outputs; j++) {
-			struct rt_plan_operand *o = &st->operands[n->num_inputs + j];
-			int32_t v = n->outputs[j];
-
-			if (v != RT_VALUE_NONE)
-				o->offset = p->values[v].offset;
-			else if (o->offset != RT_PLAN_OFFSET_NONE)
-				o->offset += st->scratch_offset;
-		}
-	}
-
 	/* two passes over the producer of each arena input: count, then fill (ascending by step) */
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t s = 0; s < p->num_steps; s++)
@@ -647,13 +743,47 @@ static int link_steps(struct rt_plan *p, const int32_t *step_of, char *err, size
 		}
 	}
 	free(seen);
+
+	for (uint32_t s = p->num_steps; s-- > 0;) {
+		struct rt_plan_step *st = &p->steps[s];
+
+		for (uint16_t j = 0; j < st->num_outputs && !st->feeds_output; j++) {
+			int32_t v = st->node->outputs[j];
+
+			st->feeds_output = v != RT_VALUE_NONE && p->values[v].death == (int32_t)g->num_nodes;
+		}
+		for (uint32_t k = 0; k < st->num_consumers && !st->feeds_output; k++)
+			st->feeds_output = p->steps[st->consumers[k]].feeds_output;
+	}
 	return 0;
+}
+
+/* Operand offsets, once the layout is done. */
+static void bind_operands(struct rt_plan *p)
+{
+	for (uint32_t s = 0; s < p->num_steps; s++) {
+		struct rt_plan_step *st = &p->steps[s];
+		const struct rt_node *n = st->node;
+
+		for (uint16_t j = 0; j < n->num_inputs; j++) {
+			int32_t v = n->inputs[j];
+
+			if (v != RT_VALUE_NONE && p->values[v].placement == RT_PLACE_ARENA)
+				st->operands[j].offset = p->values[v].offset;
+		}
+		for (uint16_t j = 0; j < n->num_outputs; j++) {
+			int32_t v = n->outputs[j];
+
+			if (v != RT_VALUE_NONE)
+				st->operands[n->num_inputs + j].offset = p->values[v].offset;
+		}
+	}
 }
 
 /* ---- the API ---------------------------------------------------------------------------------- */
 
-struct rt_plan *rt_plan_create_known(const struct rt_graph *g, int64_t batch, enum rt_device dev,
-				     const struct rt_tensor *known, char *err, size_t cap)
+struct rt_plan *rt_plan_create_layout(const struct rt_graph *g, int64_t batch, enum rt_device dev,
+				      const struct rt_tensor *known, enum rt_plan_layout layout, char *err, size_t cap)
 {
 	struct node_work w = { 0 };
 	int32_t *step_of = NULL;
@@ -666,6 +796,10 @@ struct rt_plan *rt_plan_create_known(const struct rt_graph *g, int64_t batch, en
 		err[0] = '\0';
 	if (g == NULL) {
 		plan_error(err, cap, -EINVAL, "no graph");
+		return NULL;
+	}
+	if (layout != RT_PLAN_LAYOUT_SEQUENTIAL && layout != RT_PLAN_LAYOUT_CONCURRENT) {
+		plan_error(err, cap, -EINVAL, "unknown layout %d", (int)layout);
 		return NULL;
 	}
 	for (uint32_t i = 0; known != NULL && i < g->num_inputs; i++)
@@ -682,6 +816,7 @@ struct rt_plan *rt_plan_create_known(const struct rt_graph *g, int64_t batch, en
 	p->graph = g;
 	p->batch = batch;
 	p->device = dev;
+	p->layout = layout;
 	p->values = calloc((size_t)g->num_values + 1, sizeof(p->values[0]));
 	p->steps = calloc((size_t)g->num_nodes + 1, sizeof(p->steps[0]));
 	step_of = calloc((size_t)g->num_nodes + 1, sizeof(step_of[0]));
@@ -700,9 +835,11 @@ struct rt_plan *rt_plan_create_known(const struct rt_graph *g, int64_t batch, en
 	if (rc == 0)
 		rc = finish_values(p, err, cap);
 	if (rc == 0)
-		rc = layout_arena(p, err, cap);
-	if (rc == 0)
 		rc = link_steps(p, step_of, err, cap);
+	if (rc == 0)
+		rc = layout_arena(p, step_of, err, cap);
+	if (rc == 0)
+		bind_operands(p);
 	goto out;
 nomem:
 	plan_error(err, cap, -ENOMEM, "out of memory");
@@ -719,10 +856,26 @@ out:
 	return p;
 }
 
+struct rt_plan *rt_plan_create_known(const struct rt_graph *g, int64_t batch, enum rt_device dev,
+				     const struct rt_tensor *known, char *err, size_t cap)
+{
+	return rt_plan_create_layout(g, batch, dev, known, RT_PLAN_LAYOUT_SEQUENTIAL, err, cap);
+}
+
 struct rt_plan *rt_plan_create(const struct rt_graph *g, int64_t batch, enum rt_device dev, char *err,
 			       size_t cap)
 {
-	return rt_plan_create_known(g, batch, dev, NULL, err, cap);
+	return rt_plan_create_layout(g, batch, dev, NULL, RT_PLAN_LAYOUT_SEQUENTIAL, err, cap);
+}
+
+enum rt_plan_layout rt_plan_get_layout(const struct rt_plan *p)
+{
+	return p->layout;
+}
+
+size_t rt_plan_worker_scratch_bytes(const struct rt_plan *p)
+{
+	return p->worker_scratch_bytes;
 }
 
 void rt_plan_free(struct rt_plan *p)
@@ -803,7 +956,8 @@ int rt_plan_step_info(const struct rt_plan *p, uint32_t step, struct rt_plan_ste
 		return -EINVAL;
 	s = &p->steps[step];
 	*info = (struct rt_plan_step_info){
-		.node = s->node_index, .scratch_offset = s->scratch_total != 0 ? s->scratch_offset : 0,
+		.node = s->node_index,
+		.scratch_offset = s->scratch_total != 0 && p->layout == RT_PLAN_LAYOUT_SEQUENTIAL ? s->scratch_offset : 0,
 		.scratch_bytes = s->scratch_total, .pending_inputs = s->pending_inputs,
 		.num_consumers = s->num_consumers, .consumers = s->consumers,
 	};
@@ -815,6 +969,7 @@ void rt_plan_stats(const struct rt_plan *p, struct rt_plan_stats *stats)
 	*stats = (struct rt_plan_stats){
 		.arena_bytes = p->arena_bytes, .descriptor_bytes = p->descriptor_bytes,
 		.tensor_bytes = p->tensor_bytes, .tensor_bytes_sum = p->tensor_bytes_sum,
-		.constant_bytes = p->constant_bytes, .steps = p->num_steps, .folded = p->num_folded,
+		.constant_bytes = p->constant_bytes, .worker_scratch_bytes = p->worker_scratch_bytes,
+		.steps = p->num_steps, .folded = p->num_folded,
 	};
 }

@@ -53,6 +53,38 @@ struct rt_plan *rt_plan_create(const struct rt_graph *g, int64_t batch, enum rt_
 struct rt_plan *rt_plan_create_known(const struct rt_graph *g, int64_t batch, enum rt_device dev,
 				     const struct rt_tensor *known, char *err, size_t cap);
 
+/* How the arena is shared between tensors. */
+enum rt_plan_layout {
+	/*
+	 * For rt_plan_run: lifetimes are node indices of the sequential order, and each step's scratch
+	 * lies in the arena, live at that step only.
+	 */
+	RT_PLAN_LAYOUT_SEQUENTIAL,
+	/*
+	 * For rt_executor, where steps run in any order the step graph allows, several at once: tensor B
+	 * may take tensor A's bytes only if B's producer is a transitive successor of A's producer and of
+	 * every step that reads A (reachability over the step graph, not indices). Scratch is not in the
+	 * arena: each worker has one region of rt_plan_worker_scratch_bytes(), whatever step it runs.
+	 */
+	RT_PLAN_LAYOUT_CONCURRENT,
+};
+
+/**
+ * rt_plan_create_known with a choice of layout (the two above call it with SEQUENTIAL).
+ * \param known  NULL, or one tensor per graph input as for rt_plan_create_known
+ */
+struct rt_plan *rt_plan_create_layout(const struct rt_graph *g, int64_t batch, enum rt_device dev,
+				      const struct rt_tensor *known, enum rt_plan_layout layout, char *err, size_t cap);
+
+enum rt_plan_layout rt_plan_get_layout(const struct rt_plan *p);
+
+/**
+ * Bytes of scratch one worker needs to run any step of the plan (a step's kernel scratch and room for
+ * the outputs the model leaves out), a multiple of RT_PLAN_ALIGN; 0 when no step needs any. In the
+ * sequential layout the arena already holds it.
+ */
+size_t rt_plan_worker_scratch_bytes(const struct rt_plan *p);
+
 void rt_plan_free(struct rt_plan *p);
 
 /** Bytes of arena one run needs, a multiple of RT_PLAN_ALIGN. */
@@ -75,11 +107,12 @@ void rt_plan_bind(const struct rt_plan *p, void *arena, struct rt_tensor *inputs
  * Runs every node that was not folded, in topological order, on the calling thread. Allocates
  * nothing; kernels get their tensors and scratch in arena.
  * \return 0, or the failing kernel's negative errno with err saying "node NAME (OP): why";
- *         -EINVAL when arena is not RT_PLAN_ALIGN-aligned.
+ *         -EINVAL when arena is not RT_PLAN_ALIGN-aligned, or the plan has the concurrent layout
+ *         (its scratch is not in the arena: rt_executor runs it).
  */
 int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap);
 
-/* ---- what the planner decided: for tests, tools and the executors to come -------------------- */
+/* ---- what the planner decided: for tests, tools and the executors ------------------------------ */
 
 enum rt_plan_placement {
 	RT_PLACE_NONE,  /* not computed: a constant no longer needed, or a value nothing produced */
@@ -93,7 +126,8 @@ struct rt_plan_value_info {
 	size_t nbytes;
 	size_t offset;           /* RT_PLACE_ARENA */
 	/* Lifetime in node indices, both ends included: from the producing node (-1: a graph input)
-	 * to the last node that reads it at run time (num_nodes: a graph output). */
+	 * to the last node that reads it at run time (num_nodes: a graph output). The sequential layout
+	 * shares bytes by these; the concurrent one by the step graph (rt_plan_step_info). */
 	int32_t birth, death;
 };
 
@@ -103,7 +137,8 @@ int rt_plan_value_info(const struct rt_plan *p, int32_t value, struct rt_plan_va
 /* A step: one node left to run at run time. */
 struct rt_plan_step_info {
 	uint32_t node;             /* index in the graph */
-	size_t scratch_offset;     /* arena offset of its scratch (and of room for omitted outputs) */
+	size_t scratch_offset;     /* arena offset of its scratch (and of room for omitted outputs);
+				    * 0 in the concurrent layout: the start of the worker's scratch */
 	size_t scratch_bytes;      /* 0: none */
 	uint32_t pending_inputs;   /* distinct steps it waits for */
 	uint32_t num_consumers;
@@ -120,6 +155,7 @@ struct rt_plan_stats {
 	size_t tensor_bytes;      /* the rest: tensors and scratch as laid out */
 	size_t tensor_bytes_sum;  /* the same without reuse: every tensor and scratch area end to end */
 	size_t constant_bytes;    /* folded constants the plan keeps */
+	size_t worker_scratch_bytes; /* rt_plan_worker_scratch_bytes */
 	uint32_t steps;           /* nodes run at run time */
 	uint32_t folded;          /* nodes run at plan time */
 };

@@ -16,15 +16,20 @@
  * when the directory is missing. Each test runs in a child process, so a crashing kernel is one FAIL
  * line and not the end of the run (--no-fork runs them in-process, for a debugger).
  *
- * Usage: conformance [--claims FILE] [--no-fork] [--ops] [--skip REASON] [DIR [PATTERN...]]
+ * Usage: conformance [--claims FILE] [--no-fork] [--ops] [--executor N] [--skip REASON] [DIR [PATTERN...]]
  *   PATTERN: fnmatch patterns of test names to run (default: all)
  *   --ops: print each test's ops instead of running it (to maintain the claims table)
+ *   --executor N: run each data set through rt_executor (concurrent layout, one batch of one row
+ *                 whose only task carries the whole tensors) with N worker threads, not rt_plan_run
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +41,7 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "exec/executor.h"
 #include "exec/plan.h"
 #include "onnx.pb-c.h"
 
@@ -49,6 +55,8 @@
 #define CONFORMANCE_MSG_MAX 512
 #define CONFORMANCE_TENSORS_MAX 64
 #define CONFORMANCE_EXIT_SKIP 77
+
+static unsigned int g_executor_workers; /* --executor N; 0: rt_plan_run */
 
 enum verdict {
 	VERDICT_PASS = 'P',
@@ -534,6 +542,112 @@ static int tensors_read(const char *dir, const char *prefix, struct tensors *ts,
 	return 0;
 }
 
+/* ---- through the executor ----------------------------------------------------------------------------- */
+
+struct executor_worker {
+	pthread_t thread;
+	struct rt_executor *ex;
+	unsigned int index;
+	_Atomic bool *stop;
+};
+
+static void *executor_worker_main(void *arg)
+{
+	struct executor_worker *w = arg;
+
+	while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
+		if (rt_executor_work(w->ex, w->index) == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+struct executor_result {
+	bool done;
+	enum bw_status status;
+	char msg[RT_EXECUTOR_MSG_MAX];
+};
+
+static void executor_done(void *ctx, struct bw_batch *b, enum bw_status status, const char *msg)
+{
+	struct executor_result *res = ctx;
+
+	(void)b;
+	res->done = true;
+	res->status = status;
+	snprintf(res->msg, sizeof(res->msg), "%s", msg);
+}
+
+/*
+ * Runs a data set as one batch of one row through an executor with g_executor_workers worker
+ * threads; out[i] gets each output's shape and, in out_mem[i], its data.
+ * \return 0; 1 with why when the executor cannot be made (unsupported); -1 with why when the run fails.
+ */
+static int run_executor(const struct rt_graph *g, const struct tensors *in, struct rt_tensor *out, void **out_mem,
+			char *why, size_t cap)
+{
+	static const int64_t one_row = 1;
+	struct executor_worker workers[RT_EXECUTOR_WORKERS_MAX];
+	struct executor_result res = { 0 };
+	struct bw_batch_task task = { .rows = 1 };
+	struct bw_batch_task *tasks[1] = { &task };
+	struct bw_batch batch = { .size = 1, .padded_size = 1, .num_tasks = 1, .num_inputs = (uint16_t)g->num_inputs,
+				  .num_outputs = (uint16_t)g->num_outputs, .tasks = tasks };
+	const struct rt_plan *plan;
+	struct rt_executor *ex;
+	_Atomic bool stop = false;
+	unsigned int started = 0;
+	int rc = 0;
+
+	ex = rt_executor_create_known(g, in->t, &one_row, 1, g_executor_workers, 1, why, cap);
+	if (ex == NULL)
+		return 1;
+	plan = rt_executor_plan(ex, one_row);
+	for (uint32_t i = 0; i < g->num_inputs; i++)
+		task.inputs[i] = (struct bw_segment){ in->t[i].data, (uint32_t)in->nbytes[i] };
+	for (uint32_t o = 0; o < g->num_outputs; o++) {
+		struct rt_plan_value_info vi;
+
+		rt_plan_value_info(plan, g->outputs[o], &vi);
+		out_mem[o] = malloc(vi.nbytes > 0 ? vi.nbytes : 1);
+		if (out_mem[o] == NULL) {
+			snprintf(why, cap, "out of memory");
+			rc = -1;
+			goto out;
+		}
+		out[o] = vi.tensor;
+		out[o].data = out_mem[o];
+		task.outputs[o] = (struct bw_segment){ out_mem[o], (uint32_t)vi.nbytes };
+	}
+	for (; started < g_executor_workers; started++) {
+		workers[started] = (struct executor_worker){ .ex = ex, .index = started, .stop = &stop };
+		if (pthread_create(&workers[started].thread, NULL, executor_worker_main, &workers[started]) != 0) {
+			snprintf(why, cap, "cannot start worker %u", started);
+			rc = -1;
+			goto out;
+		}
+	}
+	rc = rt_executor_submit(ex, &batch);
+	if (rc != 0) {
+		snprintf(why, cap, "rt_executor_submit: %s", strerror(-rc));
+		rc = -1;
+		goto out;
+	}
+	/* the test's alarm ends a run that never completes */
+	while (rt_executor_poll(ex, executor_done, &res, 1) == 0)
+		sched_yield();
+	if (res.status != BW_STATUS_OK) {
+		snprintf(why, cap, "%s: %.400s", bw_status_name(res.status), res.msg);
+		rc = -1;
+	}
+out:
+	atomic_store(&stop, true);
+	for (unsigned int w = 0; w < started; w++)
+		pthread_join(workers[w].thread, NULL);
+	rt_executor_destroy(ex);
+	return rc;
+}
+
 /* Runs one data set of a loaded model. */
 static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, const char *set_name,
 				 struct result *r)
@@ -542,7 +656,7 @@ static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, 
 	struct rt_tensor bound_in[CONFORMANCE_TENSORS_MAX], bound_out[CONFORMANCE_TENSORS_MAX];
 	char why[RT_ERR_MAX * 2];
 	struct rt_plan *plan = NULL;
-	void *arena = NULL;
+	void *arena = NULL, *out_mem[CONFORMANCE_TENSORS_MAX] = { NULL };
 	int rc;
 
 	if (tensors_read(set_dir, "input", &in, why, sizeof(why)) != 0 ||
@@ -562,6 +676,15 @@ static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, 
 	for (unsigned int i = 0; i < in.count; i++) {
 		if (in.t[i].dtype == BW_DTYPE_UINT16 && g->values[g->inputs[i]].tensor.dtype == BW_DTYPE_BFLOAT16)
 			in.t[i].dtype = BW_DTYPE_BFLOAT16;
+	}
+	if (g_executor_workers > 0) {
+		rc = run_executor(g, &in, bound_out, out_mem, why, sizeof(why));
+		if (rc != 0) {
+			set_result(r, rc > 0 ? VERDICT_UNSUPPORTED : VERDICT_FAIL, "%s%s%s", rc > 0 ? "" : set_name,
+				   rc > 0 ? "" : ": ", why);
+			goto out;
+		}
+		goto compare;
 	}
 	plan = rt_plan_create_known(g, 0, RT_DEVICE_CPU, in.t, why, sizeof(why));
 	if (plan == NULL) {
@@ -584,6 +707,7 @@ static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, 
 		set_result(r, VERDICT_FAIL, "%s: %s", set_name, why);
 		goto out;
 	}
+compare:
 	for (unsigned int i = 0; i < want.count; i++) {
 		if (want.t[i].dtype == BW_DTYPE_UINT16 && bound_out[i].dtype == BW_DTYPE_BFLOAT16)
 			want.t[i].dtype = BW_DTYPE_BFLOAT16;
@@ -595,6 +719,8 @@ static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, 
 	}
 	set_result(r, VERDICT_PASS, "%s", "");
 out:
+	for (unsigned int i = 0; i < CONFORMANCE_TENSORS_MAX; i++)
+		free(out_mem[i]);
 	free(arena);
 	rt_plan_free(plan);
 	tensors_free(&in);
@@ -691,7 +817,8 @@ static bool wanted(const char *name, char **patterns, int count)
 
 static void usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s [--claims FILE] [--no-fork] [--ops] [--skip REASON] [DIR [PATTERN...]]\n", prog);
+	fprintf(stderr, "usage: %s [--claims FILE] [--no-fork] [--ops] [--executor N] [--skip REASON] [DIR [PATTERN...]]\n",
+		prog);
 }
 
 int main(int argc, char **argv)
@@ -713,6 +840,15 @@ int main(int argc, char **argv)
 			list_ops = true;
 		} else if (strcmp(argv[argi], "--no-fork") == 0) {
 			isolate = false;
+		} else if (strcmp(argv[argi], "--executor") == 0 && argi + 1 < argc) {
+			char *end;
+			unsigned long n = strtoul(argv[++argi], &end, 10);
+
+			if (*end != '\0' || n == 0 || n > RT_EXECUTOR_WORKERS_MAX) {
+				fprintf(stderr, "--executor: 1 to %d workers\n", RT_EXECUTOR_WORKERS_MAX);
+				return 2;
+			}
+			g_executor_workers = (unsigned int)n;
 		} else if (strcmp(argv[argi], "--skip") == 0 && argi + 1 < argc) {
 			printf("SKIP: %s\n", argv[argi + 1]);
 			return CONFORMANCE_EXIT_SKIP;
