@@ -21,6 +21,15 @@
 
 #define RT_PLAN_OFFSET_NONE SIZE_MAX /* an operand not in the arena: constant data, or omitted */
 
+static inline size_t rt_align_up(size_t n)
+{
+	return (n + RT_PLAN_ALIGN - 1) & ~(size_t)(RT_PLAN_ALIGN - 1);
+}
+
+/** Zeroed, RT_PLAN_ALIGN-aligned memory, made at plan or executor creation only (zeroing faults the
+ * pages in now rather than on the hot path). Free with free(). */
+void *rt_exec_zalloc(size_t nbytes);
+
 /* One operand of a step as its kernel will see it. */
 struct rt_plan_operand {
 	struct rt_tensor tensor; /* dtype and shape; data: a constant's, or NULL */

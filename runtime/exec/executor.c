@@ -50,24 +50,10 @@
 #include "executor.h"
 
 #define EXEC_CACHE_LINE 64
+_Static_assert(RT_PLAN_ALIGN % EXEC_CACHE_LINE == 0, "rt_exec_zalloc's memory holds cache-aligned structs");
 #define EXEC_RING_CELLS_MAX ((uint64_t)1 << 28) /* 4 GiB of cells: a configuration past reason */
 #define EXEC_SIZES_MAX 64
 
-static size_t align_line(size_t n)
-{
-	return (n + EXEC_CACHE_LINE - 1) & ~(size_t)(EXEC_CACHE_LINE - 1);
-}
-
-/* Zeroed, cache-aligned memory (zeroing also faults the pages in now rather than on the hot path). */
-static void *exec_alloc(size_t nbytes)
-{
-	size_t len = align_line(nbytes != 0 ? nbytes : 1);
-	void *mem = aligned_alloc(EXEC_CACHE_LINE, len);
-
-	if (mem != NULL)
-		memset(mem, 0, len);
-	return mem;
-}
 
 /* ---- Vyukov's bounded MPMC ring ---------------------------------------------------------------------- */
 
@@ -91,7 +77,7 @@ static int ring_init(struct exec_ring *r, uint64_t min_cells)
 		cells <<= 1;
 	if (cells > EXEC_RING_CELLS_MAX)
 		return -E2BIG;
-	r->cells = exec_alloc(cells * sizeof(r->cells[0]));
+	r->cells = rt_exec_zalloc(cells * sizeof(r->cells[0]));
 	if (r->cells == NULL)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < cells; i++) {
@@ -308,9 +294,9 @@ static int slot_init(struct rt_executor *ex, struct exec_slot *slot, struct exec
 	struct rt_tensor in[BW_BATCH_TENSORS_MAX], out[BW_BATCH_TENSORS_MAX];
 
 	slot->size = sz;
-	slot->arena = exec_alloc(rt_plan_arena_bytes(sz->plan));
-	slot->pending = exec_alloc(((size_t)sz->plan->num_steps + 1) * sizeof(slot->pending[0]));
-	slot->error_of = exec_alloc(((size_t)g->num_values + 1) * sizeof(slot->error_of[0]));
+	slot->arena = rt_exec_zalloc(rt_plan_arena_bytes(sz->plan));
+	slot->pending = rt_exec_zalloc(((size_t)sz->plan->num_steps + 1) * sizeof(slot->pending[0]));
+	slot->error_of = rt_exec_zalloc(((size_t)g->num_values + 1) * sizeof(slot->error_of[0]));
 	if (slot->arena == NULL || slot->pending == NULL || slot->error_of == NULL)
 		return -ENOMEM;
 	for (uint32_t s = 0; s < sz->plan->num_steps; s++)
@@ -363,7 +349,7 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 		}
 	}
 
-	ex = exec_alloc(sizeof(*ex));
+	ex = rt_exec_zalloc(sizeof(*ex));
 	if (ex == NULL)
 		goto fail;
 	ex->graph = g;
@@ -374,8 +360,8 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 	ex->all_outputs = (UINT32_C(1) << g->num_outputs) - 1; /* num_outputs <= BW_BATCH_TENSORS_MAX */
 	atomic_init(&ex->owner_batches_done, 0);
 	ex->sizes = calloc(nb_sizes, sizeof(ex->sizes[0]));
-	ex->slots = exec_alloc((size_t)ex->total_slots * sizeof(ex->slots[0]));
-	ex->workers = exec_alloc((size_t)nb_workers * sizeof(ex->workers[0]));
+	ex->slots = rt_exec_zalloc((size_t)ex->total_slots * sizeof(ex->slots[0]));
+	ex->workers = rt_exec_zalloc((size_t)nb_workers * sizeof(ex->workers[0]));
 	if (ex->sizes == NULL || ex->slots == NULL || ex->workers == NULL)
 		goto fail;
 
@@ -403,7 +389,7 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 	for (unsigned int w = 0; w < nb_workers; w++) {
 		struct exec_worker *wk = &ex->workers[w];
 
-		wk->scratch = exec_alloc(ex->worker_scratch_bytes);
+		wk->scratch = rt_exec_zalloc(ex->worker_scratch_bytes);
 		if (wk->scratch == NULL)
 			goto fail;
 		atomic_init(&wk->steps_run, 0);

@@ -46,15 +46,9 @@ static bool op_in(const struct rt_node *n, const char *const *ops, size_t count)
 	return false;
 }
 
-static size_t align_up(size_t n)
+void *rt_exec_zalloc(size_t nbytes)
 {
-	return (n + RT_PLAN_ALIGN - 1) & ~(size_t)(RT_PLAN_ALIGN - 1);
-}
-
-/* Zeroed, aligned memory for data made at plan time (folded constants, known values, scratch). */
-static void *plan_alloc(size_t nbytes)
-{
-	size_t len = align_up(nbytes != 0 ? nbytes : 1);
+	size_t len = rt_align_up(nbytes != 0 ? nbytes : 1);
 	void *mem = aligned_alloc(RT_PLAN_ALIGN, len);
 
 	if (mem != NULL)
@@ -200,13 +194,13 @@ static int run_now(const struct rt_node *n, const struct rt_kernel *k, struct no
 		w->out[j].data = NULL;
 		if (!w->out_valid[j])
 			continue;
-		w->out[j].data = plan_alloc(w->out_nbytes[j]);
+		w->out[j].data = rt_exec_zalloc(w->out_nbytes[j]);
 		if (w->out[j].data == NULL)
 			rc = -ENOMEM;
 	}
 	if (rc == 0 && k->scratch_bytes != NULL) {
 		scratch_len = k->scratch_bytes(n, w->in, w->out);
-		if (scratch_len > 0 && (scratch = plan_alloc(scratch_len)) == NULL)
+		if (scratch_len > 0 && (scratch = rt_exec_zalloc(scratch_len)) == NULL)
 			rc = -ENOMEM;
 	}
 	if (rc == 0) {
@@ -284,7 +278,7 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 			/* left out by the model: room in the node's scratch, should the kernel write it */
 			if (w->out[j].dtype != 0 && tensor_nbytes(&w->out[j], &w->out_nbytes[j], why, sizeof(why)) == 0) {
 				w->out_valid[j] = true;
-				omitted_bytes += align_up(w->out_nbytes[j]);
+				omitted_bytes += rt_align_up(w->out_nbytes[j]);
 			}
 			continue;
 		}
@@ -339,7 +333,7 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 	p->num_steps++;
 	step_of[ni] = (int32_t)(p->num_steps - 1);
 	s->scratch_bytes = k->scratch_bytes != NULL ? k->scratch_bytes(n, w->in, w->out) : 0;
-	s->scratch_total = align_up(s->scratch_bytes) + omitted_bytes;
+	s->scratch_total = rt_align_up(s->scratch_bytes) + omitted_bytes;
 	for (uint16_t j = 0; j < n->num_inputs; j++) {
 		struct rt_plan_operand *o = &s->operands[j];
 		int32_t v = n->inputs[j];
@@ -354,7 +348,7 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 				p->values[v].death = (int32_t)ni;
 		}
 	}
-	size_t omitted_at = align_up(s->scratch_bytes);
+	size_t omitted_at = rt_align_up(s->scratch_bytes);
 	for (uint16_t j = 0; j < n->num_outputs; j++) {
 		struct rt_plan_operand *o = &s->operands[n->num_inputs + j];
 		struct rt_plan_value *pv;
@@ -366,7 +360,7 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 			if (w->out_valid[j]) {
 				o->offset = omitted_at; /* into the step's scratch, wherever that lies */
 				o->in_scratch = true;
-				omitted_at += align_up(w->out_nbytes[j]);
+				omitted_at += rt_align_up(w->out_nbytes[j]);
 			}
 			continue;
 		}
@@ -641,17 +635,17 @@ static int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, si
 	for (uint32_t s = 0; s < p->num_steps; s++) {
 		p->steps[s].desc_offset = descriptors;
 		descriptors += ((size_t)p->steps[s].num_inputs + p->steps[s].num_outputs) * sizeof(struct rt_tensor);
-		if (align_up(p->steps[s].scratch_total) > p->worker_scratch_bytes)
-			p->worker_scratch_bytes = align_up(p->steps[s].scratch_total);
+		if (rt_align_up(p->steps[s].scratch_total) > p->worker_scratch_bytes)
+			p->worker_scratch_bytes = rt_align_up(p->steps[s].scratch_total);
 	}
-	p->descriptor_bytes = align_up(descriptors);
+	p->descriptor_bytes = rt_align_up(descriptors);
 
 	for (uint32_t v = 0; v < g->num_values; v++) {
 		const struct rt_plan_value *pv = &p->values[v];
 
 		if (pv->placement != RT_PLACE_ARENA)
 			continue;
-		items[count] = (struct arena_item){ .size = align_up(pv->nbytes), .birth = pv->birth,
+		items[count] = (struct arena_item){ .size = rt_align_up(pv->nbytes), .birth = pv->birth,
 						    .death = pv->death, .id = v };
 		count++;
 	}
@@ -666,7 +660,7 @@ static int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, si
 
 		if (st->scratch_total == 0)
 			continue;
-		items[count] = (struct arena_item){ .size = align_up(st->scratch_total),
+		items[count] = (struct arena_item){ .size = rt_align_up(st->scratch_total),
 						    .birth = (int32_t)st->node_index, .death = (int32_t)st->node_index,
 						    .id = g->num_values + s };
 		count++;

@@ -307,19 +307,24 @@ static int conv_setup(const struct rt_node *node, const struct rt_tensor *inputs
 	return 0;
 }
 
+/* Conv and ConvTranspose: N x M x spatial output, float. */
+static int conv_output_shape(int setup_rc, const struct conv_plan *p, const struct rt_tensor *x, struct rt_tensor *y)
+{
+	if (setup_rc < 0)
+		return setup_rc;
+	y->dtype = BW_DTYPE_FLOAT;
+	y->rank = x->rank;
+	y->dims[0] = p->n;
+	y->dims[1] = p->m;
+	memcpy(&y->dims[2], p->w.out, (size_t)p->w.nsp * sizeof(int64_t));
+	return 0;
+}
+
 RT_K_INFER(conv)
 {
 	struct conv_plan p;
-	int rc = conv_setup(node, inputs, &p, err, err_cap);
 
-	if (rc < 0)
-		return rc;
-	outputs[0].dtype = BW_DTYPE_FLOAT;
-	outputs[0].rank = inputs[0].rank;
-	outputs[0].dims[0] = p.n;
-	outputs[0].dims[1] = p.m;
-	memcpy(&outputs[0].dims[2], p.w.out, (size_t)p.w.nsp * sizeof(int64_t));
-	return 0;
+	return conv_output_shape(conv_setup(node, inputs, &p, err, err_cap), &p, &inputs[0], &outputs[0]);
 }
 
 RT_K_SCRATCH(conv)
@@ -503,16 +508,8 @@ static int convt_setup(const struct rt_node *node, const struct rt_tensor *input
 RT_K_INFER(conv_transpose)
 {
 	struct conv_plan p;
-	int rc = convt_setup(node, inputs, &p, err, err_cap);
 
-	if (rc < 0)
-		return rc;
-	outputs[0].dtype = BW_DTYPE_FLOAT;
-	outputs[0].rank = inputs[0].rank;
-	outputs[0].dims[0] = p.n;
-	outputs[0].dims[1] = p.m;
-	memcpy(&outputs[0].dims[2], p.w.out, (size_t)p.w.nsp * sizeof(int64_t));
-	return 0;
+	return conv_output_shape(convt_setup(node, inputs, &p, err, err_cap), &p, &inputs[0], &outputs[0]);
 }
 
 RT_K_SCRATCH(conv_transpose)
