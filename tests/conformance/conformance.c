@@ -22,9 +22,7 @@
  *   --executor N: run each data set through rt_executor (concurrent layout, one batch of one row
  *                 whose only task carries the whole tensors) with N worker threads, not rt_plan_run
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -43,7 +41,7 @@
 #include "graph.h"
 #include "exec/executor.h"
 #include "exec/plan.h"
-#include "onnx.pb-c.h"
+#include "testdata.h"
 
 #ifndef CONFORMANCE_CLAIMS
 #define CONFORMANCE_CLAIMS "claims.txt"
@@ -53,7 +51,7 @@
 #define CONFORMANCE_ATOL 1e-7
 #define CONFORMANCE_TEST_TIMEOUT_S 60
 #define CONFORMANCE_MSG_MAX 512
-#define CONFORMANCE_TENSORS_MAX 64
+#define CONFORMANCE_TENSORS_MAX TESTDATA_TENSORS_MAX
 #define CONFORMANCE_EXIT_SKIP 77
 
 static unsigned int g_executor_workers; /* --executor N; 0: rt_plan_run */
@@ -81,322 +79,6 @@ static enum verdict set_result(struct result *r, enum verdict v, const char *fmt
 	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
 	va_end(ap);
 	return v;
-}
-
-/* ---- files --------------------------------------------------------------------------------------- */
-
-static uint8_t *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long size;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)size + 1);
-		if (buf != NULL && fread(buf, 1, (size_t)size, f) != (size_t)size) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)size;
-	}
-	fclose(f);
-	return buf;
-}
-
-static bool is_file(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names of the entries of dir that start with prefix (NULL: any but dot files). */
-static char **list_dir(const char *dir, const char *prefix, size_t *count)
-{
-	DIR *d = opendir(dir);
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-
-	*count = 0;
-	if (d == NULL)
-		return NULL;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.' || (prefix != NULL && strncmp(e->d_name, prefix, strlen(prefix)) != 0))
-			continue;
-		if (n == cap) {
-			char **grown = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(char *));
-			if (grown == NULL)
-				break;
-			names = grown;
-		}
-		names[n++] = strdup(e->d_name);
-	}
-	closedir(d);
-	if (n > 0)
-		qsort(names, n, sizeof(char *), cmp_str);
-	*count = n;
-	return names;
-}
-
-static void free_list(char **names, size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		free(names[i]);
-	free(names);
-}
-
-/* ---- the claims table ------------------------------------------------------------------------------ */
-
-/*
- * claims.txt: one op per line ("Add", or "domain.Op" outside the default domain), optionally
- * followed by notes; "!test_name reason" takes one test out of the claims (an attribute or a case the
- * kernel does not claim; the reason is printed with its line); '#' starts a comment.
- */
-struct claims {
-	char **ops;
-	size_t num_ops;
-	char **excluded;       /* test names */
-	char **excluded_why;
-	size_t num_excluded;
-};
-
-static int claims_load(struct claims *c, const char *path)
-{
-	char line[1024];
-	FILE *f = fopen(path, "r");
-
-	memset(c, 0, sizeof(*c));
-	if (f == NULL)
-		return -errno;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *hash = strchr(line, '#'), *name, *rest, *save = NULL;
-
-		if (hash != NULL)
-			*hash = '\0';
-		name = strtok_r(line, " \t\r\n", &save);
-		if (name == NULL)
-			continue;
-		rest = strtok_r(NULL, "\r\n", &save);
-		while (rest != NULL && (*rest == ' ' || *rest == '\t'))
-			rest++;
-		if (name[0] == '!') {
-			c->excluded = realloc(c->excluded, (c->num_excluded + 1) * sizeof(char *));
-			c->excluded_why = realloc(c->excluded_why, (c->num_excluded + 1) * sizeof(char *));
-			c->excluded[c->num_excluded] = strdup(name + 1);
-			c->excluded_why[c->num_excluded++] = strdup(rest != NULL && *rest != '\0' ? rest : "excluded");
-		} else {
-			c->ops = realloc(c->ops, (c->num_ops + 1) * sizeof(char *));
-			c->ops[c->num_ops++] = strdup(name);
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-static bool claims_has_op(const struct claims *c, const char *key)
-{
-	for (size_t i = 0; i < c->num_ops; i++) {
-		if (strcmp(c->ops[i], key) == 0)
-			return true;
-	}
-	return false;
-}
-
-static const char *claims_excluded(const struct claims *c, const char *test)
-{
-	for (size_t i = 0; i < c->num_excluded; i++) {
-		if (strcmp(c->excluded[i], test) == 0)
-			return c->excluded_why[i];
-	}
-	return NULL;
-}
-
-static void claims_free(struct claims *c)
-{
-	free_list(c->ops, c->num_ops);
-	free_list(c->excluded, c->num_excluded);
-	free_list(c->excluded_why, c->num_excluded);
-}
-
-/*
- * The ops of a model ("Op", or "domain.Op" outside the default domain), read from the file itself so
- * that a model the loader refuses still counts against its ops. \return the count, -1 if unreadable.
- */
-static int model_ops(const char *model_path, char ***ops_out)
-{
-	Onnx__ModelProto *m;
-	size_t len = 0;
-	uint8_t *buf = read_file(model_path, &len);
-	char **ops = NULL;
-	int count = 0;
-
-	*ops_out = NULL;
-	if (buf == NULL)
-		return -1;
-	m = onnx__model_proto__unpack(NULL, len, buf);
-	free(buf);
-	if (m == NULL || m->graph == NULL) {
-		if (m != NULL)
-			onnx__model_proto__free_unpacked(m, NULL);
-		return -1;
-	}
-	ops = calloc(m->graph->n_node + 1, sizeof(char *));
-	for (size_t i = 0; ops != NULL && i < m->graph->n_node; i++) {
-		const Onnx__NodeProto *n = m->graph->node[i];
-		const char *dom = n->domain != NULL ? n->domain : "", *op = n->op_type != NULL ? n->op_type : "";
-		char key[256];
-		bool seen = false;
-
-		if (dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0)
-			snprintf(key, sizeof(key), "%s", op);
-		else
-			snprintf(key, sizeof(key), "%s.%s", dom, op);
-		for (int j = 0; j < count && !seen; j++)
-			seen = strcmp(ops[j], key) == 0;
-		if (!seen)
-			ops[count++] = strdup(key);
-	}
-	onnx__model_proto__free_unpacked(m, NULL);
-	*ops_out = ops;
-	return ops != NULL ? count : -1;
-}
-
-/* Whether the model has ops and every one of them is claimed. */
-static bool model_claimed(const struct claims *c, const char *model_path)
-{
-	char **ops;
-	int count = model_ops(model_path, &ops);
-	bool claimed = count > 0;
-
-	for (int i = 0; i < count; i++)
-		claimed = claimed && claims_has_op(c, ops[i]);
-	free_list(ops, count > 0 ? (size_t)count : 0);
-	return claimed;
-}
-
-/* ---- TensorProto files (decoded here, apart from the loader, so the two check each other) ---------- */
-
-/* Reads dir/name, a TensorProto; messages name the file by name only. */
-static int tensor_read(const char *dir, const char *name, struct rt_tensor *t, size_t *nbytes, char *why,
-		       size_t cap)
-{
-	Onnx__TensorProto *tp;
-	char path[4096];
-	size_t len = 0, esize, n = 1;
-	uint8_t *buf;
-	int rc = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	buf = read_file(path, &len);
-
-	memset(t, 0, sizeof(*t));
-	if (buf == NULL) {
-		snprintf(why, cap, "%s: cannot read", name);
-		return -EIO;
-	}
-	tp = onnx__tensor_proto__unpack(NULL, len, buf);
-	free(buf);
-	if (tp == NULL) {
-		snprintf(why, cap, "%s: not a TensorProto (a sequence or map?)", name);
-		return -ENOTSUP;
-	}
-	esize = rt_dtype_size((uint8_t)tp->data_type);
-	if (tp->data_type <= 0 || tp->data_type > 255 || esize == 0) {
-		snprintf(why, cap, "%s: element type %d (%s) is not supported", name, tp->data_type,
-			 rt_dtype_name((uint8_t)tp->data_type));
-		rc = -ENOTSUP;
-		goto out;
-	}
-	if (tp->n_dims > RT_MAX_RANK || tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-		snprintf(why, cap, "%s: rank %zu or external data is not supported", name, tp->n_dims);
-		rc = -ENOTSUP;
-		goto out;
-	}
-	t->dtype = (uint8_t)tp->data_type;
-	t->rank = (uint8_t)tp->n_dims;
-	for (size_t d = 0; d < tp->n_dims; d++) {
-		if (tp->dims[d] < 0) {
-			snprintf(why, cap, "%s: negative dimension", name);
-			rc = -EINVAL;
-			goto out;
-		}
-		t->dims[d] = tp->dims[d];
-		n *= (size_t)tp->dims[d];
-	}
-	*nbytes = n * esize;
-	t->data = malloc(*nbytes + 1);
-	if (t->data == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if (tp->has_raw_data) {
-		if (tp->raw_data.len != *nbytes) {
-			snprintf(why, cap, "%s: raw_data has %zu bytes, the shape says %zu", name, tp->raw_data.len,
-				 *nbytes);
-			rc = -EINVAL;
-		} else if (*nbytes > 0) {
-			memcpy(t->data, tp->raw_data.data, *nbytes); /* little-endian, as the host */
-		}
-		goto out;
-	}
-	switch (t->dtype) {
-	case BW_DTYPE_FLOAT:
-		rc = tp->n_float_data == n ? 0 : -EINVAL;
-		if (rc == 0 && n > 0)
-			memcpy(t->data, tp->float_data, n * sizeof(float));
-		break;
-	case BW_DTYPE_DOUBLE:
-		rc = tp->n_double_data == n ? 0 : -EINVAL;
-		if (rc == 0 && n > 0)
-			memcpy(t->data, tp->double_data, n * sizeof(double));
-		break;
-	case BW_DTYPE_INT64:
-		rc = tp->n_int64_data == n ? 0 : -EINVAL;
-		if (rc == 0 && n > 0)
-			memcpy(t->data, tp->int64_data, n * sizeof(int64_t));
-		break;
-	case BW_DTYPE_UINT32:
-	case BW_DTYPE_UINT64:
-		rc = tp->n_uint64_data == n ? 0 : -EINVAL;
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			if (t->dtype == BW_DTYPE_UINT32)
-				((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i];
-			else
-				((uint64_t *)t->data)[i] = tp->uint64_data[i];
-		}
-		break;
-	default:
-		/* int32, int16, int8, uint16, uint8, bool, float16, bfloat16: int32_data, low bytes */
-		rc = tp->n_int32_data == n ? 0 : -EINVAL;
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			uint32_t v = (uint32_t)tp->int32_data[i];
-
-			if (esize == 1)
-				((uint8_t *)t->data)[i] = (uint8_t)v;
-			else if (esize == 2)
-				((uint16_t *)t->data)[i] = (uint16_t)v;
-			else
-				((uint32_t *)t->data)[i] = v;
-		}
-		break;
-	}
-	if (rc != 0)
-		snprintf(why, cap, "%s: typed data does not match the shape", name);
-out:
-	onnx__tensor_proto__free_unpacked(tp, NULL);
-	if (rc != 0) {
-		free(t->data);
-		t->data = NULL;
-	}
-	return rc;
 }
 
 /* ---- comparison -------------------------------------------------------------------------------------- */
@@ -506,42 +188,6 @@ static bool tensor_matches(const struct rt_tensor *got, const struct rt_tensor *
 	return false;
 }
 
-/* ---- one test ------------------------------------------------------------------------------------------ */
-
-struct tensors {
-	struct rt_tensor t[CONFORMANCE_TENSORS_MAX];
-	size_t nbytes[CONFORMANCE_TENSORS_MAX];
-	unsigned int count;
-};
-
-static void tensors_free(struct tensors *ts)
-{
-	for (unsigned int i = 0; i < ts->count; i++)
-		free(ts->t[i].data);
-	ts->count = 0;
-}
-
-/* Reads DIR/prefix_0.pb, prefix_1.pb... until one is missing. */
-static int tensors_read(const char *dir, const char *prefix, struct tensors *ts, char *why, size_t cap)
-{
-	char path[4096], name[32];
-
-	ts->count = 0;
-	for (unsigned int i = 0; i < CONFORMANCE_TENSORS_MAX; i++) {
-		int rc;
-
-		snprintf(name, sizeof(name), "%s_%u.pb", prefix, i);
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		if (!is_file(path))
-			break;
-		rc = tensor_read(dir, name, &ts->t[i], &ts->nbytes[i], why, cap);
-		if (rc != 0)
-			return rc;
-		ts->count++;
-	}
-	return 0;
-}
-
 /* ---- through the executor ----------------------------------------------------------------------------- */
 
 struct executor_worker {
@@ -583,8 +229,8 @@ static void executor_done(void *ctx, struct bw_batch *b, enum bw_status status, 
  * threads; out[i] gets each output's shape and, in out_mem[i], its data.
  * \return 0; 1 with why when the executor cannot be made (unsupported); -1 with why when the run fails.
  */
-static int run_executor(const struct rt_graph *g, const struct tensors *in, struct rt_tensor *out, void **out_mem,
-			char *why, size_t cap)
+static int run_executor(const struct rt_graph *g, const struct testdata_tensors *in, struct rt_tensor *out,
+			void **out_mem, char *why, size_t cap)
 {
 	static const int64_t one_row = 1;
 	struct executor_worker workers[RT_EXECUTOR_WORKERS_MAX];
@@ -652,15 +298,15 @@ out:
 static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, const char *set_name,
 				 struct result *r)
 {
-	struct tensors in = { 0 }, want = { 0 };
+	struct testdata_tensors in = { 0 }, want = { 0 };
 	struct rt_tensor bound_in[CONFORMANCE_TENSORS_MAX], bound_out[CONFORMANCE_TENSORS_MAX];
 	char why[RT_ERR_MAX * 2];
 	struct rt_plan *plan = NULL;
 	void *arena = NULL, *out_mem[CONFORMANCE_TENSORS_MAX] = { NULL };
 	int rc;
 
-	if (tensors_read(set_dir, "input", &in, why, sizeof(why)) != 0 ||
-	    tensors_read(set_dir, "output", &want, why, sizeof(why)) != 0) {
+	if (testdata_tensors_read(set_dir, "input", &in, why, sizeof(why)) != 0 ||
+	    testdata_tensors_read(set_dir, "output", &want, why, sizeof(why)) != 0) {
 		set_result(r, VERDICT_UNSUPPORTED, "%s: %s", set_name, why);
 		goto out;
 	}
@@ -672,11 +318,7 @@ static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, 
 		set_result(r, VERDICT_FAIL, "%s has %u outputs, the graph %u", set_name, want.count, g->num_outputs);
 		goto out;
 	}
-	/* numpy has no bfloat16: the ONNX test data store bfloat16 tensors as uint16 */
-	for (unsigned int i = 0; i < in.count; i++) {
-		if (in.t[i].dtype == BW_DTYPE_UINT16 && g->values[g->inputs[i]].tensor.dtype == BW_DTYPE_BFLOAT16)
-			in.t[i].dtype = BW_DTYPE_BFLOAT16;
-	}
+	testdata_bfloat16_inputs(&in, g);
 	if (g_executor_workers > 0) {
 		rc = run_executor(g, &in, bound_out, out_mem, why, sizeof(why));
 		if (rc != 0) {
@@ -709,8 +351,7 @@ static enum verdict run_data_set(const struct rt_graph *g, const char *set_dir, 
 	}
 compare:
 	for (unsigned int i = 0; i < want.count; i++) {
-		if (want.t[i].dtype == BW_DTYPE_UINT16 && bound_out[i].dtype == BW_DTYPE_BFLOAT16)
-			want.t[i].dtype = BW_DTYPE_BFLOAT16;
+		testdata_bfloat16(&want.t[i], bound_out[i].dtype);
 		if (!tensor_matches(&bound_out[i], &want.t[i], why, sizeof(why))) {
 			set_result(r, VERDICT_FAIL, "%s: output %u (%s): %s", set_name, i, g->values[g->outputs[i]].name,
 				   why);
@@ -723,8 +364,8 @@ out:
 		free(out_mem[i]);
 	free(arena);
 	rt_plan_free(plan);
-	tensors_free(&in);
-	tensors_free(&want);
+	testdata_tensors_free(&in);
+	testdata_tensors_free(&want);
 	return r->verdict;
 }
 
@@ -745,7 +386,7 @@ static void run_test(const char *test_dir, struct result *r)
 		set_result(r, VERDICT_UNSUPPORTED, "%s", err);
 		return;
 	}
-	sets = list_dir(test_dir, "test_data_set_", &num_sets);
+	testdata_list_dir(test_dir, "test_data_set_", &sets, &num_sets);
 	if (num_sets == 0)
 		set_result(r, VERDICT_UNSUPPORTED, "no test_data_set_* directory");
 	for (size_t i = 0; i < num_sets; i++) {
@@ -753,7 +394,7 @@ static void run_test(const char *test_dir, struct result *r)
 		if (run_data_set(g, path, sets[i], r) != VERDICT_PASS)
 			break;
 	}
-	free_list(sets, num_sets);
+	testdata_free_list(sets, num_sets);
 	rt_graph_free(g);
 }
 
@@ -804,17 +445,6 @@ static void run_test_isolated(const char *test_dir, struct result *r)
 
 /* ---- main --------------------------------------------------------------------------------------------- */
 
-static bool wanted(const char *name, char **patterns, int count)
-{
-	if (count == 0)
-		return true;
-	for (int i = 0; i < count; i++) {
-		if (fnmatch(patterns[i], name, 0) == 0)
-			return true;
-	}
-	return false;
-}
-
 static void usage(const char *prog)
 {
 	fprintf(stderr, "usage: %s [--claims FILE] [--no-fork] [--ops] [--executor N] [--skip REASON] [DIR [PATTERN...]]\n",
@@ -826,11 +456,11 @@ int main(int argc, char **argv)
 	const char *dir = CONFORMANCE_DIR_DEFAULT, *claims_path = CONFORMANCE_CLAIMS;
 	unsigned int passed = 0, failed = 0, unsupported = 0, claimed = 0, claimed_bad = 0;
 	bool isolate = true, list_ops = false;
-	struct claims claims;
+	struct testdata_claims claims;
 	struct stat st;
 	char **tests;
 	size_t num_tests = 0;
-	int argi = 1;
+	int argi = 1, rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (; argi < argc && strncmp(argv[argi], "--", 2) == 0; argi++) {
@@ -859,17 +489,19 @@ int main(int argc, char **argv)
 	}
 	if (argi < argc)
 		dir = argv[argi++];
-	if (claims_load(&claims, claims_path) != 0) {
-		fprintf(stderr, "%s: cannot read the claims table: %s\n", claims_path, strerror(errno));
+	rc = testdata_claims_load(&claims, claims_path);
+	if (rc != 0) {
+		fprintf(stderr, "%s: cannot read the claims table: %s\n", claims_path, strerror(-rc));
+		testdata_claims_free(&claims);
 		return 2;
 	}
 	errno = 0;
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		printf("SKIP: %s: %s\n", dir, errno != 0 ? strerror(errno) : "not a directory");
-		claims_free(&claims);
+		testdata_claims_free(&claims);
 		return CONFORMANCE_EXIT_SKIP;
 	}
-	tests = list_dir(dir, NULL, &num_tests);
+	testdata_list_dir(dir, NULL, &tests, &num_tests);
 
 	for (size_t i = 0; i < num_tests; i++) {
 		char test_dir[4096], model[4200];
@@ -879,21 +511,21 @@ int main(int argc, char **argv)
 
 		snprintf(test_dir, sizeof(test_dir), "%s/%s", dir, tests[i]);
 		snprintf(model, sizeof(model), "%s/model.onnx", test_dir);
-		if (!is_file(model) || !wanted(tests[i], argv + argi, argc - argi))
+		if (!testdata_is_file(model) || !testdata_wanted(tests[i], argv + argi, argc - argi))
 			continue;
 		if (list_ops) {
 			char **ops;
-			int count = model_ops(model, &ops);
+			int count = testdata_model_ops(model, &ops);
 
 			printf("%s:", tests[i]);
 			for (int j = 0; j < count; j++)
 				printf(" %s", ops[j]);
 			printf("\n");
-			free_list(ops, count > 0 ? (size_t)count : 0);
+			testdata_free_list(ops, count > 0 ? (size_t)count : 0);
 			continue;
 		}
-		excluded = claims_excluded(&claims, tests[i]);
-		is_claimed = excluded == NULL && model_claimed(&claims, model);
+		excluded = testdata_claims_excluded(&claims, tests[i]);
+		is_claimed = excluded == NULL && testdata_model_claimed(&claims, model);
 		if (isolate)
 			run_test_isolated(test_dir, &r);
 		else
@@ -923,7 +555,7 @@ int main(int argc, char **argv)
 	printf("claimed: %u tests of %zu claimed ops, %u of them failed or unsupported\n", claimed, claims.num_ops,
 	       claimed_bad);
 	printf("%u passed, %u failed, %u unsupported\n", passed, failed, unsupported);
-	free_list(tests, num_tests);
-	claims_free(&claims);
+	testdata_free_list(tests, num_tests);
+	testdata_claims_free(&claims);
 	return claimed_bad > 0 ? 1 : 0;
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of the multi-worker executor and the concurrent arena layout, on graphs made by hand
- * with kernels of a "test" domain registered here: a diamond's result with one worker (the test's
- * own thread, as a polling core would) and with two; two branches that can only finish if they run
- * at the same time on two worker threads; a failing kernel that fails only the output depending on
- * it; 10,000 batches from one thread against two workers, each completed exactly once; slot
- * exhaustion; gathering, padding and scattering of a batch of 3 tasks; and, for the concurrent layout,
- * that no two tensors that may be alive at once (by reachability over the steps, computed here
- * independently of the planner) share a byte.
+ * (rt_test.c) with kernels of a "test" domain registered here: a diamond's result with one worker
+ * (the test's own thread, as a polling core would) and with two; two branches that can only finish
+ * if they run at the same time on two worker threads; a failing kernel that fails only the output
+ * depending on it; 10,000 batches from one thread against two workers, each completed exactly once;
+ * slot exhaustion; gathering, padding and scattering of a batch of 3 tasks; and, for the concurrent
+ * layout, that no two tensors that may be alive at once (by reachability over the steps, computed
+ * here independently of the planner) share a byte.
  *
  * Nothing here asserts on time: the rendezvous kernel waits for its partner with a timeout only so
  * that a broken executor fails the test instead of hanging it.
@@ -27,24 +27,17 @@
 
 #include "exec/executor.h"
 #include "exec/plan.h"
+#include "rt_test.h"
 
-#define TEST_VALUES_MAX 48
-#define TEST_NODES_MAX 32
-#define TEST_IO_MAX 4
 #define TEST_WIDTH 4                 /* floats per row in most graphs here */
 #define TEST_MEET_TIMEOUT_NS 5000000000LL
 #define TEST_SLOW_SPINS 2000
 #define TEST_MANY_BATCHES 10000
 #define TEST_WAIT_TIMEOUT_NS 60000000000LL
 
-/* ---- kernels of the "test" domain ------------------------------------------------------------------ */
+/* ---- kernels of the "test" domain (with rt_test.c's TestAdd, TestFail, TestScratch) ---------------- */
 
 static _Thread_local int t_worker_id = -1; /* set by each worker thread; -1 on the test's own thread */
-
-static int64_t elems(const struct rt_tensor *t)
-{
-	return rt_tensor_elems(t);
-}
 
 static int64_t now_ns(void)
 {
@@ -52,33 +45,6 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int same_shape_infer(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, char *err,
-			    size_t cap)
-{
-	for (uint16_t i = 1; i < node->num_inputs; i++) {
-		if (in[i].rank != in[0].rank || memcmp(in[i].dims, in[0].dims, in[0].rank * sizeof(int64_t)) != 0) {
-			snprintf(err, cap, "input %u has another shape than input 0", i);
-			return -EINVAL;
-		}
-	}
-	out[0] = in[0];
-	out[0].data = NULL;
-	return 0;
-}
-
-/* TestAdd: y = a + b. */
-static int add_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
-		   char *err, size_t cap)
-{
-	const float *a = in[0].data, *b = in[1].data;
-	float *y = out[0].data;
-
-	(void)node, (void)scratch, (void)err, (void)cap;
-	for (int64_t i = 0; i < elems(&out[0]); i++)
-		y[i] = a[i] + b[i];
-	return 0;
 }
 
 /* TestSlow: y = x + 1, after spinning a little, so that steps of other batches overlap it. */
@@ -94,21 +60,10 @@ static int slow_run(const struct rt_node *node, const struct rt_tensor *in, stru
 	(void)node, (void)scratch, (void)err, (void)cap;
 	for (unsigned int i = 0; i < TEST_SLOW_SPINS; i++)
 		spin = spin + i;
-	for (int64_t i = 0; i < elems(&out[0]); i++)
+	for (int64_t i = 0; i < rt_tensor_elems(&out[0]); i++)
 		y[i] = x[i] + 1;
 	atomic_fetch_add(&g_slow_runs, 1);
 	return 0;
-}
-
-static _Atomic unsigned int g_fail_runs;
-
-static int fail_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
-		    char *err, size_t cap)
-{
-	(void)node, (void)in, (void)out, (void)scratch;
-	atomic_fetch_add(&g_fail_runs, 1);
-	snprintf(err, cap, "deliberate failure");
-	return -EIO;
 }
 
 /* TestCopy: y = x; keeps a copy of the last input it saw, for the padding test to look at. */
@@ -117,7 +72,7 @@ static float g_copy_seen[64 * TEST_WIDTH];
 static int copy_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
 		    char *err, size_t cap)
 {
-	size_t n = (size_t)elems(&in[0]) * sizeof(float);
+	size_t n = (size_t)rt_tensor_elems(&in[0]) * sizeof(float);
 
 	(void)node, (void)scratch, (void)err, (void)cap;
 	memcpy(out[0].data, in[0].data, n);
@@ -149,116 +104,23 @@ static int meet_run(const struct rt_node *node, const struct rt_tensor *in, stru
 		sched_yield();
 	if (atomic_load(&g_meet_arrived) >= 2)
 		atomic_fetch_add(&g_meet_met, 1);
-	for (int64_t i = 0; i < elems(&out[0]); i++)
+	for (int64_t i = 0; i < rt_tensor_elems(&out[0]); i++)
 		y[i] = 2 * x[i];
 	return 0;
 }
-
-/* TestScratch: y = 2x, after scribbling over a scratch as large as x. */
-static size_t scratch_bytes(const struct rt_node *node, const struct rt_tensor *in, const struct rt_tensor *out)
-{
-	(void)node, (void)out;
-	return (size_t)elems(&in[0]) * sizeof(float);
-}
-
-static int scratch_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
-		       char *err, size_t cap)
-{
-	const float *x = in[0].data;
-	float *y = out[0].data;
-
-	if (scratch == NULL) {
-		snprintf(err, cap, "no scratch");
-		return -EINVAL;
-	}
-	memset(scratch, 0xab, scratch_bytes(node, in, out));
-	for (int64_t i = 0; i < elems(&out[0]); i++)
-		y[i] = 2 * x[i];
-	return 0;
-}
-
-#define TEST_KERNEL(op, inf, sb, rn)                                                                           \
-	{ .op_type = op, .domain = "test", .opset_min = 1, .opset_max = 100,                                   \
-	  .dtypes = RT_DTYPE_BIT(BW_DTYPE_FLOAT), .device = RT_DEVICE_CPU, .infer = inf, .scratch_bytes = sb,    \
-	  .run = rn }
 
 static const struct rt_kernel g_test_kernels[] = {
-	TEST_KERNEL("TestAdd", same_shape_infer, NULL, add_run),
-	TEST_KERNEL("TestSlow", same_shape_infer, NULL, slow_run),
-	TEST_KERNEL("TestFail", same_shape_infer, NULL, fail_run),
-	TEST_KERNEL("TestCopy", same_shape_infer, NULL, copy_run),
-	TEST_KERNEL("TestMeet", same_shape_infer, NULL, meet_run),
-	TEST_KERNEL("TestScratch", same_shape_infer, scratch_bytes, scratch_run),
+	TK_KERNEL("TestSlow", BW_DTYPE_FLOAT, tk_same_shape_infer, NULL, slow_run),
+	TK_KERNEL("TestCopy", BW_DTYPE_FLOAT, tk_same_shape_infer, NULL, copy_run),
+	TK_KERNEL("TestMeet", BW_DTYPE_FLOAT, tk_same_shape_infer, NULL, meet_run),
 };
 
 /* ---- graphs made by hand ---------------------------------------------------------------------------- */
 
-struct test_graph {
-	struct rt_graph g;
-	struct rt_value values[TEST_VALUES_MAX];
-	struct rt_node nodes[TEST_NODES_MAX];
-	int32_t node_io[TEST_NODES_MAX][2][TEST_IO_MAX];
-	int32_t inputs[TEST_IO_MAX];
-	int32_t outputs[TEST_IO_MAX];
-};
-
-static struct test_graph *tg_new(void)
-{
-	struct test_graph *t = calloc(1, sizeof(*t));
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-	t->g.name = (char *)"test";
-	t->g.values = t->values;
-	t->g.nodes = t->nodes;
-	t->g.inputs = t->inputs;
-	t->g.outputs = t->outputs;
-	return t;
-}
-
-static int32_t tg_value(struct test_graph *t, const char *name, enum rt_value_kind kind)
-{
-	int32_t v = (int32_t)t->g.num_values++;
-
-	CU_ASSERT_FATAL(t->g.num_values <= TEST_VALUES_MAX);
-	t->values[v] = (struct rt_value){ .name = (char *)name, .kind = kind, .producer = -1 };
-	return v;
-}
-
 /* A graph input of float[batch, width], the batch dimension symbolic. */
-static int32_t tg_input(struct test_graph *t, const char *name, int64_t width)
+static int32_t batch_input(struct test_graph *t, const char *name, int64_t width)
 {
-	int32_t v = tg_value(t, name, RT_VALUE_INPUT);
-
-	t->values[v].tensor = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 2,
-						  .dims = { RT_DIM_SYMBOLIC, width } };
-	t->inputs[t->g.num_inputs++] = v;
-	return v;
-}
-
-/* A node with up to two inputs (-2: none) and one new output value named after the node. */
-static int32_t tg_node(struct test_graph *t, const char *op, const char *name, int32_t a, int32_t b)
-{
-	uint32_t i = t->g.num_nodes++;
-	struct rt_node *n = &t->nodes[i];
-	int32_t out;
-
-	CU_ASSERT_FATAL(t->g.num_nodes <= TEST_NODES_MAX);
-	out = tg_value(t, name, RT_VALUE_INTERMEDIATE);
-	t->values[out].producer = (int32_t)i;
-	*n = (struct rt_node){ .name = (char *)name, .op_type = (char *)op, .domain = (char *)"test", .opset = 1,
-			       .inputs = t->node_io[i][0], .outputs = t->node_io[i][1], .num_outputs = 1 };
-	if (a != -2)
-		n->inputs[n->num_inputs++] = a;
-	if (b != -2)
-		n->inputs[n->num_inputs++] = b;
-	n->outputs[0] = out;
-	return out;
-}
-
-static void tg_output(struct test_graph *t, int32_t v)
-{
-	t->values[v].is_output = true;
-	t->outputs[t->g.num_outputs++] = v;
+	return tg_input(t, name, BW_DTYPE_FLOAT, RT_DIM_SYMBOLIC, width);
 }
 
 /* ---- batches made by hand ---------------------------------------------------------------------------- */
@@ -423,7 +285,7 @@ static struct rt_executor *executor_new(const struct rt_graph *g, const int64_t 
 static struct test_graph *diamond_graph(void)
 {
 	struct test_graph *t = tg_new();
-	int32_t x = tg_input(t, "x", TEST_WIDTH);
+	int32_t x = batch_input(t, "x", TEST_WIDTH);
 	int32_t a = tg_node(t, "TestSlow", "a", x, -2);
 	int32_t b = tg_node(t, "TestAdd", "b", x, x);
 	int32_t y = tg_node(t, "TestAdd", "y", a, b);
@@ -531,7 +393,7 @@ static void test_concurrent_layout(void)
 	static const char *const names[2][6] = { { "l0", "l1", "l2", "l3", "l4", "l5" },
 						 { "r0", "r1", "r2", "r3", "r4", "r5" } };
 	struct test_graph *t = tg_new();
-	int32_t x = tg_input(t, "x", 256);
+	int32_t x = batch_input(t, "x", 256);
 	int32_t last[2];
 	char err[RT_ERR_MAX];
 	struct rt_plan *seq, *conc;
@@ -584,7 +446,7 @@ static void test_concurrent_layout(void)
 
 	/* a fan-out: four readers of x, then a sum */
 	t = tg_new();
-	x = tg_input(t, "x", 64);
+	x = batch_input(t, "x", 64);
 	{
 		int32_t f0 = tg_node(t, "TestSlow", "f0", x, -2), f1 = tg_node(t, "TestCopy", "f1", x, -2);
 		int32_t f2 = tg_node(t, "TestScratch", "f2", x, -2), f3 = tg_node(t, "TestAdd", "f3", x, x);
@@ -668,7 +530,7 @@ static void test_concurrent_branches(void)
 	static const uint32_t rows[1] = { 2 };
 	static const int64_t sizes[] = { 2 };
 	struct test_graph *t = tg_new();
-	int32_t x = tg_input(t, "x", TEST_WIDTH);
+	int32_t x = batch_input(t, "x", TEST_WIDTH);
 	int32_t a = tg_node(t, "TestMeet", "a", x, -2);
 	int32_t b = tg_node(t, "TestMeet", "b", x, -2);
 	struct worker_thread w[2];
@@ -709,7 +571,7 @@ static void test_errors_reach_dependents(void)
 	static const uint32_t rows[2] = { 1, 2 };
 	static const int64_t sizes[] = { 4 };
 	struct test_graph *t = tg_new();
-	int32_t x = tg_input(t, "x", TEST_WIDTH);
+	int32_t x = batch_input(t, "x", TEST_WIDTH);
 	int32_t f = tg_node(t, "TestFail", "boom", x, -2);
 	int32_t y0 = tg_node(t, "TestAdd", "after_boom", f, f);
 	int32_t c = tg_node(t, "TestCopy", "c", x, -2);
@@ -725,7 +587,7 @@ static void test_errors_reach_dependents(void)
 	ex = executor_new(&t->g, sizes, 1, 2, 2);
 	tb = tb_new(rows, 2, 4, 1, 2, TEST_WIDTH, 5);
 	atomic_store(&g_slow_runs, 0);
-	atomic_store(&g_fail_runs, 0);
+	atomic_store(&tk_fail_runs, 0);
 	workers_start(w, 2, ex, &stop);
 	CU_ASSERT_EQUAL(rt_executor_submit(ex, &tb->b), 0);
 	CU_ASSERT_EQUAL(poll_until(ex, 1, -1), 1);
@@ -735,7 +597,7 @@ static void test_errors_reach_dependents(void)
 	CU_ASSERT_EQUAL(tb->status, BW_STATUS_INTERNAL);
 	CU_ASSERT_STRING_EQUAL(tb->msg, "node boom (TestFail): deliberate failure");
 	CU_ASSERT_EQUAL(tb->valid_outputs, 1u << 1);
-	CU_ASSERT_EQUAL(atomic_load(&g_fail_runs), 1);
+	CU_ASSERT_EQUAL(atomic_load(&tk_fail_runs), 1);
 	CU_ASSERT_EQUAL(atomic_load(&g_slow_runs), 1); /* the independent branch ran */
 	for (uint16_t k = 0; k < 2; k++) {
 		for (uint32_t e = 0; e < (rows[k] + TEST_SLACK_ROWS) * TEST_WIDTH; e++) {
@@ -927,8 +789,8 @@ static void test_gather_scatter(void)
 	static const uint32_t rows[3] = { 1, 2, 1 };
 	static const int64_t sizes[] = { 8, 16 };
 	struct test_graph *t = tg_new();
-	int32_t x0 = tg_input(t, "x0", TEST_WIDTH);
-	int32_t x1 = tg_input(t, "x1", TEST_WIDTH);
+	int32_t x0 = batch_input(t, "x0", TEST_WIDTH);
+	int32_t x1 = batch_input(t, "x1", TEST_WIDTH);
 	int32_t z = tg_node(t, "TestCopy", "z", x0, -2);
 	int32_t y = tg_node(t, "TestAdd", "y", z, x1);
 	struct rt_executor *ex;
@@ -987,7 +849,7 @@ static void test_edge_cases(void)
 	static const uint32_t rows[2] = { 1, 1 };
 	static const int64_t sizes[] = { 2 }, bad_sizes[] = { 2, 2 }, zero[] = { 0 };
 	struct test_graph *t = tg_new();
-	int32_t x = tg_input(t, "x", TEST_WIDTH);
+	int32_t x = batch_input(t, "x", TEST_WIDTH);
 	char err[RT_ERR_MAX];
 	struct rt_executor *ex;
 	struct test_batch *tb;
@@ -1018,7 +880,7 @@ static void test_edge_cases(void)
 
 static int suite_init(void)
 {
-	return rt_kernels_register(g_test_kernels, sizeof(g_test_kernels) / sizeof(g_test_kernels[0])) == 0 ? 0 : -1;
+	return tk_register(g_test_kernels, sizeof(g_test_kernels) / sizeof(g_test_kernels[0]));
 }
 
 static CU_TestInfo g_layout_tests[] = {

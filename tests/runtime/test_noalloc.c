@@ -33,7 +33,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -51,13 +50,14 @@
 #include "graph.h"
 #include "exec/plan.h"
 #include "onnx.pb-c.h"
+#include "../conformance/testdata.h"
 
 #ifndef NOALLOC_CLAIMS
 #define NOALLOC_CLAIMS "claims.txt"
 #endif
 #define NOALLOC_DIR_DEFAULT "/usr/share/libonnx-testdata/data/node"
 #define NOALLOC_DATA_SET "test_data_set_0"
-#define NOALLOC_TENSORS_MAX 64
+#define NOALLOC_TENSORS_MAX TESTDATA_TENSORS_MAX
 #define NOALLOC_MODELS_MIN 30 /* fewer claimed models than this means the set was not found */
 #define NOALLOC_EXIT_SKIP 77
 
@@ -234,246 +234,13 @@ static int task_count(void)
 	return n;
 }
 
-/* ---- the claims table and the test data (read apart from the runner's code, to the same rules) --- */
+/* ---- one model ------------------------------------------------------------------------------------- */
 
+/* The node tests and the patterns of the names to check (tests/conformance/testdata.c reads the
+ * claims table and the test data, as it does for the conformance runner). */
 static char *g_dir = NOALLOC_DIR_DEFAULT;
 static char **g_patterns;
 static int g_num_patterns;
-
-struct names {
-	char **v;
-	size_t count;
-};
-
-static void names_add(struct names *n, const char *s)
-{
-	char **grown = realloc(n->v, (n->count + 1) * sizeof(char *));
-
-	CU_ASSERT_FATAL(grown != NULL);
-	n->v = grown;
-	n->v[n->count] = strdup(s);
-	CU_ASSERT_FATAL(n->v[n->count] != NULL);
-	n->count++;
-}
-
-static bool names_has(const struct names *n, const char *s)
-{
-	for (size_t i = 0; i < n->count; i++) {
-		if (strcmp(n->v[i], s) == 0)
-			return true;
-	}
-	return false;
-}
-
-static void names_free(struct names *n)
-{
-	for (size_t i = 0; i < n->count; i++)
-		free(n->v[i]);
-	free(n->v);
-	n->v = NULL;
-	n->count = 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* claims.txt: the first word of a line is an op ("Op" or "domain.Op"), or "!test" taken out. */
-static int claims_load(const char *path, struct names *ops, struct names *excluded)
-{
-	char line[1024];
-	FILE *f = fopen(path, "r");
-
-	if (f == NULL)
-		return -errno;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *hash = strchr(line, '#'), *save = NULL, *word;
-
-		if (hash != NULL)
-			*hash = '\0';
-		word = strtok_r(line, " \t\r\n", &save);
-		if (word == NULL)
-			continue;
-		if (word[0] == '!')
-			names_add(excluded, word + 1);
-		else
-			names_add(ops, word);
-	}
-	fclose(f);
-	return 0;
-}
-
-static uint8_t *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long size;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)size + 1);
-		if (buf != NULL && fread(buf, 1, (size_t)size, f) != (size_t)size) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)size;
-	}
-	fclose(f);
-	return buf;
-}
-
-/* Whether the model file has nodes and every op of them is claimed. */
-static bool model_claimed(const char *model_path, const struct names *ops)
-{
-	Onnx__ModelProto *m;
-	size_t len = 0;
-	uint8_t *buf = read_file(model_path, &len);
-	bool claimed;
-
-	if (buf == NULL)
-		return false;
-	m = onnx__model_proto__unpack(NULL, len, buf);
-	free(buf);
-	if (m == NULL)
-		return false;
-	claimed = m->graph != NULL && m->graph->n_node > 0;
-	for (size_t i = 0; claimed && i < m->graph->n_node; i++) {
-		const Onnx__NodeProto *n = m->graph->node[i];
-		const char *dom = n->domain != NULL ? n->domain : "", *op = n->op_type != NULL ? n->op_type : "";
-		char key[256];
-
-		if (dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0)
-			snprintf(key, sizeof(key), "%s", op);
-		else
-			snprintf(key, sizeof(key), "%s.%s", dom, op);
-		claimed = names_has(ops, key);
-	}
-	onnx__model_proto__free_unpacked(m, NULL);
-	return claimed;
-}
-
-/* Reads dir/name, a TensorProto, into t (data malloc'd). \return 0, or -1 with why naming the file. */
-static int tensor_read(const char *dir, const char *name, struct rt_tensor *t, size_t *nbytes, char *why,
-		       size_t cap)
-{
-	char path[4400];
-	Onnx__TensorProto *tp;
-	size_t len = 0, esize, n = 1;
-	uint8_t *buf;
-	int rc = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	buf = read_file(path, &len);
-	memset(t, 0, sizeof(*t));
-	if (buf == NULL) {
-		snprintf(why, cap, "%s: cannot read", name);
-		return -1;
-	}
-	tp = onnx__tensor_proto__unpack(NULL, len, buf);
-	free(buf);
-	if (tp == NULL) {
-		snprintf(why, cap, "%s: not a TensorProto", name);
-		return -1;
-	}
-	esize = rt_dtype_size((uint8_t)tp->data_type);
-	if (tp->data_type <= 0 || tp->data_type > 255 || esize == 0 || tp->n_dims > RT_MAX_RANK) {
-		snprintf(why, cap, "%s: type %d or rank %zu not supported", name, tp->data_type, tp->n_dims);
-		rc = -1;
-		goto out;
-	}
-	t->dtype = (uint8_t)tp->data_type;
-	t->rank = (uint8_t)tp->n_dims;
-	for (size_t d = 0; d < tp->n_dims; d++) {
-		t->dims[d] = tp->dims[d];
-		n *= (size_t)tp->dims[d];
-	}
-	*nbytes = n * esize;
-	t->data = malloc(*nbytes + 1);
-	if (t->data == NULL) {
-		rc = -1;
-	} else if (tp->has_raw_data) {
-		rc = tp->raw_data.len == *nbytes ? 0 : -1;
-		if (rc == 0 && *nbytes > 0)
-			memcpy(t->data, tp->raw_data.data, *nbytes);
-	} else if (t->dtype == BW_DTYPE_FLOAT) {
-		rc = tp->n_float_data == n ? 0 : -1;
-		if (rc == 0 && n > 0)
-			memcpy(t->data, tp->float_data, *nbytes);
-	} else if (t->dtype == BW_DTYPE_DOUBLE) {
-		rc = tp->n_double_data == n ? 0 : -1;
-		if (rc == 0 && n > 0)
-			memcpy(t->data, tp->double_data, *nbytes);
-	} else if (t->dtype == BW_DTYPE_INT64) {
-		rc = tp->n_int64_data == n ? 0 : -1;
-		if (rc == 0 && n > 0)
-			memcpy(t->data, tp->int64_data, *nbytes);
-	} else if (t->dtype == BW_DTYPE_UINT32 || t->dtype == BW_DTYPE_UINT64) {
-		rc = tp->n_uint64_data == n ? 0 : -1;
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			if (esize == 4)
-				((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i];
-			else
-				((uint64_t *)t->data)[i] = tp->uint64_data[i];
-		}
-	} else { /* the 8-, 16- and 32-bit types: int32_data, low bytes */
-		rc = tp->n_int32_data == n ? 0 : -1;
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			uint32_t v = (uint32_t)tp->int32_data[i];
-
-			if (esize == 1)
-				((uint8_t *)t->data)[i] = (uint8_t)v;
-			else if (esize == 2)
-				((uint16_t *)t->data)[i] = (uint16_t)v;
-			else
-				((uint32_t *)t->data)[i] = v;
-		}
-	}
-	if (rc != 0)
-		snprintf(why, cap, "%s: data does not match the shape", name);
-out:
-	onnx__tensor_proto__free_unpacked(tp, NULL);
-	if (rc != 0) {
-		free(t->data);
-		t->data = NULL;
-	}
-	return rc;
-}
-
-struct inputs {
-	struct rt_tensor t[NOALLOC_TENSORS_MAX];
-	size_t nbytes[NOALLOC_TENSORS_MAX];
-	unsigned int count;
-};
-
-static void inputs_free(struct inputs *in)
-{
-	for (unsigned int i = 0; i < in->count; i++)
-		free(in->t[i].data);
-	in->count = 0;
-}
-
-/* Reads set_dir/input_0.pb, input_1.pb... until one is missing. */
-static int inputs_read(const char *set_dir, struct inputs *in, char *why, size_t cap)
-{
-	char path[4400], name[32];
-	struct stat st;
-
-	in->count = 0;
-	for (unsigned int i = 0; i < NOALLOC_TENSORS_MAX; i++) {
-		snprintf(name, sizeof(name), "input_%u.pb", i);
-		snprintf(path, sizeof(path), "%s/%s", set_dir, name);
-		if (stat(path, &st) != 0)
-			break;
-		if (tensor_read(set_dir, name, &in->t[i], &in->nbytes[i], why, cap) != 0)
-			return -1;
-		in->count++;
-	}
-	return 0;
-}
-
-/* ---- one model ------------------------------------------------------------------------------------- */
 
 struct model_counts {
 	unsigned long allocs, frees, threads;
@@ -482,7 +249,7 @@ struct model_counts {
 	size_t arena_bytes;
 };
 
-static void copy_inputs(const struct inputs *in, const struct rt_tensor *bound)
+static void copy_inputs(const struct testdata_tensors *in, const struct rt_tensor *bound)
 {
 	for (unsigned int i = 0; i < in->count; i++) {
 		if (in->nbytes[i] > 0)
@@ -498,7 +265,7 @@ static int model_check(const char *test_dir, struct model_counts *c, char *why, 
 {
 	struct rt_tensor bound_in[NOALLOC_TENSORS_MAX];
 	char path[4200], err[RT_ERR_MAX * 2];
-	struct inputs in = { .count = 0 };
+	struct testdata_tensors in = { .count = 0 };
 	struct rt_plan *plan = NULL;
 	struct rt_graph *g;
 	void *arena = NULL;
@@ -512,7 +279,7 @@ static int model_check(const char *test_dir, struct model_counts *c, char *why, 
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/%s", test_dir, NOALLOC_DATA_SET);
-	if (inputs_read(path, &in, err, sizeof(err)) != 0) {
+	if (testdata_tensors_read(path, "input", &in, err, sizeof(err)) != 0) {
 		snprintf(why, cap, "%s", err);
 		goto out;
 	}
@@ -520,11 +287,7 @@ static int model_check(const char *test_dir, struct model_counts *c, char *why, 
 		snprintf(why, cap, "%s has %u inputs, the graph %u", NOALLOC_DATA_SET, in.count, g->num_inputs);
 		goto out;
 	}
-	/* numpy has no bfloat16: the ONNX test data store bfloat16 tensors as uint16 (as the runner) */
-	for (unsigned int i = 0; i < in.count; i++) {
-		if (in.t[i].dtype == BW_DTYPE_UINT16 && g->values[g->inputs[i]].tensor.dtype == BW_DTYPE_BFLOAT16)
-			in.t[i].dtype = BW_DTYPE_BFLOAT16;
-	}
+	testdata_bfloat16_inputs(&in, g);
 	plan = rt_plan_create_known(g, 0, RT_DEVICE_CPU, in.t, err, sizeof(err));
 	if (plan == NULL) {
 		snprintf(why, cap, "plan: %s", err);
@@ -558,7 +321,7 @@ static int model_check(const char *test_dir, struct model_counts *c, char *why, 
 out:
 	free(arena);
 	rt_plan_free(plan);
-	inputs_free(&in);
+	testdata_tensors_free(&in);
 	rt_graph_free(g);
 	return rc != 0 ? -1 : 0;
 }
@@ -620,17 +383,6 @@ static void test_counters_see(void)
 	CU_ASSERT_EQUAL(openblas_get_num_threads(), 1);
 }
 
-static bool wanted(const char *name)
-{
-	if (g_num_patterns == 0)
-		return true;
-	for (int i = 0; i < g_num_patterns; i++) {
-		if (fnmatch(g_patterns[i], name, 0) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* The op families issue 4 names, each of which must be among the models checked. */
 static const char *const g_families[] = {
 	"test_conv_", "test_gemm_", "test_matmul_", "test_averagepool_", "test_maxpool_",
@@ -639,54 +391,51 @@ static const char *const g_families[] = {
 
 static void test_models_noalloc(void)
 {
-	struct names ops = { 0 }, excluded = { 0 }, tests = { 0 };
 	unsigned int checked = 0, bad = 0, family_seen[sizeof(g_families) / sizeof(g_families[0])] = { 0 };
-	struct dirent *e;
-	DIR *d;
+	struct testdata_claims claims;
+	size_t num_tests = 0;
+	char **tests = NULL;
+	int rc;
 
-	if (claims_load(NOALLOC_CLAIMS, &ops, &excluded) != 0) {
-		printf("cannot read the claims table %s: %s\n", NOALLOC_CLAIMS, strerror(errno));
+	rc = testdata_claims_load(&claims, NOALLOC_CLAIMS);
+	if (rc != 0) {
+		printf("cannot read the claims table %s: %s\n", NOALLOC_CLAIMS, strerror(-rc));
+		testdata_claims_free(&claims);
 		CU_FAIL_FATAL("claims table unreadable");
 	}
-	d = opendir(g_dir);
-	CU_ASSERT_FATAL(d != NULL);
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] != '.' && wanted(e->d_name))
-			names_add(&tests, e->d_name);
-	}
-	closedir(d);
-	if (tests.count > 0)
-		qsort(tests.v, tests.count, sizeof(char *), cmp_str);
+	CU_ASSERT_FATAL(testdata_list_dir(g_dir, NULL, &tests, &num_tests) == 0);
 	printf("\nthreads at start: %d (OPENBLAS_NUM_THREADS=%s)\n", task_count(),
 	       getenv("OPENBLAS_NUM_THREADS") != NULL ? getenv("OPENBLAS_NUM_THREADS") : "unset");
 
-	for (size_t i = 0; i < tests.count; i++) {
+	for (size_t i = 0; i < num_tests; i++) {
 		char test_dir[4096], model[4200], why[RT_ERR_MAX * 3];
 		struct model_counts c;
 		bool ok;
 
-		snprintf(test_dir, sizeof(test_dir), "%s/%s", g_dir, tests.v[i]);
+		if (!testdata_wanted(tests[i], g_patterns, g_num_patterns))
+			continue;
+		snprintf(test_dir, sizeof(test_dir), "%s/%s", g_dir, tests[i]);
 		snprintf(model, sizeof(model), "%s/model.onnx", test_dir);
-		if (names_has(&excluded, tests.v[i]) || !model_claimed(model, &ops))
+		if (testdata_claims_excluded(&claims, tests[i]) != NULL || !testdata_model_claimed(&claims, model))
 			continue;
 		checked++;
 		if (model_check(test_dir, &c, why, sizeof(why)) != 0) {
 			bad++;
-			printf("FAIL %s: %s\n", tests.v[i], why);
+			printf("FAIL %s: %s\n", tests[i], why);
 			CU_FAIL("a claimed model did not load, plan or run");
 			continue;
 		}
 		ok = c.allocs == 0 && c.frees == 0 && c.threads == 0 && c.tasks_after == c.tasks_before;
 		bad += !ok;
 		printf("%s %s: %lu mallocs, %lu frees, %lu threads created, tasks %d -> %d (%u steps, arena %zu bytes)\n",
-		       ok ? "ok" : "FAIL", tests.v[i], c.allocs, c.frees, c.threads, c.tasks_before, c.tasks_after,
+		       ok ? "ok" : "FAIL", tests[i], c.allocs, c.frees, c.threads, c.tasks_before, c.tasks_after,
 		       c.steps, c.arena_bytes);
 		CU_ASSERT_EQUAL(c.allocs, 0);
 		CU_ASSERT_EQUAL(c.frees, 0);
 		CU_ASSERT_EQUAL(c.threads, 0);
 		CU_ASSERT_EQUAL(c.tasks_after, c.tasks_before);
 		for (size_t f = 0; f < sizeof(g_families) / sizeof(g_families[0]); f++)
-			family_seen[f] += strncmp(tests.v[i], g_families[f], strlen(g_families[f])) == 0;
+			family_seen[f] += strncmp(tests[i], g_families[f], strlen(g_families[f])) == 0;
 	}
 	printf("%u claimed models checked, %u with a heap call, a new thread or an error%s\n", checked, bad,
 	       NOALLOC_ASAN ? " (AddressSanitizer: heap calls counted by its hooks, threads by /proc only)" : "");
@@ -698,9 +447,8 @@ static void test_models_noalloc(void)
 			CU_ASSERT(family_seen[f] > 0);
 		}
 	}
-	names_free(&tests);
-	names_free(&ops);
-	names_free(&excluded);
+	testdata_free_list(tests, num_tests);
+	testdata_claims_free(&claims);
 }
 
 /* ---- model-sized GEMMs: two models built here ------------------------------------------------------ */

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit tests of the planner and the first executor, on graphs made by hand with kernels of a "test"
- * domain registered here, so they need neither the ONNX loader nor the CPU kernels: the arena layout
- * (no two tensors alive together overlap, scratch included; a chain needs less than the sum; graph
- * outputs are never overwritten), symbolic batch binding, constant folding at plan time, values known
- * at plan time, and runs (a diamond's result; a failing kernel's error names its node).
+ * Unit tests of the planner and the first executor, on graphs made by hand (rt_test.c) with kernels
+ * of a "test" domain registered here, so they need neither the ONNX loader nor the CPU kernels: the
+ * arena layout (no two tensors alive together overlap, scratch included; a chain needs less than the
+ * sum; graph outputs are never overwritten), symbolic batch binding, constant folding at plan time,
+ * values known at plan time, and runs (a diamond's result; a failing kernel's error names its node).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,48 +17,11 @@
 #include "../bw_cunit.h"
 
 #include "exec/plan.h"
+#include "rt_test.h"
 
-#define TEST_OPSET 1
-#define TEST_VALUES_MAX 32
-#define TEST_NODES_MAX 16
-#define TEST_IO_MAX 4
+/* ---- kernels of the "test" domain (with rt_test.c's TestAdd, TestFail, TestScratch) ---------------- */
 
-/* ---- kernels of the "test" domain ------------------------------------------------------------------ */
-
-static unsigned int g_add_runs; /* TestAdd runs, to see folding happen at plan time only */
-
-static int same_shape_infer(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, char *err,
-			    size_t cap)
-{
-	for (uint16_t i = 1; i < node->num_inputs; i++) {
-		if (in[i].rank != in[0].rank || memcmp(in[i].dims, in[0].dims, in[0].rank * sizeof(int64_t)) != 0) {
-			snprintf(err, cap, "input %u has another shape than input 0", i);
-			return -EINVAL;
-		}
-	}
-	out[0] = in[0];
-	out[0].data = NULL;
-	return 0;
-}
-
-static int64_t elems(const struct rt_tensor *t)
-{
-	return rt_tensor_elems(t);
-}
-
-static int add_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
-		   char *err, size_t cap)
-{
-	const float *a = in[0].data, *b = in[1].data;
-	float *y = out[0].data;
-
-	(void)node, (void)scratch, (void)err, (void)cap;
-	g_add_runs++;
-	for (int64_t i = 0; i < elems(&out[0]); i++)
-		y[i] = a[i] + b[i];
-	return 0;
-}
-
+/* TestMul: y = a * b. */
 static int mul_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
 		   char *err, size_t cap)
 {
@@ -65,40 +29,8 @@ static int mul_run(const struct rt_node *node, const struct rt_tensor *in, struc
 	float *y = out[0].data;
 
 	(void)node, (void)scratch, (void)err, (void)cap;
-	for (int64_t i = 0; i < elems(&out[0]); i++)
+	for (int64_t i = 0; i < rt_tensor_elems(&out[0]); i++)
 		y[i] = a[i] * b[i];
-	return 0;
-}
-
-static int fail_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
-		    char *err, size_t cap)
-{
-	(void)node, (void)in, (void)out, (void)scratch;
-	snprintf(err, cap, "deliberate failure");
-	return -EIO;
-}
-
-/* TestScratch: y = 2x, after scribbling over a scratch as large as x (it must overlap nothing live). */
-static size_t scratch_bytes(const struct rt_node *node, const struct rt_tensor *in, const struct rt_tensor *out)
-{
-	(void)node, (void)out;
-	return (size_t)elems(&in[0]) * sizeof(float);
-}
-
-static int scratch_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out, void *scratch,
-		       char *err, size_t cap)
-{
-	const float *x = in[0].data;
-	float *y = out[0].data;
-
-	(void)node;
-	if (scratch == NULL) {
-		snprintf(err, cap, "no scratch");
-		return -EINVAL;
-	}
-	memset(scratch, 0xab, scratch_bytes(node, in, out));
-	for (int64_t i = 0; i < elems(&out[0]); i++)
-		y[i] = 2 * x[i];
 	return 0;
 }
 
@@ -141,7 +73,7 @@ static int fill_run(const struct rt_node *node, const struct rt_tensor *in, stru
 	float *y = out[0].data;
 
 	(void)node, (void)scratch, (void)err, (void)cap;
-	for (int64_t i = 0; i < elems(&out[0]); i++)
+	for (int64_t i = 0; i < rt_tensor_elems(&out[0]); i++)
 		y[i] = (float)*(const int64_t *)in[0].data;
 	return 0;
 }
@@ -151,7 +83,7 @@ static int copy_run(const struct rt_node *node, const struct rt_tensor *in, stru
 		    char *err, size_t cap)
 {
 	(void)node, (void)scratch, (void)err, (void)cap;
-	memcpy(out[0].data, in[0].data, (size_t)elems(&in[0]) * sizeof(int64_t));
+	memcpy(out[0].data, in[0].data, (size_t)rt_tensor_elems(&in[0]) * sizeof(int64_t));
 	return 0;
 }
 
@@ -176,101 +108,50 @@ static int shape_run(const struct rt_node *node, const struct rt_tensor *in, str
 	return 0;
 }
 
-#define TEST_KERNEL(op, dt, inf, sb, rn)                                                                       \
-	{ .op_type = op, .domain = "test", .opset_min = 1, .opset_max = 100, .dtypes = RT_DTYPE_BIT(dt),      \
-	  .device = RT_DEVICE_CPU, .infer = inf, .scratch_bytes = sb, .run = rn }
-
 static const struct rt_kernel g_test_kernels[] = {
-	TEST_KERNEL("TestAdd", BW_DTYPE_FLOAT, same_shape_infer, NULL, add_run),
-	TEST_KERNEL("TestMul", BW_DTYPE_FLOAT, same_shape_infer, NULL, mul_run),
-	TEST_KERNEL("TestFail", BW_DTYPE_FLOAT, same_shape_infer, NULL, fail_run),
-	TEST_KERNEL("TestScratch", BW_DTYPE_FLOAT, same_shape_infer, scratch_bytes, scratch_run),
+	TK_KERNEL("TestMul", BW_DTYPE_FLOAT, tk_same_shape_infer, NULL, mul_run),
 	{ .op_type = "TestConst", .domain = "test", .opset_min = 1, .opset_max = 100, .dtypes = 0,
 	  .device = RT_DEVICE_CPU, .infer = const_infer, .run = const_run },
-	TEST_KERNEL("TestFill", BW_DTYPE_INT64, fill_infer, NULL, fill_run),
-	TEST_KERNEL("TestCopy", BW_DTYPE_INT64, same_shape_infer, NULL, copy_run),
+	TK_KERNEL("TestFill", BW_DTYPE_INT64, fill_infer, NULL, fill_run),
+	TK_KERNEL("TestCopy", BW_DTYPE_INT64, tk_same_shape_infer, NULL, copy_run),
 	{ .op_type = "Shape", .domain = "", .opset_min = 1, .opset_max = 17, .dtypes = RT_DTYPE_BIT(BW_DTYPE_FLOAT),
 	  .device = RT_DEVICE_CPU, .infer = shape_infer, .run = shape_run },
 };
 
-/* ---- graphs made by hand ---------------------------------------------------------------------------- */
+/* ---- arenas and inputs ------------------------------------------------------------------------------ */
 
-struct test_graph {
-	struct rt_graph g;
-	struct rt_value values[TEST_VALUES_MAX];
-	struct rt_node nodes[TEST_NODES_MAX];
-	int32_t node_io[TEST_NODES_MAX][2][TEST_IO_MAX];
-	int32_t inputs[TEST_IO_MAX];
-	int32_t outputs[TEST_IO_MAX];
-};
-
-static struct test_graph *tg_new(void)
+/* known: NULL, or one tensor per graph input as rt_plan_create_known takes them. */
+static struct rt_plan *plan_create(const struct test_graph *t, int64_t batch, enum rt_device dev,
+				   const struct rt_tensor *known, char *err, size_t cap)
 {
-	struct test_graph *t = calloc(1, sizeof(*t));
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-	t->g.name = (char *)"test";
-	t->g.values = t->values;
-	t->g.nodes = t->nodes;
-	t->g.inputs = t->inputs;
-	t->g.outputs = t->outputs;
-	return t;
+	return known != NULL ? rt_plan_create_known(&t->g, batch, dev, known, err, cap)
+			     : rt_plan_create(&t->g, batch, dev, err, cap);
 }
 
-static int32_t tg_value(struct test_graph *t, const char *name, enum rt_value_kind kind)
+/* Plans t for batch on the CPU; the test stops, saying why, if t does not plan. */
+static struct rt_plan *plan_ok(const struct test_graph *t, int64_t batch, const struct rt_tensor *known)
 {
-	int32_t v = (int32_t)t->g.num_values++;
+	char err[RT_ERR_MAX];
+	struct rt_plan *p = plan_create(t, batch, RT_DEVICE_CPU, known, err, sizeof(err));
 
-	CU_ASSERT_FATAL(t->g.num_values <= TEST_VALUES_MAX);
-	t->values[v] = (struct rt_value){ .name = (char *)name, .kind = kind, .producer = -1 };
-	return v;
+	if (p == NULL)
+		printf("\n  %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	return p;
 }
 
-/* A graph input of float[d0, d1] (d0 may be RT_DIM_SYMBOLIC). */
-static int32_t tg_input(struct test_graph *t, const char *name, uint8_t dtype, int64_t d0, int64_t d1)
+/* t must not plan on dev (batch 0), and its error must say what (and also, unless NULL). */
+static void plan_refused(const struct test_graph *t, enum rt_device dev, const struct rt_tensor *known,
+			 const char *what, const char *also)
 {
-	int32_t v = tg_value(t, name, RT_VALUE_INPUT);
+	char err[RT_ERR_MAX];
+	struct rt_plan *p = plan_create(t, 0, dev, known, err, sizeof(err));
 
-	t->values[v].tensor = (struct rt_tensor){ .dtype = dtype, .rank = 2, .dims = { d0, d1 } };
-	t->inputs[t->g.num_inputs++] = v;
-	return v;
-}
-
-static int32_t tg_initializer(struct test_graph *t, const char *name, const float *data, int64_t n)
-{
-	int32_t v = tg_value(t, name, RT_VALUE_INITIALIZER);
-
-	t->values[v].tensor = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 1, .dims = { n },
-						  .data = (void *)data };
-	t->values[v].nbytes = (size_t)n * sizeof(float);
-	return v;
-}
-
-/* A node with up to two inputs (-2: none) and one new output value named after the node. */
-static int32_t tg_node(struct test_graph *t, const char *op, const char *name, int32_t a, int32_t b)
-{
-	uint32_t i = t->g.num_nodes++;
-	struct rt_node *n = &t->nodes[i];
-	int32_t out;
-
-	CU_ASSERT_FATAL(t->g.num_nodes <= TEST_NODES_MAX);
-	out = tg_value(t, name, RT_VALUE_INTERMEDIATE);
-	t->values[out].producer = (int32_t)i;
-	*n = (struct rt_node){ .name = (char *)name, .op_type = (char *)op, .domain = (char *)"test",
-			       .opset = TEST_OPSET, .inputs = t->node_io[i][0], .outputs = t->node_io[i][1],
-			       .num_outputs = 1 };
-	if (a != -2)
-		n->inputs[n->num_inputs++] = a;
-	if (b != -2)
-		n->inputs[n->num_inputs++] = b;
-	n->outputs[0] = out;
-	return out;
-}
-
-static void tg_output(struct test_graph *t, int32_t v)
-{
-	t->values[v].is_output = true;
-	t->outputs[t->g.num_outputs++] = v;
+	CU_ASSERT_PTR_NULL(p);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, what));
+	if (also != NULL)
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, also));
+	rt_plan_free(p);
 }
 
 static void *arena_new(const struct rt_plan *p)
@@ -280,6 +161,23 @@ static void *arena_new(const struct rt_plan *p)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(arena);
 	memset(arena, 0x5a, rt_plan_arena_bytes(p)); /* garbage: nothing may rely on zeroes */
 	return arena;
+}
+
+/* A new arena for p with p's graph inputs bound to in[] and its outputs to out[]. */
+static void *arena_bound(const struct rt_plan *p, struct rt_tensor *in, struct rt_tensor *out)
+{
+	void *arena = arena_new(p);
+
+	rt_plan_bind(p, arena, in, out);
+	return arena;
+}
+
+/* Frees what a test made: its arena, its plan and its graph. */
+static void plan_done(struct test_graph *t, struct rt_plan *p, void *arena)
+{
+	free(arena);
+	rt_plan_free(p);
+	free(t);
 }
 
 static void fill(float *x, int64_t n, float base)
@@ -366,10 +264,7 @@ static void test_chain_layout(void)
 		v = tg_node(t, i % 2 == 0 ? "TestScratch" : "TestAdd", names[i], v, i % 2 == 0 ? -2 : v);
 	}
 	tg_output(t, v);
-	p = rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err));
-	if (p == NULL)
-		printf("\n  %s\n", err);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p = plan_ok(t, 0, NULL);
 	CU_ASSERT(check_layout(p, &t->g) > 8);
 	rt_plan_stats(p, &st);
 	CU_ASSERT_EQUAL(st.steps, 8);
@@ -379,8 +274,7 @@ static void test_chain_layout(void)
 	CU_ASSERT(st.tensor_bytes <= 3 * CHAIN_N * sizeof(float));
 	CU_ASSERT(st.arena_bytes < st.tensor_bytes_sum);
 
-	arena = arena_new(p);
-	rt_plan_bind(p, arena, &in, &out);
+	arena = arena_bound(p, &in, &out);
 	CU_ASSERT_EQUAL(in.rank, 2);
 	CU_ASSERT_EQUAL(in.dims[1], CHAIN_N);
 	fill(in.data, CHAIN_N, 0);
@@ -388,9 +282,7 @@ static void test_chain_layout(void)
 	/* four doublings by Scratch, four by Add: x * 256 */
 	for (int i = 0; i < CHAIN_N; i++)
 		CU_ASSERT_DOUBLE_EQUAL(((float *)out.data)[i], 256.0 * i, 1e-3);
-	free(arena);
-	rt_plan_free(p);
-	free(t);
+	plan_done(t, p, arena);
 }
 
 /* An early graph output must survive every node after it. */
@@ -411,8 +303,7 @@ static void test_outputs_kept(void)
 
 	tg_output(t, a);
 	tg_output(t, e);
-	p = rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p = plan_ok(t, 0, NULL);
 	check_layout(p, &t->g);
 	CU_ASSERT_EQUAL(rt_plan_value_info(p, a, &ai), 0);
 	CU_ASSERT_EQUAL(ai.placement, RT_PLACE_ARENA);
@@ -420,8 +311,7 @@ static void test_outputs_kept(void)
 	CU_ASSERT_EQUAL(ai.death, (int32_t)t->g.num_nodes);
 	CU_ASSERT_EQUAL(rt_plan_value_info(p, -1, &ai), -EINVAL);
 
-	arena = arena_new(p);
-	rt_plan_bind(p, arena, &in, out);
+	arena = arena_bound(p, &in, out);
 	fill(in.data, 4 * 64, 1);
 	CU_ASSERT_EQUAL(rt_plan_run(p, arena, err, sizeof(err)), 0);
 	for (int i = 0; i < 4 * 64; i++) {
@@ -434,9 +324,7 @@ static void test_outputs_kept(void)
 	CU_ASSERT_DOUBLE_EQUAL(((float *)out[0].data)[5], 12.0, 1e-3);
 	/* misaligned arenas are refused */
 	CU_ASSERT_EQUAL(rt_plan_run(p, (uint8_t *)arena + 8, err, sizeof(err)), -EINVAL);
-	free(arena);
-	rt_plan_free(p);
-	free(t);
+	plan_done(t, p, arena);
 }
 
 /* ---- binding, folding, known values ---------------------------------------------------------------- */
@@ -453,21 +341,16 @@ static void test_symbolic_batch(void)
 	void *arena;
 
 	tg_output(t, y);
-	p = rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err));
-	CU_ASSERT_PTR_NULL(p);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "graph input x"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "symbolic"));
+	plan_refused(t, RT_DEVICE_CPU, NULL, "graph input x", "symbolic");
 
 	for (int64_t batch = 1; batch <= 8; batch *= 2) {
-		p = rt_plan_create(&t->g, batch, RT_DEVICE_CPU, err, sizeof(err));
-		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		p = plan_ok(t, batch, NULL);
 		CU_ASSERT_EQUAL(rt_plan_value_info(p, y, &yi), 0);
 		CU_ASSERT_EQUAL(yi.tensor.rank, 2);
 		CU_ASSERT_EQUAL(yi.tensor.dims[0], batch);
 		CU_ASSERT_EQUAL(yi.tensor.dims[1], 3);
 		CU_ASSERT_EQUAL(yi.nbytes, (size_t)batch * 3 * sizeof(float));
-		arena = arena_new(p);
-		rt_plan_bind(p, arena, &in, &out);
+		arena = arena_bound(p, &in, &out);
 		CU_ASSERT_EQUAL(in.dims[0], batch);
 		CU_ASSERT_EQUAL(out.dims[0], batch);
 		fill(in.data, batch * 3, 0);
@@ -506,12 +389,9 @@ static void test_constant_folding(void)
 	t->values[x].tensor.dims[0] = 4;
 	tg_output(t, y);
 	tg_output(t, kc);
-	g_add_runs = 0;
-	p = rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err));
-	if (p == NULL)
-		printf("\n  %s\n", err);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-	CU_ASSERT_EQUAL(g_add_runs, 2); /* k and kc, now */
+	atomic_store(&tk_add_runs, 0);
+	p = plan_ok(t, 0, NULL);
+	CU_ASSERT_EQUAL(atomic_load(&tk_add_runs), 2); /* k and kc, now */
 	rt_plan_stats(p, &st);
 	CU_ASSERT_EQUAL(st.folded, 3);
 	CU_ASSERT_EQUAL(st.steps, 2);
@@ -528,17 +408,14 @@ static void test_constant_folding(void)
 	CU_ASSERT_EQUAL(st.constant_bytes, 4 * sizeof(float));
 	check_layout(p, &t->g);
 
-	arena = arena_new(p);
-	rt_plan_bind(p, arena, &in, out);
+	arena = arena_bound(p, &in, out);
 	CU_ASSERT_PTR_EQUAL(out[1].data, kci.tensor.data); /* a constant output is the plan's */
 	fill(in.data, 4, 1);
 	CU_ASSERT_EQUAL(rt_plan_run(p, arena, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_add_runs, 3); /* only y ran */
+	CU_ASSERT_EQUAL(atomic_load(&tk_add_runs), 3); /* only y ran */
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_DOUBLE_EQUAL(((float *)out[0].data)[i], (i + 1.0) * (i + 1.0) + 3.0 * (i + 1), 1e-5);
-	free(arena);
-	rt_plan_free(p);
-	free(t);
+	plan_done(t, p, arena);
 }
 
 /* Shape(x) depends on x's shape only: it folds for each batch size, x stays an arena input. */
@@ -549,17 +426,13 @@ static void test_shape_folds(void)
 	int32_t s = tg_node(t, "Shape", "shape", x, -2);
 	int32_t y = tg_node(t, "TestAdd", "y", x, x);
 	struct rt_plan_value_info si, xi;
-	char err[RT_ERR_MAX];
 	struct rt_plan *p;
 
 	t->nodes[0].domain = (char *)"";
 	tg_output(t, s);
 	tg_output(t, y);
 	g_shape_runs = 0;
-	p = rt_plan_create(&t->g, 6, RT_DEVICE_CPU, err, sizeof(err));
-	if (p == NULL)
-		printf("\n  %s\n", err);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p = plan_ok(t, 6, NULL);
 	CU_ASSERT_EQUAL(g_shape_runs, 1);
 	CU_ASSERT_EQUAL(rt_plan_num_steps(p), 1);
 	CU_ASSERT_EQUAL(rt_plan_value_info(p, s, &si), 0);
@@ -589,20 +462,14 @@ static void test_known_inputs(void)
 	void *arena;
 
 	tg_output(t, y);
-	p = rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err));
-	CU_ASSERT_PTR_NULL(p);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "node fill (TestFill)"));
+	plan_refused(t, RT_DEVICE_CPU, NULL, "node fill (TestFill)", NULL);
 
-	p = rt_plan_create_known(&t->g, 0, RT_DEVICE_CPU, &known, err, sizeof(err));
-	if (p == NULL)
-		printf("\n  %s\n", err);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p = plan_ok(t, 0, &known);
 	CU_ASSERT_EQUAL(rt_plan_num_steps(p), 2); /* known, not constant: both still run */
 	CU_ASSERT_EQUAL(rt_plan_value_info(p, c, &ci), 0);
 	CU_ASSERT_EQUAL(ci.placement, RT_PLACE_ARENA);
 	CU_ASSERT_PTR_NULL(ci.tensor.data);
-	arena = arena_new(p);
-	rt_plan_bind(p, arena, &in, &out);
+	arena = arena_bound(p, &in, &out);
 	CU_ASSERT_EQUAL(out.rank, 1);
 	CU_ASSERT_EQUAL(out.dims[0], 5);
 	*(int64_t *)in.data = 5;
@@ -614,9 +481,7 @@ static void test_known_inputs(void)
 
 	/* a value of another shape than declared is refused */
 	known.dims[1] = 2;
-	p = rt_plan_create_known(&t->g, 0, RT_DEVICE_CPU, &known, err, sizeof(err));
-	CU_ASSERT_PTR_NULL(p);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "graph input n"));
+	plan_refused(t, RT_DEVICE_CPU, &known, "graph input n", NULL);
 	free(t);
 }
 
@@ -630,22 +495,17 @@ static void test_plan_errors(void)
 	struct rt_plan *p;
 
 	tg_output(t, a);
-	CU_ASSERT_PTR_NULL(rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err)));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "node mystery (TestNope)"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not supported"));
+	plan_refused(t, RT_DEVICE_CPU, NULL, "node mystery (TestNope)", "not supported");
 
 	/* no GPU kernels here */
 	t->nodes[0].op_type = (char *)"TestAdd";
 	t->nodes[0].num_inputs = 2;
 	t->nodes[0].inputs[1] = x;
-	CU_ASSERT_PTR_NULL(rt_plan_create(&t->g, 0, RT_DEVICE_GPU, err, sizeof(err)));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "node mystery"));
+	plan_refused(t, RT_DEVICE_GPU, NULL, "node mystery", NULL);
 
 	/* shape inference refuses: its error names the node */
 	t->nodes[0].inputs[1] = z;
-	CU_ASSERT_PTR_NULL(rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err)));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "node mystery (TestAdd)"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "another shape"));
+	plan_refused(t, RT_DEVICE_CPU, NULL, "node mystery (TestAdd)", "another shape");
 
 	/* a graph output declared other than inferred */
 	t->nodes[0].inputs[1] = x;
@@ -658,8 +518,7 @@ static void test_plan_errors(void)
 
 	/* an input read before anything computes it */
 	t->nodes[0].inputs[1] = a;
-	CU_ASSERT_PTR_NULL(rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err)));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not computed"));
+	plan_refused(t, RT_DEVICE_CPU, NULL, "not computed", NULL);
 	free(t);
 }
 
@@ -680,8 +539,7 @@ static void test_diamond(void)
 	void *arena;
 
 	tg_output(t, y);
-	p = rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p = plan_ok(t, 0, NULL);
 	CU_ASSERT(check_layout(p, &t->g) > 0);
 	/* the node table the multi-worker executor will walk */
 	CU_ASSERT_EQUAL_FATAL(rt_plan_num_steps(p), 3);
@@ -698,8 +556,7 @@ static void test_diamond(void)
 	CU_ASSERT_EQUAL(s2.num_consumers, 0);
 	CU_ASSERT_EQUAL(rt_plan_step_info(p, 3, &s2), -EINVAL);
 
-	arena = arena_new(p);
-	rt_plan_bind(p, arena, &in, &out);
+	arena = arena_bound(p, &in, &out);
 	fill(in.data, 8 * 16, -10);
 	CU_ASSERT_EQUAL(rt_plan_run(p, arena, err, sizeof(err)), 0);
 	for (int i = 0; i < 8 * 16; i++) {
@@ -707,30 +564,27 @@ static void test_diamond(void)
 
 		CU_ASSERT_DOUBLE_EQUAL(((float *)out.data)[i], 2 * v + v * v, 1e-3);
 	}
-	free(arena);
-	rt_plan_free(p);
-	free(t);
+	plan_done(t, p, arena);
 }
 
+/* x -> a = x + x -> boom (fails) -> y = boom + boom */
 static void test_failing_kernel(void)
 {
 	struct test_graph *t = tg_new();
 	int32_t x = tg_input(t, "x", BW_DTYPE_FLOAT, 2, 2);
-	int32_t a = tg_node(t, "TestAdd", "a", x, x);
-	int32_t f = tg_node(t, "TestFail", "boom", a, -2);
+	int32_t f = tg_node(t, "TestFail", "boom", tg_node(t, "TestAdd", "a", x, x), -2);
 	int32_t y = tg_node(t, "TestAdd", "y", f, f);
 	char err[RT_ERR_MAX];
 	struct rt_plan *p;
 	void *arena;
 
 	tg_output(t, y);
-	p = rt_plan_create(&t->g, 0, RT_DEVICE_CPU, err, sizeof(err));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p = plan_ok(t, 0, NULL);
 	arena = arena_new(p);
-	g_add_runs = 0;
+	atomic_store(&tk_add_runs, 0);
 	CU_ASSERT_EQUAL(rt_plan_run(p, arena, err, sizeof(err)), -EIO);
 	CU_ASSERT_STRING_EQUAL(err, "node boom (TestFail): deliberate failure");
-	CU_ASSERT_EQUAL(g_add_runs, 1); /* y, after it, never ran */
+	CU_ASSERT_EQUAL(atomic_load(&tk_add_runs), 1); /* y, after it, never ran */
 	free(arena);
 	rt_plan_free(p);
 
@@ -747,7 +601,7 @@ static void test_failing_kernel(void)
 
 static int suite_init(void)
 {
-	return rt_kernels_register(g_test_kernels, sizeof(g_test_kernels) / sizeof(g_test_kernels[0])) == 0 ? 0 : -1;
+	return tk_register(g_test_kernels, sizeof(g_test_kernels) / sizeof(g_test_kernels[0]));
 }
 
 static CU_TestInfo g_layout_tests[] = {
