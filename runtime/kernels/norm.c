@@ -113,6 +113,18 @@ RT_K_INFER(layernorm)
 	return 0;
 }
 
+/* Mean and population variance of n contiguous values, accumulated in double (Layer- and
+ * InstanceNormalization normalise rows the same way). */
+#define ROW_MEAN_VAR(xs, n, mean, var)                                                                       \
+	do {                                                                                                 \
+		for (int64_t i_ = 0; i_ < (n); i_++)                                                         \
+			(mean) += (xs)[i_];                                                                  \
+		(mean) /= (double)(n);                                                               \
+		for (int64_t i_ = 0; i_ < (n); i_++)                                                         \
+			(var) += ((double)(xs)[i_] - (mean)) * ((double)(xs)[i_] - (mean));                  \
+		(var) /= (double)(n);                                                                \
+	} while (0)
+
 #define LAYERNORM(T)                                                                                         \
 	do {                                                                                                 \
 		const T *px = x->data, *sc = inputs[1].data, *bi = has_b ? inputs[2].data : NULL;            \
@@ -121,12 +133,7 @@ RT_K_INFER(layernorm)
 			const T *xs = px + o * inner;                                                        \
 			T *ys = py + o * inner;                                                              \
 			double mean = 0, var = 0, inv;                                                       \
-			for (int64_t i = 0; i < inner; i++)                                                  \
-				mean += xs[i];                                                               \
-			mean /= (double)inner;                                                               \
-			for (int64_t i = 0; i < inner; i++)                                                  \
-				var += ((double)xs[i] - mean) * ((double)xs[i] - mean);                      \
-			var /= (double)inner;                                                                \
+			ROW_MEAN_VAR(xs, inner, mean, var);                                                 \
 			inv = 1.0 / sqrt(var + eps);                                                         \
 			for (int64_t i = 0; i < inner; i++) {                                                \
 				double v = ((double)xs[i] - mean) * inv * sc[n_sc == 1 ? 0 : i];             \
@@ -198,12 +205,7 @@ RT_K_INFER(instancenorm)
 			const T *xs = px + p * inner;                                                        \
 			T *ys = py + p * inner;                                                              \
 			double mean = 0, var = 0, a;                                                         \
-			for (int64_t i = 0; i < inner; i++)                                                  \
-				mean += xs[i];                                                               \
-			mean /= (double)inner;                                                               \
-			for (int64_t i = 0; i < inner; i++)                                                  \
-				var += ((double)xs[i] - mean) * ((double)xs[i] - mean);                      \
-			var /= (double)inner;                                                                \
+			ROW_MEAN_VAR(xs, inner, mean, var);                                                 \
 			a = sc[p % c] / sqrt(var + eps);                                                     \
 			for (int64_t i = 0; i < inner; i++)                                                  \
 				ys[i] = (T)(((double)xs[i] - mean) * a + bi[p % c]);                         \
