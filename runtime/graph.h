@@ -188,6 +188,30 @@ struct rt_graph *rt_graph_load_buffer(const void *buf, size_t len, const char *d
 
 void rt_graph_free(struct rt_graph *graph);
 
+/* ---- optimisation at load ---------------------------------------------------------------------- */
+
+#define RT_OPT_KINDS_MAX 16
+
+/* What rt_graph_optimize did, for bwrun's placement report and the daemon's load log. */
+struct rt_opt_report {
+	uint32_t nodes_before;
+	uint32_t nodes_after;
+	uint32_t num_kinds;
+	struct {
+		const char *what;   /* "Conv+BatchNormalization+Relu", "weights pre-packed", ... (static) */
+		uint32_t count;
+	} kinds[RT_OPT_KINDS_MAX];
+};
+
+/**
+ * Rewrites a loaded graph for the device before planning: exact fusions, the kernels' preferred
+ * weight layouts, weights pre-packed once. The graph computes the same function afterwards (up to
+ * float rounding of folded constants). report may be NULL.
+ * \return 0, or a negative errno with err naming the node at fault (the graph is then unusable).
+ */
+int rt_graph_optimize(struct rt_graph *graph, enum rt_device device, struct rt_opt_report *report, char *err,
+		      size_t err_cap);
+
 /** \return the index of the value with this name, or -1. */
 int32_t rt_graph_value_find(const struct rt_graph *graph, const char *name);
 
