@@ -195,4 +195,44 @@ int bwc_model_info_by_name(struct bwc *c, const char *name, struct bwc_model_inf
  *          description of the local failure; "" after a success */
 const char *bwc_last_error(const struct bwc *c);
 
+/* ==== NumPy .npy files (client/npy.c) ============================================================
+ * For bwcli, bwrun and tests: tensors in the files numpy.save writes and numpy.load reads. No
+ * sockets; usable without a connection. */
+
+/* A tensor read from a NumPy .npy file (format 1.0/2.0/3.0, C order, little-endian, dtypes <f4 <f8
+ * <i8 <i4 <i2 |i1 |u1 <u2 <u4 <u8 |b1 <f2). */
+struct bwc_npy {
+	uint8_t dtype;              /* enum bw_dtype (include/batchwire/wire.h) */
+	uint8_t rank;               /* 0..BW_MAX_RANK */
+	uint32_t dims[BW_MAX_RANK];
+	void *data;                 /* malloc'd: bwc_npy_free */
+	size_t nbytes;
+};
+
+/**
+ * Reads a whole .npy file. Refused: Fortran order (unless it is the same bytes as C order),
+ * big-endian, object, structured and other dtypes, rank above BW_MAX_RANK, dims above UINT32_MAX,
+ * truncated data or bytes after it.
+ * \param t    out; zeroed on failure
+ * \param err  out, one line starting with the path
+ * \return 0, or a negative errno with err saying what is wrong with the file (one line).
+ */
+int bwc_npy_read(const char *path, struct bwc_npy *t, char *err, size_t cap);
+
+/**
+ * Writes a C-order little-endian .npy file (format 1.0), byte for byte what numpy.save writes for
+ * the same array. A failed write removes the file.
+ * \param dims  rank entries (may be NULL for rank 0)
+ * \param data  product(dims) * bw_dtype_size(dtype) bytes
+ * \return 0, or a negative errno with err saying why (-EINVAL: bfloat16, which numpy lacks, or a
+ *         bad rank)
+ */
+int bwc_npy_write(const char *path, uint8_t dtype, uint8_t rank, const uint32_t *dims, const void *data,
+		  char *err, size_t cap);
+
+/** Frees t's data and zeroes it (t may be NULL). */
+void bwc_npy_free(struct bwc_npy *t);
+
+/* ==== end of NumPy .npy files ==================================================================== */
+
 #endif /* BATCHWIRE_BWCLIENT_H */
