@@ -68,8 +68,8 @@ static int parse_ipv4(const struct app_option *opt __rte_unused, const char *val
 	return 0;
 }
 
-/* "1,3-5": ids 0..APP_LCORE_ID_MAX, each once, at most DP_MAX_POLL_LCORES of them. */
-static int parse_lcores(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+/* "1,3-5": ids 0..APP_LCORE_ID_MAX, each once, at most max of them. \return the count, or -EINVAL. */
+static int lcore_list_parse(const char *value, unsigned int *ids, unsigned int max)
 {
 	bool seen[APP_LCORE_ID_MAX + 1] = {false};
 	unsigned int count = 0;
@@ -92,10 +92,10 @@ static int parse_lcores(const struct app_option *opt __rte_unused, const char *v
 		if (first > last || last > APP_LCORE_ID_MAX)
 			return -EINVAL;
 		for (unsigned long id = first; id <= last; id++) {
-			if (seen[id] || count == DP_MAX_POLL_LCORES)
+			if (seen[id] || count == max)
 				return -EINVAL;
 			seen[id] = true;
-			cfg->poll_lcores[count++] = (unsigned int)id;
+			ids[count++] = (unsigned int)id;
 		}
 		if (*end == ',' && end[1] != '\0')
 			end++;
@@ -103,9 +103,16 @@ static int parse_lcores(const struct app_option *opt __rte_unused, const char *v
 			return -EINVAL;
 		p = end;
 	}
-	if (count == 0)
-		return -EINVAL;
-	cfg->nb_poll_lcores = count;
+	return count == 0 ? -EINVAL : (int)count;
+}
+
+static int parse_lcores(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	int count = lcore_list_parse(value, cfg->poll_lcores, DP_MAX_POLL_LCORES);
+
+	if (count < 0)
+		return count;
+	cfg->nb_poll_lcores = (unsigned int)count;
 	return 0;
 }
 
@@ -140,7 +147,7 @@ static const struct app_option g_options[] = {
 };
 
 #define APP_NB_OPTIONS RTE_DIM(g_options)
-enum { OPT_CONFIG = 256, OPT_MODEL_OPT, OPT_HELP, OPT_VERSION };
+enum { OPT_CONFIG = 256, OPT_MODEL, OPT_MODEL_OPT, OPT_HELP, OPT_VERSION };
 
 void app_config_usage(FILE *out, const char *prgname)
 {
@@ -153,12 +160,16 @@ void app_config_usage(FILE *out, const char *prgname)
 		fprintf(out, "  --%-14s %s\n", g_options[i].flag, g_options[i].help);
 	fprintf(out,
 		"  --config FILE    INI file with the options above; the command line overrides it\n"
-		"  --model-opt M.K=V  batching option K of model M (e.g. echo.max_batch_size=8), repeatable;\n"
-		"                   also key K of section [model M] of --config (docs/batching.md)\n"
+		"  --model M=FILE   serve the ONNX model FILE as M (repeatable; [model M] path = FILE)\n"
+		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
+		"                   path, device (cpu), workers (worker lcores, default the main lcore),\n"
+		"                   slots, and the batching options of docs/batching.md (max_batch_size...)\n"
+		"  The built-in model 'echo' replies with its inputs; [model echo] sets its batching.\n"
 		"  --help           this text\n"
 		"  --version        print the version\n\n"
 		"Example (af_packet on a veth end, polling on lcore 1):\n"
-		"  %s -l 0-1 --no-huge -m 1024 --file-prefix bw --vdev net_af_packet0,iface=veth0 -- --ip 10.0.0.1\n"
+		"  %s -l 0-1 --no-huge -m 1024 --file-prefix bw --vdev net_af_packet0,iface=veth0 -- --ip 10.0.0.1 \\\n"
+		"      --model mlp=models/mlp.onnx --model-opt mlp.allowed_batch_sizes=1,2,4,8\n"
 		"Telemetry: dpdk-telemetry.py -f PREFIX, then /batchwire/stats and /batchwire/lcores.\n"
 		"Exit status: 0 after a clean stop (SIGINT/SIGTERM), 1 on a bad parameter or a start-up failure.\n",
 		prgname);
@@ -292,32 +303,148 @@ static int dataplane_section_apply(const struct rte_cfgfile_entry *entries, int 
 	return 0;
 }
 
-static struct app_model_config *model_find(struct app_config *cfg, const char *name, size_t len, FILE *err,
-					   const char *where)
+/* A model's name goes on the wire and into telemetry command parameters: keep it plain. */
+static bool model_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len >= APP_MODEL_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '-' && name[i] != '.')
+			return false;
+	}
+	return true;
+}
+
+/* The model with this name, created (batching defaults) when it is new. */
+static struct app_model_config *model_get(struct app_config *cfg, const char *name, size_t len, FILE *err,
+					  const char *where)
 {
 	struct app_model_config *model = app_config_model(cfg, name, len);
 
-	if (model == NULL)
-		fprintf(err, "batchwire: invalid model '%.*s' %s: expected one of the models this server has "
-			"(echo)\n", (int)len, name, where);
+	if (model != NULL)
+		return model;
+	if (!model_name_ok(name, len)) {
+		fprintf(err, "batchwire: invalid model name '%.*s' %s: expected 1..%d letters, digits, '_', '-' "
+			"or '.'\n", (int)len, name, where, APP_MODEL_NAME_MAX - 1);
+		return NULL;
+	}
+	if (cfg->nb_models == APP_MODELS_MAX) {
+		fprintf(err, "batchwire: invalid model '%.*s' %s: expected at most %d models\n", (int)len, name, where,
+			APP_MODELS_MAX);
+		return NULL;
+	}
+	model = &cfg->models[cfg->nb_models++];
+	memset(model, 0, sizeof(*model));
+	snprintf(model->name, sizeof(model->name), "%.*s", (int)len, name);
+	bat_options_defaults(&model->batching);
 	return model;
+}
+
+/*
+ * Sets one key of a model: its own (path, device, workers, slots) or a batching option. A relative
+ * path in a file is taken relative to the file's directory (base), on the command line to the
+ * working directory (base NULL). \return 0, or -EINVAL with one line in msg.
+ */
+static int model_key_set(struct app_model_config *model, const char *key, const char *value, const char *base,
+			 char *msg, size_t cap)
+{
+	if (strcmp(key, "path") == 0) {
+		int len;
+
+		if (strcmp(model->name, "echo") == 0) {
+			snprintf(msg, cap, "invalid path '%s': 'echo' is the built-in model; expected another name",
+				 value);
+			return -EINVAL;
+		}
+		if (value[0] == '\0') {
+			snprintf(msg, cap, "invalid path '': expected an .onnx file");
+			return -EINVAL;
+		}
+		if (value[0] != '/' && base != NULL) {
+			const char *slash = strrchr(base, '/');
+			len = snprintf(model->path, sizeof(model->path), "%.*s%s", slash != NULL ? (int)(slash - base + 1) : 0,
+				       base, value);
+		} else {
+			len = snprintf(model->path, sizeof(model->path), "%s", value);
+		}
+		if (len >= (int)sizeof(model->path)) {
+			snprintf(msg, cap, "invalid path: longer than %d bytes", APP_PATH_MAX - 1);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "device") == 0) {
+		if (strcmp(value, "cpu") == 0)
+			model->device = APP_DEVICE_CPU;
+		else if (strcmp(value, "gpu") == 0)
+			model->device = APP_DEVICE_GPU;
+		else {
+			snprintf(msg, cap, "invalid device '%s': expected cpu or gpu", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "workers") == 0) {
+		int count = lcore_list_parse(value, model->workers, APP_MODEL_WORKERS_MAX);
+
+		if (count < 0) {
+			snprintf(msg, cap, "invalid workers '%s': expected 1..%d distinct lcore ids below %d such as 2,4-5",
+				 value, APP_MODEL_WORKERS_MAX, RTE_MAX_LCORE);
+			return -EINVAL;
+		}
+		model->nb_workers = (unsigned int)count;
+		return 0;
+	}
+	if (strcmp(key, "slots") == 0) {
+		char *end;
+		unsigned long v = isdigit((unsigned char)value[0]) ? strtoul(value, &end, 10) : 0;
+
+		if (!isdigit((unsigned char)value[0]) || *end != '\0' || v == 0 || v > APP_MODEL_SLOTS_MAX) {
+			snprintf(msg, cap, "invalid slots '%s': expected an integer in 1..%d", value, APP_MODEL_SLOTS_MAX);
+			return -EINVAL;
+		}
+		model->slots = (unsigned int)v;
+		return 0;
+	}
+	return bat_option_set(&model->batching, key, value, msg, cap);
 }
 
 static int model_section_apply(const char *name, const struct rte_cfgfile_entry *entries, int nb_entries,
 			       struct app_config *cfg, const char *path, FILE *err)
 {
-	char where[4200], msg[256];
+	char where[4200], msg[APP_PATH_MAX + 256];
 	struct app_model_config *model;
 
 	snprintf(where, sizeof(where), "in [model %s] of %s", name, path);
-	model = model_find(cfg, name, strlen(name), err, where);
+	model = model_get(cfg, name, strlen(name), err, where);
 	if (model == NULL)
 		return -EINVAL;
 	for (int e = 0; e < nb_entries; e++) {
-		if (bat_option_set(&model->batching, entries[e].name, entries[e].value, msg, sizeof(msg)) != 0) {
+		if (model_key_set(model, entries[e].name, entries[e].value, path, msg, sizeof(msg)) != 0) {
 			fprintf(err, "batchwire: %s %s\n", msg, where);
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+/* --model NAME=PATH */
+static int model_path_apply(const char *arg, struct app_config *cfg, FILE *err)
+{
+	const char *eq = strchr(arg, '=');
+	struct app_model_config *model;
+	char msg[APP_PATH_MAX + 256];
+
+	if (eq == NULL || eq == arg || eq[1] == '\0') {
+		fprintf(err, "batchwire: invalid --model '%s': expected NAME=FILE.onnx, e.g. mlp=models/mlp.onnx\n", arg);
+		return -EINVAL;
+	}
+	model = model_get(cfg, arg, (size_t)(eq - arg), err, "in --model");
+	if (model == NULL)
+		return -EINVAL;
+	if (model_key_set(model, "path", eq + 1, NULL, msg, sizeof(msg)) != 0) {
+		fprintf(err, "batchwire: invalid --model '%s': %s\n", arg, msg);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -327,7 +454,7 @@ static int model_opt_apply(const char *arg, struct app_config *cfg, FILE *err)
 {
 	const char *dot = strchr(arg, '.'), *eq = strchr(arg, '=');
 	struct app_model_config *model;
-	char key[64], msg[256];
+	char key[64], msg[APP_PATH_MAX + 256];
 
 	if (dot == NULL || eq == NULL || eq < dot || dot == arg || eq == dot + 1 ||
 	    (size_t)(eq - dot - 1) >= sizeof(key)) {
@@ -335,11 +462,11 @@ static int model_opt_apply(const char *arg, struct app_config *cfg, FILE *err)
 			"echo.max_batch_size=8\n", arg);
 		return -EINVAL;
 	}
-	model = model_find(cfg, arg, (size_t)(dot - arg), err, "in --model-opt");
+	model = model_get(cfg, arg, (size_t)(dot - arg), err, "in --model-opt");
 	if (model == NULL)
 		return -EINVAL;
 	snprintf(key, sizeof(key), "%.*s", (int)(eq - dot - 1), dot + 1);
-	if (bat_option_set(&model->batching, key, eq + 1, msg, sizeof(msg)) != 0) {
+	if (model_key_set(model, key, eq + 1, NULL, msg, sizeof(msg)) != 0) {
 		fprintf(err, "batchwire: invalid --model-opt '%s': %s\n", arg, msg);
 		return -EINVAL;
 	}
@@ -397,6 +524,7 @@ static void long_options_build(struct option *longopts)
 	for (i = 0; i < APP_NB_OPTIONS; i++)
 		longopts[i] = (struct option){g_options[i].flag, required_argument, NULL, (int)i};
 	longopts[i++] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	longopts[i++] = (struct option){"model", required_argument, NULL, OPT_MODEL};
 	longopts[i++] = (struct option){"model-opt", required_argument, NULL, OPT_MODEL_OPT};
 	longopts[i++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	longopts[i++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
@@ -405,7 +533,7 @@ static void long_options_build(struct option *longopts)
 
 int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, FILE *err)
 {
-	struct option longopts[APP_NB_OPTIONS + 5];
+	struct option longopts[APP_NB_OPTIONS + 6];
 	const char *prgname = argc > 0 ? argv[0] : "batchwire";
 	int opt;
 
@@ -458,13 +586,27 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		if (opt >= 0 && (unsigned int)opt < APP_NB_OPTIONS &&
 		    option_apply(&g_options[opt], optarg, cfg, err, NULL) != 0)
 			return -EINVAL;
+		if (opt == OPT_MODEL && model_path_apply(optarg, cfg, err) != 0)
+			return -EINVAL;
 		if (opt == OPT_MODEL_OPT && model_opt_apply(optarg, cfg, err) != 0)
 			return -EINVAL;
 	}
 	for (unsigned int i = 0; i < cfg->nb_models; i++) {
+		struct app_model_config *m = &cfg->models[i];
 		char msg[256];
-		if (bat_options_finalize(&cfg->models[i].batching, msg, sizeof(msg)) != 0) {
-			fprintf(err, "batchwire: batching of model '%s': %s\n", cfg->models[i].name, msg);
+
+		if (strcmp(m->name, "echo") != 0 && app_model_is_echo(m)) {
+			fprintf(err, "batchwire: model '%s' has no path: expected path = FILE.onnx in [model %s] or "
+				"--model %s=FILE.onnx\n", m->name, m->name, m->name);
+			return -EINVAL;
+		}
+		if (app_model_is_echo(m) && (m->nb_workers != 0 || m->device != APP_DEVICE_CPU || m->slots != 0)) {
+			fprintf(err, "batchwire: model 'echo' is built in and runs on its polling lcores: expected no "
+				"device, workers or slots for it\n");
+			return -EINVAL;
+		}
+		if (bat_options_finalize(&m->batching, msg, sizeof(msg)) != 0) {
+			fprintf(err, "batchwire: batching of model '%s': %s\n", m->name, msg);
 			return -EINVAL;
 		}
 	}

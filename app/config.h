@@ -16,12 +16,28 @@
 #include "dataplane.h"
 
 #define APP_LCORE_ID_MAX (RTE_MAX_LCORE - 1)
-#define APP_MODELS_MAX 1 /* the built-in echo model; ONNX models come with issue 5 */
+#define APP_MODELS_MAX 16         /* the built-in echo model and up to 15 ONNX models */
 #define APP_MODEL_NAME_MAX 64
+#define APP_MODEL_WORKERS_MAX 16  /* worker lcores of one model */
+#define APP_MODEL_SLOTS_MAX 64    /* batches of one size one model can hold in flight */
+#define APP_PATH_MAX 4096
 
-/* One model's configuration: [model NAME] in the file, --model-opt NAME.KEY=VALUE on the line. */
+enum app_device {
+	APP_DEVICE_CPU,
+	APP_DEVICE_GPU,
+};
+
+/*
+ * One model's configuration: [model NAME] in the file, --model NAME=PATH and --model-opt
+ * NAME.KEY=VALUE on the line. The built-in echo model has no path and runs on its polling lcores.
+ */
 struct app_model_config {
 	char name[APP_MODEL_NAME_MAX];
+	char path[APP_PATH_MAX];      /* the .onnx file; "" for echo */
+	enum app_device device;
+	unsigned int nb_workers;      /* 0: the main lcore (set once EAL has started) */
+	unsigned int workers[APP_MODEL_WORKERS_MAX];
+	unsigned int slots;           /* batches of one size in flight at once; 0: derived */
 	struct bat_options batching;
 };
 
@@ -35,6 +51,12 @@ struct app_config {
 	struct app_model_config models[APP_MODELS_MAX];
 	char config_path[4096];
 };
+
+/** \return true for the built-in echo model's configuration. */
+static inline bool app_model_is_echo(const struct app_model_config *m)
+{
+	return m->path[0] == '\0';
+}
 
 /** \return the configuration of the model with this name, or NULL. */
 struct app_model_config *app_config_model(struct app_config *cfg, const char *name, size_t name_len);

@@ -5,6 +5,7 @@
  * lcore until SIGINT or SIGTERM. Only main() exits the process.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,18 @@
 #define APP_MAIN_WAIT_US 100000 /* how often a non-polling main lcore looks for a stop request */
 #define APP_DRAIN_MAX_US 2000000 /* longest a stopping lcore waits for its batches to be answered */
 
+/*
+ * Stopping takes two steps: SIGINT/SIGTERM sets g_force_quit, and polling lcores stop taking requests
+ * and drain; the last of them to finish sets g_workers_quit, and worker lcores, which the draining
+ * batches needed until then, stop too.
+ */
 static volatile bool g_force_quit;
+static volatile bool g_workers_quit;
+static uint32_t g_polls_running;        /* polling lcores not yet drained */
 static struct dp_lcore g_lcores[RTE_MAX_LCORE];
 static struct dp_lcore *g_poll_lcores[DP_MAX_POLL_LCORES];
 static unsigned int g_nb_poll_lcores;
+static bool g_is_poll_lcore[RTE_MAX_LCORE];
 
 static void signal_handler(int signum)
 {
@@ -49,13 +58,37 @@ static int poll_lcore_main(void *arg)
 		PLAT_LOG(WARNING, app, "lcore %u: cannot pin and name the thread: %s", lc->lcore_id, strerror(-ret));
 
 	struct plat_poller pollers[PLAT_POLLERS_MAX];
-	unsigned int nb_pollers = app_service_pollers(lc->lcore_id, pollers);
+	unsigned int nb_pollers = app_service_pollers(lc->lcore_id, true, true, pollers);
 
 	plat_poll_loop(pollers, nb_pollers, &g_force_quit, &lc->poll);
 	/* Stopping: take no new requests, but answer every request already taken before the port stops. */
 	if (!app_service_lcore_drain(lc->lcore_id, APP_DRAIN_MAX_US))
 		PLAT_LOG(WARNING, app, "lcore %u: batches still in flight after %u ms; their requests go unanswered",
 			 lc->lcore_id, APP_DRAIN_MAX_US / 1000);
+	if (__atomic_sub_fetch(&g_polls_running, 1, __ATOMIC_ACQ_REL) == 0)
+		g_workers_quit = true;
+	/* Also a worker: other polling lcores may still be draining batches that need its steps. */
+	nb_pollers = app_service_pollers(lc->lcore_id, false, true, pollers);
+	if (nb_pollers > 0)
+		plat_poll_loop(pollers, nb_pollers, &g_workers_quit, &lc->poll);
+	return 0;
+}
+
+/* A worker lcore that does not poll the port: runs its models' steps until every polling lcore drained. */
+static int worker_lcore_main(void *arg)
+{
+	unsigned int lcore = (unsigned int)(uintptr_t)arg;
+	struct plat_poller pollers[PLAT_POLLERS_MAX];
+	unsigned int nb_pollers = app_service_pollers(lcore, false, true, pollers);
+	struct plat_poll_stats stats = {0};
+	char name[16];
+	int ret;
+
+	snprintf(name, sizeof(name), "bw-work-%u", lcore);
+	ret = plat_thread_pin_and_name(rte_lcore_to_cpu_id((int)lcore), name);
+	if (ret != 0)
+		PLAT_LOG(WARNING, app, "lcore %u: cannot pin and name the thread: %s", lcore, strerror(-ret));
+	plat_poll_loop(pollers, nb_pollers, &g_workers_quit, &stats);
 	return 0;
 }
 
@@ -186,6 +219,7 @@ int main(int argc, char **argv)
 	struct rte_mempool *pools[DP_MAX_POLL_LCORES];
 	int queue_sockets[DP_MAX_POLL_LCORES];
 	int eal_argc, app_argc, ret;
+	unsigned int lcore;
 	char **app_argv;
 	bool main_polls = false;
 
@@ -213,12 +247,14 @@ int main(int argc, char **argv)
 	}
 	topology_report(&cfg);
 
+	/* Models first: a model that does not load stops start-up before any port is touched. */
+	if (app_service_init(&service, &cfg, stderr) != 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
 	ret = pools_create(&cfg, pools, queue_sockets);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
-	ret = app_service_init(&service, &cfg);
-	if (ret != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: cannot register the built-in models: %s\n", strerror(-ret));
 	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pools, queue_sockets);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
@@ -233,8 +269,12 @@ int main(int argc, char **argv)
 		if (ret != 0)
 			rte_exit(EXIT_FAILURE, "batchwire: lcore %u setup failed: %s\n", lcore, rte_strerror(-ret));
 		g_poll_lcores[g_nb_poll_lcores++] = lc;
+		g_is_poll_lcore[lcore] = true;
 	}
+	g_polls_running = g_nb_poll_lcores;
 	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores, app_service_telemetry);
+	if (ret == 0)
+		ret = app_service_telemetry_register();
 	if (ret != 0)
 		PLAT_LOG(WARNING, app, "telemetry commands not registered: %s", rte_strerror(-ret));
 
@@ -256,8 +296,17 @@ int main(int argc, char **argv)
 		if (ret != 0)
 			rte_exit(EXIT_FAILURE, "batchwire: cannot launch lcore %u: %s\n", lc->lcore_id, strerror(-ret));
 	}
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		if (g_is_poll_lcore[lcore] || !app_service_is_worker(lcore))
+			continue;
+		ret = rte_eal_remote_launch(worker_lcore_main, (void *)(uintptr_t)lcore, lcore);
+		if (ret != 0)
+			rte_exit(EXIT_FAILURE, "batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
+	}
 	if (main_polls)
 		poll_lcore_main(&g_lcores[rte_get_main_lcore()]);
+	else if (app_service_is_worker(rte_get_main_lcore()))
+		worker_lcore_main((void *)(uintptr_t)rte_get_main_lcore());
 	else
 		while (!g_force_quit)
 			usleep(APP_MAIN_WAIT_US);
@@ -269,6 +318,7 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < g_nb_poll_lcores; i++)
 		dp_lcore_fini(g_poll_lcores[i]);
 	pools_free(pools, cfg.nb_poll_lcores);
+	app_service_fini(&service);
 	rte_eal_cleanup();
 	return 0;
 }

@@ -1,24 +1,88 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+#include <rte_telemetry.h>
 
+#include "exec/executor.h"
+#include "exec/plan.h"
+#include "graph.h"
 #include "service.h"
+
+#define APP_SUBMIT_BURST 8      /* batches an owner worker takes from its submit ring per turn */
+#define APP_COMPLETION_BURST 32 /* completions a poller hands on per turn */
+#define APP_FAIL_LOG_EVERY 1024 /* after the first 10, one failed batch in this many is logged */
+
+/* A finished batch on its way from a model's owner worker back to the lcore that submitted it. */
+struct app_completion {
+	struct bw_batch *batch;
+	uint32_t status;
+	uint32_t valid_outputs;
+};
+
+/* Counters of a model's executor side: written by its owner worker only, read by telemetry. */
+struct app_exec_stats {
+	uint64_t batches_started;
+	uint64_t batches_done;
+	uint64_t batches_failed;
+	uint64_t queue_wait_us;  /* sum over batches: dispatched by the batcher -> started by the owner */
+	uint64_t compute_us;     /* sum over batches: started -> completion seen by the owner */
+	uint64_t busy_waits;     /* every slot of a batch's size was in flight: it waited its turn */
+};
+
+/* One worker lcore's part of a model: which worker index it is. */
+struct app_worker {
+	struct app_model *model;
+	unsigned int index;
+};
+
+/* One model as served. Read-only after init except where marked. */
+struct app_model {
+	struct rt_model spec;           /* registered; MODEL_INFO describes it */
+	struct app_model_config cfg;
+	struct bat_limiter *limiter;    /* in-flight limit shared by every polling lcore */
+	/* ONNX */
+	struct rt_executor *executor;
+	struct rte_ring *submit_ring;   /* MP: polling lcores; SC: the owner worker */
+	unsigned int ring_size;         /* of the submit and the completion rings: > every batch in flight */
+	struct app_worker workers[APP_MODEL_WORKERS_MAX];
+	char poller_name[APP_MODEL_NAME_MAX + 8];
+	/* the owner worker's */
+	struct bw_batch *stash __rte_cache_aligned; /* refused for want of a slot: started first next turn */
+	struct app_exec_stats stats;
+} __rte_cache_aligned;
+
+/* One model on one polling lcore. */
+struct app_channel {
+	struct app_lcore *lcore;
+	struct app_model *model;
+	struct bat_queue *queue;
+	struct rte_ring *completions;   /* ONNX: SP from the owner worker, SC by this lcore */
+};
 
 /* One polling lcore's part of the service: written only by that lcore (telemetry reads stats). */
 struct app_lcore {
 	struct dp_lcore *dp;
-	struct bat_queue *echo_queue;
+	unsigned int nb_channels;
+	struct app_channel channels[APP_MODELS_MAX]; /* index: the model's id */
 	/* batches the echo executor has finished, waiting for the completion poller: SP/SC on one lcore */
-	struct bw_batch *completions[APP_ECHO_COMPLETIONS];
-	uint32_t completions_head;
-	uint32_t completions_count;
+	struct bw_batch *echo_done[APP_ECHO_COMPLETIONS];
+	uint32_t echo_done_head;
+	uint32_t echo_done_count;
 } __rte_cache_aligned;
 
 static struct app_lcore g_lcores[RTE_MAX_LCORE];
 static struct app_service *g_service;
+
+/* ---- the dataplane's view ----------------------------------------------------------------------- */
 
 static const void *service_lookup(void *ctx, uint32_t id, const char *name, uint32_t name_len)
 {
@@ -39,8 +103,8 @@ static int service_describe(const void *model, uint8_t *buf, uint32_t cap)
 	return rt_model_describe(model, buf, cap);
 }
 
-/* A batched model reads the first dimension of every tensor as the request's rows. */
-static uint32_t request_rows(const struct dp_request *req, char *msg, size_t cap)
+/* Echo: any tensors, the first dimension of every one is the request's rows. */
+static uint32_t echo_request_rows(const struct dp_request *req, char *msg, size_t cap)
 {
 	uint32_t rows;
 
@@ -61,26 +125,144 @@ static uint32_t request_rows(const struct dp_request *req, char *msg, size_t cap
 	return rows;
 }
 
-static enum bw_status echo_submit(struct app_lcore *al, struct dp_request *req, char *msg, size_t cap)
+static void shape_format(char *buf, size_t cap, const uint32_t *dims, uint8_t rank, bool batch_as_n)
 {
-	struct bat_queue *q = al->echo_queue;
+	size_t off = (size_t)snprintf(buf, cap, "[");
+
+	for (uint8_t d = 0; d < rank && off < cap; d++) {
+		if (d == 0 && batch_as_n)
+			off += (size_t)snprintf(buf + off, cap - off, "N");
+		else
+			off += (size_t)snprintf(buf + off, cap - off, "%s%u", d > 0 ? "," : "", dims[d]);
+		if (d == 0 && batch_as_n && rank > 1 && off < cap)
+			off += (size_t)snprintf(buf + off, cap - off, ",");
+	}
+	if (off < cap)
+		snprintf(buf + off, cap - off, "]");
+}
+
+/*
+ * ONNX: matches the request's tensors to the model's inputs (by index, or by name when the index is
+ * BW_TENSOR_BY_NAME) and checks dtype and shape. \return the rows, or 0 with msg saying why.
+ */
+static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_request *req,
+				  const struct bw_tensor_view **by_input, char *msg, size_t cap)
+{
+	uint32_t rows = 0;
+
+	if (req->num_tensors != model->num_inputs) {
+		snprintf(msg, cap, "model '%s' takes %u input tensors, got %u", model->name, model->num_inputs,
+			 req->num_tensors);
+		return 0;
+	}
+	memset(by_input, 0, model->num_inputs * sizeof(by_input[0]));
+	for (uint16_t t = 0; t < req->num_tensors; t++) {
+		const struct bw_tensor_view *v = &req->tensors[t];
+		const struct bw_tensor_desc *d = v->desc;
+		uint16_t i = d->index;
+
+		if (i == BW_TENSOR_BY_NAME) {
+			for (i = 0; i < model->num_inputs; i++) {
+				if (strlen(model->inputs[i].name) == d->name_len &&
+				    memcmp(model->inputs[i].name, v->name, d->name_len) == 0)
+					break;
+			}
+			if (i == model->num_inputs) {
+				snprintf(msg, cap, "tensor %u: model '%s' has no input named '%.*s'", t, model->name,
+					 (int)RTE_MIN(d->name_len, 64), v->name);
+				return 0;
+			}
+		} else if (i >= model->num_inputs) {
+			snprintf(msg, cap, "tensor %u: input index %u out of range: model '%s' has %u inputs", t, i,
+				 model->name, model->num_inputs);
+			return 0;
+		}
+		const struct rt_tensor_spec *spec = &model->inputs[i];
+		if (by_input[i] != NULL) {
+			snprintf(msg, cap, "input '%s' given twice", spec->name);
+			return 0;
+		}
+		by_input[i] = v;
+		if (d->dtype != spec->dtype) {
+			snprintf(msg, cap, "input '%s': dtype %s, expected %s", spec->name, rt_dtype_name(d->dtype),
+				 rt_dtype_name(spec->dtype));
+			return 0;
+		}
+		bool shape_ok = d->rank == spec->rank && d->dims[0] != 0 && (rows == 0 || d->dims[0] == rows);
+		for (uint8_t k = 1; shape_ok && k < d->rank; k++)
+			shape_ok = d->dims[k] == spec->dims[k];
+		if (!shape_ok) {
+			char got[96], want[96];
+			uint32_t dims[BW_MAX_RANK];
+
+			memcpy(dims, d->dims, sizeof(dims)); /* the descriptor is packed: no pointer into it */
+			shape_format(got, sizeof(got), dims, d->rank, false);
+			shape_format(want, sizeof(want), spec->dims, spec->rank, true);
+			snprintf(msg, cap, "input '%s': shape %s, expected %s with N > 0 rows, the same N in every input",
+				 spec->name, got, want);
+			return 0;
+		}
+		rows = d->dims[0];
+	}
+	return rows;
+}
+
+/* Bytes of the reply's descriptors (with names) for a model's outputs. */
+static uint32_t reply_desc_bytes(const struct rt_model *model)
+{
+	uint32_t bytes = 0;
+
+	for (uint16_t o = 0; o < model->num_outputs; o++)
+		bytes += (uint32_t)sizeof(struct bw_tensor_desc) + bw_pad8((uint32_t)strlen(model->outputs[o].name));
+	return bytes;
+}
+
+static uint32_t output_bytes(const struct rt_model *model, uint32_t rows)
+{
+	uint32_t bytes = 0;
+
+	for (uint16_t o = 0; o < model->num_outputs; o++)
+		bytes += rows * model->output_row_bytes[o];
+	return bytes;
+}
+
+/* Fills what every batched job has and queues it; the caller filled rows and segments. */
+static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struct dp_request *req, char *msg,
+				 size_t cap)
+{
 	const struct bat_options *opts = bat_queue_options(q);
-	uint32_t rows = request_rows(req, msg, cap);
-	struct bat_job *job;
 	enum bw_status status;
+
+	job->priority = req->hdr->priority;
+	job->arrival_tsc = req->arrival_tsc;
+	job->deadline_tsc = req->hdr->deadline_us != BW_DEADLINE_NONE
+				    ? req->arrival_tsc + plat_us_to_tsc(req->hdr->deadline_us) : 0;
+	job->owner[0] = req->mbuf;
+	job->owner[1] = req->hdr;
+	status = bat_submit(q, job, req->arrival_tsc);
+	if (status == BW_STATUS_UNAVAILABLE)
+		snprintf(msg, cap, "the batch scheduling queue is full (max_enqueued_batches %u, max_queue_size %u)",
+			 opts->max_enqueued_batches, opts->max_queue_size);
+	else if (status != BW_STATUS_OK)
+		snprintf(msg, cap, "batch of %u rows refused: max_batch_size is %u", job->rows, opts->max_batch_size);
+	else
+		req->held = true;
+	return status;
+}
+
+static enum bw_status echo_submit(struct app_channel *ch, struct dp_request *req, char *msg, size_t cap)
+{
+	uint32_t rows = echo_request_rows(req, msg, cap);
+	struct bat_job *job;
 
 	if (rows == 0)
 		return BW_STATUS_INVALID_ARGUMENT;
-	job = bat_job_alloc(q);
+	job = bat_job_alloc(ch->queue);
 	if (job == NULL) {
 		snprintf(msg, cap, "no free request slot in this core's batcher");
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	}
 	job->rows = rows;
-	job->priority = req->hdr->priority;
-	job->arrival_tsc = req->arrival_tsc;
-	job->deadline_tsc = req->hdr->deadline_us != BW_DEADLINE_NONE
-				    ? req->arrival_tsc + plat_us_to_tsc(req->hdr->deadline_us) : 0;
 	job->num_inputs = req->num_tensors;
 	job->num_outputs = req->num_tensors;
 	for (uint16_t i = 0; i < req->num_tensors; i++) {
@@ -89,49 +271,140 @@ static enum bw_status echo_submit(struct app_lcore *al, struct dp_request *req, 
 		job->inputs[i] = seg;
 		job->outputs[i] = seg;
 	}
-	job->owner[0] = req->mbuf;
-	job->owner[1] = req->hdr;
-	status = bat_submit(q, job, req->arrival_tsc);
-	if (status == BW_STATUS_UNAVAILABLE)
-		snprintf(msg, cap, "the batch scheduling queue is full (max_enqueued_batches %u, max_queue_size %u)",
-			 opts->max_enqueued_batches, opts->max_queue_size);
-	else if (status != BW_STATUS_OK)
-		snprintf(msg, cap, "batch of %u rows refused: max_batch_size is %u", rows, opts->max_batch_size);
-	else
-		req->held = true;
-	return status;
+	return job_submit(ch->queue, job, req, msg, cap);
+}
+
+/*
+ * The outputs are staged in the request's own mbuf past everything the request holds (its body, and
+ * the room the reply's descriptors will take), so that no output row lands on an input row a later
+ * piece of a split request still has to gather. The reply is then descriptors + the staged bytes,
+ * moved down once (onnx_job_done).
+ */
+static enum bw_status onnx_submit(struct app_channel *ch, struct dp_request *req, uint32_t body_cap, char *msg,
+				  size_t cap)
+{
+	const struct rt_model *model = &ch->model->spec;
+	const struct bw_tensor_view *by_input[RT_MODEL_TENSORS_MAX];
+	uint32_t rows = onnx_request_bind(model, req, by_input, msg, cap);
+	uint32_t desc_bytes = reply_desc_bytes(model), stage, out_bytes;
+	struct bat_job *job;
+	uint8_t *out;
+
+	if (rows == 0)
+		return BW_STATUS_INVALID_ARGUMENT;
+	stage = bw_pad8(RTE_MAX(req->hdr->body_len, desc_bytes));
+	out_bytes = output_bytes(model, rows);
+	if ((uint64_t)stage + out_bytes > body_cap) {
+		uint32_t per_row = output_bytes(model, 1);
+		uint32_t room = body_cap > stage ? body_cap - stage : 0;
+		snprintf(msg, cap, "the reply to %u rows (%u bytes of outputs) does not fit one datagram at this "
+			 "MTU: send at most %u rows per request (multi-packet requests come later)", rows, out_bytes,
+			 per_row != 0 ? room / per_row : 0);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	job = bat_job_alloc(ch->queue);
+	if (job == NULL) {
+		snprintf(msg, cap, "no free request slot in this core's batcher");
+		return BW_STATUS_RESOURCE_EXHAUSTED;
+	}
+	job->rows = rows;
+	job->num_inputs = model->num_inputs;
+	job->num_outputs = model->num_outputs;
+	for (uint16_t i = 0; i < model->num_inputs; i++)
+		job->inputs[i] = (struct bw_segment){(uint8_t *)by_input[i]->data, by_input[i]->desc->data_len};
+	out = req->body + stage;
+	for (uint16_t o = 0; o < model->num_outputs; o++) {
+		uint32_t len = rows * model->output_row_bytes[o];
+		job->outputs[o] = (struct bw_segment){out, len};
+		out += len;
+	}
+	return job_submit(ch->queue, job, req, msg, cap);
 }
 
 static enum bw_status service_infer(void *ctx __rte_unused, const void *handle, struct dp_request *req,
-				    uint32_t body_cap __rte_unused, uint32_t *reply_len, uint16_t *reply_tensors,
-				    char *msg, size_t msg_cap)
+				    uint32_t body_cap, uint32_t *reply_len, uint16_t *reply_tensors, char *msg,
+				    size_t msg_cap)
 {
 	const struct rt_model *model = handle;
+	struct app_channel *ch = &g_lcores[rte_lcore_id()].channels[model->id];
 
 	switch (model->kind) {
 	case RT_MODEL_ECHO:
 		*reply_len = req->hdr->body_len;
 		*reply_tensors = req->num_tensors;
-		return echo_submit(&g_lcores[rte_lcore_id()], req, msg, msg_cap);
+		return echo_submit(ch, req, msg, msg_cap);
+	case RT_MODEL_ONNX:
+		return onnx_submit(ch, req, body_cap, msg, msg_cap);
 	}
 	snprintf(msg, msg_cap, "model '%s' has a kind this server cannot run", model->name);
 	return BW_STATUS_INTERNAL;
 }
 
-/* The batcher is done with a request: answer it from the mbuf it has held. */
+static const char *job_error_message(enum bw_status status)
+{
+	switch (status) {
+	case BW_STATUS_DEADLINE_EXCEEDED:
+		return "the request's deadline passed before its batch ran";
+	case BW_STATUS_UNAVAILABLE:
+		return "the model could not take its batch (its executor queue was full)";
+	case BW_STATUS_INTERNAL:
+		return "the model failed on its batch; the server log names the node";
+	default:
+		return "its batch failed";
+	}
+}
+
+/* The batcher is done with an echo request: answer it from the mbuf it has held. */
 static void echo_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 {
-	struct app_lcore *al = ctx;
+	struct app_channel *ch = ctx;
 	struct bw_hdr *hdr = job->owner[1];
-	const char *msg = NULL;
 
-	if (status == BW_STATUS_DEADLINE_EXCEEDED)
-		msg = "the request's deadline passed before its batch ran";
-	else if (status != BW_STATUS_OK)
-		msg = "its batch failed";
 	/* Echo's outputs are its inputs, already where the reply body goes. */
-	dp_request_complete(al->dp, job->owner[0], hdr, status, hdr->body_len, hdr->num_tensors, msg);
+	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, status, hdr->body_len, hdr->num_tensors,
+			    status == BW_STATUS_OK ? NULL : job_error_message(status));
 }
+
+/* An ONNX request is done: descriptors at the body, the staged outputs moved right behind them. */
+static void onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
+{
+	struct app_channel *ch = ctx;
+	const struct rt_model *model = &ch->model->spec;
+	struct bw_hdr *hdr = job->owner[1];
+	uint8_t *body = (uint8_t *)(hdr + 1), *p = body;
+	uint32_t out_bytes;
+
+	if (status != BW_STATUS_OK) {
+		dp_request_complete(ch->lcore->dp, job->owner[0], hdr, status, 0, 0, job_error_message(status));
+		return;
+	}
+	out_bytes = output_bytes(model, job->rows);
+	/* The staging area starts at or past the end of the descriptors: writing them first is safe. */
+	for (uint16_t o = 0; o < model->num_outputs; o++) {
+		const struct rt_tensor_spec *spec = &model->outputs[o];
+		struct bw_tensor_desc desc = {
+			.index = o,
+			.dtype = spec->dtype,
+			.rank = spec->rank,
+			.name_len = (uint16_t)strlen(spec->name),
+			.data_len = job->rows * model->output_row_bytes[o],
+		};
+		uint32_t name_room = bw_pad8(desc.name_len);
+
+		memcpy(desc.dims, spec->dims, sizeof(desc.dims));
+		desc.dims[0] = job->rows;
+		memcpy(p, &desc, sizeof(desc));
+		p += sizeof(desc);
+		memcpy(p, spec->name, desc.name_len);
+		memset(p + desc.name_len, 0, name_room - desc.name_len);
+		p += name_room;
+	}
+	memmove(p, job->outputs[0].data, out_bytes);
+	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, BW_STATUS_OK, (uint32_t)(p - body) + out_bytes,
+			    model->num_outputs, NULL);
+}
+
+/* ---- executors ---------------------------------------------------------------------------------- */
 
 /* The echo executor: nothing to compute, so a batch is finished as soon as it is submitted; it
  * completes from the completion poller, never inside submit, like a real executor's would. */
@@ -139,59 +412,323 @@ static int echo_executor_submit(void *ctx, struct bw_batch *batch)
 {
 	struct app_lcore *al = ctx;
 
-	if (al->completions_count == APP_ECHO_COMPLETIONS)
+	if (al->echo_done_count == APP_ECHO_COMPLETIONS)
 		return -ENOBUFS;
-	al->completions[(al->completions_head + al->completions_count++) % APP_ECHO_COMPLETIONS] = batch;
+	al->echo_done[(al->echo_done_head + al->echo_done_count++) % APP_ECHO_COMPLETIONS] = batch;
 	return 0;
 }
 
-static enum plat_poll_result echo_completion_poll(void *arg)
+/* An ONNX batch leaves its polling lcore for the model's owner worker; the ring says where it returns. */
+static int onnx_executor_submit(void *ctx, struct bw_batch *batch)
 {
-	struct app_lcore *al = arg;
-	uint64_t now;
+	struct app_channel *ch = ctx;
 
-	if (al->completions_count == 0)
-		return PLAT_POLL_IDLE;
-	now = plat_tsc_now();
-	while (al->completions_count != 0) {
-		struct bw_batch *batch = al->completions[al->completions_head];
+	batch->exec_route = ch->completions;
+	return rte_ring_mp_enqueue(ch->model->submit_ring, batch) == 0 ? 0 : -ENOBUFS;
+}
 
-		al->completions_head = (al->completions_head + 1) % APP_ECHO_COMPLETIONS;
-		al->completions_count--;
-		bat_batch_complete(batch, BW_STATUS_OK, now);
+/* Owner worker: hands a completion to the lcore that submitted the batch. */
+static void completion_send(struct rte_ring *ring, struct bw_batch *batch, enum bw_status status, uint32_t valid)
+{
+	struct app_completion c = {batch, (uint32_t)status, valid};
+
+	/* The ring holds more entries than the model can have batches in flight: a full ring is only its
+	 * consumer being behind, never a lost completion, so wait for it rather than drop. */
+	while (rte_ring_sp_enqueue_elem(ring, &c, sizeof(c)) != 0)
+		rte_pause();
+}
+
+static void model_failure_log(struct app_model *m, const char *msg)
+{
+	if (m->stats.batches_failed <= 10 || m->stats.batches_failed % APP_FAIL_LOG_EVERY == 0)
+		PLAT_LOG(WARNING, app, "model '%s': batch failed (%" PRIu64 " so far): %s", m->spec.name,
+			 m->stats.batches_failed, msg);
+}
+
+static void model_completion(void *ctx, const struct rt_completion *c)
+{
+	struct app_model *m = ctx;
+	uint64_t now = plat_tsc_now();
+	struct bw_batch *b = c->batch;
+
+	m->stats.batches_done++;
+	m->stats.compute_us += (now - b->started_tsc) * 1000000 / plat_tsc_hz;
+	if (c->status != BW_STATUS_OK) {
+		m->stats.batches_failed++;
+		model_failure_log(m, c->msg);
 	}
-	return PLAT_POLL_BUSY;
+	completion_send(b->exec_route, b, c->status, c->valid_outputs);
 }
 
-static enum plat_poll_result batch_window_poll(void *arg)
+/* \return 0, or -EBUSY when every slot of its size is in flight (the caller keeps it for later). */
+static int model_batch_start(struct app_model *m, struct bw_batch *b, uint64_t now)
 {
-	struct app_lcore *al = arg;
-
-	return bat_poll(al->echo_queue, plat_tsc_now()) != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
-}
-
-int app_service_init(struct app_service *svc, const struct app_config *cfg)
-{
-	const struct app_model_config *echo_cfg = &cfg->models[0];
 	int ret;
 
-	memset(svc, 0, sizeof(*svc));
-	ret = rt_echo_init(&svc->echo, RT_ECHO_MODEL_ID, RT_ECHO_MODEL_NAME);
+	b->started_tsc = now;
+	ret = rt_executor_submit(m->executor, b);
+	if (ret == -EBUSY)
+		return ret;
+	m->stats.batches_started++;
+	m->stats.queue_wait_us += (now - b->dispatched_tsc) * 1000000 / plat_tsc_hz;
+	if (ret != 0) {
+		/* The batcher only makes batches of the sizes the executor was planned for: a bug, but the
+		 * requests still get an answer. */
+		m->stats.batches_done++;
+		m->stats.batches_failed++;
+		model_failure_log(m, "the executor refused the batch (no plan for its size)");
+		completion_send(b->exec_route, b, BW_STATUS_INTERNAL, 0);
+	}
+	return 0;
+}
+
+static unsigned int model_batches_start(struct app_model *m)
+{
+	uint64_t now = plat_tsc_now();
+	unsigned int started = 0;
+	struct bw_batch *b;
+
+	if (m->stash != NULL) {
+		if (model_batch_start(m, m->stash, now) != 0)
+			return 0;
+		m->stash = NULL;
+		started++;
+	}
+	while (started < APP_SUBMIT_BURST && rte_ring_sc_dequeue(m->submit_ring, (void **)&b) == 0) {
+		if (model_batch_start(m, b, now) != 0) {
+			m->stash = b;
+			m->stats.busy_waits++;
+			break;
+		}
+		started++;
+	}
+	return started;
+}
+
+/* The model's first worker: starts batches, runs steps, hands completions back. */
+static enum plat_poll_result model_owner_poll(void *arg)
+{
+	struct app_worker *w = arg;
+	struct app_model *m = w->model;
+	unsigned int done = model_batches_start(m);
+
+	done += rt_executor_work(m->executor, 0);
+	done += rt_executor_poll_completions(m->executor, model_completion, m, APP_COMPLETION_BURST);
+	return done != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
+}
+
+static enum plat_poll_result model_worker_poll(void *arg)
+{
+	struct app_worker *w = arg;
+
+	return rt_executor_work(w->model->executor, w->index) != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
+}
+
+/* ---- the polling lcore's pollers ---------------------------------------------------------------- */
+
+static enum plat_poll_result completions_poll(void *arg)
+{
+	struct app_lcore *al = arg;
+	struct app_completion done[APP_COMPLETION_BURST];
+	unsigned int total = 0;
+	uint64_t now = plat_tsc_now();
+
+	while (al->echo_done_count != 0) {
+		struct bw_batch *batch = al->echo_done[al->echo_done_head];
+
+		al->echo_done_head = (al->echo_done_head + 1) % APP_ECHO_COMPLETIONS;
+		al->echo_done_count--;
+		bat_batch_complete(batch, BW_STATUS_OK, now);
+		total++;
+	}
+	for (unsigned int c = 0; c < al->nb_channels; c++) {
+		struct rte_ring *ring = al->channels[c].completions;
+		unsigned int n;
+
+		if (ring == NULL)
+			continue;
+		n = rte_ring_sc_dequeue_burst_elem(ring, done, sizeof(done[0]), APP_COMPLETION_BURST, NULL);
+		for (unsigned int i = 0; i < n; i++)
+			bat_batch_complete(done[i].batch, (enum bw_status)done[i].status, now);
+		total += n;
+	}
+	return total != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
+}
+
+static enum plat_poll_result batch_windows_poll(void *arg)
+{
+	struct app_lcore *al = arg;
+	uint64_t now = plat_tsc_now();
+	unsigned int work = 0;
+
+	for (unsigned int c = 0; c < al->nb_channels; c++)
+		work += bat_poll(al->channels[c].queue, now);
+	return work != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
+}
+
+/* ---- set-up ------------------------------------------------------------------------------------- */
+
+static void model_free(struct app_model *m)
+{
+	if (m == NULL)
+		return;
+	rt_executor_destroy(m->executor);
+	rte_ring_free(m->submit_ring);
+	bat_limiter_destroy(m->limiter);
+	rt_model_fini(&m->spec);
+	rte_free(m);
+}
+
+/* Batches one model can have in flight at most, over every polling lcore: its in-flight limit. */
+static unsigned int model_inflight_max(const struct bat_options *o)
+{
+	return o->num_batch_threads > 0 ? (unsigned int)o->num_batch_threads : o->max_inflight_batches;
+}
+
+static void batching_to_spec(struct rt_model *spec, const struct bat_options *o)
+{
+	spec->priority_levels = o->priority_levels;
+	spec->max_batch_size = o->max_batch_size;
+	spec->num_batch_sizes = (uint16_t)RTE_MIN(o->num_allowed_batch_sizes, RT_BATCH_SIZES_MAX);
+	for (uint16_t i = 0; i < spec->num_batch_sizes; i++)
+		spec->batch_sizes[i] = o->allowed_batch_sizes[i];
+}
+
+static int workers_check(struct app_model_config *mc, FILE *err)
+{
+	if (mc->nb_workers == 0) {
+		mc->workers[0] = rte_get_main_lcore();
+		mc->nb_workers = 1;
+	}
+	for (unsigned int w = 0; w < mc->nb_workers; w++) {
+		if (!rte_lcore_is_enabled(mc->workers[w])) {
+			fprintf(err, "batchwire: invalid workers of model '%s': lcore %u is not enabled in EAL: expected "
+				"lcores given to EAL with -l or --lcores\n", mc->name, mc->workers[w]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void load_report(const struct app_model *m, const struct rt_opt_report *rep, const int64_t *sizes,
+			unsigned int nb_sizes)
+{
+	char fusions[512] = "";
+	size_t off = 0, arena = 0;
+
+	for (uint32_t k = 0; k < rep->num_kinds && off < sizeof(fusions); k++)
+		off += (size_t)snprintf(fusions + off, sizeof(fusions) - off, "%s%s x%u", k > 0 ? ", " : "",
+					rep->kinds[k].what, rep->kinds[k].count);
+	for (unsigned int s = 0; s < nb_sizes; s++)
+		arena += rt_plan_arena_bytes(rt_executor_plan(m->executor, sizes[s]));
+	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s: %u inputs, %u outputs, %u nodes (%u after "
+		 "optimisation%s%s), %u batch sizes up to %" PRId64 ", %u slots each (%zu KiB of arenas), "
+		 "%u worker lcores from %u", m->spec.name, m->spec.id, m->cfg.path, m->spec.num_inputs,
+		 m->spec.num_outputs, rep->nodes_before, rep->nodes_after, off > 0 ? ": " : "", fusions, nb_sizes,
+		 sizes[nb_sizes - 1], m->cfg.slots, arena * m->cfg.slots / 1024, m->cfg.nb_workers, m->cfg.workers[0]);
+}
+
+static int onnx_model_create(struct app_model *m, FILE *err)
+{
+	struct app_model_config *mc = &m->cfg;
+	const struct bat_options *o = &mc->batching;
+	int64_t sizes[BAT_BATCH_SIZE_MAX];
+	unsigned int nb_sizes = 0, inflight = model_inflight_max(o);
+	struct rt_opt_report rep;
+	char why[RT_ERR_MAX * 2], name[RTE_RING_NAMESIZE];
+	int ret;
+
+	if (mc->device != APP_DEVICE_CPU) {
+		fprintf(err, "batchwire: model '%s': device gpu: this build has no GPU runtime yet; expected device = "
+			"cpu\n", mc->name);
+		return -ENOTSUP;
+	}
+	ret = workers_check(mc, err);
 	if (ret != 0)
 		return ret;
-	/* MODEL_INFO tells clients how echo is batched. */
-	svc->echo_batching = echo_cfg->batching;
-	svc->echo.priority_levels = svc->echo_batching.priority_levels;
-	svc->echo.max_batch_size = svc->echo_batching.max_batch_size;
-	svc->echo.num_batch_sizes = svc->echo_batching.num_allowed_batch_sizes;
-	for (uint16_t i = 0; i < svc->echo.num_batch_sizes && i < RT_BATCH_SIZES_MAX; i++)
-		svc->echo.batch_sizes[i] = svc->echo_batching.allowed_batch_sizes[i];
-	ret = rt_registry_add(&svc->registry, &svc->echo);
-	if (ret != 0)
+	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, RT_DEVICE_CPU, &rep, why, sizeof(why));
+	if (ret != 0) {
+		fprintf(err, "batchwire: model '%s' (%s): %s\n", mc->name, mc->path, why);
 		return ret;
-	svc->echo_limiter = bat_limiter_create(&svc->echo_batching);
-	if (svc->echo_limiter == NULL)
+	}
+	if (o->num_allowed_batch_sizes > 0) {
+		for (unsigned int i = 0; i < o->num_allowed_batch_sizes; i++)
+			sizes[nb_sizes++] = o->allowed_batch_sizes[i];
+	} else {
+		for (uint32_t s = 1; s <= bat_options_batch_capacity(o); s++)
+			sizes[nb_sizes++] = s;
+	}
+	/* Each slot is an arena per batch size; more slots than the in-flight limit would never be used,
+	 * and one more than the workers keeps them busy while a batch is gathered or scattered. */
+	if (mc->slots == 0)
+		mc->slots = RTE_MAX(1u, RTE_MIN(inflight, mc->nb_workers + 1));
+	m->executor = rt_executor_create(m->spec.graph, sizes, nb_sizes, mc->nb_workers, mc->slots, why, sizeof(why));
+	if (m->executor == NULL) {
+		fprintf(err, "batchwire: model '%s' (%s): %s\n", mc->name, mc->path, why);
+		return -EINVAL;
+	}
+	m->ring_size = rte_align32pow2(inflight + 1);
+	snprintf(name, sizeof(name), "bw_sub_%u", m->spec.id);
+	m->submit_ring = rte_ring_create(name, m->ring_size, (int)rte_lcore_to_socket_id(mc->workers[0]), RING_F_SC_DEQ);
+	if (m->submit_ring == NULL) {
+		fprintf(err, "batchwire: model '%s': cannot create its submit ring: %s\n", mc->name,
+			rte_strerror(rte_errno));
+		return -rte_errno;
+	}
+	for (unsigned int w = 0; w < mc->nb_workers; w++)
+		m->workers[w] = (struct app_worker){m, w};
+	snprintf(m->poller_name, sizeof(m->poller_name), "model_%s", mc->name);
+	load_report(m, &rep, sizes, nb_sizes);
+	return 0;
+}
+
+static int model_create(struct app_service *svc, struct app_model_config *mc, uint32_t id, FILE *err)
+{
+	struct app_model *m = rte_zmalloc("bw_model", sizeof(*m), RTE_CACHE_LINE_SIZE);
+	int ret;
+
+	if (m == NULL) {
+		fprintf(err, "batchwire: model '%s': out of memory\n", mc->name);
 		return -ENOMEM;
+	}
+	m->cfg = *mc;
+	if (app_model_is_echo(mc)) {
+		ret = rt_echo_init(&m->spec, id, mc->name);
+	} else {
+		m->spec.id = id;
+		ret = onnx_model_create(m, err);
+	}
+	if (ret == 0) {
+		batching_to_spec(&m->spec, &mc->batching);
+		m->limiter = bat_limiter_create(&mc->batching);
+		ret = m->limiter != NULL ? 0 : -ENOMEM;
+	}
+	if (ret == 0)
+		ret = rt_registry_add(&svc->registry, &m->spec);
+	if (ret != 0) {
+		model_free(m);
+		return ret;
+	}
+	svc->models[svc->nb_models++] = m;
+	return 0;
+}
+
+int app_service_init(struct app_service *svc, struct app_config *cfg, FILE *err)
+{
+	int ret = 0;
+
+	memset(svc, 0, sizeof(*svc));
+	/* echo first: it keeps id 0 whatever the configuration lists */
+	for (unsigned int pass = 0; pass < 2 && ret == 0; pass++) {
+		for (unsigned int i = 0; i < cfg->nb_models && ret == 0; i++) {
+			if (app_model_is_echo(&cfg->models[i]) == (pass == 0))
+				ret = model_create(svc, &cfg->models[i], svc->nb_models, err);
+		}
+	}
+	if (ret != 0) {
+		app_service_fini(svc);
+		return ret;
+	}
 	svc->ops = (struct dp_model_ops){
 		.lookup = service_lookup,
 		.priority_levels = service_priority_levels,
@@ -205,93 +742,179 @@ int app_service_init(struct app_service *svc, const struct app_config *cfg)
 
 void app_service_fini(struct app_service *svc)
 {
-	bat_limiter_destroy(svc->echo_limiter);
-	svc->echo_limiter = NULL;
+	for (unsigned int i = 0; i < svc->nb_models; i++)
+		model_free(svc->models[i]);
+	svc->nb_models = 0;
+	if (g_service == svc)
+		g_service = NULL;
 }
 
 int app_service_lcore_init(struct app_service *svc, struct dp_lcore *dp)
 {
 	struct app_lcore *al = &g_lcores[dp->lcore_id];
-	struct bw_executor echo = {.submit = echo_executor_submit, .ctx = al};
+	int socket = (int)rte_lcore_to_socket_id(dp->lcore_id);
 
 	memset(al, 0, sizeof(*al));
 	al->dp = dp;
-	al->echo_queue = bat_queue_create(&svc->echo_batching, svc->echo_limiter, &echo, echo_job_done, al,
-					  plat_tsc_hz, plat_tsc_now() ^ dp->lcore_id);
-	return al->echo_queue != NULL ? 0 : -ENOMEM;
+	for (unsigned int i = 0; i < svc->nb_models; i++) {
+		struct app_model *m = svc->models[i];
+		struct app_channel *ch = &al->channels[i];
+		struct bw_executor ex;
+		bat_job_done_fn done;
+
+		ch->lcore = al;
+		ch->model = m;
+		if (m->spec.kind == RT_MODEL_ECHO) {
+			ex = (struct bw_executor){.submit = echo_executor_submit, .ctx = al};
+			done = echo_job_done;
+		} else {
+			char name[RTE_RING_NAMESIZE];
+
+			snprintf(name, sizeof(name), "bw_cpl_%u_%u", m->spec.id, dp->lcore_id);
+			ch->completions = rte_ring_create_elem(name, sizeof(struct app_completion), m->ring_size, socket,
+							       RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (ch->completions == NULL)
+				return -rte_errno;
+			ex = (struct bw_executor){.submit = onnx_executor_submit, .ctx = ch};
+			done = onnx_job_done;
+		}
+		ch->queue = bat_queue_create(&m->cfg.batching, m->limiter, &ex, done, ch, plat_tsc_hz,
+					     plat_tsc_now() ^ (dp->lcore_id * 0x9e3779b97f4a7c15ULL) ^ i);
+		if (ch->queue == NULL)
+			return -ENOMEM;
+		al->nb_channels = i + 1;
+	}
+	return 0;
 }
 
-unsigned int app_service_pollers(unsigned int lcore_id, struct plat_poller *pollers)
+bool app_service_is_worker(unsigned int lcore_id)
+{
+	for (unsigned int i = 0; g_service != NULL && i < g_service->nb_models; i++) {
+		const struct app_model *m = g_service->models[i];
+
+		for (unsigned int w = 0; m->executor != NULL && w < m->cfg.nb_workers; w++) {
+			if (m->cfg.workers[w] == lcore_id)
+				return true;
+		}
+	}
+	return false;
+}
+
+unsigned int app_service_pollers(unsigned int lcore_id, bool polling, bool working, struct plat_poller *pollers)
 {
 	struct app_lcore *al = &g_lcores[lcore_id];
 	unsigned int n = 0;
 
-	pollers[n++] = (struct plat_poller){"rx", dp_rx_poll, al->dp};
-	pollers[n++] = (struct plat_poller){"batch_windows", batch_window_poll, al};
-	pollers[n++] = (struct plat_poller){"echo_completions", echo_completion_poll, al};
-	pollers[n++] = (struct plat_poller){"tx_drain", dp_tx_drain_poll, al->dp};
+	if (polling && al->dp != NULL) {
+		pollers[n++] = (struct plat_poller){"rx", dp_rx_poll, al->dp};
+		pollers[n++] = (struct plat_poller){"batch_windows", batch_windows_poll, al};
+		pollers[n++] = (struct plat_poller){"completions", completions_poll, al};
+	}
+	for (unsigned int i = 0; working && g_service != NULL && i < g_service->nb_models; i++) {
+		struct app_model *m = g_service->models[i];
+
+		for (unsigned int w = 0; m->executor != NULL && w < m->cfg.nb_workers; w++) {
+			if (m->cfg.workers[w] != lcore_id || n == PLAT_POLLERS_MAX - 1)
+				continue;
+			pollers[n++] = (struct plat_poller){m->poller_name, w == 0 ? model_owner_poll : model_worker_poll,
+							    &m->workers[w]};
+		}
+	}
+	if (polling && al->dp != NULL)
+		pollers[n++] = (struct plat_poller){"tx_drain", dp_tx_drain_poll, al->dp};
 	return n;
+}
+
+static bool lcore_queues_empty(const struct app_lcore *al)
+{
+	for (unsigned int c = 0; c < al->nb_channels; c++) {
+		if (!bat_queue_empty(al->channels[c].queue))
+			return false;
+	}
+	return true;
 }
 
 bool app_service_lcore_drain(unsigned int lcore_id, uint64_t max_us)
 {
 	struct app_lcore *al = &g_lcores[lcore_id];
 	uint64_t end = plat_tsc_now() + plat_us_to_tsc(max_us);
+	struct plat_poller pollers[PLAT_POLLERS_MAX];
+	unsigned int n = 0;
 
-	bat_queue_drain(al->echo_queue, plat_tsc_now());
-	while (!bat_queue_empty(al->echo_queue) && plat_tsc_now() < end) {
-		batch_window_poll(al);
-		echo_completion_poll(al);
+	for (unsigned int c = 0; c < al->nb_channels; c++)
+		bat_queue_drain(al->channels[c].queue, plat_tsc_now());
+	/* No RX: no new requests; but if this lcore is also a worker, its steps must keep running. */
+	pollers[n++] = (struct plat_poller){"batch_windows", batch_windows_poll, al};
+	pollers[n++] = (struct plat_poller){"completions", completions_poll, al};
+	n += app_service_pollers(lcore_id, false, true, pollers + n);
+	while (!lcore_queues_empty(al) && plat_tsc_now() < end) {
+		for (unsigned int i = 0; i < n; i++)
+			pollers[i].poll(pollers[i].arg);
 	}
 	dp_tx_flush(al->dp);
-	return bat_queue_empty(al->echo_queue);
+	return lcore_queues_empty(al);
 }
 
-void app_service_telemetry(struct rte_tel_data *d)
+/* ---- telemetry ---------------------------------------------------------------------------------- */
+
+static void stats_add(struct bat_stats *sum, const struct bat_stats *s)
+{
+	sum->jobs += s->jobs;
+	sum->jobs_done += s->jobs_done;
+	sum->rejected_full += s->rejected_full;
+	sum->rejected_too_large += s->rejected_too_large;
+	sum->splits += s->splits;
+	sum->deadline_expired += s->deadline_expired;
+	sum->batches += s->batches;
+	sum->batches_failed += s->batches_failed;
+	sum->rows += s->rows;
+	sum->padding_rows += s->padding_rows;
+	sum->window_wait_us += s->window_wait_us;
+	for (unsigned int r = 0; r < BW_DISPATCH_COUNT; r++)
+		sum->dispatch[r] += s->dispatch[r];
+	for (unsigned int z = 0; z <= BAT_BATCH_SIZE_MAX; z++)
+		sum->by_size[z] += s->by_size[z];
+}
+
+/* One model's batcher counters over every polling lcore (model < 0: every model). */
+static void stats_sum(int model, struct bat_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct app_lcore *al = &g_lcores[l];
+
+		for (unsigned int c = 0; c < al->nb_channels; c++) {
+			if (model < 0 || (unsigned int)model == c)
+				stats_add(sum, bat_queue_stats(al->channels[c].queue));
+		}
+	}
+}
+
+static void batch_keys_add(struct rte_tel_data *d, const struct bat_stats *sum, const char *prefix)
 {
 	static const char *const reasons[BW_DISPATCH_COUNT] = {"full", "timeout", "deadline", "slo", "idle", "drain"};
-	struct bat_stats sum;
+	static const struct {
+		const char *name;
+		size_t offset;
+	} keys[] = {
+		{"requests", offsetof(struct bat_stats, jobs)},
+		{"requests_done", offsetof(struct bat_stats, jobs_done)},
+		{"rejected_full", offsetof(struct bat_stats, rejected_full)},
+		{"rejected_too_large", offsetof(struct bat_stats, rejected_too_large)},
+		{"splits", offsetof(struct bat_stats, splits)},
+		{"deadline_expired", offsetof(struct bat_stats, deadline_expired)},
+		{"batches", offsetof(struct bat_stats, batches)},
+		{"failed", offsetof(struct bat_stats, batches_failed)},
+		{"rows", offsetof(struct bat_stats, rows)},
+		{"padding_rows", offsetof(struct bat_stats, padding_rows)},
+		{"window_wait_us", offsetof(struct bat_stats, window_wait_us)},
+	};
 	struct rte_tel_data *dispatch, *sizes;
-	char key[32];
+	char key[64];
 
-	memset(&sum, 0, sizeof(sum));
-	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
-		const struct bat_stats *s;
-
-		if (g_lcores[l].echo_queue == NULL)
-			continue;
-		s = bat_queue_stats(g_lcores[l].echo_queue);
-		sum.jobs += s->jobs;
-		sum.jobs_done += s->jobs_done;
-		sum.rejected_full += s->rejected_full;
-		sum.rejected_too_large += s->rejected_too_large;
-		sum.splits += s->splits;
-		sum.deadline_expired += s->deadline_expired;
-		sum.batches += s->batches;
-		sum.batches_failed += s->batches_failed;
-		sum.rows += s->rows;
-		sum.padding_rows += s->padding_rows;
-		sum.window_wait_us += s->window_wait_us;
-		for (unsigned int r = 0; r < BW_DISPATCH_COUNT; r++)
-			sum.dispatch[r] += s->dispatch[r];
-		for (unsigned int z = 0; z <= BAT_BATCH_SIZE_MAX; z++)
-			sum.by_size[z] += s->by_size[z];
-	}
-	rte_tel_data_add_dict_u64(d, "batch_requests", sum.jobs);
-	rte_tel_data_add_dict_u64(d, "batch_requests_done", sum.jobs_done);
-	rte_tel_data_add_dict_u64(d, "batch_rejected_full", sum.rejected_full);
-	rte_tel_data_add_dict_u64(d, "batch_rejected_too_large", sum.rejected_too_large);
-	rte_tel_data_add_dict_u64(d, "batch_splits", sum.splits);
-	rte_tel_data_add_dict_u64(d, "batch_deadline_expired", sum.deadline_expired);
-	rte_tel_data_add_dict_u64(d, "batch_batches", sum.batches);
-	rte_tel_data_add_dict_u64(d, "batch_failed", sum.batches_failed);
-	rte_tel_data_add_dict_u64(d, "batch_rows", sum.rows);
-	rte_tel_data_add_dict_u64(d, "batch_padding_rows", sum.padding_rows);
-	rte_tel_data_add_dict_u64(d, "batch_window_wait_us", sum.window_wait_us);
-	if (g_service != NULL) {
-		rte_tel_data_add_dict_u64(d, "batch_inflight", bat_limiter_in_flight(g_service->echo_limiter));
-		rte_tel_data_add_dict_u64(d, "batch_inflight_limit_milli",
-					  (uint64_t)(bat_limiter_limit(g_service->echo_limiter) * 1000));
+	for (unsigned int k = 0; k < RTE_DIM(keys); k++) {
+		snprintf(key, sizeof(key), "%s%s", prefix, keys[k].name);
+		rte_tel_data_add_dict_u64(d, key, *(const uint64_t *)((const uint8_t *)sum + keys[k].offset));
 	}
 	dispatch = rte_tel_data_alloc();
 	sizes = rte_tel_data_alloc();
@@ -302,15 +925,86 @@ void app_service_telemetry(struct rte_tel_data *d)
 	}
 	rte_tel_data_start_dict(dispatch);
 	for (unsigned int r = 0; r < BW_DISPATCH_COUNT; r++)
-		rte_tel_data_add_dict_u64(dispatch, reasons[r], sum.dispatch[r]);
+		rte_tel_data_add_dict_u64(dispatch, reasons[r], sum->dispatch[r]);
 	rte_tel_data_start_dict(sizes);
 	for (unsigned int z = 1; z <= BAT_BATCH_SIZE_MAX; z++) {
-		if (sum.by_size[z] == 0)
+		if (sum->by_size[z] == 0)
 			continue;
 		snprintf(key, sizeof(key), "%u", z);
-		if (rte_tel_data_add_dict_u64(sizes, key, sum.by_size[z]) != 0)
+		if (rte_tel_data_add_dict_u64(sizes, key, sum->by_size[z]) != 0)
 			break; /* the dict is full (256 entries): the largest sizes are left out */
 	}
-	rte_tel_data_add_dict_container(d, "batch_dispatch", dispatch, 0);
-	rte_tel_data_add_dict_container(d, "batch_sizes", sizes, 0);
+	snprintf(key, sizeof(key), "%sdispatch", prefix);
+	rte_tel_data_add_dict_container(d, key, dispatch, 0);
+	snprintf(key, sizeof(key), "%ssizes", prefix);
+	rte_tel_data_add_dict_container(d, key, sizes, 0);
+}
+
+void app_service_telemetry(struct rte_tel_data *d)
+{
+	struct bat_stats sum;
+	uint64_t inflight = 0;
+
+	stats_sum(-1, &sum);
+	batch_keys_add(d, &sum, "batch_");
+	for (unsigned int i = 0; g_service != NULL && i < g_service->nb_models; i++)
+		inflight += bat_limiter_in_flight(g_service->models[i]->limiter);
+	rte_tel_data_add_dict_u64(d, "batch_inflight", inflight);
+}
+
+static int models_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	for (unsigned int i = 0; g_service != NULL && i < g_service->nb_models; i++)
+		rte_tel_data_add_array_string(d, g_service->models[i]->spec.name);
+	return 0;
+}
+
+static int model_cb(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	const struct rt_model *spec;
+	struct app_model *m;
+	struct bat_stats sum;
+
+	if (params == NULL || g_service == NULL)
+		return -EINVAL;
+	spec = rt_registry_find_name(&g_service->registry, params, (uint32_t)strlen(params));
+	if (spec == NULL)
+		return -EINVAL;
+	m = g_service->models[spec->id];
+	stats_sum((int)spec->id, &sum);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "id", spec->id);
+	rte_tel_data_add_dict_string(d, "kind", spec->kind == RT_MODEL_ECHO ? "echo" : "onnx");
+	rte_tel_data_add_dict_string(d, "device", m->cfg.device == APP_DEVICE_GPU ? "gpu" : "cpu");
+	rte_tel_data_add_dict_u64(d, "workers", m->executor != NULL ? m->cfg.nb_workers : 0);
+	rte_tel_data_add_dict_u64(d, "slots", m->executor != NULL ? m->cfg.slots : 0);
+	batch_keys_add(d, &sum, "");
+	rte_tel_data_add_dict_u64(d, "inflight", bat_limiter_in_flight(m->limiter));
+	rte_tel_data_add_dict_u64(d, "inflight_limit_milli", (uint64_t)(bat_limiter_limit(m->limiter) * 1000));
+	if (m->executor != NULL) {
+		struct rt_executor_stats es;
+
+		rt_executor_stats(m->executor, &es);
+		rte_tel_data_add_dict_u64(d, "exec_batches_started", m->stats.batches_started);
+		rte_tel_data_add_dict_u64(d, "exec_batches_done", m->stats.batches_done);
+		rte_tel_data_add_dict_u64(d, "exec_batches_failed", m->stats.batches_failed);
+		rte_tel_data_add_dict_u64(d, "exec_queue_wait_us", m->stats.queue_wait_us);
+		rte_tel_data_add_dict_u64(d, "exec_compute_us", m->stats.compute_us);
+		rte_tel_data_add_dict_u64(d, "exec_busy_waits", m->stats.busy_waits);
+		rte_tel_data_add_dict_u64(d, "exec_steps_run", es.steps_run);
+		rte_tel_data_add_dict_u64(d, "exec_steps_failed", es.steps_failed);
+	}
+	return 0;
+}
+
+int app_service_telemetry_register(void)
+{
+	int ret = rte_telemetry_register_cmd("/batchwire/models", models_cb, "Names of the models served. No parameters.");
+
+	if (ret == 0)
+		ret = rte_telemetry_register_cmd("/batchwire/model", model_cb,
+						 "One model's counters: requests, batches by size, padding, window and queue "
+						 "wait, compute time. Parameter: the model's name.");
+	return ret;
 }

@@ -107,7 +107,7 @@ struct plat_poller {
 	void *arg;
 };
 
-#define PLAT_POLLERS_MAX 16
+#define PLAT_POLLERS_MAX 32
 
 /* Loop statistics of one lcore, written only by it, read by telemetry. */
 struct plat_poll_stats {

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * runtime: the models the appliance serves and what MODEL_INFO says about them. This release has the
- * built-in echo model (outputs = inputs), so data flows end to end before ONNX models arrive
- * (issue 4 adds the loader, the kernel registry and the executor behind the same registry).
- * DPDK-free: nothing here touches packets.
+ * runtime: the models the appliance serves and what MODEL_INFO says about them: the built-in echo
+ * model (outputs = inputs) and ONNX models (loaded, optimised and checked here; run by the executor of
+ * exec/executor.h). DPDK-free: nothing here touches packets.
  */
 #ifndef BW_RUNTIME_H
 #define BW_RUNTIME_H
@@ -21,7 +20,11 @@
 
 enum rt_model_kind {
 	RT_MODEL_ECHO, /* replies with its inputs as outputs */
+	RT_MODEL_ONNX, /* an ONNX graph run by an executor */
 };
+
+struct rt_graph;
+struct rt_opt_report;
 
 /* A model input or output as MODEL_INFO describes it; a dim of 0 is dynamic. */
 struct rt_tensor_spec {
@@ -44,6 +47,10 @@ struct rt_model {
 	uint16_t num_outputs;
 	struct rt_tensor_spec inputs[RT_MODEL_TENSORS_MAX];
 	struct rt_tensor_spec outputs[RT_MODEL_TENSORS_MAX];
+	/* RT_MODEL_ONNX */
+	struct rt_graph *graph;    /* loaded and optimised; owned by the model */
+	uint32_t input_row_bytes[RT_MODEL_TENSORS_MAX];  /* bytes of one batch row of each input */
+	uint32_t output_row_bytes[RT_MODEL_TENSORS_MAX]; /* and of each output */
 };
 
 /* The models being served, by id and by name. Filled at start-up, read-only afterwards. */
@@ -60,6 +67,21 @@ const struct rt_model *rt_registry_find_name(const struct rt_registry *reg, cons
 
 /** Fills the built-in echo model. \return 0 or -EINVAL when the name does not fit. */
 int rt_echo_init(struct rt_model *model, uint32_t id, const char *name);
+
+/**
+ * Loads an ONNX model to serve batched: loads the file, optimises the graph for device and checks
+ * what batching needs: at most BW_BATCH_TENSORS_MAX inputs and outputs, each with the batch
+ * dimension first and every other dimension static (outputs checked by planning batches of 1 and 2).
+ * Fills the tensor specs MODEL_INFO reports (dims[0] = 0: the batch) and the row sizes.
+ * \param report  what optimisation did (may be NULL)
+ * \param err     one line: the loader's error, or the tensor and dimension at fault
+ * \return 0 or a negative errno; on error nothing is left to free.
+ */
+int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, const char *path, int device,
+		       struct rt_opt_report *report, char *err, size_t cap);
+
+/** Frees what a model owns (its graph). */
+void rt_model_fini(struct rt_model *model);
 
 /**
  * Writes the MODEL_INFO reply body of docs/protocol.md.

@@ -56,6 +56,9 @@ struct bw_batch {
 	uint64_t dispatched_tsc; /* handed to the executor */
 	struct bw_batch_task **tasks;
 	void *owner;          /* the batcher that completes it: only its polling lcore may */
+	/* the executor's, from submit to completion: the batcher neither reads nor writes them */
+	void *exec_route;     /* where its completion goes (the daemon: the submitting lcore's ring) */
+	uint64_t started_tsc; /* the executor began running it */
 };
 
 /*

@@ -24,7 +24,7 @@
 
 /* ---- running the parser ----------------------------------------------------------------------- */
 
-#define ARGS_MAX 32
+#define ARGS_MAX 40
 
 /* What one app_config_parse call returned and printed. */
 struct parse_run {
@@ -877,7 +877,16 @@ static void test_model_opt_rejected(void)
 		{"echo.max_batch_size", "expected MODEL.OPTION=VALUE"},
 		{".max_batch_size=8", "expected MODEL.OPTION=VALUE"},
 		{"echo.=8", "expected MODEL.OPTION=VALUE"},
-		{"resnet.max_batch_size=8", "invalid model 'resnet'"},
+		{"resnet.max_batch_size=8", "model 'resnet' has no path"},
+		{"bad/name.max_batch_size=8", "invalid model name 'bad/name'"},
+		{"echo.path=x.onnx", "'echo' is the built-in model"},
+		{"echo.workers=1", "model 'echo' is built in"},
+		{"mlp.path=", "expected an .onnx file"},
+		{"mlp.device=tpu", "invalid device 'tpu': expected cpu or gpu"},
+		{"mlp.workers=3,3", "invalid workers '3,3'"},
+		{"mlp.workers=", "invalid workers ''"},
+		{"mlp.slots=0", "invalid slots '0': expected an integer in 1..64"},
+		{"mlp.slots=65", "invalid slots '65'"},
 		{"echo.bogus=1", "unknown batching option 'bogus'"},
 		{"echo.max_batch_size=0", "invalid max_batch_size '0': expected an integer in 1..1024"},
 		{"echo.allowed_batch_sizes=8,4", "strictly increasing"},
@@ -917,7 +926,7 @@ static void test_model_section(void)
 	ini_write("[dataplane]\nip = 10.0.0.1\n[model resnet]\nmax_batch_size = 8\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), -EINVAL);
 	CU_ASSERT_TRUE(err_is_one_line());
-	CU_ASSERT_TRUE(err_has("invalid model 'resnet'"));
+	CU_ASSERT_TRUE(err_has("model 'resnet' has no path"));
 	ini_remove();
 
 	ini_write("[dataplane]\nip = 10.0.0.1\n[model echo]\nmax_batch_size = 8\n[model echo]\nmax_batch_size = 4\n");
@@ -934,6 +943,84 @@ static void test_model_section(void)
 	CU_ASSERT_TRUE(err_has("allowed_batch_sizes"));
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path, "--model-opt", "echo.max_batch_size=8"), APP_CONFIG_RUN);
 	ini_remove();
+}
+
+static const struct app_model_config *model_named(const char *name)
+{
+	for (unsigned int i = 0; i < g_run.cfg.nb_models; i++) {
+		if (strcmp(g_run.cfg.models[i].name, name) == 0)
+			return &g_run.cfg.models[i];
+	}
+	return NULL;
+}
+
+static void test_onnx_models(void)
+{
+	const struct app_model_config *m;
+	char expect[4200];
+
+	/* --model NAME=PATH, then its options; echo is always there */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.workers=2-3",
+			      "--model-opt", "mlp.max_batch_size=8", "--model-opt", "mlp.slots=4"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.nb_models, 2);
+	CU_ASSERT_PTR_NOT_NULL(model_named("echo"));
+	m = model_named("mlp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_STRING_EQUAL(m->path, "/m/mlp.onnx");
+	CU_ASSERT_EQUAL(m->device, APP_DEVICE_CPU);
+	CU_ASSERT_EQUAL(m->nb_workers, 2);
+	CU_ASSERT_EQUAL(m->workers[1], 3);
+	CU_ASSERT_EQUAL(m->slots, 4);
+	CU_ASSERT_EQUAL(m->batching.max_batch_size, 8);
+	CU_ASSERT_FALSE(app_model_is_echo(m));
+
+	/* a relative path in a file is the file's directory's; on the command line, the working directory's */
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model cnn]\npath = models/cnn.onnx\ndevice = cpu\nworkers = 1\n"
+		  "max_batch_size = 4\n[model mlp]\npath = /abs/mlp.onnx\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path, "--model", "bert=rel/bert.onnx"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.nb_models, 4);
+	m = model_named("cnn");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	snprintf(expect, sizeof(expect), "%.*smodels/cnn.onnx", (int)(strrchr(g_ini_path, '/') - g_ini_path + 1),
+		 g_ini_path);
+	CU_ASSERT_STRING_EQUAL(m->path, expect);
+	CU_ASSERT_EQUAL(m->batching.max_batch_size, 4);
+	CU_ASSERT_STRING_EQUAL(model_named("mlp")->path, "/abs/mlp.onnx");
+	CU_ASSERT_STRING_EQUAL(model_named("bert")->path, "rel/bert.onnx");
+	/* the command line overrides a model's file keys */
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path, "--model-opt", "cnn.path=/x/cnn.onnx"), APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(model_named("cnn")->path, "/x/cnn.onnx");
+	ini_remove();
+
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model cnn]\npath = cnn.onnx\nworkers = 1-\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("invalid workers '1-'"));
+	CU_ASSERT_TRUE(err_has("[model cnn]"));
+	ini_remove();
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp"), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("expected NAME=FILE.onnx"));
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "=x.onnx"), -EINVAL);
+	CU_ASSERT_TRUE(err_has("expected NAME=FILE.onnx"));
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "echo=x.onnx"), -EINVAL);
+	CU_ASSERT_TRUE(err_has("'echo' is the built-in model"));
+
+	/* at most APP_MODELS_MAX models, echo included */
+	const char *many[2 + 2 * APP_MODELS_MAX];
+	char names[APP_MODELS_MAX][32];
+	int n = 0;
+	many[n++] = "--ip";
+	many[n++] = TEST_IP;
+	for (int i = 0; i < APP_MODELS_MAX; i++) {
+		snprintf(names[i], sizeof(names[i]), "m%d=m%d.onnx", i, i);
+		many[n++] = "--model";
+		many[n++] = names[i];
+	}
+	CU_ASSERT_EQUAL(parse_args(many, n), -EINVAL);
+	CU_ASSERT_TRUE(err_has("expected at most 16 models"));
+	CU_ASSERT_EQUAL(parse_args(many, n - 2), APP_CONFIG_RUN);
 }
 
 int main(void)
@@ -968,6 +1055,7 @@ int main(void)
 		{"--model-opt applied, defaults, adaptive finalized", test_model_opt_applied},
 		{"--model-opt rejected", test_model_opt_rejected},
 		{"[model NAME] sections", test_model_section},
+		{"ONNX models: --model, path, device, workers, slots", test_onnx_models},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
