@@ -134,8 +134,6 @@ static void shape_format(char *buf, size_t cap, const uint32_t *dims, uint8_t ra
 			off += (size_t)snprintf(buf + off, cap - off, "N");
 		else
 			off += (size_t)snprintf(buf + off, cap - off, "%s%u", d > 0 ? "," : "", dims[d]);
-		if (d == 0 && batch_as_n && rank > 1 && off < cap)
-			off += (size_t)snprintf(buf + off, cap - off, ",");
 	}
 	if (off < cap)
 		snprintf(buf + off, cap - off, "]");

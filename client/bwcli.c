@@ -105,6 +105,13 @@ static const char g_usage_infer[] =
 	"  --priority N       0..255, 0 most urgent (default 0)\n"
 	"  --expect-echo      each OK reply's tensors must equal the inputs (dtype, dims, data)\n"
 	"  --output FILE      write the first output tensor of the last OK reply\n"
+	"Models with declared inputs (MODEL_INFO lists them; e.g. ONNX models):\n"
+	"  --tensor NAME=FILE.npy  input NAME from a NumPy file, sent by name; repeat per input\n"
+	"                     (without --tensor, --input or --shape, every input is generated:\n"
+	"                     floats in [-1,1), '*mask*' integers 1 with the last quarter 0,\n"
+	"                     other integers in [0,1000), with --rows rows)\n"
+	"  --rows N           rows (batch dimension) of generated inputs, 1..1024 (default 1)\n"
+	"  --output-dir DIR   write every output of the last OK reply as DIR/NAME.npy\n"
 	"  -q, --quiet        no line per request, only errors and the summary\n";
 
 static void usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -640,8 +647,15 @@ static int cmd_info(struct cli *cli, int argc, char **argv)
 	return EXIT_OK;
 }
 
+#define TENSORS_MAX 16 /* --tensor options */
+
 struct infer_args {
 	const char *model;
+	unsigned ntensors;
+	const char *tensor_names[TENSORS_MAX];
+	const char *tensor_paths[TENSORS_MAX];
+	uint64_t rows;
+	const char *output_dir;
 	const char *input_path;
 	const char *input_name;
 	const char *output_path;
@@ -670,11 +684,15 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 		{ "expect-echo", no_argument, NULL, 'e' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "tensor", required_argument, NULL, 't' },
+		{ "rows", required_argument, NULL, 'r' },
+		{ "output-dir", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
 	int opt;
+	const char *eq;
 
 	while ((opt = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -738,6 +756,28 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 		case 'q':
 			a->quiet = true;
 			break;
+		case 't':
+			eq = strchr(optarg, '=');
+			if (eq == NULL || eq == optarg || eq[1] == '\0' || (size_t)(eq - optarg) > BW_MAX_NAME_LEN) {
+				usage_error("infer", "--tensor: invalid value '%s' (expected NAME=FILE.npy)", optarg);
+				return EXIT_USAGE;
+			}
+			if (a->ntensors == TENSORS_MAX) {
+				usage_error("infer", "--tensor: too many at '%s' (at most %d)", optarg, TENSORS_MAX);
+				return EXIT_USAGE;
+			}
+			/* NUL-terminate the name in place: optarg points into argv, ours for the run */
+			*(char *)eq = '\0';
+			a->tensor_names[a->ntensors] = optarg;
+			a->tensor_paths[a->ntensors++] = eq + 1;
+			break;
+		case 'r':
+			if (!opt_u64("infer", "--rows", optarg, 1, 1024, &a->rows))
+				return EXIT_USAGE;
+			break;
+		case 'O':
+			a->output_dir = optarg;
+			break;
 		case 'h':
 			fputs(g_usage_infer, stdout);
 			return -1;
@@ -749,6 +789,10 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 		return EXIT_USAGE;
 	if (a->model == NULL) {
 		usage_error("infer", "--model is required (a model id or name)");
+		return EXIT_USAGE;
+	}
+	if (a->ntensors > 0 && (a->input_path != NULL || a->nshapes > 0 || a->expect_echo)) {
+		usage_error("infer", "--tensor cannot be combined with --input, --shape or --expect-echo");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -850,6 +894,196 @@ static int write_output(const char *path, const uint8_t *data, uint32_t len)
 	return EXIT_OK;
 }
 
+/* Inputs of a model that declares them: from --tensor files, or generated from MODEL_INFO. */
+struct model_inputs {
+	unsigned n;
+	struct bwc_tensor t[TENSORS_MAX];
+	struct bwc_npy npy[TENSORS_MAX];
+	uint8_t *generated[TENSORS_MAX];
+};
+
+static void model_inputs_free(struct model_inputs *mi)
+{
+	for (unsigned i = 0; i < TENSORS_MAX; i++) {
+		bwc_npy_free(&mi->npy[i]);
+		free(mi->generated[i]);
+	}
+}
+
+static bool name_has(const char *name, const char *part)
+{
+	return strstr(name, part) != NULL;
+}
+
+/* Integers: a mask is ones with its last quarter zero (padding), anything else ids in [0,1000). */
+static void generate_ints(uint8_t *out, uint32_t dtype, const char *name, uint64_t rows, uint64_t row_elems,
+			  uint64_t seed)
+{
+	uint64_t state = seed;
+	uint32_t size = bw_dtype_size(dtype);
+
+	for (uint64_t r = 0; r < rows; r++) {
+		for (uint64_t e = 0; e < row_elems; e++) {
+			int64_t v = name_has(name, "mask") ? (e < row_elems - row_elems / 4)
+							   : (int64_t)(splitmix64(&state) % 1000);
+			/* little-endian: the low bytes of v are the value in any narrower type */
+			memcpy(out + (r * row_elems + e) * size, &v, size);
+		}
+	}
+}
+
+static int model_inputs_make(const struct infer_args *a, const struct bwc_model_info *info,
+			     struct model_inputs *mi)
+{
+	char err[512];
+
+	memset(mi, 0, sizeof(*mi));
+	if (a->ntensors > 0) {
+		for (unsigned i = 0; i < a->ntensors; i++) {
+			struct bwc_npy *npy = &mi->npy[i];
+
+			if (bwc_npy_read(a->tensor_paths[i], npy, err, sizeof(err)) != 0) {
+				fprintf(stderr, "%s infer: --tensor %s: %s\n", PROG, a->tensor_names[i], err);
+				return EXIT_USAGE;
+			}
+			mi->t[i] = (struct bwc_tensor){
+				.index = BW_TENSOR_BY_NAME, .dtype = npy->dtype, .rank = npy->rank,
+				.name = a->tensor_names[i], .data = npy->data, .data_len = (uint32_t)npy->nbytes,
+			};
+			memcpy(mi->t[i].dims, npy->dims, sizeof(npy->dims));
+		}
+		mi->n = a->ntensors;
+		return EXIT_OK;
+	}
+	if (info->num_inputs > TENSORS_MAX) {
+		fprintf(stderr, "%s infer: model '%s' has %u inputs; bwcli generates at most %d\n", PROG, info->name,
+			info->num_inputs, TENSORS_MAX);
+		return EXIT_FAIL;
+	}
+	for (unsigned i = 0; i < info->num_inputs; i++) {
+		const struct bwc_tensor_info *ti = &info->inputs[i];
+		uint64_t row_elems = 1, rows = a->rows != 0 ? a->rows : 1;
+		struct bwc_tensor *t = &mi->t[i];
+
+		for (uint8_t d = 1; d < ti->rank; d++)
+			row_elems *= ti->dims[d];
+		mi->generated[i] = malloc(rows * row_elems * bw_dtype_size(ti->dtype) + 1);
+		if (mi->generated[i] == NULL || ti->rank == 0 || row_elems == 0) {
+			fprintf(stderr, "%s infer: cannot generate input '%s' (rank %u)\n", PROG, ti->name, ti->rank);
+			return EXIT_FAIL;
+		}
+		*t = (struct bwc_tensor){.index = ti->index, .dtype = ti->dtype, .rank = ti->rank, .name = ti->name,
+					 .data = mi->generated[i],
+					 .data_len = (uint32_t)(rows * row_elems * bw_dtype_size(ti->dtype))};
+		memcpy(t->dims, ti->dims, sizeof(t->dims));
+		t->dims[0] = (uint32_t)rows;
+		if (ti->dtype == BW_DTYPE_FLOAT || ti->dtype == BW_DTYPE_DOUBLE || ti->dtype == BW_DTYPE_FLOAT16 ||
+		    ti->dtype == BW_DTYPE_BFLOAT16)
+			generate_data(mi->generated[i], ti->dtype, rows * row_elems, i + 1);
+		else
+			generate_ints(mi->generated[i], ti->dtype, ti->name, rows, row_elems, i + 1);
+	}
+	mi->n = info->num_inputs;
+	return EXIT_OK;
+}
+
+/* Writes every output of a reply as DIR/NAME.npy (NAME from the reply, else output_INDEX). */
+static int outputs_write(const char *dir, const struct bwc_reply *r)
+{
+	for (uint16_t o = 0; o < r->num_tensors; o++) {
+		const struct bw_tensor_view *v = &r->tensors[o];
+		uint32_t dims[BW_MAX_RANK];
+		char path[4096], err[512];
+		int n;
+
+		memcpy(dims, v->desc->dims, sizeof(dims));
+		if (v->desc->name_len > 0)
+			n = snprintf(path, sizeof(path), "%s/%.*s.npy", dir, (int)v->desc->name_len, v->name);
+		else
+			n = snprintf(path, sizeof(path), "%s/output_%u.npy", dir, o);
+		if (n >= (int)sizeof(path) || memchr(v->name, '/', v->desc->name_len) != NULL) {
+			fprintf(stderr, "%s infer: --output-dir: output %u has a name that is no file name\n", PROG, o);
+			return EXIT_FAIL;
+		}
+		if (bwc_npy_write(path, v->desc->dtype, v->desc->rank, dims, v->data, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s infer: --output-dir: %s\n", PROG, err);
+			return EXIT_FAIL;
+		}
+	}
+	return EXIT_OK;
+}
+
+/* Copies a reply whose views point into the connection's buffer, so that it outlives the next call. */
+static void reply_keep(struct bwc_reply *dst, uint8_t *body, const struct bwc_reply *src)
+{
+	*dst = *src;
+	memcpy(body, src->body, src->body_len);
+	dst->body = body;
+	for (uint16_t o = 0; o < src->num_tensors; o++) {
+		dst->tensors[o].desc = (const void *)(body + ((const uint8_t *)src->tensors[o].desc - src->body));
+		dst->tensors[o].name = (const char *)(body + ((const uint8_t *)src->tensors[o].name - src->body));
+		dst->tensors[o].data = body + (src->tensors[o].data - src->body);
+	}
+}
+
+static int infer_model(struct cli *cli, const struct infer_args *a, const struct bwc_model_info *info,
+		       uint32_t model_id, struct run_stats *st)
+{
+	struct model_inputs mi;
+	struct bwc_reply *reply = malloc(sizeof(*reply)), *last = malloc(sizeof(*last));
+	uint8_t *last_body = malloc(BWC_BODY_MAX);
+	bool have_last = false;
+	int rc = model_inputs_make(a, info, &mi);
+
+	if (reply == NULL || last == NULL || last_body == NULL) {
+		fprintf(stderr, "%s infer: out of memory\n", PROG);
+		rc = EXIT_FAIL;
+	}
+	for (uint64_t i = 0; rc == EXIT_OK && i < a->count && !g_stop; i++) {
+		char what[48];
+		int ret;
+
+		snprintf(what, sizeof(what), "request %" PRIu64, i + 1);
+		st->sent++;
+		ret = bwc_infer(cli->c, model_id, mi.t, (uint16_t)mi.n, a->deadline_us, a->priority, reply);
+		if (ret != 0) {
+			if (ret == -ETIMEDOUT)
+				st->timeouts++;
+			else
+				st->errors++;
+			note_failure(st, what, ret, cli->c);
+			continue;
+		}
+		st->lat_ns[st->ok++] = reply->rtt_ns;
+		if (a->output_dir != NULL) {
+			reply_keep(last, last_body, reply);
+			have_last = true;
+		}
+		if (!a->quiet)
+			printf("%s: OK %u output%s rtt %.1f us\n", what, reply->num_tensors,
+			       reply->num_tensors == 1 ? "" : "s", (double)reply->rtt_ns / 1000.0);
+	}
+	if (rc == EXIT_OK) {
+		print_summary("infer", cli, st);
+		rc = st->ok == a->count ? EXIT_OK : EXIT_FAIL;
+	}
+	if (a->output_dir != NULL && rc != EXIT_USAGE) {
+		if (have_last) {
+			if (outputs_write(a->output_dir, last) != EXIT_OK)
+				rc = EXIT_FAIL;
+		} else {
+			fprintf(stderr, "%s infer: --output-dir: no OK reply; nothing written to '%s'\n", PROG,
+				a->output_dir);
+			rc = EXIT_FAIL;
+		}
+	}
+	model_inputs_free(&mi);
+	free(reply);
+	free(last);
+	free(last_body);
+	return rc;
+}
+
 static int cmd_infer(struct cli *cli, int argc, char **argv)
 {
 	struct infer_args a = { .dtype = BW_DTYPE_FLOAT, .count = 1 };
@@ -867,6 +1101,7 @@ static int cmd_infer(struct cli *cli, int argc, char **argv)
 	rc = parse_infer(argc, argv, &a);
 	if (rc != EXIT_OK)
 		return rc < 0 ? EXIT_OK : rc;
+	unsigned user_shapes = a.nshapes;
 
 	elem = bw_dtype_size((uint32_t)a.dtype);
 	room = data_room(&a);
@@ -909,6 +1144,28 @@ static int cmd_infer(struct cli *cli, int argc, char **argv)
 	rc = resolve_model(cli, "infer", a.model, info, &have_info, &model_id);
 	if (rc != EXIT_OK)
 		goto done;
+	/* A model that declares its inputs gets them by name or generated, unless raw data was asked for. */
+	if (a.ntensors > 0 || (a.input_path == NULL && user_shapes == 0 && !a.expect_echo)) {
+		if (!have_info) {
+			rc = bwc_model_info(cli->c, model_id, info);
+			if (rc != 0) {
+				fprintf(stderr, "%s infer: MODEL_INFO of model %u: %s\n", PROG, model_id,
+					bwc_last_error(cli->c));
+				rc = EXIT_FAIL;
+				goto done;
+			}
+			have_info = true;
+		}
+		if (a.ntensors > 0 || (!(info->flags & BW_MODEL_F_ANY_TENSORS) && info->num_inputs > 0)) {
+			rc = infer_model(cli, &a, info, model_id, &st);
+			goto done;
+		}
+	}
+	if (a.output_dir != NULL || a.rows != 0) {
+		usage_error("infer", "--output-dir and --rows need a model that declares its inputs");
+		rc = EXIT_USAGE;
+		goto done;
+	}
 
 	for (i = 0; i < a.count && !g_stop; i++) {
 		unsigned shape = (unsigned)(i % a.nshapes);
