@@ -1,56 +1,89 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# The demo: batchwire on a virtual NIC with its built-in defaults. Two network namespaces joined by a
-# veth pair (see tests/integration/netns.sh for names and addresses); batchwire polls one end through
-# DPDK's af_packet PMD, bwcli talks to it from the other end over ordinary kernel UDP. Prints the
-# client's summary and batchwire's telemetry counters (batch sizes among them: concurrent clients
-# share batching windows), then stops batchwire with SIGTERM.
+# The demo: batchwire serving an ONNX model (the MLP of models/, 784-1024-1024-10) on a virtual NIC.
+# Two network namespaces joined by a veth pair (see tests/integration/netns.sh for names and
+# addresses); batchwire polls one end through DPDK's af_packet PMD on lcore 1 and runs the model on
+# the main lcore, its CPU worker; bwcli talks to it from the other end over ordinary kernel UDP.
+# Shows MODEL_INFO, one reply next to bwrun's output for the same input, load from one client and
+# from 4 at once (they share batching windows), and the per-model telemetry; stops with SIGTERM.
 #
 # Usage (as root): app/demo.sh [BUILD_DIR] [COUNT]
 set -u
 BW_TAG=demo
 . "$(dirname "$0")/../tests/integration/netns.sh"
 BUILD=${1:-build}
-COUNT=${2:-5000}
+COUNT=${2:-2000}
 BATCHWIRE=$BUILD/app/batchwire
 BWCLI=$BUILD/client/bwcli
-[ -x "$BATCHWIRE" ] && [ -x "$BWCLI" ] || bw_fail "build first: $BATCHWIRE and $BWCLI not found"
+BWRUN=$BUILD/app/bwrun
+MLP=$BUILD/models/mlp.onnx
+[ -x "$BATCHWIRE" ] && [ -x "$BWCLI" ] && [ -x "$BWRUN" ] || bw_fail "build first: $BATCHWIRE, $BWCLI and $BWRUN not found"
+[ -f "$MLP" ] || bw_fail "$MLP not found: the build writes it with python3's onnx and numpy (bash .ci/install)"
 
 bw_env_check
 bw_net_up
+WORK=$(mktemp -d /tmp/bw-demo.XXXXXX)
+trap 'bw_cleanup; rm -rf "$WORK"' EXIT
 echo "== batchwire on net_af_packet ($BW_SRV_NS/$BW_SRV_IF, $BW_SERVER_IP:7878, MTU $BW_MTU); client in $BW_CLI_NS ($BW_CLIENT_IP)"
-bw_daemon_start "$BATCHWIRE"
-grep -E "batchwire: (port|lcore|serving)" "$BW_LOG"
+bw_daemon_start "$BATCHWIRE" --model mlp="$MLP" --model-opt mlp.max_batch_size=8 \
+	--model-opt mlp.allowed_batch_sizes=1,2,4,8 --model-opt mlp.batch_timeout_micros=200 \
+	--model-opt mlp.num_batch_threads=2
+grep -E "batchwire: (model|port|lcore|serving)" "$BW_LOG"
 
 echo "== ping from the client namespace: ICMP, then protocol v1 PING"
 bw_cli ping -c 2 -q "$BW_SERVER_IP" | tail -n 2
 bw_cli "$BWCLI" --host "$BW_SERVER_IP" ping --count 3
 
 echo "== model info"
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" info --model echo
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" info --model mlp
 
-echo "== $COUNT echo inferences, 64 B to 8 KB (jumbo) tensors, every reply checked"
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model echo --count "$COUNT" \
-	--shape 1,16 --shape 4,100 --shape 1,2000 --expect-echo --quiet
+echo "== one request: the daemon's reply next to bwrun's output for the same input"
+"$BWRUN" --save-inputs "$WORK" --output-dir "$WORK/bwrun" "$MLP" >"$WORK/bwrun.log" 2>&1 ||
+	bw_fail "bwrun failed: $(tail -n 3 "$WORK/bwrun.log")"
+mkdir -p "$WORK/reply"
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlp --tensor input="$WORK/input.npy" \
+	--output-dir "$WORK/reply" | tail -n 1
+python3 - "$WORK" <<'PY' || bw_fail "the reply differs from bwrun's output"
+import sys
+import numpy as np
+work = sys.argv[1]
+ours, ref = np.load(f"{work}/reply/logits.npy"), np.load(f"{work}/bwrun/logits.npy")
+np.set_printoptions(precision=4, suppress=True)
+print("  daemon logits:", ours[0])
+print("  bwrun logits: ", ref[0])
+print("  max abs difference %.3g; class %d" % (np.max(np.abs(ours - ref)), int(np.argmax(ours))))
+sys.exit(0 if np.allclose(ours, ref, rtol=1e-4, atol=1e-5) else 1)
+PY
 
-echo "== 4 clients at once, 1000 single-row requests each: they share batching windows"
+echo "== $COUNT MLP inferences (generated inputs) from one client"
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlp --count "$COUNT" --quiet
+
+echo "== 4 clients at once, 1000 requests each: they share batching windows"
 for c in 1 2 3 4; do
-	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model echo --count 1000 --shape 1,16 --expect-echo \
-		--quiet | tail -n 1 | sed "s/^/  client $c: /" &
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlp --count 1000 --quiet | tail -n 1 |
+		sed "s/^/  client $c: /" &
 done
 wait $(jobs -p | grep -vx "$BW_DAEMON_PID")
 
-echo "== telemetry: dpdk-telemetry.py -f $BW_PREFIX, /batchwire/stats"
-bw_telemetry /batchwire/stats | python3 -c '
+echo "== the built-in echo model: 100 requests, every reply checked"
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model echo --count 100 --shape 1,16 --expect-echo --quiet |
+	tail -n 1
+
+echo "== telemetry: dpdk-telemetry.py -f $BW_PREFIX, then /batchwire/model,mlp and /batchwire/stats"
+print_dict='
 import json, sys
-stats = json.load(sys.stdin)["/batchwire/stats"]
-for key, value in stats.items():
+reply = json.loads(sys.stdin.read())
+for key, value in next(iter(reply.values())).items():
     if isinstance(value, dict):
         nonzero = {k: v for k, v in value.items() if v}
         print("  %-22s %s" % (key, nonzero or "all 0"))
     else:
-        print("  %-22s %d" % (key, value))'
+        print("  %-22s %s" % (key, value))'
+echo "/batchwire/model,mlp" | dpdk-telemetry.py -f "$BW_PREFIX" 2>/dev/null | grep -F '"/batchwire/model"' |
+	tail -n 1 | python3 -c "$print_dict"
+echo "  --"
+bw_telemetry /batchwire/stats | python3 -c "$print_dict"
 
 echo "== stopping batchwire (SIGTERM)"
 bw_daemon_stop
