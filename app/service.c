@@ -459,8 +459,11 @@ static void model_completion(void *ctx, const struct rt_completion *c)
 }
 
 /* \return 0, or -EBUSY when every slot of its size is in flight (the caller keeps it for later). */
-static int model_batch_start(struct app_model *m, struct bw_batch *b, uint64_t now)
+static int model_batch_start(struct app_model *m, struct bw_batch *b)
 {
+	/* Read after the dequeue: a clock read before it could precede the batch's dispatch on its
+	 * polling lcore. The TSC is invariant and synchronised across cores. */
+	uint64_t now = plat_tsc_now();
 	int ret;
 
 	b->started_tsc = now;
@@ -468,7 +471,7 @@ static int model_batch_start(struct app_model *m, struct bw_batch *b, uint64_t n
 	if (ret == -EBUSY)
 		return ret;
 	m->stats.batches_started++;
-	m->stats.queue_wait_us += (now - b->dispatched_tsc) * 1000000 / plat_tsc_hz;
+	m->stats.queue_wait_us += now > b->dispatched_tsc ? (now - b->dispatched_tsc) * 1000000 / plat_tsc_hz : 0;
 	if (ret != 0) {
 		/* The batcher only makes batches of the sizes the executor was planned for: a bug, but the
 		 * requests still get an answer. */
@@ -482,18 +485,17 @@ static int model_batch_start(struct app_model *m, struct bw_batch *b, uint64_t n
 
 static unsigned int model_batches_start(struct app_model *m)
 {
-	uint64_t now = plat_tsc_now();
 	unsigned int started = 0;
 	struct bw_batch *b;
 
 	if (m->stash != NULL) {
-		if (model_batch_start(m, m->stash, now) != 0)
+		if (model_batch_start(m, m->stash) != 0)
 			return 0;
 		m->stash = NULL;
 		started++;
 	}
 	while (started < APP_SUBMIT_BURST && rte_ring_sc_dequeue(m->submit_ring, (void **)&b) == 0) {
-		if (model_batch_start(m, b, now) != 0) {
+		if (model_batch_start(m, b) != 0) {
 			m->stash = b;
 			m->stats.busy_waits++;
 			break;
