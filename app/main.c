@@ -46,16 +46,27 @@ static void signal_handler(int signum)
 		g_force_quit = true;
 }
 
+/*
+ * Pins the calling lcore's thread to its CPU and names it after its role. Not the main lcore's: the
+ * main thread's name is the process's name (ps, pidof, pkill and systemd see it), so it stays
+ * "batchwire".
+ */
+static void lcore_thread_setup(unsigned int lcore, const char *name)
+{
+	int ret = plat_thread_pin_and_name(rte_lcore_to_cpu_id((int)lcore),
+					   lcore == rte_get_main_lcore() ? "batchwire" : name);
+
+	if (ret != 0)
+		PLAT_LOG(WARNING, app, "lcore %u: cannot pin and name the thread: %s", lcore, strerror(-ret));
+}
+
 static int poll_lcore_main(void *arg)
 {
 	struct dp_lcore *lc = arg;
 	char name[16];
-	int ret;
 
 	snprintf(name, sizeof(name), "bw-poll-%u", lc->lcore_id);
-	ret = plat_thread_pin_and_name(rte_lcore_to_cpu_id((int)lc->lcore_id), name);
-	if (ret != 0)
-		PLAT_LOG(WARNING, app, "lcore %u: cannot pin and name the thread: %s", lc->lcore_id, strerror(-ret));
+	lcore_thread_setup(lc->lcore_id, name);
 
 	struct plat_poller pollers[PLAT_POLLERS_MAX];
 	unsigned int nb_pollers = app_service_pollers(lc->lcore_id, true, true, pollers);
@@ -82,12 +93,9 @@ static int worker_lcore_main(void *arg)
 	unsigned int nb_pollers = app_service_pollers(lcore, false, true, pollers);
 	struct plat_poll_stats stats = {0};
 	char name[16];
-	int ret;
 
 	snprintf(name, sizeof(name), "bw-work-%u", lcore);
-	ret = plat_thread_pin_and_name(rte_lcore_to_cpu_id((int)lcore), name);
-	if (ret != 0)
-		PLAT_LOG(WARNING, app, "lcore %u: cannot pin and name the thread: %s", lcore, strerror(-ret));
+	lcore_thread_setup(lcore, name);
 	plat_poll_loop(pollers, nb_pollers, &g_workers_quit, &stats);
 	return 0;
 }

@@ -53,6 +53,8 @@ struct app_model {
 	struct rt_executor *executor;
 	struct rte_ring *submit_ring;   /* MP: polling lcores; SC: the owner worker */
 	unsigned int ring_size;         /* of the submit and the completion rings: > every batch in flight */
+	uint32_t reply_desc_bytes;      /* output descriptors with their names, as every reply has them */
+	uint32_t output_row_bytes;      /* all outputs of one row */
 	struct app_worker workers[APP_MODEL_WORKERS_MAX];
 	char poller_name[APP_MODEL_NAME_MAX + 8];
 	/* the owner worker's */
@@ -205,25 +207,6 @@ static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_
 	return rows;
 }
 
-/* Bytes of the reply's descriptors (with names) for a model's outputs. */
-static uint32_t reply_desc_bytes(const struct rt_model *model)
-{
-	uint32_t bytes = 0;
-
-	for (uint16_t o = 0; o < model->num_outputs; o++)
-		bytes += (uint32_t)sizeof(struct bw_tensor_desc) + bw_pad8((uint32_t)strlen(model->outputs[o].name));
-	return bytes;
-}
-
-static uint32_t output_bytes(const struct rt_model *model, uint32_t rows)
-{
-	uint32_t bytes = 0;
-
-	for (uint16_t o = 0; o < model->num_outputs; o++)
-		bytes += rows * model->output_row_bytes[o];
-	return bytes;
-}
-
 /* Fills what every batched job has and queues it; the caller filled rows and segments. */
 static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struct dp_request *req, char *msg,
 				 size_t cap)
@@ -284,20 +267,20 @@ static enum bw_status onnx_submit(struct app_channel *ch, struct dp_request *req
 	const struct rt_model *model = &ch->model->spec;
 	const struct bw_tensor_view *by_input[RT_MODEL_TENSORS_MAX];
 	uint32_t rows = onnx_request_bind(model, req, by_input, msg, cap);
-	uint32_t desc_bytes = reply_desc_bytes(model), stage, out_bytes;
+	uint32_t stage, per_row = ch->model->output_row_bytes;
+	uint64_t out_bytes;
 	struct bat_job *job;
 	uint8_t *out;
 
 	if (rows == 0)
 		return BW_STATUS_INVALID_ARGUMENT;
-	stage = bw_pad8(RTE_MAX(req->hdr->body_len, desc_bytes));
-	out_bytes = output_bytes(model, rows);
-	if ((uint64_t)stage + out_bytes > body_cap) {
-		uint32_t per_row = output_bytes(model, 1);
+	stage = bw_pad8(RTE_MAX(req->hdr->body_len, ch->model->reply_desc_bytes));
+	out_bytes = (uint64_t)rows * per_row; /* rows come from the wire: no 32-bit overflow */
+	if (stage + out_bytes > body_cap) {
 		uint32_t room = body_cap > stage ? body_cap - stage : 0;
-		snprintf(msg, cap, "the reply to %u rows (%u bytes of outputs) does not fit one datagram at this "
+		snprintf(msg, cap, "the reply to %u rows (%" PRIu64 " bytes of outputs) does not fit one datagram at this "
 			 "MTU: send at most %u rows per request (multi-packet requests come later)", rows, out_bytes,
-			 per_row != 0 ? room / per_row : 0);
+			 room / per_row);
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
 	job = bat_job_alloc(ch->queue);
@@ -370,13 +353,12 @@ static void onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 	const struct rt_model *model = &ch->model->spec;
 	struct bw_hdr *hdr = job->owner[1];
 	uint8_t *body = (uint8_t *)(hdr + 1), *p = body;
-	uint32_t out_bytes;
+	uint32_t out_bytes = job->rows * ch->model->output_row_bytes;
 
 	if (status != BW_STATUS_OK) {
 		dp_request_complete(ch->lcore->dp, job->owner[0], hdr, status, 0, 0, job_error_message(status));
 		return;
 	}
-	out_bytes = output_bytes(model, job->rows);
 	/* The staging area starts at or past the end of the descriptors: writing them first is safe. */
 	for (uint16_t o = 0; o < model->num_outputs; o++) {
 		const struct rt_tensor_spec *spec = &model->outputs[o];
@@ -677,6 +659,11 @@ static int onnx_model_create(struct app_model *m, FILE *err)
 	}
 	for (unsigned int w = 0; w < mc->nb_workers; w++)
 		m->workers[w] = (struct app_worker){m, w};
+	for (uint16_t o = 0; o < m->spec.num_outputs; o++) {
+		m->reply_desc_bytes += (uint32_t)sizeof(struct bw_tensor_desc) +
+				       bw_pad8((uint32_t)strlen(m->spec.outputs[o].name));
+		m->output_row_bytes += m->spec.output_row_bytes[o];
+	}
 	snprintf(m->poller_name, sizeof(m->poller_name), "model_%s", mc->name);
 	load_report(m, &rep, sizes, nb_sizes);
 	return 0;
