@@ -11,11 +11,16 @@
 #include <cblas.h>
 #include <stdatomic.h>
 
-#include "kernels.h"
+#include "fused.h"
 
 #define K(op, lo, mask, fn) {op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, NULL, rt_k_##fn##_run}
 #define KS(op, lo, mask, fn)                                                                                 \
 	{op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, rt_k_##fn##_scratch, rt_k_##fn##_run}
+
+/* batchwire's own ops (fused.h), which rt_graph_optimize writes: opset 1 of their domain, float */
+#define KB(op, fn, scratch)                                                                                  \
+	{op, RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_FLOAT), RT_DEVICE_CPU,     \
+	 rt_k_##fn##_infer, scratch, rt_k_##fn##_run}
 
 #define F RT_K_DTYPE_FLOATS
 #define NUM RT_K_DTYPE_NUMERIC
@@ -161,6 +166,12 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	K("Gemm", 7, F, gemm),
 	KS("Conv", 1, RT_DTYPE_BIT(BW_DTYPE_FLOAT), conv),
 	KS("ConvTranspose", 1, RT_DTYPE_BIT(BW_DTYPE_FLOAT), conv_transpose),
+	/* batchwire's domain: conv.c, linalg.c, fastpath.c */
+	KB("FusedConv", fused_conv, rt_k_fused_conv_scratch),
+	KB("FusedGemm", fused_gemm, NULL),
+	KB("Softmax", fast_softmax, NULL),
+	KB("LayerNormalization", fast_layernorm, NULL),
+	KB("MaxPool", fast_maxpool, rt_k_fast_maxpool_scratch),
 };
 
 int rt_cpu_kernels_register(void)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MatMul, Gemm, Conv and ConvTranspose on OpenBLAS's sgemm/dgemm.
+ * MatMul, Gemm and batchwire's FusedGemm on OpenBLAS's sgemm/dgemm (sgemv for one row), the GEMM
+ * call conv.c shares, and the activation attributes of the fused ops.
  *
  * Why OpenBLAS: its C API (cblas) is a plain function call on caller-owned memory, which is what a
  * kernel that may not allocate needs: the im2col/col2im buffers come from the arena as scratch.
@@ -8,20 +9,20 @@
  * so each executor lcore does its own GEMMs without a thread pool of the library competing for the
  * cores. Debian's oneDNN is built against OpenMP and would bring an OpenMP pool into our worker
  * lcores, with primitive objects to create and cache per shape.
+ *
+ * OpenBLAS packs its operands itself on every call and has no API to take them pre-packed, so what
+ * "pre-packed at load" means here is the layout each call reads fastest, made once by
+ * rt_graph_optimize: B as [K, N] for a GEMM (a Gemm's transB=1 weights transposed at load: measured
+ * 10-30 % faster than transposed B at 8 and 32 rows, docs/performance.md), and, where a node may see
+ * one row, B as [N, K] as well, for the GEMV that a batch of one is.
  */
 #include <cblas.h>
 #include <inttypes.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "fused.h"
 
-/* BLAS dims are int: larger products are refused at load rather than truncated at run. */
-static bool blas_dim_ok(int64_t v)
-{
-	return v >= 0 && v <= INT32_MAX;
-}
-
-static void gemm(uint8_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+void rt_k_gemm(uint8_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
 		 int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc)
 {
 	if (m == 0 || n == 0)
@@ -114,7 +115,7 @@ RT_K_INFER(matmul)
 				rt_dtype_name(inputs[0].dtype));
 	if ((rc = mm_plan(&inputs[0], &inputs[1], &p, err, err_cap)) < 0)
 		return rc;
-	if (!blas_dim_ok(p.m) && p.m >= 0)
+	if (!rt_k_blas_dim_ok(p.m) && p.m >= 0)
 		return rt_k_err(err, err_cap, -ENOTSUP, "MatMul dims beyond 2^31 are not supported");
 	*out = (struct rt_tensor){.dtype = inputs[0].dtype, .rank = p.obatch.rank, .data = out->data};
 	memcpy(out->dims, p.obatch.dims, sizeof(out->dims));
@@ -139,7 +140,7 @@ RT_K_RUN(matmul)
 	if (p.bbatch.rank == 0) { /* B is one matrix: every batch of A is one tall matrix */
 		int64_t rows = rt_tensor_elems(&p.abatch) * p.m;
 
-		gemm(a->dtype, false, false, rows, p.n, p.k, 1.0f, a->data, p.k, b->data, p.n, 0.0f, outputs[0].data,
+		rt_k_gemm(a->dtype, false, false, rows, p.n, p.k, 1.0f, a->data, p.k, b->data, p.n, 0.0f, outputs[0].data,
 		     p.n);
 		return 0;
 	}
@@ -152,7 +153,7 @@ RT_K_RUN(matmul)
 			const char *pb = (const char *)b->data + (bc.off[1] + j * bc.step[1]) * p.k * p.n * (int64_t)esize;
 			char *pc = (char *)outputs[0].data + i * p.m * p.n * (int64_t)esize;
 
-			gemm(a->dtype, false, false, p.m, p.n, p.k, 1.0f, pa, p.k, pb, p.n, 0.0f, pc, p.n);
+			rt_k_gemm(a->dtype, false, false, p.m, p.n, p.k, 1.0f, pa, p.k, pb, p.n, 0.0f, pc, p.n);
 		}
 	}
 	return 0;
@@ -185,7 +186,7 @@ RT_K_INFER(gemm)
 		return rt_k_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims %" PRId64 " and %" PRId64
 				" differ (transA %" PRId64 ", transB %" PRId64 ")", rt_k_dims_str(a, x, sizeof(x)),
 				rt_k_dims_str(b, y, sizeof(y)), k, kb, ta, tb);
-	if (!blas_dim_ok(m < 0 ? 0 : m) || !blas_dim_ok(n < 0 ? 0 : n) || !blas_dim_ok(k < 0 ? 0 : k))
+	if (!rt_k_blas_dim_ok(m < 0 ? 0 : m) || !rt_k_blas_dim_ok(n < 0 ? 0 : n) || !rt_k_blas_dim_ok(k < 0 ? 0 : k))
 		return rt_k_err(err, err_cap, -ENOTSUP, "Gemm dims beyond 2^31 are not supported");
 	outputs[0] = (struct rt_tensor){.dtype = a->dtype, .rank = 2, .dims = {m, n}, .data = outputs[0].data};
 	if (rt_k_has_input(node, inputs, 2)) {
@@ -223,372 +224,117 @@ RT_K_RUN(gemm)
 	} else {
 		beta = 0.0f;
 	}
-	gemm(a->dtype, ta, tb, m, n, k, alpha, a->data, a->dims[1], b->data, b->dims[1], beta, y->data, n);
+	rt_k_gemm(a->dtype, ta, tb, m, n, k, alpha, a->data, a->dims[1], b->data, b->dims[1], beta, y->data, n);
 	return 0;
 }
 
-/* ---- Conv ---------------------------------------------------------------------------------------- */
+/* ---- activation attributes of the fused ops -------------------------------------------------------- */
 
-struct conv_plan {
-	struct rt_k_window w;
-	int64_t n, c, m, group, cg, mg, ksize, in_size, out_size;
-	bool direct; /* 1x1, stride 1, no pad: X is its own im2col matrix */
+static const char *const g_act_names[] = {
+	[RT_K_ACT_NONE] = "", [RT_K_ACT_RELU] = "Relu", [RT_K_ACT_LEAKY_RELU] = "LeakyRelu",
+	[RT_K_ACT_CLIP] = "Clip", [RT_K_ACT_GELU] = "Gelu",
 };
 
-static int conv_plan(const struct rt_node *node, const struct rt_tensor *inputs, bool transpose,
-		     struct conv_plan *p, char *err, size_t err_cap)
+const char *rt_k_act_name(enum rt_k_act kind)
 {
-	const struct rt_tensor *x = &inputs[0], *w = &inputs[1];
+	return (unsigned int)kind < sizeof(g_act_names) / sizeof(g_act_names[0]) ? g_act_names[kind] : "";
+}
+
+int rt_k_act_read(const struct rt_node *node, struct rt_k_act_spec *act, char *err, size_t err_cap)
+{
+	static const unsigned int nparams[] = {
+		[RT_K_ACT_NONE] = 0, [RT_K_ACT_RELU] = 0, [RT_K_ACT_LEAKY_RELU] = 1, [RT_K_ACT_CLIP] = 2,
+		[RT_K_ACT_GELU] = 0,
+	};
+	const char *name = rt_attr_string(node, "activation", "");
+	const struct rt_attr *params = rt_node_attr(node, "activation_params");
+	unsigned int kind;
+
+	*act = (struct rt_k_act_spec){ .kind = RT_K_ACT_NONE };
+	for (kind = 0; kind < sizeof(g_act_names) / sizeof(g_act_names[0]); kind++) {
+		if (strcmp(name, g_act_names[kind]) == 0)
+			break;
+	}
+	if (kind == sizeof(g_act_names) / sizeof(g_act_names[0]))
+		return rt_k_err(err, err_cap, -ENOTSUP, "attribute 'activation' '%s' is not supported", name);
+	act->kind = (enum rt_k_act)kind;
+	if (nparams[kind] == 0)
+		return 0;
+	if (params == NULL || params->type != RT_ATTR_FLOATS || params->count != nparams[kind])
+		return rt_k_err(err, err_cap, -EINVAL, "attribute 'activation_params' must be %u floats for %s",
+				nparams[kind], name);
+	act->a = params->floats[0];
+	act->b = nparams[kind] > 1 ? params->floats[1] : 0.0f;
+	return 0;
+}
+
+/* ---- FusedGemm ----------------------------------------------------------------------------------- */
+
+RT_K_INFER(fused_gemm)
+{
+	const struct rt_tensor *a = &inputs[0], *b = &inputs[1];
+	struct rt_k_act_spec act;
+	int64_t k, n;
+	float alpha;
+	char x[96], y[96];
 	int rc;
 
-	memset(p, 0, sizeof(*p));
-	if ((rc = rt_k_need_input(node, inputs, 0, "X", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
-	    (rc = rt_k_need_input(node, inputs, 1, "W", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
-	    (rc = rt_k_attr_int(node, "group", 1, &p->group, err, err_cap)) < 0)
+	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_attr_float(node, "alpha", 1.0f, &alpha, err, err_cap)) < 0 ||
+	    (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
-	if (x->rank < 3 || w->rank != x->rank)
-		return rt_k_err(err, err_cap, -EINVAL, "inputs 'X' (rank %u) and 'W' (rank %u) must have the same "
-				"rank >= 3", x->rank, w->rank);
-	if (p->group < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'group' must be positive");
-	p->n = x->dims[0];
-	p->c = x->dims[1];
-	if (p->c < 0 || rt_k_dims_prod(w, 0, w->rank) < 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "symbolic channel or kernel dims are not supported");
-	if (p->c % p->group != 0)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'X' has %" PRId64 " channels, not a multiple of 'group' %"
-				PRId64, p->c, p->group);
-	p->cg = p->c / p->group;
-	if (!transpose) {
-		p->m = w->dims[0];
-		if (w->dims[1] != p->cg)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, expected %" PRId64,
-					w->dims[1], p->cg);
-		if (p->m % p->group != 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " filters, not a multiple of 'group' %"
-					PRId64, p->m, p->group);
-		p->mg = p->m / p->group;
-	} else {
-		if (w->dims[0] != p->c)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, 'X' has %" PRId64,
-					w->dims[0], p->c);
-		p->mg = w->dims[1];
-		p->m = p->mg * p->group;
-	}
+	if (a->rank < 1 || b->rank != 2)
+		return rt_k_err(err, err_cap, -EINVAL, "input 'A' must have rank >= 1 and 'B' rank 2");
+	k = b->dims[0];
+	n = b->dims[1];
+	if (a->dims[a->rank - 1] != k || k < 0 || n < 0)
+		return rt_k_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims differ",
+				rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(b, y, sizeof(y)));
+	if (!rt_k_blas_dim_ok(k) || !rt_k_blas_dim_ok(n) || !rt_k_blas_dim_ok(rt_k_dims_prod(a, 0, a->rank - 1) < 0 ?
+										  0 : rt_k_dims_prod(a, 0, a->rank - 1)))
+		return rt_k_err(err, err_cap, -ENOTSUP, "FusedGemm dims beyond 2^31 are not supported");
 	if (rt_k_has_input(node, inputs, 2)) {
-		if ((rc = rt_k_need_input(node, inputs, 2, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
+		if ((rc = rt_k_need_input(node, inputs, 2, "C", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
 			return rc;
-		if (inputs[2].rank != 1 || inputs[2].dims[0] != p->m)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'B' must be 1-D of %" PRId64 " values", p->m);
+		if (inputs[2].rank != 1 || inputs[2].dims[0] != n)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'C' must be 1-D of %" PRId64 " values", n);
 	}
-	p->ksize = rt_k_dims_prod(w, 2, w->rank);
-	p->in_size = rt_k_dims_prod(x, 2, x->rank);
-	return 0;
-}
-
-static int conv_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct conv_plan *p,
-		      char *err, size_t err_cap)
-{
-	int rc = conv_plan(node, inputs, false, p, err, err_cap);
-
-	if (rc < 0)
-		return rc;
-	if ((rc = rt_k_window_init(node, &inputs[0], &inputs[1].dims[2], false, true, &p->w, err, err_cap)) < 0)
-		return rc;
-	p->out_size = 1;
-	p->direct = true;
-	for (int i = 0; i < p->w.nsp; i++) {
-		p->out_size = p->out_size < 0 || p->w.out[i] < 0 ? -1 : p->out_size * p->w.out[i];
-		p->direct &= p->w.kernel[i] == 1 && p->w.stride[i] == 1 && p->w.pad_begin[i] == 0 &&
-			     p->w.pad_end[i] == 0;
-	}
-	if (!blas_dim_ok(p->cg * p->ksize) || !blas_dim_ok(p->out_size < 0 ? 0 : p->out_size))
-		return rt_k_err(err, err_cap, -ENOTSUP, "Conv dims beyond 2^31 are not supported");
-	return 0;
-}
-
-/* Conv and ConvTranspose: N x M x spatial output, float. */
-static int conv_output_shape(int setup_rc, const struct conv_plan *p, const struct rt_tensor *x, struct rt_tensor *y)
-{
-	if (setup_rc < 0)
-		return setup_rc;
-	y->dtype = BW_DTYPE_FLOAT;
-	y->rank = x->rank;
-	y->dims[0] = p->n;
-	y->dims[1] = p->m;
-	memcpy(&y->dims[2], p->w.out, (size_t)p->w.nsp * sizeof(int64_t));
-	return 0;
-}
-
-RT_K_INFER(conv)
-{
-	struct conv_plan p;
-
-	return conv_output_shape(conv_setup(node, inputs, &p, err, err_cap), &p, &inputs[0], &outputs[0]);
-}
-
-RT_K_SCRATCH(conv)
-{
-	struct conv_plan p;
-	char err[RT_ERR_MAX];
-
-	if (conv_setup(node, inputs, &p, err, sizeof(err)) < 0 || p.direct || p.out_size < 0)
-		return 0;
-	return (size_t)(p.cg * p.ksize * p.out_size) * sizeof(float);
-}
-
-/* col[(c * ksize + kk) * out_size + o] = x[c][input position of output o under kernel offset kk] */
-static void im2col(const struct conv_plan *p, const float *x, float *col)
-{
-	const struct rt_k_window *w = &p->w;
-	int nsp = w->nsp, last = nsp - 1;
-	int64_t in_stride[RT_MAX_RANK], s = 1, orow = w->out[last], outer = p->out_size / (orow ? orow : 1);
-
-	for (int i = last; i >= 0; i--) {
-		in_stride[i] = s;
-		s *= w->in[i];
-	}
-	for (int64_t c = 0; c < p->cg; c++) {
-		int64_t kk[RT_MAX_RANK] = {0};
-
-		for (int64_t kidx = 0; kidx < p->ksize; kidx++) {
-			int64_t o[RT_MAX_RANK] = {0};
-
-			for (int64_t r = 0; r < outer; r++) {
-				int64_t off = c * p->in_size;
-				bool inside = true;
-
-				for (int i = 0; i < last; i++) {
-					int64_t pos = o[i] * w->stride[i] - w->pad_begin[i] + kk[i] * w->dilation[i];
-
-					inside &= pos >= 0 && pos < w->in[i];
-					off += pos * in_stride[i];
-				}
-				{
-					int64_t base = -w->pad_begin[last] + kk[last] * w->dilation[last];
-					int64_t st = w->stride[last], in = w->in[last];
-
-					for (int64_t j = 0; j < orow; j++) {
-						int64_t pos = base + j * st;
-
-						*col++ = inside && pos >= 0 && pos < in ? x[off + pos] : 0.0f;
-					}
-				}
-				for (int i = last - 1; i >= 0; i--) {
-					if (++o[i] < w->out[i])
-						break;
-					o[i] = 0;
-				}
-			}
-			for (int i = last; i >= 0; i--) {
-				if (++kk[i] < w->kernel[i])
-					break;
-				kk[i] = 0;
-			}
-		}
-	}
-}
-
-static void add_bias(float *y, const float *bias, int64_t n, int64_t m, int64_t size)
-{
-	for (int64_t b = 0; b < n; b++) {
-		for (int64_t ch = 0; ch < m; ch++) {
-			float *ys = y + (b * m + ch) * size;
-
-			for (int64_t i = 0; i < size; i++)
-				ys[i] += bias[ch];
-		}
-	}
-}
-
-RT_K_RUN(conv)
-{
-	struct conv_plan p;
-	const float *x = inputs[0].data, *w = inputs[1].data;
-	float *y = outputs[0].data, *col = scratch;
-	int rc = conv_setup(node, inputs, &p, err, err_cap);
-
-	if (rc < 0)
-		return rc;
-	if (!p.direct && col == NULL && p.out_size > 0)
-		return rt_k_err(err, err_cap, -EINVAL, "Conv needs scratch memory and got none");
-	for (int64_t b = 0; b < p.n; b++) {
-		for (int64_t g = 0; g < p.group; g++) {
-			const float *xg = x + (b * p.c + g * p.cg) * p.in_size;
-			float *yg = y + (b * p.m + g * p.mg) * p.out_size;
-
-			if (!p.direct)
-				im2col(&p, xg, col);
-			gemm(BW_DTYPE_FLOAT, false, false, p.mg, p.out_size, p.cg * p.ksize, 1.0f,
-			     w + g * p.mg * p.cg * p.ksize, p.cg * p.ksize, p.direct ? xg : col, p.out_size, 0.0f, yg,
-			     p.out_size);
-		}
-	}
-	if (rt_k_has_input(node, inputs, 2))
-		add_bias(y, inputs[2].data, p.n, p.m, p.out_size);
-	return 0;
-}
-
-/* ---- ConvTranspose ------------------------------------------------------------------------------- */
-
-static int convt_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct conv_plan *p,
-		       char *err, size_t err_cap)
-{
-	struct rt_k_window *w = &p->w;
-	int64_t vals[2 * RT_MAX_RANK], out_pad[RT_MAX_RANK] = {0}, out_shape[RT_MAX_RANK];
-	const char *auto_pad = rt_attr_string(node, "auto_pad", "NOTSET");
-	unsigned int n, nshape;
-	int rc = conv_plan(node, inputs, true, p, err, err_cap), nsp;
-	bool same;
-
-	if (rc < 0)
-		return rc;
-	/* strides, dilations, pads and kernel_shape read as for Conv; the output size is computed below */
-	{
-		struct rt_tensor fake = inputs[0];
-
-		for (int i = 2; i < fake.rank; i++)
-			fake.dims[i] = 1 << 20; /* big enough that Conv's "input smaller than kernel" check passes */
-		if ((rc = rt_k_window_init(node, &fake, &inputs[1].dims[2], false, true, w, err, err_cap)) < 0)
+	if (rt_k_has_input(node, inputs, 3)) {
+		if ((rc = rt_k_need_input(node, inputs, 3, "Bt", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
 			return rc;
+		if (inputs[3].rank != 2 || inputs[3].dims[0] != n || inputs[3].dims[1] != k)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'Bt' must be [%" PRId64 ",%" PRId64 "]", n, k);
 	}
-	nsp = w->nsp;
-	if ((rc = rt_k_attr_ints(node, "output_padding", vals, RT_MAX_RANK, &n, err, err_cap)) < 0)
-		return rc;
-	if (rc == 1 && n != (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_padding' has %u values, expected %d", n, nsp);
-	for (int i = 0; rc == 1 && i < nsp; i++) {
-		if (vals[i] < 0 || vals[i] >= (w->stride[i] > w->dilation[i] ? w->stride[i] : w->dilation[i]))
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_padding' must be in [0, max(stride, dilation))");
-		out_pad[i] = vals[i];
-	}
-	if ((rc = rt_k_attr_ints(node, "output_shape", out_shape, RT_MAX_RANK, &nshape, err, err_cap)) < 0)
-		return rc;
-	if (rc == 1 && nshape == (unsigned int)nsp + 2) { /* the full shape: keep the spatial part */
-		memmove(out_shape, out_shape + 2, (size_t)nsp * sizeof(int64_t));
-		nshape = (unsigned int)nsp;
-	}
-	if (rc == 1 && nshape != (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_shape' has %u values, expected %d", nshape, nsp);
-	same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
-	p->out_size = 1;
-	for (int i = 0; i < nsp; i++) {
-		int64_t in = inputs[0].dims[i + 2], eff = (w->kernel[i] - 1) * w->dilation[i] + 1;
-		int64_t full = w->stride[i] * (in - 1) + out_pad[i] + eff;
-
-		w->in[i] = in;
-		if (in < 0)
-			return rt_k_err(err, err_cap, -ENOTSUP, "symbolic spatial dims are not supported");
-		if (nshape > 0 || same) {
-			int64_t out = nshape > 0 ? out_shape[i] : in * w->stride[i], total = full - out;
-
-			if (total < 0)
-				total = 0; /* a larger output_shape is zero-extended at the end */
-			if (strcmp(auto_pad, "SAME_UPPER") == 0) {
-				w->pad_begin[i] = total / 2;
-				w->pad_end[i] = total - total / 2;
-			} else {
-				w->pad_end[i] = total / 2;
-				w->pad_begin[i] = total - total / 2;
-			}
-			w->out[i] = out;
-		} else {
-			w->out[i] = full - w->pad_begin[i] - w->pad_end[i];
-		}
-		if (w->out[i] <= 0)
-			return rt_k_err(err, err_cap, -EINVAL, "ConvTranspose output spatial dim %d would be %" PRId64, i,
-					w->out[i]);
-		p->out_size *= w->out[i];
-	}
-	if (!blas_dim_ok(p->mg * p->ksize) || !blas_dim_ok(p->in_size))
-		return rt_k_err(err, err_cap, -ENOTSUP, "ConvTranspose dims beyond 2^31 are not supported");
+	outputs[0] = *a;
+	outputs[0].data = NULL;
+	outputs[0].dims[a->rank - 1] = n;
 	return 0;
 }
 
-RT_K_INFER(conv_transpose)
+/*
+ * The bias is written into every row of Y first and the GEMM accumulates into it (beta 1), then the
+ * activation runs over Y. One row with Bt is a GEMV over Bt's rows (dot products along K).
+ */
+RT_K_RUN(fused_gemm)
 {
-	struct conv_plan p;
-
-	return conv_output_shape(convt_setup(node, inputs, &p, err, err_cap), &p, &inputs[0], &outputs[0]);
-}
-
-RT_K_SCRATCH(conv_transpose)
-{
-	struct conv_plan p;
-	char err[RT_ERR_MAX];
-
-	if (convt_setup(node, inputs, &p, err, sizeof(err)) < 0)
-		return 0;
-	return (size_t)(p.mg * p.ksize * p.in_size) * sizeof(float);
-}
-
-/* y[m][position of input i under kernel offset kk] += col[(m * ksize + kk) * in_size + i] */
-static void col2im(const struct conv_plan *p, const float *col, float *y)
-{
-	const struct rt_k_window *w = &p->w;
-	int nsp = w->nsp;
-	int64_t out_stride[RT_MAX_RANK], s = 1;
-
-	for (int i = nsp - 1; i >= 0; i--) {
-		out_stride[i] = s;
-		s *= w->out[i];
-	}
-	for (int64_t m = 0; m < p->mg; m++) {
-		int64_t kk[RT_MAX_RANK] = {0};
-
-		for (int64_t kidx = 0; kidx < p->ksize; kidx++) {
-			int64_t ii[RT_MAX_RANK] = {0};
-
-			for (int64_t i = 0; i < p->in_size; i++, col++) {
-				int64_t off = m * p->out_size;
-				bool inside = true;
-
-				for (int d = 0; d < nsp; d++) {
-					int64_t pos = ii[d] * w->stride[d] - w->pad_begin[d] + kk[d] * w->dilation[d];
-
-					inside &= pos >= 0 && pos < w->out[d];
-					off += pos * out_stride[d];
-				}
-				if (inside)
-					y[off] += *col;
-				for (int d = nsp - 1; d >= 0; d--) {
-					if (++ii[d] < w->in[d])
-						break;
-					ii[d] = 0;
-				}
-			}
-			for (int d = nsp - 1; d >= 0; d--) {
-				if (++kk[d] < w->kernel[d])
-					break;
-				kk[d] = 0;
-			}
-		}
-	}
-}
-
-RT_K_RUN(conv_transpose)
-{
-	struct conv_plan p;
-	const float *x = inputs[0].data, *w = inputs[1].data;
-	float *y = outputs[0].data, *col = scratch;
-	int rc = convt_setup(node, inputs, &p, err, err_cap);
+	const struct rt_tensor *a = &inputs[0], *b = &inputs[1];
+	int64_t k = b->dims[0], n = b->dims[1], rows = rt_k_dims_prod(a, 0, a->rank - 1);
+	float alpha = rt_attr_float(node, "alpha", 1.0f), beta = 0.0f;
+	struct rt_k_act_spec act;
+	float *y = outputs[0].data;
+	int rc = rt_k_act_read(node, &act, err, err_cap);
 
 	if (rc < 0)
 		return rc;
-	if (col == NULL && p.in_size > 0)
-		return rt_k_err(err, err_cap, -EINVAL, "ConvTranspose needs scratch memory and got none");
-	memset(y, 0, (size_t)(p.n * p.m * p.out_size) * sizeof(float));
-	for (int64_t b = 0; b < p.n; b++) {
-		for (int64_t g = 0; g < p.group; g++) {
-			const float *xg = x + (b * p.c + g * p.cg) * p.in_size;
-
-			/* col [(mg * ksize) x in] = W_g^T [(mg * ksize) x cg] * X_g [cg x in] */
-			gemm(BW_DTYPE_FLOAT, true, false, p.mg * p.ksize, p.in_size, p.cg, 1.0f,
-			     w + g * p.cg * p.mg * p.ksize, p.mg * p.ksize, xg, p.in_size, 0.0f, col, p.in_size);
-			col2im(&p, col, y + (b * p.m + g * p.mg) * p.out_size);
-		}
+	if (rt_k_has_input(node, inputs, 2)) {
+		rt_vm_fill_rows(y, inputs[2].data, NULL, rows, n);
+		beta = 1.0f;
 	}
-	if (rt_k_has_input(node, inputs, 2))
-		add_bias(y, inputs[2].data, p.n, p.m, p.out_size);
+	if (rows == 1 && rt_k_has_input(node, inputs, 3))
+		rt_k_gemm(BW_DTYPE_FLOAT, false, true, 1, n, k, alpha, a->data, k, inputs[3].data, k, beta, y, n);
+	else
+		rt_k_gemm(BW_DTYPE_FLOAT, false, false, rows, n, k, alpha, a->data, k, b->data, n, beta, y, n);
+	rt_vm_act(y, rows * n, &act);
 	return 0;
 }

@@ -16,11 +16,14 @@
  * when the directory is missing. Each test runs in a child process, so a crashing kernel is one FAIL
  * line and not the end of the run (--no-fork runs them in-process, for a debugger).
  *
- * Usage: conformance [--claims FILE] [--no-fork] [--ops] [--executor N] [--skip REASON] [DIR [PATTERN...]]
+ * Usage: conformance [--claims FILE] [--no-fork] [--ops] [--executor N] [--optimize] [--skip REASON]
+ *                    [DIR [PATTERN...]]
  *   PATTERN: fnmatch patterns of test names to run (default: all)
  *   --ops: print each test's ops instead of running it (to maintain the claims table)
  *   --executor N: run each data set through rt_executor (concurrent layout, one batch of one row
  *                 whose only task carries the whole tensors) with N worker threads, not rt_plan_run
+ *   --optimize: rt_graph_optimize each model after loading it, so the node tests check the kernels
+ *               the optimizer rewrites into (batchwire's fused and fast-path ones) too
  */
 #include <errno.h>
 #include <math.h>
@@ -55,6 +58,7 @@
 #define CONFORMANCE_EXIT_SKIP 77
 
 static unsigned int g_executor_workers; /* --executor N; 0: rt_plan_run */
+static bool g_optimize;                 /* --optimize */
 
 enum verdict {
 	VERDICT_PASS = 'P',
@@ -386,6 +390,11 @@ static void run_test(const char *test_dir, struct result *r)
 		set_result(r, VERDICT_UNSUPPORTED, "%s", err);
 		return;
 	}
+	if (g_optimize && rt_graph_optimize(g, RT_DEVICE_CPU, NULL, err, sizeof(err)) != 0) {
+		set_result(r, VERDICT_FAIL, "rt_graph_optimize: %s", err);
+		rt_graph_free(g);
+		return;
+	}
 	testdata_list_dir(test_dir, "test_data_set_", &sets, &num_sets);
 	if (num_sets == 0)
 		set_result(r, VERDICT_UNSUPPORTED, "no test_data_set_* directory");
@@ -447,7 +456,8 @@ static void run_test_isolated(const char *test_dir, struct result *r)
 
 static void usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s [--claims FILE] [--no-fork] [--ops] [--executor N] [--skip REASON] [DIR [PATTERN...]]\n",
+	fprintf(stderr, "usage: %s [--claims FILE] [--no-fork] [--ops] [--executor N] [--optimize] [--skip REASON] "
+		"[DIR [PATTERN...]]\n",
 		prog);
 }
 
@@ -479,6 +489,8 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			g_executor_workers = (unsigned int)n;
+		} else if (strcmp(argv[argi], "--optimize") == 0) {
+			g_optimize = true;
 		} else if (strcmp(argv[argi], "--skip") == 0 && argi + 1 < argc) {
 			printf("SKIP: %s\n", argv[argi + 1]);
 			return CONFORMANCE_EXIT_SKIP;

@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Conv, batchwire's FusedConv and ConvTranspose: im2col (col2im) and one GEMM per image and group on
+ * OpenBLAS (linalg.c's rt_k_gemm), the column buffer from the arena as scratch.
+ *
+ * Layout: NCHW activations and ONNX's [M, C/group, kernel...] weights are exactly the operands the
+ * row-major GEMM wants (W is A [M/group, C/group * kernel], the columns are B [C/group * kernel,
+ * out]), so the CPU library's preferred layout is the model's own and no reorder is needed anywhere
+ * (unlike oneDNN's blocked formats: see linalg.c for why OpenBLAS). A 1x1, stride-1, unpadded conv
+ * needs no im2col at all: X is its own column matrix, and the conv is one plain GEMM.
+ *
+ * The epilogue: the bias (and, for FusedConv, a residual Z) is written into Y before the GEMM, which
+ * then accumulates into it (beta 1: no separate pass to zero Y, none to add the bias); FusedConv's
+ * activation runs on each group's output right after its GEMM, while it is still in cache.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "fused.h"
+
+/* ---- Conv ---------------------------------------------------------------------------------------- */
+
+struct conv_plan {
+	struct rt_k_window w;
+	int64_t n, c, m, group, cg, mg, ksize, in_size, out_size;
+	bool direct; /* 1x1, stride 1, no pad: X is its own im2col matrix */
+};
+
+static int conv_plan(const struct rt_node *node, const struct rt_tensor *inputs, bool transpose,
+		     struct conv_plan *p, char *err, size_t err_cap)
+{
+	const struct rt_tensor *x = &inputs[0], *w = &inputs[1];
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	if ((rc = rt_k_need_input(node, inputs, 0, "X", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 1, "W", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_attr_int(node, "group", 1, &p->group, err, err_cap)) < 0)
+		return rc;
+	if (x->rank < 3 || w->rank != x->rank)
+		return rt_k_err(err, err_cap, -EINVAL, "inputs 'X' (rank %u) and 'W' (rank %u) must have the same "
+				"rank >= 3", x->rank, w->rank);
+	if (p->group < 1)
+		return rt_k_err(err, err_cap, -EINVAL, "attribute 'group' must be positive");
+	p->n = x->dims[0];
+	p->c = x->dims[1];
+	if (p->c < 0 || rt_k_dims_prod(w, 0, w->rank) < 0)
+		return rt_k_err(err, err_cap, -ENOTSUP, "symbolic channel or kernel dims are not supported");
+	if (p->c % p->group != 0)
+		return rt_k_err(err, err_cap, -EINVAL, "input 'X' has %" PRId64 " channels, not a multiple of 'group' %"
+				PRId64, p->c, p->group);
+	p->cg = p->c / p->group;
+	if (!transpose) {
+		p->m = w->dims[0];
+		if (w->dims[1] != p->cg)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, expected %" PRId64,
+					w->dims[1], p->cg);
+		if (p->m % p->group != 0)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " filters, not a multiple of 'group' %"
+					PRId64, p->m, p->group);
+		p->mg = p->m / p->group;
+	} else {
+		if (w->dims[0] != p->c)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, 'X' has %" PRId64,
+					w->dims[0], p->c);
+		p->mg = w->dims[1];
+		p->m = p->mg * p->group;
+	}
+	if (rt_k_has_input(node, inputs, 2)) {
+		if ((rc = rt_k_need_input(node, inputs, 2, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
+			return rc;
+		if (inputs[2].rank != 1 || inputs[2].dims[0] != p->m)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'B' must be 1-D of %" PRId64 " values", p->m);
+	}
+	p->ksize = rt_k_dims_prod(w, 2, w->rank);
+	p->in_size = rt_k_dims_prod(x, 2, x->rank);
+	return 0;
+}
+
+static int conv_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct conv_plan *p,
+		      char *err, size_t err_cap)
+{
+	int rc = conv_plan(node, inputs, false, p, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = rt_k_window_init(node, &inputs[0], &inputs[1].dims[2], false, true, &p->w, err, err_cap)) < 0)
+		return rc;
+	p->out_size = 1;
+	p->direct = true;
+	for (int i = 0; i < p->w.nsp; i++) {
+		p->out_size = p->out_size < 0 || p->w.out[i] < 0 ? -1 : p->out_size * p->w.out[i];
+		p->direct &= p->w.kernel[i] == 1 && p->w.stride[i] == 1 && p->w.pad_begin[i] == 0 &&
+			     p->w.pad_end[i] == 0;
+	}
+	if (!rt_k_blas_dim_ok(p->cg * p->ksize) || !rt_k_blas_dim_ok(p->out_size < 0 ? 0 : p->out_size))
+		return rt_k_err(err, err_cap, -ENOTSUP, "Conv dims beyond 2^31 are not supported");
+	return 0;
+}
+
+/* Conv and ConvTranspose: N x M x spatial output, float. */
+static int conv_output_shape(int setup_rc, const struct conv_plan *p, const struct rt_tensor *x, struct rt_tensor *y)
+{
+	if (setup_rc < 0)
+		return setup_rc;
+	y->dtype = BW_DTYPE_FLOAT;
+	y->rank = x->rank;
+	y->dims[0] = p->n;
+	y->dims[1] = p->m;
+	memcpy(&y->dims[2], p->w.out, (size_t)p->w.nsp * sizeof(int64_t));
+	return 0;
+}
+
+RT_K_INFER(conv)
+{
+	struct conv_plan p;
+
+	return conv_output_shape(conv_setup(node, inputs, &p, err, err_cap), &p, &inputs[0], &outputs[0]);
+}
+
+RT_K_SCRATCH(conv)
+{
+	struct conv_plan p;
+	char err[RT_ERR_MAX];
+
+	if (conv_setup(node, inputs, &p, err, sizeof(err)) < 0 || p.direct || p.out_size < 0)
+		return 0;
+	return (size_t)(p.cg * p.ksize * p.out_size) * sizeof(float);
+}
+
+/* col[(c * ksize + kk) * out_size + o] = x[c][input position of output o under kernel offset kk] */
+static void im2col(const struct conv_plan *p, const float *x, float *col)
+{
+	const struct rt_k_window *w = &p->w;
+	int nsp = w->nsp, last = nsp - 1;
+	int64_t in_stride[RT_MAX_RANK], s = 1, orow = w->out[last], outer = p->out_size / (orow ? orow : 1);
+
+	for (int i = last; i >= 0; i--) {
+		in_stride[i] = s;
+		s *= w->in[i];
+	}
+	for (int64_t c = 0; c < p->cg; c++) {
+		int64_t kk[RT_MAX_RANK] = {0};
+
+		for (int64_t kidx = 0; kidx < p->ksize; kidx++) {
+			int64_t o[RT_MAX_RANK] = {0};
+
+			for (int64_t r = 0; r < outer; r++) {
+				int64_t off = c * p->in_size;
+				bool inside = true;
+
+				for (int i = 0; i < last; i++) {
+					int64_t pos = o[i] * w->stride[i] - w->pad_begin[i] + kk[i] * w->dilation[i];
+
+					inside &= pos >= 0 && pos < w->in[i];
+					off += pos * in_stride[i];
+				}
+				{
+					int64_t base = -w->pad_begin[last] + kk[last] * w->dilation[last];
+					int64_t st = w->stride[last], in = w->in[last];
+
+					for (int64_t j = 0; j < orow; j++) {
+						int64_t pos = base + j * st;
+
+						*col++ = inside && pos >= 0 && pos < in ? x[off + pos] : 0.0f;
+					}
+				}
+				for (int i = last - 1; i >= 0; i--) {
+					if (++o[i] < w->out[i])
+						break;
+					o[i] = 0;
+				}
+			}
+			for (int i = last; i >= 0; i--) {
+				if (++kk[i] < w->kernel[i])
+					break;
+				kk[i] = 0;
+			}
+		}
+	}
+}
+
+/*
+ * The 2-D case, which is nearly every model's: per (channel, kernel row, kernel column) and output
+ * row, the columns that fall inside the input are one range, found once per kernel column, so a
+ * row is a memset, a copy (a memcpy at stride 1) and a memset, without a test per element.
+ */
+static void im2col_2d(const struct conv_plan *p, const float *x, float *col)
+{
+	const struct rt_k_window *w = &p->w;
+	int64_t ih_n = w->in[0], iw_n = w->in[1], oh_n = w->out[0], ow_n = w->out[1];
+	int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dilation[0], dw = w->dilation[1];
+
+	for (int64_t c = 0; c < p->cg; c++) {
+		const float *xc = x + c * p->in_size;
+
+		for (int64_t ki = 0; ki < w->kernel[0]; ki++) {
+			for (int64_t kj = 0; kj < w->kernel[1]; kj++) {
+				int64_t woff = kj * dw - w->pad_begin[1], last = iw_n - 1 - woff;
+				int64_t lo = woff >= 0 ? 0 : (-woff + sw - 1) / sw, hi = last < 0 ? 0 : last / sw + 1;
+
+				hi = hi < ow_n ? hi : ow_n;
+				lo = lo < hi ? lo : hi;
+				for (int64_t oh = 0; oh < oh_n; oh++, col += ow_n) {
+					int64_t ih = oh * sh - w->pad_begin[0] + ki * dh;
+					const float *row;
+
+					if (ih < 0 || ih >= ih_n || hi == lo) {
+						memset(col, 0, (size_t)ow_n * sizeof(float));
+						continue;
+					}
+					row = xc + ih * iw_n;
+					memset(col, 0, (size_t)lo * sizeof(float));
+					if (sw == 1) {
+						memcpy(col + lo, row + lo + woff, (size_t)(hi - lo) * sizeof(float));
+					} else {
+						for (int64_t ow = lo; ow < hi; ow++)
+							col[ow] = row[ow * sw + woff];
+					}
+					memset(col + hi, 0, (size_t)(ow_n - hi) * sizeof(float));
+				}
+			}
+		}
+	}
+}
+
+/*
+ * Y = act(conv(X, W) + bias + z): per image and group, the bias (and z) written into Y, the GEMM
+ * accumulating into it, the activation over the group's outputs. Plain Conv is this without z and
+ * activation.
+ */
+static int conv_compute(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_tensor *out,
+			float *col, const float *z, const struct rt_k_act_spec *act, char *err, size_t err_cap)
+{
+	struct conv_plan p;
+	const float *x = inputs[0].data, *w = inputs[1].data;
+	const float *bias = rt_k_has_input(node, inputs, 2) ? inputs[2].data : NULL;
+	float *y = out->data;
+	int rc = conv_setup(node, inputs, &p, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if (!p.direct && col == NULL && p.out_size > 0)
+		return rt_k_err(err, err_cap, -EINVAL, "Conv needs scratch memory and got none");
+	for (int64_t b = 0; b < p.n; b++) {
+		for (int64_t g = 0; g < p.group; g++) {
+			const float *xg = x + (b * p.c + g * p.cg) * p.in_size;
+			int64_t first = b * p.m + g * p.mg; /* the group's first output channel, over the batch */
+			float *yg = y + first * p.out_size, beta = 0.0f;
+
+			if (!p.direct)
+				(p.w.nsp == 2 ? im2col_2d : im2col)(&p, xg, col);
+			if (bias != NULL || z != NULL) {
+				for (int64_t ch = 0; ch < p.mg; ch++)
+					rt_vm_fill(yg + ch * p.out_size, bias != NULL ? bias[g * p.mg + ch] : 0.0f,
+						   z != NULL ? z + (first + ch) * p.out_size : NULL, p.out_size);
+				beta = 1.0f;
+			}
+			rt_k_gemm(BW_DTYPE_FLOAT, false, false, p.mg, p.out_size, p.cg * p.ksize, 1.0f,
+				  w + g * p.mg * p.cg * p.ksize, p.cg * p.ksize, p.direct ? xg : col, p.out_size, beta, yg,
+				  p.out_size);
+			if (act != NULL)
+				rt_vm_act(yg, p.mg * p.out_size, act);
+		}
+	}
+	return 0;
+}
+
+RT_K_RUN(conv)
+{
+	return conv_compute(node, inputs, &outputs[0], scratch, NULL, NULL, err, err_cap);
+}
+
+/* ---- FusedConv ----------------------------------------------------------------------------------- */
+
+RT_K_INFER(fused_conv)
+{
+	struct rt_k_act_spec act;
+	char x[96], y[96];
+	int rc = rt_k_conv_infer(node, inputs, outputs, err, err_cap);
+
+	if (rc < 0 || (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
+		return rc;
+	if (rt_k_has_input(node, inputs, 3)) {
+		const struct rt_tensor *z = &inputs[3];
+
+		if ((rc = rt_k_need_input(node, inputs, 3, "Z", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
+			return rc;
+		if (z->rank != outputs[0].rank || memcmp(z->dims, outputs[0].dims, z->rank * sizeof(int64_t)) != 0)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'Z' %s must have the output's shape %s",
+					rt_k_dims_str(z, x, sizeof(x)), rt_k_dims_str(&outputs[0], y, sizeof(y)));
+	}
+	return 0;
+}
+
+RT_K_SCRATCH(fused_conv)
+{
+	return rt_k_conv_scratch(node, inputs, outputs);
+}
+
+RT_K_RUN(fused_conv)
+{
+	struct rt_k_act_spec act;
+	int rc = rt_k_act_read(node, &act, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	return conv_compute(node, inputs, &outputs[0], scratch,
+			    rt_k_has_input(node, inputs, 3) ? inputs[3].data : NULL, &act, err, err_cap);
+}
+
+/* ---- ConvTranspose ------------------------------------------------------------------------------- */
+
+static void add_bias(float *y, const float *bias, int64_t n, int64_t m, int64_t size)
+{
+	for (int64_t b = 0; b < n; b++) {
+		for (int64_t ch = 0; ch < m; ch++) {
+			float *ys = y + (b * m + ch) * size;
+
+			for (int64_t i = 0; i < size; i++)
+				ys[i] += bias[ch];
+		}
+	}
+}
+
+static int convt_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct conv_plan *p,
+		       char *err, size_t err_cap)
+{
+	struct rt_k_window *w = &p->w;
+	int64_t vals[2 * RT_MAX_RANK], out_pad[RT_MAX_RANK] = {0}, out_shape[RT_MAX_RANK];
+	const char *auto_pad = rt_attr_string(node, "auto_pad", "NOTSET");
+	unsigned int n, nshape;
+	int rc = conv_plan(node, inputs, true, p, err, err_cap), nsp;
+	bool same;
+
+	if (rc < 0)
+		return rc;
+	/* strides, dilations, pads and kernel_shape read as for Conv; the output size is computed below */
+	{
+		struct rt_tensor fake = inputs[0];
+
+		for (int i = 2; i < fake.rank; i++)
+			fake.dims[i] = 1 << 20; /* big enough that Conv's "input smaller than kernel" check passes */
+		if ((rc = rt_k_window_init(node, &fake, &inputs[1].dims[2], false, true, w, err, err_cap)) < 0)
+			return rc;
+	}
+	nsp = w->nsp;
+	if ((rc = rt_k_attr_ints(node, "output_padding", vals, RT_MAX_RANK, &n, err, err_cap)) < 0)
+		return rc;
+	if (rc == 1 && n != (unsigned int)nsp)
+		return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_padding' has %u values, expected %d", n, nsp);
+	for (int i = 0; rc == 1 && i < nsp; i++) {
+		if (vals[i] < 0 || vals[i] >= (w->stride[i] > w->dilation[i] ? w->stride[i] : w->dilation[i]))
+			return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_padding' must be in [0, max(stride, dilation))");
+		out_pad[i] = vals[i];
+	}
+	if ((rc = rt_k_attr_ints(node, "output_shape", out_shape, RT_MAX_RANK, &nshape, err, err_cap)) < 0)
+		return rc;
+	if (rc == 1 && nshape == (unsigned int)nsp + 2) { /* the full shape: keep the spatial part */
+		memmove(out_shape, out_shape + 2, (size_t)nsp * sizeof(int64_t));
+		nshape = (unsigned int)nsp;
+	}
+	if (rc == 1 && nshape != (unsigned int)nsp)
+		return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_shape' has %u values, expected %d", nshape, nsp);
+	same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
+	p->out_size = 1;
+	for (int i = 0; i < nsp; i++) {
+		int64_t in = inputs[0].dims[i + 2], eff = (w->kernel[i] - 1) * w->dilation[i] + 1;
+		int64_t full = w->stride[i] * (in - 1) + out_pad[i] + eff;
+
+		w->in[i] = in;
+		if (in < 0)
+			return rt_k_err(err, err_cap, -ENOTSUP, "symbolic spatial dims are not supported");
+		if (nshape > 0 || same) {
+			int64_t out = nshape > 0 ? out_shape[i] : in * w->stride[i], total = full - out;
+
+			if (total < 0)
+				total = 0; /* a larger output_shape is zero-extended at the end */
+			if (strcmp(auto_pad, "SAME_UPPER") == 0) {
+				w->pad_begin[i] = total / 2;
+				w->pad_end[i] = total - total / 2;
+			} else {
+				w->pad_end[i] = total / 2;
+				w->pad_begin[i] = total - total / 2;
+			}
+			w->out[i] = out;
+		} else {
+			w->out[i] = full - w->pad_begin[i] - w->pad_end[i];
+		}
+		if (w->out[i] <= 0)
+			return rt_k_err(err, err_cap, -EINVAL, "ConvTranspose output spatial dim %d would be %" PRId64, i,
+					w->out[i]);
+		p->out_size *= w->out[i];
+	}
+	if (!rt_k_blas_dim_ok(p->mg * p->ksize) || !rt_k_blas_dim_ok(p->in_size))
+		return rt_k_err(err, err_cap, -ENOTSUP, "ConvTranspose dims beyond 2^31 are not supported");
+	return 0;
+}
+
+RT_K_INFER(conv_transpose)
+{
+	struct conv_plan p;
+
+	return conv_output_shape(convt_setup(node, inputs, &p, err, err_cap), &p, &inputs[0], &outputs[0]);
+}
+
+RT_K_SCRATCH(conv_transpose)
+{
+	struct conv_plan p;
+	char err[RT_ERR_MAX];
+
+	if (convt_setup(node, inputs, &p, err, sizeof(err)) < 0)
+		return 0;
+	return (size_t)(p.mg * p.ksize * p.in_size) * sizeof(float);
+}
+
+/* y[m][position of input i under kernel offset kk] += col[(m * ksize + kk) * in_size + i] */
+static void col2im(const struct conv_plan *p, const float *col, float *y)
+{
+	const struct rt_k_window *w = &p->w;
+	int nsp = w->nsp;
+	int64_t out_stride[RT_MAX_RANK], s = 1;
+
+	for (int i = nsp - 1; i >= 0; i--) {
+		out_stride[i] = s;
+		s *= w->out[i];
+	}
+	for (int64_t m = 0; m < p->mg; m++) {
+		int64_t kk[RT_MAX_RANK] = {0};
+
+		for (int64_t kidx = 0; kidx < p->ksize; kidx++) {
+			int64_t ii[RT_MAX_RANK] = {0};
+
+			for (int64_t i = 0; i < p->in_size; i++, col++) {
+				int64_t off = m * p->out_size;
+				bool inside = true;
+
+				for (int d = 0; d < nsp; d++) {
+					int64_t pos = ii[d] * w->stride[d] - w->pad_begin[d] + kk[d] * w->dilation[d];
+
+					inside &= pos >= 0 && pos < w->out[d];
+					off += pos * out_stride[d];
+				}
+				if (inside)
+					y[off] += *col;
+				for (int d = nsp - 1; d >= 0; d--) {
+					if (++ii[d] < w->in[d])
+						break;
+					ii[d] = 0;
+				}
+			}
+			for (int d = nsp - 1; d >= 0; d--) {
+				if (++kk[d] < w->kernel[d])
+					break;
+				kk[d] = 0;
+			}
+		}
+	}
+}
+
+RT_K_RUN(conv_transpose)
+{
+	struct conv_plan p;
+	const float *x = inputs[0].data, *w = inputs[1].data;
+	float *y = outputs[0].data, *col = scratch;
+	int rc = convt_setup(node, inputs, &p, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if (col == NULL && p.in_size > 0)
+		return rt_k_err(err, err_cap, -EINVAL, "ConvTranspose needs scratch memory and got none");
+	memset(y, 0, (size_t)(p.n * p.m * p.out_size) * sizeof(float));
+	for (int64_t b = 0; b < p.n; b++) {
+		for (int64_t g = 0; g < p.group; g++) {
+			const float *xg = x + (b * p.c + g * p.cg) * p.in_size;
+
+			/* col [(mg * ksize) x in] = W_g^T [(mg * ksize) x cg] * X_g [cg x in] */
+			rt_k_gemm(BW_DTYPE_FLOAT, true, false, p.mg * p.ksize, p.in_size, p.cg, 1.0f,
+			     w + g * p.cg * p.mg * p.ksize, p.mg * p.ksize, xg, p.in_size, 0.0f, col, p.in_size);
+			col2im(&p, col, y + (b * p.m + g * p.mg) * p.out_size);
+		}
+	}
+	if (rt_k_has_input(node, inputs, 2))
+		add_bias(y, inputs[2].data, p.n, p.m, p.out_size);
+	return 0;
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Fast paths of batchwire's domain for the float cases real models spend their time in: Softmax over
+ * the last axis, LayerNormalization, and 2-D MaxPool. rt_graph_optimize rewrites an ONNX node into
+ * one of these when this kernel's infer accepts the node's shapes; the ONNX kernels (reduce.c,
+ * norm.c, pool.c) stay the reference for every other case and for the conformance runner.
+ *
+ * Why separate kernels: the reference ones are written once for every dtype, rank and axis, with a
+ * double accumulator and a libm call per element (Softmax), or an index computation per window
+ * element (MaxPool); on MiniLM and ResNet-50 they cost 10 ms and 7 ms a batch of one
+ * (docs/performance.md). Here rows are contiguous and the math is vecmath.c's.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "fused.h"
+
+static void same_shape(const struct rt_tensor *x, struct rt_tensor *y)
+{
+	*y = *x;
+	y->data = NULL;
+}
+
+/* ---- Softmax over the last axis ------------------------------------------------------------------ */
+
+RT_K_INFER(fast_softmax)
+{
+	int rc = rt_k_need_input(node, inputs, 0, "input", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if (inputs[0].rank < 1)
+		return rt_k_err(err, err_cap, -EINVAL, "input 'input' must have rank >= 1");
+	same_shape(&inputs[0], &outputs[0]);
+	return 0;
+}
+
+RT_K_RUN(fast_softmax)
+{
+	const struct rt_tensor *x = &inputs[0];
+	int64_t n = x->dims[x->rank - 1];
+
+	if (n > 0)
+		rt_vm_softmax_rows(outputs[0].data, x->data, rt_tensor_elems(x) / n, n);
+	return 0;
+}
+
+/* ---- LayerNormalization (output 0 only) ----------------------------------------------------------- */
+
+RT_K_INFER(fast_layernorm)
+{
+	const struct rt_tensor *x = &inputs[0];
+	int64_t axis, inner;
+	float eps;
+	int rc;
+
+	if ((rc = rt_k_need_input(node, inputs, 0, "X", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 1, "Scale", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_attr_int(node, "axis", -1, &axis, err, err_cap)) < 0 ||
+	    (rc = rt_k_attr_float(node, "epsilon", 1e-5f, &eps, err, err_cap)) < 0 ||
+	    (rc = rt_k_axis(axis, x->rank, "attribute 'axis'", &axis, err, err_cap)) < 0)
+		return rc;
+	if (rt_k_has_output(node, 1) || rt_k_has_output(node, 2))
+		return rt_k_err(err, err_cap, -ENOTSUP, "outputs Mean and InvStdDev are not computed here");
+	inner = rt_k_dims_prod(x, (int)axis, x->rank);
+	if (inner <= 0)
+		return rt_k_err(err, err_cap, -ENOTSUP, "the normalized dims must be known and not empty");
+	for (unsigned int i = 1; i < 3; i++) {
+		int64_t n;
+
+		if (i == 2 && !rt_k_has_input(node, inputs, 2))
+			break;
+		if (i == 2 && (rc = rt_k_need_input(node, inputs, 2, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
+			return rc;
+		n = rt_tensor_elems(&inputs[i]);
+		if (n != inner && n != 1)
+			return rt_k_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " elements, the normalized dims %"
+					PRId64, i == 1 ? "Scale" : "B", n, inner);
+	}
+	same_shape(x, &outputs[0]);
+	return 0;
+}
+
+RT_K_RUN(fast_layernorm)
+{
+	const struct rt_tensor *x = &inputs[0];
+	int64_t axis = rt_attr_int(node, "axis", -1), inner, rows;
+	bool has_b = rt_k_has_input(node, inputs, 2);
+
+	if (axis < 0)
+		axis += x->rank;
+	inner = rt_k_dims_prod(x, (int)axis, x->rank);
+	rows = rt_k_dims_prod(x, 0, (int)axis);
+	rt_vm_layernorm_rows(outputs[0].data, x->data, rows, inner, inputs[1].data, rt_tensor_elems(&inputs[1]),
+			     has_b ? inputs[2].data : NULL, has_b ? rt_tensor_elems(&inputs[2]) : 0,
+			     rt_attr_float(node, "epsilon", 1e-5f));
+	return 0;
+}
+
+/* ---- MaxPool, 2-D ---------------------------------------------------------------------------------- */
+
+static int maxpool_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_k_window *w,
+			 char *err, size_t err_cap)
+{
+	int rc = rt_k_need_input(node, inputs, 0, "X", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if (inputs[0].rank != 4)
+		return rt_k_err(err, err_cap, -ENOTSUP, "input 'X' must be 4-D (N, C, H, W)");
+	if (rt_k_has_output(node, 1))
+		return rt_k_err(err, err_cap, -ENOTSUP, "output Indices is not computed here");
+	/* dilations other than 1 are refused: the rows below are contiguous windows */
+	return rt_k_window_init(node, &inputs[0], NULL, true, false, w, err, err_cap);
+}
+
+RT_K_INFER(fast_maxpool)
+{
+	struct rt_k_window w;
+	int rc = maxpool_setup(node, inputs, &w, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	outputs[0] = inputs[0];
+	outputs[0].data = NULL;
+	outputs[0].dims[2] = w.out[0];
+	outputs[0].dims[3] = w.out[1];
+	return 0;
+}
+
+RT_K_SCRATCH(fast_maxpool)
+{
+	return inputs[0].rank == 4 && inputs[0].dims[3] > 0 ? (size_t)inputs[0].dims[3] * sizeof(float) : 0;
+}
+
+/*
+ * Per output row: the window's input rows reduced to one row by an elementwise max (vectorized),
+ * then each output the max of its columns of that row. The first element of a window (top left) is
+ * taken first and replaced only by a greater one, as the reference kernel does: a NaN there stays,
+ * a NaN elsewhere is passed over. A window wholly in the padding gives -inf.
+ */
+static void maxpool_plane(const struct rt_k_window *w, const float *x, float *y, float *row)
+{
+	int64_t ih = w->in[0], iw = w->in[1];
+
+	for (int64_t oh = 0; oh < w->out[0]; oh++) {
+		int64_t hs = oh * w->stride[0] - w->pad_begin[0], h0 = hs < 0 ? 0 : hs, h1 = hs + w->kernel[0];
+
+		h1 = h1 < ih ? h1 : ih;
+		if (h0 < h1) {
+			memcpy(row, x + h0 * iw, (size_t)iw * sizeof(float));
+			for (int64_t h = h0 + 1; h < h1; h++) {
+				const float *xr = x + h * iw;
+
+				for (int64_t j = 0; j < iw; j++)
+					row[j] = xr[j] > row[j] ? xr[j] : row[j];
+			}
+		}
+		for (int64_t ow = 0; ow < w->out[1]; ow++, y++) {
+			int64_t ws = ow * w->stride[1] - w->pad_begin[1], w0 = ws < 0 ? 0 : ws, w1 = ws + w->kernel[1];
+			float m;
+
+			w1 = w1 < iw ? w1 : iw;
+			if (h0 >= h1 || w0 >= w1) {
+				*y = -INFINITY;
+				continue;
+			}
+			m = row[w0];
+			for (int64_t j = w0 + 1; j < w1; j++)
+				m = row[j] > m ? row[j] : m;
+			*y = m;
+		}
+	}
+}
+
+RT_K_RUN(fast_maxpool)
+{
+	const struct rt_tensor *x = &inputs[0];
+	struct rt_k_window w;
+	int64_t planes = x->dims[0] * x->dims[1], in_plane = x->dims[2] * x->dims[3];
+	int rc = maxpool_setup(node, inputs, &w, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if (scratch == NULL && in_plane > 0)
+		return rt_k_err(err, err_cap, -EINVAL, "MaxPool needs scratch memory and got none");
+	for (int64_t p = 0; p < planes; p++)
+		maxpool_plane(&w, (const float *)x->data + p * in_plane, (float *)outputs[0].data + p * w.out[0] * w.out[1],
+			      scratch);
+	return 0;
+}

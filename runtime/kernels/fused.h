@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to runtime/kernels: the kernels of batchwire's own domain ("ai.batchwire") that
+ * rt_graph_optimize (runtime/opt/) rewrites ONNX nodes into, the vector math they share (vecmath.c),
+ * and the GEMM call every linear-algebra kernel goes through (linalg.c).
+ *
+ * The ops (opset 1 of the domain), each computing exactly what the nodes it replaces computed, up
+ * to float rounding:
+ *
+ *   FusedConv(X, W, B?, Z?)   Y = act(Conv(X, W) + B + Z): Conv's attributes, plus "activation" and
+ *                             "activation_params" below. B is a BatchNormalization folded into the
+ *                             weights at load, or the Conv's own bias; Z a residual of Y's shape.
+ *   FusedGemm(A, B, C?, Bt?)  Y = act(alpha * A . B + C): A [..., K] (any rank >= 1, its rows
+ *                             multiplied as one matrix), B [K, N] (pre-packed at load: a Gemm's
+ *                             transB is applied once, there), C a bias of N values added to every
+ *                             row, Bt the same B as [N, K], kept where a row count of 1 (a batch of
+ *                             one) makes the call a GEMV that reads it faster; attribute alpha.
+ *   Softmax(X)                softmax over the last axis, float (any opset's last-axis softmax).
+ *   LayerNormalization(X, Scale, B?)  float, over the dims from 'axis' on; output 0 only.
+ *   MaxPool(X)                2-D NCHW float, no Indices output, no dilation: ONNX MaxPool.
+ *
+ * Activations ("activation", a string; "activation_params", floats):
+ *   "" or absent: none; "Relu"; "LeakyRelu" [alpha]; "Clip" [min, max]; "Gelu": x * 0.5 *
+ *   (1 + erf(x / sqrt(2))), the exact (erf) GELU that exporters write as five nodes.
+ */
+#ifndef BW_RT_KERNELS_FUSED_H
+#define BW_RT_KERNELS_FUSED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+#define RT_K_DOMAIN "ai.batchwire"
+#define RT_K_DOMAIN_OPSET 1
+
+/* ---- activations, applied in place after the GEMM (an epilogue) ------------------------------------ */
+
+enum rt_k_act {
+	RT_K_ACT_NONE,
+	RT_K_ACT_RELU,
+	RT_K_ACT_LEAKY_RELU,
+	RT_K_ACT_CLIP,
+	RT_K_ACT_GELU,
+};
+
+struct rt_k_act_spec {
+	enum rt_k_act kind;
+	float a, b; /* LeakyRelu: alpha; Clip: min, max */
+};
+
+/**
+ * Reads "activation" and "activation_params" of a fused node.
+ * \return 0, or -EINVAL/-ENOTSUP naming the attribute.
+ */
+int rt_k_act_read(const struct rt_node *node, struct rt_k_act_spec *act, char *err, size_t err_cap);
+
+/** The activation's ONNX name ("Relu"...), "" for none. */
+const char *rt_k_act_name(enum rt_k_act kind);
+
+/* ---- vector math (vecmath.c): AVX2/FMA where the CPU has them, chosen when the program loads ------ */
+
+/** y[i] = act(y[i]) for n floats. */
+void rt_vm_act(float *y, int64_t n, const struct rt_k_act_spec *act);
+
+/** y[r * n + j] = bias[j] (+ z[r * n + j] when z): the GEMM's C before it accumulates into it. */
+void rt_vm_fill_rows(float *y, const float *bias, const float *z, int64_t rows, int64_t n);
+
+/** y[i] = v (+ z[i] when z) for n floats: one channel's bias (and residual) before a conv's GEMM. */
+void rt_vm_fill(float *y, float v, const float *z, int64_t n);
+
+/** Softmax of each of rows rows of n contiguous floats. */
+void rt_vm_softmax_rows(float *y, const float *x, int64_t rows, int64_t n);
+
+/**
+ * LayerNormalization of rows rows of n floats: (x - mean) / sqrt(var + eps) * scale + bias, scale and
+ * bias of n_scale / n_bias elements (n or 1; bias NULL: none).
+ */
+void rt_vm_layernorm_rows(float *y, const float *x, int64_t rows, int64_t n, const float *scale, int64_t n_scale,
+			  const float *bias, int64_t n_bias, float eps);
+
+/** expf and erff of n floats (the vector versions the kernels use, for the tests). */
+void rt_vm_exp(float *y, const float *x, int64_t n);
+void rt_vm_erf(float *y, const float *x, int64_t n);
+
+/* ---- the GEMM call (linalg.c) ------------------------------------------------------------------------ */
+
+/**
+ * C[m, n] = alpha * op(A)[m, k] . op(B)[k, n] + beta * C, row-major, float or double, on OpenBLAS;
+ * one row (m == 1) goes to GEMV. beta 0 never reads C.
+ */
+void rt_k_gemm(uint8_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+	       int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc);
+
+/** BLAS dims are int: \return whether v fits. */
+static inline bool rt_k_blas_dim_ok(int64_t v)
+{
+	return v >= 0 && v <= INT32_MAX;
+}
+
+/* ---- entry points (cpu.c's table) -------------------------------------------------------------------- */
+
+/* conv.c */
+RT_K_DECLARE(fused_conv);
+RT_K_SCRATCH(fused_conv);
+/* linalg.c */
+RT_K_DECLARE(fused_gemm);
+/* fastpath.c */
+RT_K_DECLARE(fast_softmax);
+RT_K_DECLARE(fast_layernorm);
+RT_K_DECLARE(fast_maxpool);
+RT_K_SCRATCH(fast_maxpool);
+
+#endif /* BW_RT_KERNELS_FUSED_H */

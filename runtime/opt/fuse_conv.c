@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Conv (+ BatchNormalization) (+ Add of a residual) (+ Relu / LeakyRelu / Clip) -> FusedConv.
+ *
+ * BatchNormalization after a Conv is folded into the Conv's weights and bias at load:
+ * BN(y) = (y - mean) * a + beta with a = scale / sqrt(var + eps) per channel, and y = W x + b, so
+ * BN(y) = (a W) x + ((b - mean) * a + beta): new weights and bias, computed in double, and the
+ * BatchNormalization node is gone. Only when all of BN's parameters and the Conv's weights are
+ * constants, BN is in inference mode with one output, and nothing else reads the Conv's output (a
+ * second reader would need the unnormalized values). A following Add whose other operand has the
+ * output's shape (checked at OPT_SHAPE_BATCH, so a broadcast batch dim is not taken for the batch)
+ * becomes the kernel's residual input Z, and an activation its epilogue: what ResNet's blocks are.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "defs.h"
+
+/* ---- activations (shared with fuse_gemm.c) ------------------------------------------------------ */
+
+bool opt_match_act(const struct opt_ctx *c, int32_t n, int32_t v, const char **kind, float *params,
+		   uint32_t *nparams)
+{
+	const struct rt_node *node;
+
+	if (n < 0 || c->dead[n])
+		return false;
+	node = &c->g->nodes[n];
+	if (node->num_inputs < 1 || node->inputs[0] != v || node->num_outputs != 1)
+		return false;
+	*nparams = 0;
+	if (opt_is_op(c, n, "Relu")) {
+		*kind = "Relu";
+		return true;
+	}
+	if (opt_is_op(c, n, "LeakyRelu")) {
+		const struct rt_attr *a = rt_node_attr(node, "alpha");
+
+		if (a != NULL && a->type != RT_ATTR_FLOAT)
+			return false;
+		*kind = "LeakyRelu";
+		params[0] = a != NULL ? a->f : 0.01f;
+		*nparams = 1;
+		return true;
+	}
+	if (opt_is_op(c, n, "Clip")) {
+		float lo = -INFINITY, hi = INFINITY;
+
+		if (node->opset < 11) {
+			lo = rt_attr_float(node, "min", -INFINITY);
+			hi = rt_attr_float(node, "max", INFINITY);
+		} else {
+			if (node->num_inputs > 1 && node->inputs[1] != RT_VALUE_NONE &&
+			    !opt_const_scalar(c, node->inputs[1], &lo))
+				return false;
+			if (node->num_inputs > 2 && node->inputs[2] != RT_VALUE_NONE &&
+			    !opt_const_scalar(c, node->inputs[2], &hi))
+				return false;
+		}
+		/* Clip gives max for x < min when min > max: the same as a lower bound of max */
+		*kind = "Clip";
+		params[0] = lo > hi ? hi : lo;
+		params[1] = hi;
+		*nparams = 2;
+		return true;
+	}
+	return false;
+}
+
+int opt_set_act(struct rt_node *n, const char *kind, const float *params, uint32_t nparams)
+{
+	int rc = opt_attr_string(n, "activation", kind);
+
+	if (rc == 0 && nparams > 0)
+		rc = opt_attr_floats(n, "activation_params", params, nparams);
+	return rc;
+}
+
+/* ---- the pattern ----------------------------------------------------------------------------------- */
+
+struct conv_match {
+	int32_t bn, add, act;  /* node indices, -1 when absent */
+	int32_t z;             /* the residual value */
+	int32_t out;           /* the pattern's output value */
+	const char *act_kind;
+	float act_params[2];
+	uint32_t act_nparams;
+};
+
+static bool float_const(const struct opt_ctx *c, int32_t v, int64_t elems)
+{
+	const struct rt_tensor *t;
+
+	if (!opt_is_const(c, v))
+		return false;
+	t = &c->g->values[v].tensor;
+	return t->dtype == BW_DTYPE_FLOAT && (elems < 0 || (t->rank == 1 && t->dims[0] == elems));
+}
+
+/* BatchNormalization n reading v, foldable into a conv of m output channels. */
+static bool match_bn(const struct opt_ctx *c, int32_t n, int32_t v, int64_t m)
+{
+	const struct rt_node *node = &c->g->nodes[n];
+
+	if (!opt_is_op(c, n, "BatchNormalization") || node->num_inputs != 5 || node->inputs[0] != v)
+		return false;
+	if (rt_attr_int(node, "training_mode", 0) != 0 || rt_attr_int(node, "spatial", 1) != 1)
+		return false;
+	for (uint16_t j = 1; j < node->num_outputs; j++) {
+		if (node->outputs[j] != RT_VALUE_NONE)
+			return false;
+	}
+	for (uint16_t j = 1; j < 5; j++) {
+		if (!float_const(c, node->inputs[j], m))
+			return false;
+	}
+	return true;
+}
+
+/* An Add of v and another value of v's shape (known at a batch size that shows the batch dim). */
+static bool match_add(const struct opt_ctx *c, int32_t n, int32_t v, int32_t *z)
+{
+	const struct rt_node *node = &c->g->nodes[n];
+	const struct rt_tensor *sv, *sz;
+
+	if (!opt_is_op(c, n, "Add") || node->num_inputs != 2 || !c->shapes_distinct)
+		return false;
+	if (node->inputs[0] == v && node->inputs[1] != v)
+		*z = node->inputs[1];
+	else if (node->inputs[1] == v && node->inputs[0] != v)
+		*z = node->inputs[0];
+	else
+		return false;
+	sv = opt_shape(c, v);
+	sz = opt_shape(c, *z);
+	return sv != NULL && sz != NULL && sv->dtype == BW_DTYPE_FLOAT && sz->dtype == BW_DTYPE_FLOAT &&
+	       sv->rank == sz->rank && memcmp(sv->dims, sz->dims, sv->rank * sizeof(int64_t)) == 0;
+}
+
+static void match(const struct opt_ctx *c, uint32_t ci, bool w_const, int64_t m, struct conv_match *mt)
+{
+	int32_t r;
+
+	*mt = (struct conv_match){ .bn = -1, .add = -1, .act = -1, .z = RT_VALUE_NONE };
+	mt->out = c->g->nodes[ci].outputs[0];
+	r = opt_sole_reader(c, mt->out);
+	if (w_const && r >= 0 && match_bn(c, r, mt->out, m)) {
+		mt->bn = r;
+		mt->out = c->g->nodes[r].outputs[0];
+		r = opt_sole_reader(c, mt->out);
+	}
+	if (r >= 0 && match_add(c, r, mt->out, &mt->z)) {
+		mt->add = r;
+		mt->out = c->g->nodes[r].outputs[0];
+		r = opt_sole_reader(c, mt->out);
+	}
+	if (r >= 0 && opt_match_act(c, r, mt->out, &mt->act_kind, mt->act_params, &mt->act_nparams)) {
+		mt->act = r;
+		mt->out = c->g->nodes[r].outputs[0];
+	}
+}
+
+/* W' = a W, b' = (b - mean) a + beta, per output channel; new initializers. */
+static int fold_bn(struct opt_ctx *c, const struct rt_node *conv, const struct rt_node *bn, int32_t *w_out,
+		   int32_t *b_out)
+{
+	const struct rt_graph *g = c->g;
+	const struct rt_tensor wt = g->values[conv->inputs[1]].tensor; /* a copy: values move on adding one */
+	const float *w = wt.data, *scale = g->values[bn->inputs[1]].tensor.data;
+	const float *beta = g->values[bn->inputs[2]].tensor.data, *mean = g->values[bn->inputs[3]].tensor.data;
+	const float *var = g->values[bn->inputs[4]].tensor.data, *b = NULL;
+	double eps = rt_attr_float(bn, "epsilon", 1e-5f);
+	int64_t m = wt.dims[0], per = rt_tensor_elems(&wt) / (m > 0 ? m : 1);
+	float *nw = opt_alloc_floats(m * per), *nb = opt_alloc_floats(m);
+
+	if (conv->num_inputs > 2 && conv->inputs[2] != RT_VALUE_NONE)
+		b = g->values[conv->inputs[2]].tensor.data;
+	if (nw == NULL || nb == NULL) {
+		free(nw);
+		free(nb);
+		return opt_error(c, -ENOMEM, "out of memory");
+	}
+	for (int64_t o = 0; o < m; o++) {
+		double a = (double)scale[o] / sqrt((double)var[o] + eps);
+
+		for (int64_t i = 0; i < per; i++)
+			nw[o * per + i] = (float)(a * w[o * per + i]);
+		nb[o] = (float)(((b != NULL ? (double)b[o] : 0.0) - mean[o]) * a + beta[o]);
+	}
+	*w_out = opt_add_initializer(c, conv->name, "W_bn", BW_DTYPE_FLOAT, wt.rank, wt.dims, nw);
+	if (*w_out < 0) {
+		free(nb);
+		return *w_out;
+	}
+	*b_out = opt_add_initializer(c, conv->name, "B_bn", BW_DTYPE_FLOAT, 1, &m, nb);
+	return *b_out < 0 ? *b_out : 0;
+}
+
+/* 1x1, stride 1, no padding: the conv kernel's direct path, one GEMM on X itself. */
+static bool conv_is_gemm(const struct opt_ctx *c, const struct rt_node *conv)
+{
+	const struct rt_tensor *w = &c->g->values[conv->inputs[1]].tensor;
+	const struct rt_attr *strides = rt_node_attr(conv, "strides"), *pads = rt_node_attr(conv, "pads");
+	const char *auto_pad = rt_attr_string(conv, "auto_pad", "NOTSET");
+
+	if (w->rank < 3 || (strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0))
+		return false;
+	for (int d = 2; d < w->rank; d++) {
+		if (w->dims[d] != 1)
+			return false;
+	}
+	for (uint32_t i = 0; strides != NULL && i < strides->count; i++) {
+		if (strides->ints[i] != 1)
+			return false;
+	}
+	for (uint32_t i = 0; pads != NULL && i < pads->count; i++) {
+		if (pads->ints[i] != 0)
+			return false;
+	}
+	return true;
+}
+
+/* "Conv+BatchNormalization+Add+Relu" and its kin: the report's kinds are static strings. */
+static const char *kind_name(bool bn, bool add, const char *act)
+{
+	static const char *const names[2][2][4] = {
+		{ { "Conv", "Conv+Relu", "Conv+LeakyRelu", "Conv+Clip" },
+		  { "Conv+Add", "Conv+Add+Relu", "Conv+Add+LeakyRelu", "Conv+Add+Clip" } },
+		{ { "Conv+BatchNormalization", "Conv+BatchNormalization+Relu", "Conv+BatchNormalization+LeakyRelu",
+		    "Conv+BatchNormalization+Clip" },
+		  { "Conv+BatchNormalization+Add", "Conv+BatchNormalization+Add+Relu",
+		    "Conv+BatchNormalization+Add+LeakyRelu", "Conv+BatchNormalization+Add+Clip" } },
+	};
+	int a = act == NULL ? 0 : strcmp(act, "Relu") == 0 ? 1 : strcmp(act, "LeakyRelu") == 0 ? 2 : 3;
+
+	return names[bn][add][a];
+}
+
+static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt)
+{
+	struct rt_graph *g = c->g;
+	const struct rt_node *conv = &g->nodes[ci];
+	int32_t in[4] = { conv->inputs[0], conv->inputs[1], RT_VALUE_NONE, mt->z };
+	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn;
+	int rc;
+
+	if (conv->num_inputs > 2)
+		in[2] = conv->inputs[2];
+	if (mt->bn >= 0 && (rc = fold_bn(c, conv, &g->nodes[mt->bn], &in[1], &in[2])) < 0)
+		return rc;
+	opt_report(c, kind_name(mt->bn >= 0, mt->add >= 0, mt->act >= 0 ? mt->act_kind : NULL), 1);
+	if (mt->bn >= 0 && mt->bn != last)
+		opt_kill(c, (uint32_t)mt->bn);
+	if (mt->add >= 0 && mt->add != last)
+		opt_kill(c, (uint32_t)mt->add);
+	if ((rc = opt_make_fused(c, (uint32_t)last, ci, "FusedConv", in, 4, mt->out)) < 0)
+		return rc;
+	if (mt->act >= 0 && opt_set_act(&g->nodes[last], mt->act_kind, mt->act_params, mt->act_nparams) != 0)
+		return opt_error(c, -ENOMEM, "out of memory");
+	return 0;
+}
+
+int opt_fuse_conv(struct opt_ctx *c)
+{
+	struct rt_graph *g = c->g;
+	uint32_t as_gemm = 0;
+	int rc = opt_index(c);
+
+	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
+		const struct rt_node *conv = &g->nodes[n];
+		struct conv_match mt;
+		bool w_const, b_const;
+
+		if (!opt_is_op(c, (int32_t)n, "Conv") || conv->num_inputs < 2 || conv->num_outputs != 1)
+			continue;
+		w_const = float_const(c, conv->inputs[1], -1) && g->values[conv->inputs[1]].tensor.rank >= 3;
+		if (w_const && conv_is_gemm(c, conv))
+			as_gemm++;
+		b_const = conv->num_inputs < 3 || conv->inputs[2] == RT_VALUE_NONE ||
+			  float_const(c, conv->inputs[2], -1);
+		match(c, n, w_const && b_const, w_const ? g->values[conv->inputs[1]].tensor.dims[0] : -1, &mt);
+		if (mt.bn < 0 && mt.add < 0 && mt.act < 0)
+			continue;
+		rc = fuse_one(c, n, &mt);
+	}
+	opt_report(c, "1x1 Conv as GEMM", as_gemm);
+	return rc;
+}

@@ -1,0 +1,904 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests of rt_graph_optimize (runtime/opt) and the kernels it rewrites into (FusedConv,
+ * FusedGemm, the fast Softmax, LayerNormalization and MaxPool). Each model is built here with the
+ * structs protoc-c generates from onnx.proto and loaded twice: once as is, once optimized. Both are
+ * planned at the same batch size and run on the same random inputs, and their outputs must agree to
+ * float rounding (|a - b| <= 1e-4 * max(1, |a|)); the optimized graph's node counts and report say
+ * what was fused. Patterns that must be left alone (a BatchNormalization whose Conv output has a
+ * second reader, non-constant weights, biases that would broadcast the output, a GELU with the
+ * wrong constant, Softmax over an inner axis) are checked to come out unchanged. The vector exp and
+ * erf are checked against libm, and an optimized model's run against the heap (no call while it
+ * runs, as tests/runtime/test_noalloc.c checks the unoptimized kernels).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bw_cunit.h"
+
+#include "exec/plan.h"
+#include "graph.h"
+#include "kernels/fused.h"
+#include "onnx.pb-c.h"
+
+#define OPT_TEST_TOL 1e-4
+#define OPT_TEST_OPSET 17
+#define OPT_TEST_IR 8
+
+#if defined(__SANITIZE_ADDRESS__)
+#define OPT_TEST_ASAN 1
+#else
+#define OPT_TEST_ASAN 0
+#endif
+
+/* ---- counting heap calls while a plan runs (test_noalloc.c's interposition, reduced) --------------- */
+
+static atomic_bool g_counting;
+static atomic_ulong g_allocs;
+
+static inline void count_alloc(void)
+{
+	if (atomic_load_explicit(&g_counting, memory_order_relaxed))
+		atomic_fetch_add_explicit(&g_allocs, 1, memory_order_relaxed);
+}
+
+#if OPT_TEST_ASAN
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+					      void (*free_hook)(const volatile void *));
+
+static void asan_malloc_hook(const volatile void *p, size_t size)
+{
+	(void)p;
+	(void)size;
+	count_alloc();
+}
+
+static void asan_free_hook(const volatile void *p)
+{
+	if (p != NULL)
+		count_alloc();
+}
+
+static void interposition_init(void)
+{
+	__sanitizer_install_malloc_and_free_hooks(asan_malloc_hook, asan_free_hook);
+}
+#else
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void __libc_free(void *p);
+extern void *__libc_memalign(size_t align, size_t size);
+
+void *malloc(size_t size)
+{
+	count_alloc();
+	return __libc_malloc(size);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	count_alloc();
+	return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t size)
+{
+	count_alloc();
+	return __libc_realloc(p, size);
+}
+
+void free(void *p)
+{
+	if (p != NULL)
+		count_alloc();
+	__libc_free(p);
+}
+
+int posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p;
+
+	if (align == 0 || (align & (align - 1)) != 0 || align % sizeof(void *) != 0)
+		return EINVAL;
+	count_alloc();
+	p = __libc_memalign(align, size);
+	if (p == NULL)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+	count_alloc();
+	return __libc_memalign(align, size);
+}
+
+void *memalign(size_t align, size_t size)
+{
+	count_alloc();
+	return __libc_memalign(align, size);
+}
+
+static void interposition_init(void)
+{
+}
+#endif
+
+/* ---- building models with the generated structs --------------------------------------------------- */
+
+#define PUSH(arr, n, x)                                                 \
+	do {                                                            \
+		(arr) = realloc((arr), ((n) + 1) * sizeof(*(arr)));     \
+		CU_ASSERT_PTR_NOT_NULL_FATAL(arr);                      \
+		(arr)[(n)++] = (x);                                     \
+	} while (0)
+
+#define NEW(type, init)                                                 \
+	({                                                              \
+		type *p_ = malloc(sizeof(type));                        \
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p_);                       \
+		*p_ = (type)init;                                       \
+		p_;                                                     \
+	})
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+/* Uniform in [-1, 1), deterministic (xorshift64*). */
+static float rnd(void)
+{
+	g_rng ^= g_rng >> 12;
+	g_rng ^= g_rng << 25;
+	g_rng ^= g_rng >> 27;
+	return (float)((g_rng * 0x2545f4914f6cdd1dull) >> 40) / (float)(1 << 23) - 1.0f;
+}
+
+static Onnx__ModelProto *model_new(void)
+{
+	Onnx__ModelProto *m = NEW(Onnx__ModelProto, ONNX__MODEL_PROTO__INIT);
+	Onnx__OperatorSetIdProto *op = NEW(Onnx__OperatorSetIdProto, ONNX__OPERATOR_SET_ID_PROTO__INIT);
+
+	m->has_ir_version = true;
+	m->ir_version = OPT_TEST_IR;
+	op->domain = strdup("");
+	op->has_version = true;
+	op->version = OPT_TEST_OPSET;
+	PUSH(m->opset_import, m->n_opset_import, op);
+	m->graph = NEW(Onnx__GraphProto, ONNX__GRAPH_PROTO__INIT);
+	m->graph->name = strdup("g");
+	return m;
+}
+
+/* A float value; dims of -1 are the symbolic batch "N"; rank < 0: type without a shape. */
+static Onnx__ValueInfoProto *value_info(const char *name, int rank, const int64_t *dims)
+{
+	Onnx__ValueInfoProto *vi = NEW(Onnx__ValueInfoProto, ONNX__VALUE_INFO_PROTO__INIT);
+	Onnx__TypeProto *tp = NEW(Onnx__TypeProto, ONNX__TYPE_PROTO__INIT);
+	Onnx__TypeProto__Tensor *tt = NEW(Onnx__TypeProto__Tensor, ONNX__TYPE_PROTO__TENSOR__INIT);
+
+	tt->has_elem_type = true;
+	tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	if (rank >= 0) {
+		tt->shape = NEW(Onnx__TensorShapeProto, ONNX__TENSOR_SHAPE_PROTO__INIT);
+		for (int d = 0; d < rank; d++) {
+			Onnx__TensorShapeProto__Dimension *dim =
+				NEW(Onnx__TensorShapeProto__Dimension, ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT);
+
+			if (dims[d] >= 0) {
+				dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+				dim->dim_value = dims[d];
+			} else {
+				dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+				dim->dim_param = strdup("N");
+			}
+			PUSH(tt->shape->dim, tt->shape->n_dim, dim);
+		}
+	}
+	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tp->tensor_type = tt;
+	vi->name = strdup(name);
+	vi->type = tp;
+	return vi;
+}
+
+static void input(Onnx__ModelProto *m, const char *name, int rank, const int64_t *dims)
+{
+	PUSH(m->graph->input, m->graph->n_input, value_info(name, rank, dims));
+}
+
+static void output(Onnx__ModelProto *m, const char *name)
+{
+	PUSH(m->graph->output, m->graph->n_output, value_info(name, -1, NULL));
+}
+
+/* A float initializer; data NULL: random values scale * U[-1, 1) + offset. */
+static void init(Onnx__ModelProto *m, const char *name, int rank, const int64_t *dims, const float *data,
+		 float scale, float offset)
+{
+	Onnx__TensorProto *t = NEW(Onnx__TensorProto, ONNX__TENSOR_PROTO__INIT);
+	int64_t n = 1;
+
+	t->name = strdup(name);
+	t->has_data_type = true;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	for (int d = 0; d < rank; d++) {
+		PUSH(t->dims, t->n_dims, dims[d]);
+		n *= dims[d];
+	}
+	for (int64_t i = 0; i < n; i++)
+		PUSH(t->float_data, t->n_float_data, data != NULL ? data[i] : scale * rnd() + offset);
+	PUSH(m->graph->initializer, m->graph->n_initializer, t);
+}
+
+static void scalar(Onnx__ModelProto *m, const char *name, float v)
+{
+	init(m, name, 0, NULL, &v, 0, 0);
+}
+
+/* ins and outs: comma-separated; an empty name is an omitted optional one. */
+static void split_names(const char *list, size_t *n, char ***names)
+{
+	const char *p = list;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+
+		PUSH(*names, *n, strndup(p, len));
+		if (p[len] == '\0')
+			break;
+		p += len + 1;
+	}
+}
+
+static Onnx__NodeProto *node(Onnx__ModelProto *m, const char *op, const char *ins, const char *outs)
+{
+	Onnx__NodeProto *n = NEW(Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
+
+	n->op_type = strdup(op);
+	split_names(ins, &n->n_input, &n->input);
+	split_names(outs, &n->n_output, &n->output);
+	PUSH(m->graph->node, m->graph->n_node, n);
+	return n;
+}
+
+static Onnx__AttributeProto *attr(Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType type)
+{
+	Onnx__AttributeProto *a = NEW(Onnx__AttributeProto, ONNX__ATTRIBUTE_PROTO__INIT);
+
+	a->name = strdup(name);
+	a->has_type = true;
+	a->type = type;
+	PUSH(n->attribute, n->n_attribute, a);
+	return a;
+}
+
+static void attr_int(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+
+	a->has_i = true;
+	a->i = v;
+}
+
+static void attr_float(Onnx__NodeProto *n, const char *name, float v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+
+	a->has_f = true;
+	a->f = v;
+}
+
+static void attr_ints(Onnx__NodeProto *n, const char *name, const int64_t *v, size_t count)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+
+	for (size_t i = 0; i < count; i++)
+		PUSH(a->ints, a->n_ints, v[i]);
+}
+
+static uint8_t *pack(const Onnx__ModelProto *m, size_t *len)
+{
+	uint8_t *buf;
+
+	*len = onnx__model_proto__get_packed_size(m);
+	buf = malloc(*len + 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	onnx__model_proto__pack(m, buf);
+	return buf;
+}
+
+/* ---- loading, running and comparing ---------------------------------------------------------------- */
+
+struct run {
+	struct rt_graph *g;
+	struct rt_plan *plan;
+	void *arena;
+	struct rt_tensor in[4], out[4];
+};
+
+static void run_setup(struct run *r, const uint8_t *buf, size_t len, bool optimize, int64_t batch,
+		      struct rt_opt_report *report)
+{
+	char err[RT_ERR_MAX];
+
+	memset(r, 0, sizeof(*r));
+	r->g = rt_graph_load_buffer(buf, len, NULL, err, sizeof(err));
+	if (r->g == NULL)
+		fprintf(stderr, "load: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r->g);
+	if (optimize) {
+		int rc = rt_graph_optimize(r->g, RT_DEVICE_CPU, report, err, sizeof(err));
+
+		if (rc != 0)
+			fprintf(stderr, "optimize: %s\n", err);
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+	}
+	r->plan = rt_plan_create(r->g, batch, RT_DEVICE_CPU, err, sizeof(err));
+	if (r->plan == NULL)
+		fprintf(stderr, "plan (%s): %s\n", optimize ? "optimized" : "as loaded", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r->plan);
+	CU_ASSERT_FATAL(rt_plan_num_inputs(r->plan) <= 4 && rt_plan_num_outputs(r->plan) <= 4);
+	r->arena = aligned_alloc(RT_PLAN_ALIGN, rt_plan_arena_bytes(r->plan));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r->arena);
+	memset(r->arena, 0, rt_plan_arena_bytes(r->plan));
+	rt_plan_bind(r->plan, r->arena, r->in, r->out);
+}
+
+static void run_free(struct run *r)
+{
+	rt_plan_free(r->plan);
+	rt_graph_free(r->g);
+	free(r->arena);
+}
+
+static void run_once(struct run *r)
+{
+	char err[RT_ERR_MAX];
+	int rc = rt_plan_run(r->plan, r->arena, err, sizeof(err));
+
+	if (rc != 0)
+		fprintf(stderr, "run: %s\n", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+}
+
+static uint32_t count_op(const struct rt_graph *g, const char *op)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->num_nodes; i++)
+		n += strcmp(g->nodes[i].op_type, op) == 0;
+	return n;
+}
+
+static uint32_t report_count(const struct rt_opt_report *r, const char *what)
+{
+	for (uint32_t k = 0; k < r->num_kinds; k++) {
+		if (strcmp(r->kinds[k].what, what) == 0)
+			return r->kinds[k].count;
+	}
+	return 0;
+}
+
+/*
+ * Loads m as is and optimized, runs both at each batch size on the same random inputs and checks the
+ * outputs agree; also checks the optimized run makes no heap call. The optimized graph (of the last
+ * batch size) and its report are returned for the caller's checks.
+ */
+static struct rt_graph *check_same(Onnx__ModelProto *m, const int64_t *batches, unsigned int nb,
+				   struct rt_opt_report *report)
+{
+	size_t len;
+	uint8_t *buf = pack(m, &len);
+	struct rt_graph *kept = NULL;
+
+	onnx__model_proto__free_unpacked(m, NULL);
+	for (unsigned int b = 0; b < nb; b++) {
+		struct run ref, opt;
+		float *saved[4];
+		double worst = 0;
+
+		run_setup(&ref, buf, len, false, batches[b], NULL);
+		run_setup(&opt, buf, len, true, batches[b], report);
+		/* inputs kept apart: a run reuses an input's bytes once the last node reading it is done */
+		for (uint32_t i = 0; i < rt_plan_num_inputs(ref.plan); i++) {
+			int64_t n = rt_tensor_elems(&ref.in[i]);
+
+			saved[i] = malloc((size_t)n * sizeof(float) + 1);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(saved[i]);
+			for (int64_t j = 0; j < n; j++)
+				saved[i][j] = 2.0f * rnd();
+			memcpy(ref.in[i].data, saved[i], (size_t)n * sizeof(float));
+			memcpy(opt.in[i].data, saved[i], (size_t)n * sizeof(float));
+		}
+		run_once(&ref);
+		run_once(&opt); /* a warm-up: a library may set itself up on its first call */
+		for (uint32_t i = 0; i < rt_plan_num_inputs(ref.plan); i++) {
+			memcpy(opt.in[i].data, saved[i], (size_t)rt_tensor_elems(&ref.in[i]) * sizeof(float));
+			free(saved[i]);
+		}
+		atomic_store(&g_allocs, 0);
+		atomic_store(&g_counting, true);
+		run_once(&opt);
+		atomic_store(&g_counting, false);
+		CU_ASSERT_EQUAL(atomic_load(&g_allocs), 0);
+		for (uint32_t o = 0; o < rt_plan_num_outputs(ref.plan); o++) {
+			int64_t n = rt_tensor_elems(&ref.out[o]);
+
+			CU_ASSERT_EQUAL(n, rt_tensor_elems(&opt.out[o]));
+			for (int64_t j = 0; j < n && n == rt_tensor_elems(&opt.out[o]); j++) {
+				double a = ((float *)ref.out[o].data)[j], e = ((float *)opt.out[o].data)[j];
+				double d = fabs(a - e) / fmax(1.0, fabs(a));
+
+				worst = d > worst || isnan(d) ? d : worst;
+			}
+		}
+		if (!(worst <= OPT_TEST_TOL))
+			fprintf(stderr, "batch %lld: largest difference %g\n", (long long)batches[b], worst);
+		CU_ASSERT(worst <= OPT_TEST_TOL);
+		run_free(&ref);
+		if (b + 1 == nb) {
+			kept = opt.g;
+			opt.g = NULL;
+		}
+		run_free(&opt);
+	}
+	free(buf);
+	return kept;
+}
+
+static const int64_t g_batches[] = {1, 3};
+#define NB (sizeof(g_batches) / sizeof(g_batches[0]))
+
+/* ---- Conv ------------------------------------------------------------------------------------------ */
+
+static void bn_params(Onnx__ModelProto *m, const char *prefix, int64_t c)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s_scale", prefix);
+	init(m, name, 1, &c, NULL, 0.5f, 1.0f);
+	snprintf(name, sizeof(name), "%s_bias", prefix);
+	init(m, name, 1, &c, NULL, 0.3f, 0.0f);
+	snprintf(name, sizeof(name), "%s_mean", prefix);
+	init(m, name, 1, &c, NULL, 0.3f, 0.0f);
+	snprintf(name, sizeof(name), "%s_var", prefix);
+	init(m, name, 1, &c, NULL, 0.4f, 1.0f);
+}
+
+static void test_conv_bn_relu(void)
+{
+	static const int64_t x[] = {-1, 3, 9, 9}, w[] = {8, 3, 3, 3}, b[] = {8}, pads[] = {1, 1, 1, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	init(m, "w", 4, w, NULL, 0.3f, 0);
+	init(m, "b", 1, b, NULL, 0.1f, 0);
+	bn_params(m, "bn", 8);
+	n = node(m, "Conv", "x,w,b", "c");
+	attr_ints(n, "pads", pads, 4);
+	n = node(m, "BatchNormalization", "c,bn_scale,bn_bias,bn_mean,bn_var", "n");
+	attr_float(n, "epsilon", 1e-3f);
+	node(m, "Relu", "n", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 1);
+	CU_ASSERT_EQUAL(count_op(g, "FusedConv"), 1);
+	CU_ASSERT_STRING_EQUAL(g->nodes[0].domain, RT_K_DOMAIN);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+BatchNormalization+Relu"), 1);
+	CU_ASSERT_EQUAL(rep.nodes_before, 3);
+	CU_ASSERT_EQUAL(rep.nodes_after, 1);
+	/* the original weights and BN parameters are gone: only x, the new W and B, y */
+	CU_ASSERT_EQUAL(g->num_values, 4);
+	rt_graph_free(g);
+}
+
+/* A ResNet bottleneck's tail: Conv + BN + Add(shortcut) + Relu, and a BN-only downsample. */
+static void test_conv_bn_add_relu(void)
+{
+	static const int64_t x[] = {-1, 4, 8, 8}, w[] = {4, 4, 3, 3}, w1[] = {4, 4, 1, 1}, pads[] = {1, 1, 1, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	init(m, "w", 4, w, NULL, 0.3f, 0);
+	init(m, "w1", 4, w1, NULL, 0.5f, 0);
+	bn_params(m, "bn", 4);
+	bn_params(m, "bn1", 4);
+	n = node(m, "Conv", "x,w", "c");
+	attr_ints(n, "pads", pads, 4);
+	node(m, "Conv", "x,w1", "c1");
+	node(m, "BatchNormalization", "c1,bn1_scale,bn1_bias,bn1_mean,bn1_var", "s");
+	node(m, "BatchNormalization", "c,bn_scale,bn_bias,bn_mean,bn_var", "n");
+	node(m, "Add", "n,s", "a");
+	node(m, "Relu", "a", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 2);
+	CU_ASSERT_EQUAL(count_op(g, "FusedConv"), 2);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+BatchNormalization+Add+Relu"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+BatchNormalization"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "1x1 Conv as GEMM"), 1);
+	rt_graph_free(g);
+}
+
+/* im2col's paths: stride 2, uneven pads, dilation, groups; activations LeakyRelu and Clip. */
+static void test_conv_geometry_acts(void)
+{
+	static const int64_t x[] = {-1, 4, 11, 10}, w[] = {6, 2, 3, 3}, w2[] = {5, 6, 1, 1}, b2[] = {5};
+	static const int64_t strides[] = {2, 2}, pads[] = {1, 0, 2, 1}, dil[] = {2, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	init(m, "w", 4, w, NULL, 0.4f, 0);
+	init(m, "w2", 4, w2, NULL, 0.4f, 0);
+	init(m, "b2", 1, b2, NULL, 0.4f, 0);
+	scalar(m, "lo", -0.2f);
+	scalar(m, "hi", 0.3f);
+	n = node(m, "Conv", "x,w", "c");
+	attr_ints(n, "strides", strides, 2);
+	attr_ints(n, "pads", pads, 4);
+	attr_ints(n, "dilations", dil, 2);
+	attr_int(n, "group", 2);
+	n = node(m, "LeakyRelu", "c", "l");
+	attr_float(n, "alpha", 0.2f);
+	node(m, "Conv", "l,w2,b2", "c2");
+	node(m, "Clip", "c2,lo,hi", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 2);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+LeakyRelu"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Clip"), 1);
+	rt_graph_free(g);
+}
+
+/* BN after a Conv whose output something else reads too: nothing may change. */
+static void test_conv_bn_second_reader(void)
+{
+	static const int64_t x[] = {-1, 3, 6, 6}, w[] = {4, 3, 3, 3};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+
+	input(m, "x", 4, x);
+	init(m, "w", 4, w, NULL, 0.3f, 0);
+	bn_params(m, "bn", 4);
+	node(m, "Conv", "x,w", "c");
+	node(m, "BatchNormalization", "c,bn_scale,bn_bias,bn_mean,bn_var", "y");
+	node(m, "Relu", "c", "z");
+	output(m, "y");
+	output(m, "z");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 3);
+	CU_ASSERT_EQUAL(count_op(g, "BatchNormalization"), 1);
+	CU_ASSERT_EQUAL(count_op(g, "Conv"), 1);
+	CU_ASSERT_EQUAL(count_op(g, "FusedConv"), 0);
+	CU_ASSERT_EQUAL(rep.nodes_after, rep.nodes_before);
+	rt_graph_free(g);
+}
+
+/* BN whose statistics are not constants, and an Add that broadcasts: not folded, not a residual. */
+static void test_conv_not_fusable(void)
+{
+	static const int64_t x[] = {-1, 3, 6, 6}, w[] = {4, 3, 3, 3}, c4[] = {4}, bc[] = {1, 4, 1, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+
+	input(m, "x", 4, x);
+	input(m, "mean", 1, c4);
+	init(m, "w", 4, w, NULL, 0.3f, 0);
+	init(m, "bcast", 4, bc, NULL, 0.3f, 0);
+	bn_params(m, "bn", 4);
+	node(m, "Conv", "x,w", "c");
+	node(m, "BatchNormalization", "c,bn_scale,bn_bias,mean,bn_var", "n");
+	node(m, "Conv", "x,w", "c2");
+	node(m, "Add", "c2,bcast", "y2");
+	node(m, "Add", "n,y2", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(count_op(g, "BatchNormalization"), 1);
+	CU_ASSERT_EQUAL(count_op(g, "Conv"), 2);
+	CU_ASSERT_EQUAL(count_op(g, "Add"), 2);
+	CU_ASSERT_EQUAL(rep.nodes_after, rep.nodes_before);
+	rt_graph_free(g);
+}
+
+/* ---- MatMul and Gemm -------------------------------------------------------------------------------- */
+
+static void test_matmul_add_relu(void)
+{
+	static const int64_t a[] = {-1, 5, 16}, b[] = {16, 24}, c[] = {24}, a2[] = {-1, 16}, b2[] = {16, 40};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+
+	input(m, "a", 3, a);
+	input(m, "a2", 2, a2);
+	init(m, "b", 2, b, NULL, 0.3f, 0);
+	init(m, "c", 1, c, NULL, 0.3f, 0);
+	init(m, "b2", 2, b2, NULL, 0.3f, 0);
+	init(m, "c2", 1, b2 + 1, NULL, 0.3f, 0);
+	node(m, "MatMul", "a,b", "p");
+	node(m, "Add", "c,p", "q"); /* bias first: Add commutes */
+	node(m, "Relu", "q", "y");
+	node(m, "MatMul", "a2,b2", "p2");
+	node(m, "Add", "p2,c2", "y2");
+	output(m, "y");
+	output(m, "y2");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 2);
+	CU_ASSERT_EQUAL(count_op(g, "FusedGemm"), 2);
+	CU_ASSERT_EQUAL(report_count(&rep, "MatMul+Add+Relu"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "MatMul+Add"), 1);
+	rt_graph_free(g);
+}
+
+/* Both ways exporters write the erf GELU, after MatMul + Add. */
+static void gelu_model(bool mul_first, float div, bool *ok)
+{
+	static const int64_t a[] = {-1, 7, 12}, b[] = {12, 20}, c[] = {20};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+
+	input(m, "a", 3, a);
+	init(m, "b", 2, b, NULL, 0.5f, 0);
+	init(m, "c", 1, c, NULL, 0.5f, 0);
+	scalar(m, "half", 0.5f);
+	scalar(m, "one", 1.0f);
+	scalar(m, "k", div);
+	node(m, "MatMul", "a,b", "p");
+	node(m, "Add", "p,c", "x");
+	if (mul_first) { /* HF BERT: x * 0.5 * (1 + erf(x * (1/sqrt2))) */
+		node(m, "Mul", "x,k", "d");
+		node(m, "Erf", "d", "e");
+		node(m, "Add", "one,e", "f");
+		node(m, "Mul", "half,x", "h");
+		node(m, "Mul", "h,f", "y");
+	} else { /* torch.nn.GELU: (x * (1 + erf(x / sqrt2))) * 0.5 */
+		node(m, "Div", "x,k", "d");
+		node(m, "Erf", "d", "e");
+		node(m, "Add", "e,one", "f");
+		node(m, "Mul", "x,f", "h");
+		node(m, "Mul", "h,half", "y");
+	}
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	*ok = g->num_nodes == 1 && report_count(&rep, "MatMul+Add+Gelu") == 1;
+	if (!*ok)
+		CU_ASSERT_EQUAL(report_count(&rep, "MatMul+Add"), 1);
+	rt_graph_free(g);
+}
+
+static void test_matmul_add_gelu(void)
+{
+	bool ok;
+
+	gelu_model(false, 1.4142135381698608f, &ok);
+	CU_ASSERT(ok);
+	gelu_model(true, 0.7071067690849304f, &ok);
+	CU_ASSERT(ok);
+	gelu_model(false, 1.5f, &ok); /* not the GELU: left as it is, after the bias fusion */
+	CU_ASSERT(!ok);
+}
+
+/* Gemm transB=1 with alpha, beta and a [1, N] C, then Relu; N < 32 at batch 1: the GEMV copy too. */
+static void test_gemm_transb(void)
+{
+	static const int64_t a[] = {-1, 16}, b[] = {8, 16}, c[] = {1, 8};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "a", 2, a);
+	init(m, "b", 2, b, NULL, 0.5f, 0);
+	init(m, "c", 2, c, NULL, 0.5f, 0);
+	n = node(m, "Gemm", "a,b,c", "p");
+	attr_int(n, "transB", 1);
+	attr_float(n, "alpha", 0.5f);
+	attr_float(n, "beta", 2.0f);
+	node(m, "Relu", "p", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 1);
+	CU_ASSERT_EQUAL(count_op(g, "FusedGemm"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "Gemm+Relu"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "weights pre-packed"), 2); /* [K, N], and [N, K] kept for GEMV */
+	CU_ASSERT_EQUAL(g->nodes[0].num_inputs, 4);
+	rt_graph_free(g);
+}
+
+/* Non-constant B, a bias of the product's full shape, a Gemm with transA: left alone. */
+static void test_gemm_not_fusable(void)
+{
+	static const int64_t a[] = {5, 16}, b[] = {16, 24}, full[] = {5, 24}, at[] = {16, 5};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "a", 2, a);
+	input(m, "bin", 2, b);
+	input(m, "at", 2, at);
+	init(m, "b", 2, b, NULL, 0.3f, 0);
+	init(m, "full", 2, full, NULL, 0.3f, 0);
+	node(m, "MatMul", "a,bin", "p");
+	node(m, "Add", "p,full", "y");
+	node(m, "MatMul", "a,b", "p2");
+	node(m, "Add", "p2,full", "y2");
+	n = node(m, "Gemm", "at,b", "y3");
+	attr_int(n, "transA", 1);
+	output(m, "y");
+	output(m, "y2");
+	output(m, "y3");
+	g = check_same(m, g_batches, 1, &rep);
+	CU_ASSERT_EQUAL(count_op(g, "MatMul"), 2);
+	CU_ASSERT_EQUAL(count_op(g, "Add"), 2);
+	CU_ASSERT_EQUAL(count_op(g, "Gemm"), 1);
+	CU_ASSERT_EQUAL(count_op(g, "FusedGemm"), 0);
+	rt_graph_free(g);
+}
+
+/* A weight computed by a Transpose of an initializer, a bias by a Constant node: folded, then fused. */
+static void test_constant_folding(void)
+{
+	static const int64_t a[] = {-1, 6}, bt[] = {10, 6}, perm[] = {1, 0};
+	Onnx__ModelProto *m = model_new();
+	Onnx__TensorProto *t = NEW(Onnx__TensorProto, ONNX__TENSOR_PROTO__INIT);
+	Onnx__AttributeProto *value;
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "a", 2, a);
+	init(m, "bt", 2, bt, NULL, 0.5f, 0);
+	n = node(m, "Transpose", "bt", "b");
+	attr_ints(n, "perm", perm, 2);
+	n = node(m, "Constant", "", "c");
+	value = attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	t->has_data_type = true;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	PUSH(t->dims, t->n_dims, 10);
+	for (int i = 0; i < 10; i++)
+		PUSH(t->float_data, t->n_float_data, 0.1f * (float)i);
+	value->t = t;
+	/* Constant has no inputs: drop the empty name split_names made */
+	free(n->input[0]);
+	n->n_input = 0;
+	node(m, "MatMul", "a,b", "p");
+	node(m, "Add", "p,c", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "constants folded"), 2);
+	CU_ASSERT_EQUAL(report_count(&rep, "MatMul+Add"), 1);
+	rt_graph_free(g);
+}
+
+/* ---- fast paths ------------------------------------------------------------------------------------- */
+
+static void test_fast_paths(void)
+{
+	static const int64_t s[] = {-1, 3, 37}, l[] = {-1, 4, 20}, p[] = {-1, 3, 13, 12}, ln[] = {20};
+	static const int64_t k3[] = {3, 3}, s2[] = {2, 2}, pads[] = {1, 1, 1, 0};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "s", 3, s);
+	input(m, "l", 3, l);
+	input(m, "p", 4, p);
+	init(m, "gamma", 1, ln, NULL, 0.5f, 1.0f);
+	init(m, "beta", 1, ln, NULL, 0.5f, 0);
+	node(m, "Softmax", "s", "ys");
+	n = node(m, "Softmax", "s", "ys1"); /* an inner axis: stays the reference kernel */
+	attr_int(n, "axis", 1);
+	n = node(m, "LayerNormalization", "l,gamma,beta", "yl");
+	attr_float(n, "epsilon", 1e-3f);
+	n = node(m, "MaxPool", "p", "yp");
+	attr_ints(n, "kernel_shape", k3, 2);
+	attr_ints(n, "strides", s2, 2);
+	attr_ints(n, "pads", pads, 4);
+	attr_int(n, "ceil_mode", 1);
+	output(m, "ys");
+	output(m, "ys1");
+	output(m, "yl");
+	output(m, "yp");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(report_count(&rep, "Softmax (last axis, vectorized)"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "LayerNormalization (vectorized)"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "MaxPool (2-D rows)"), 1);
+	for (uint32_t i = 0; i < g->num_nodes; i++) {
+		const struct rt_node *nd = &g->nodes[i];
+		bool inner = strcmp(nd->op_type, "Softmax") == 0 && rt_attr_int(nd, "axis", -1) == 1;
+
+		CU_ASSERT_STRING_EQUAL(nd->domain, inner ? "" : RT_K_DOMAIN);
+	}
+	rt_graph_free(g);
+}
+
+/* ---- the vector math against libm ------------------------------------------------------------------ */
+
+static void test_vecmath(void)
+{
+	enum { N = 40001 };
+	static float x[N], y[N];
+	double worst_exp = 0, worst_erf = 0;
+
+	for (int i = 0; i < N; i++)
+		x[i] = -87.0f + 175.0f * (float)i / (N - 1);
+	rt_vm_exp(y, x, N);
+	for (int i = 0; i < N; i++) {
+		double e = exp((double)x[i]), d = fabs(y[i] - e) / e;
+
+		worst_exp = d > worst_exp ? d : worst_exp;
+	}
+	for (int i = 0; i < N; i++)
+		x[i] = -6.0f + 12.0f * (float)i / (N - 1);
+	rt_vm_erf(y, x, N);
+	for (int i = 0; i < N; i++) {
+		double e = erf((double)x[i]), d = fabs(y[i] - e) / fmax(fabs(e), 1e-3);
+
+		worst_erf = d > worst_erf ? d : worst_erf;
+	}
+	printf("\n    exp: largest relative error %.3g; erf: %.3g\n", worst_exp, worst_erf);
+	CU_ASSERT(worst_exp < 4e-7);  /* about 3 float ulps */
+	CU_ASSERT(worst_erf < 4e-7);
+	x[0] = NAN;
+	x[1] = -INFINITY;
+	x[2] = INFINITY;
+	rt_vm_erf(y, x, 3);
+	CU_ASSERT(isnan(y[0]));
+	CU_ASSERT_EQUAL(y[1], -1.0f);
+	CU_ASSERT_EQUAL(y[2], 1.0f);
+	rt_vm_exp(y, x, 3);
+	CU_ASSERT(isnan(y[0]));
+}
+
+static int suite_init(void)
+{
+	interposition_init();
+	return rt_cpu_kernels_register() == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	static CU_TestInfo tests[] = {
+		{"Conv+BatchNormalization+Relu -> FusedConv", test_conv_bn_relu},
+		{"Conv+BatchNormalization+Add+Relu (residual)", test_conv_bn_add_relu},
+		{"Conv geometry (stride, pads, dilation, groups), LeakyRelu, Clip", test_conv_geometry_acts},
+		{"BatchNormalization after a Conv read twice: unchanged", test_conv_bn_second_reader},
+		{"non-constant BN, broadcasting Add: unchanged", test_conv_not_fusable},
+		{"MatMul+Add(+Relu) -> FusedGemm", test_matmul_add_relu},
+		{"MatMul+Add+erf GELU, both exported forms", test_matmul_add_gelu},
+		{"Gemm transB alpha beta C[1,N] + Relu, pre-packed", test_gemm_transb},
+		{"MatMul/Gemm not fusable: unchanged", test_gemm_not_fusable},
+		{"constants folded before fusing", test_constant_folding},
+		{"Softmax, LayerNormalization, MaxPool fast paths", test_fast_paths},
+		{"vector exp and erf against libm", test_vecmath},
+		CU_TEST_INFO_NULL,
+	};
+	static CU_SuiteInfo suites[] = {
+		{"optimize", suite_init, NULL, NULL, NULL, tests},
+		CU_SUITE_INFO_NULL,
+	};
+
+	return bw_cunit_run(suites);
+}
