@@ -732,6 +732,9 @@ void app_service_fini(struct app_service *svc)
 	for (unsigned int i = 0; i < svc->nb_models; i++)
 		model_free(svc->models[i]);
 	svc->nb_models = 0;
+	/* The registry and the ops point at the models just freed. */
+	memset(&svc->registry, 0, sizeof(svc->registry));
+	memset(&svc->ops, 0, sizeof(svc->ops));
 	if (g_service == svc)
 		g_service = NULL;
 }

@@ -630,7 +630,8 @@ static int cmd_info(struct cli *cli, int argc, char **argv)
 	printf("priority levels: %u\n", info->priority_levels);
 	printf("max batch size: %u\n", info->max_batch_size);
 	if (info->num_batch_sizes == 0) {
-		printf("batch sizes: none (not batched)\n");
+		printf(info->max_batch_size == 0 ? "batch sizes: none (not batched)\n"
+						 : "batch sizes: any (no padding)\n");
 	} else {
 		printf("batch sizes:");
 		for (i = 0; i < info->num_batch_sizes; i++)

@@ -101,7 +101,7 @@ struct bwc_model_info {
 	uint16_t flags; /* BW_MODEL_F_* */
 	uint16_t priority_levels;
 	uint32_t max_batch_size;
-	uint16_t num_batch_sizes; /* 0: not batched */
+	uint16_t num_batch_sizes; /* 0: any size up to max_batch_size */
 	uint16_t num_inputs;
 	uint16_t num_outputs;
 	char name[BW_MAX_NAME_LEN + 1];

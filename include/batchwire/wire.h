@@ -138,7 +138,7 @@ struct bw_model_info {
 	uint16_t flags;           /* BW_MODEL_F_* */
 	uint16_t num_inputs;
 	uint16_t num_outputs;
-	uint16_t num_batch_sizes; /* 0: the model is not batched */
+	uint16_t num_batch_sizes; /* 0: any size up to max_batch_size (0: not batched) */
 	uint16_t priority_levels; /* a request's priority must be below this */
 	uint32_t max_batch_size;
 	uint32_t reserved;        /* 0 */
