@@ -6,8 +6,10 @@
 
 Every model is opset 17 with IR version 8, the newest that Debian 12's onnx.proto (and so
 batchwire's loader) reads. Weights come from numpy's PCG64 generator seeded per model, drawn in
-float64 and rounded to float32, which numpy defines the same on every platform: the same
-command writes the same bytes on every machine. The batch dimension is the dim_param "batch";
+float64 and rounded to float32, which numpy computes the same on every platform: the same command
+writes the same bytes on every machine with the same numpy and onnx versions (numpy does not
+promise Generator streams across its versions, so a numpy upgrade may change the weights; the
+models stay valid, only their bytes differ). The batch dimension is the dim_param "batch";
 every other dimension is static. File names, input and output names are a contract: tests,
 benchmarks and the daemon's configs refer to them.
 
