@@ -16,7 +16,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "fused.h"
+#include "sgemm.h"
 
 /* ---- Conv ---------------------------------------------------------------------------------------- */
 
@@ -273,14 +273,58 @@ RT_K_RUN(conv)
 
 /* ---- FusedConv ----------------------------------------------------------------------------------- */
 
+/*
+ * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group, and
+ * "weight_shape" gives the ONNX shape [M, C/group, kH, kW] they came from: what the geometry is read
+ * from. The inputs are then seen with W's tensor rebuilt from that shape (data NULL).
+ */
+static int fused_inputs(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_tensor *ins,
+			bool *packed, char *err, size_t err_cap)
+{
+	const struct rt_attr *shape = rt_node_attr(node, "weight_shape");
+	unsigned int n = node->num_inputs < 4 ? node->num_inputs : 4;
+
+	memset(ins, 0, 4 * sizeof(*ins));
+	memcpy(ins, inputs, n * sizeof(*ins));
+	*packed = rt_attr_int(node, "packed_weights", 0) != 0;
+	if (!*packed)
+		return 0;
+	if (shape == NULL || shape->type != RT_ATTR_INTS || shape->count != 4)
+		return rt_k_err(err, err_cap, -EINVAL, "attribute 'weight_shape' must be 4 ints with packed weights");
+	ins[1] = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 4 };
+	memcpy(ins[1].dims, shape->ints, 4 * sizeof(int64_t));
+	return 0;
+}
+
 RT_K_INFER(fused_conv)
 {
 	struct rt_k_act_spec act;
+	struct rt_tensor ins[4];
+	bool packed;
 	char x[96], y[96];
-	int rc = rt_k_conv_infer(node, inputs, outputs, err, err_cap);
+	int rc = fused_inputs(node, inputs, ins, &packed, err, err_cap);
 
-	if (rc < 0 || (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
+	if (rc < 0 || (rc = rt_k_conv_infer(node, ins, outputs, err, err_cap)) < 0 ||
+	    (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
+	if (act.kind == RT_K_ACT_GELU)
+		return rt_k_err(err, err_cap, -ENOTSUP, "FusedConv does not apply Gelu");
+	if (packed) {
+		struct conv_plan p;
+		size_t want;
+
+		if ((rc = conv_setup(node, ins, &p, err, err_cap)) < 0)
+			return rc;
+		want = (size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
+		if (!rt_sg_available())
+			return rt_k_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
+		if (p.w.nsp != 2)
+			return rt_k_err(err, err_cap, -ENOTSUP, "packed weights are for 2-D convolutions");
+		if (p.in_size > INT32_MAX / 2 || p.w.in[1] * p.w.stride[1] > INT32_MAX / 2)
+			return rt_k_err(err, err_cap, -ENOTSUP, "packed weights need an input plane under 2^30 values");
+		if (inputs[1].dtype != BW_DTYPE_FLOAT || rt_tensor_elems(&inputs[1]) != (int64_t)want)
+			return rt_k_err(err, err_cap, -EINVAL, "input 'W' must hold %zu packed floats", want);
+	}
 	if (rt_k_has_input(node, inputs, 3)) {
 		const struct rt_tensor *z = &inputs[3];
 
@@ -295,18 +339,65 @@ RT_K_INFER(fused_conv)
 
 RT_K_SCRATCH(fused_conv)
 {
-	return rt_k_conv_scratch(node, inputs, outputs);
+	struct rt_tensor ins[4];
+	struct conv_plan p;
+	char err[RT_ERR_MAX];
+	bool packed;
+
+	if (fused_inputs(node, inputs, ins, &packed, err, sizeof(err)) < 0)
+		return 0;
+	if (!packed)
+		return rt_k_conv_scratch(node, ins, outputs);
+	if (conv_setup(node, ins, &p, err, sizeof(err)) < 0 || p.out_size < 0)
+		return 0;
+	return rt_sg_scratch_floats(p.out_size, p.cg * p.ksize) * sizeof(float);
+}
+
+/* Per image and group, one rt_sg_gemm: B packed from the image, the epilogue on the tiles. */
+static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, const float *wp,
+		       struct rt_tensor *out, float *bbuf, const float *z, const struct rt_k_act_spec *act, char *err,
+		       size_t err_cap)
+{
+	struct conv_plan p;
+	const float *x = ins[0].data, *bias = rt_k_has_input(node, ins, 2) ? ins[2].data : NULL;
+	float *y = out->data;
+	int rc = conv_setup(node, ins, &p, err, err_cap);
+	int64_t k, per_group;
+
+	if (rc < 0)
+		return rc;
+	if (bbuf == NULL && p.out_size > 0)
+		return rt_k_err(err, err_cap, -EINVAL, "FusedConv needs scratch memory and got none");
+	k = p.cg * p.ksize;
+	per_group = (int64_t)rt_sg_packed_floats(p.mg, k);
+	for (int64_t b = 0; b < p.n; b++) {
+		for (int64_t g = 0; g < p.group; g++) {
+			int64_t first = b * p.m + g * p.mg;
+			struct rt_sg_b src = { .x = x + (b * p.c + g * p.cg) * p.in_size, .ldb = p.in_size,
+					       .conv = p.direct ? NULL : &p.w };
+			struct rt_sg_epilogue ep = { .row_bias = bias != NULL ? bias + g * p.mg : NULL,
+						     .z = z != NULL ? z + first * p.out_size : NULL, .act = *act };
+
+			rt_sg_gemm(p.mg, p.out_size, k, wp + g * per_group, &src, y + first * p.out_size, p.out_size,
+				   &ep, bbuf);
+		}
+	}
+	return 0;
 }
 
 RT_K_RUN(fused_conv)
 {
 	struct rt_k_act_spec act;
-	int rc = rt_k_act_read(node, &act, err, err_cap);
+	struct rt_tensor ins[4];
+	const float *z = rt_k_has_input(node, inputs, 3) ? inputs[3].data : NULL;
+	bool packed;
+	int rc = fused_inputs(node, inputs, ins, &packed, err, err_cap);
 
-	if (rc < 0)
+	if (rc < 0 || (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
-	return conv_compute(node, inputs, &outputs[0], scratch,
-			    rt_k_has_input(node, inputs, 3) ? inputs[3].data : NULL, &act, err, err_cap);
+	if (packed)
+		return conv_packed(node, ins, inputs[1].data, &outputs[0], scratch, z, &act, err, err_cap);
+	return conv_compute(node, inputs, &outputs[0], scratch, z, &act, err, err_cap);
 }
 
 /* ---- ConvTranspose ------------------------------------------------------------------------------- */

@@ -99,9 +99,11 @@ int opt_set_domain(struct opt_ctx *c, uint32_t n);
 /** Frees node n's contents and marks it dead. */
 void opt_kill(struct opt_ctx *c, uint32_t n);
 
-/** Adds a STRING / FLOATS attribute to node n. \return 0 or -ENOMEM. */
+/** Adds (or replaces) a STRING / FLOATS / INTS / INT attribute of node n. \return 0 or -ENOMEM. */
 int opt_attr_string(struct rt_node *n, const char *name, const char *value);
 int opt_attr_floats(struct rt_node *n, const char *name, const float *values, uint32_t count);
+int opt_attr_ints(struct rt_node *n, const char *name, const int64_t *values, uint32_t count);
+int opt_attr_int(struct rt_node *n, const char *name, int64_t value);
 
 /** Removes node n's attribute name, if present. */
 void opt_attr_remove(struct rt_node *n, const char *name);

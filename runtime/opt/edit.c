@@ -341,6 +341,32 @@ int opt_attr_floats(struct rt_node *n, const char *name, const float *values, ui
 	return 0;
 }
 
+int opt_attr_ints(struct rt_node *n, const char *name, const int64_t *values, uint32_t count)
+{
+	struct rt_attr *a = attr_new(n, name);
+
+	if (a == NULL)
+		return -ENOMEM;
+	a->type = RT_ATTR_INTS;
+	a->ints = malloc(((size_t)count + 1) * sizeof(int64_t));
+	if (a->ints == NULL)
+		return -ENOMEM;
+	memcpy(a->ints, values, count * sizeof(int64_t));
+	a->count = count;
+	return 0;
+}
+
+int opt_attr_int(struct rt_node *n, const char *name, int64_t value)
+{
+	struct rt_attr *a = attr_new(n, name);
+
+	if (a == NULL)
+		return -ENOMEM;
+	a->type = RT_ATTR_INT;
+	a->i = value;
+	return 0;
+}
+
 void opt_attr_remove(struct rt_node *n, const char *name)
 {
 	for (uint16_t k = 0; k < n->num_attrs; k++) {

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "defs.h"
+#include "kernels/sgemm.h"
 
 /* ---- activations (shared with fuse_gemm.c) ------------------------------------------------------ */
 
@@ -125,18 +126,23 @@ static bool match_add(const struct opt_ctx *c, int32_t n, int32_t v, int32_t *z)
 	const struct rt_node *node = &c->g->nodes[n];
 	const struct rt_tensor *sv, *sz;
 
+	int32_t other;
+
 	if (!opt_is_op(c, n, "Add") || node->num_inputs != 2 || !c->shapes_distinct)
 		return false;
 	if (node->inputs[0] == v && node->inputs[1] != v)
-		*z = node->inputs[1];
+		other = node->inputs[1];
 	else if (node->inputs[1] == v && node->inputs[0] != v)
-		*z = node->inputs[0];
+		other = node->inputs[0];
 	else
 		return false;
 	sv = opt_shape(c, v);
-	sz = opt_shape(c, *z);
-	return sv != NULL && sz != NULL && sv->dtype == BW_DTYPE_FLOAT && sz->dtype == BW_DTYPE_FLOAT &&
-	       sv->rank == sz->rank && memcmp(sv->dims, sz->dims, sv->rank * sizeof(int64_t)) == 0;
+	sz = opt_shape(c, other);
+	if (sv == NULL || sz == NULL || sv->dtype != BW_DTYPE_FLOAT || sz->dtype != BW_DTYPE_FLOAT ||
+	    sv->rank != sz->rank || memcmp(sv->dims, sz->dims, sv->rank * sizeof(int64_t)) != 0)
+		return false;
+	*z = other;
+	return true;
 }
 
 static void match(const struct opt_ctx *c, uint32_t ci, bool w_const, int64_t m, struct conv_match *mt)
@@ -238,19 +244,56 @@ static const char *kind_name(bool bn, bool add, const char *act)
 	return names[bn][add][a];
 }
 
-static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt)
+/*
+ * The weights packed for sgemm.c's micro-kernel, per group (sgemm.h): when the CPU has AVX2 and FMA
+ * and the conv is 2-D (what its B packer reads). The ONNX shape goes along as an attribute.
+ */
+static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *packed, int64_t *shape)
+{
+	const struct rt_node *conv = &c->g->nodes[ci];
+	const struct rt_tensor wt = c->g->values[w].tensor; /* a copy: values move on adding one */
+	int64_t group = rt_attr_int(conv, "group", 1), k, mg, per, total;
+	float *ap;
+
+	*packed = RT_VALUE_NONE;
+	if (!rt_sg_available() || !float_const(c, w, -1) || wt.rank != 4 || group < 1 || wt.dims[0] % group != 0)
+		return 0;
+	k = wt.dims[1] * wt.dims[2] * wt.dims[3];
+	mg = wt.dims[0] / group;
+	per = (int64_t)rt_sg_packed_floats(mg, k);
+	total = per * group;
+	if ((ap = opt_alloc_floats(total)) == NULL)
+		return opt_error(c, -ENOMEM, "out of memory");
+	for (int64_t g = 0; g < group; g++)
+		rt_sg_pack_a((const float *)wt.data + g * mg * k, k, mg, k, ap + g * per);
+	memcpy(shape, wt.dims, 4 * sizeof(int64_t));
+	*packed = opt_add_initializer(c, conv->name, "W_packed", BW_DTYPE_FLOAT, 1, &total, ap);
+	return *packed < 0 ? *packed : 1;
+}
+
+static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt, uint32_t *packed_count)
 {
 	struct rt_graph *g = c->g;
 	const struct rt_node *conv = &g->nodes[ci];
-	int32_t in[4] = { conv->inputs[0], conv->inputs[1], RT_VALUE_NONE, mt->z };
-	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn;
+	int32_t in[4] = { conv->inputs[0], conv->inputs[1], RT_VALUE_NONE, mt->z }, packed;
+	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn >= 0 ? mt->bn : (int32_t)ci;
+	int64_t shape[4];
 	int rc;
 
 	if (conv->num_inputs > 2)
 		in[2] = conv->inputs[2];
 	if (mt->bn >= 0 && (rc = fold_bn(c, conv, &g->nodes[mt->bn], &in[1], &in[2])) < 0)
 		return rc;
-	opt_report(c, kind_name(mt->bn >= 0, mt->add >= 0, mt->act >= 0 ? mt->act_kind : NULL), 1);
+	if ((rc = pack_weights(c, ci, in[1], &packed, shape)) < 0)
+		return rc;
+	if (rc == 0 && mt->bn < 0 && mt->add < 0 && mt->act < 0)
+		return 0; /* nothing fused, nothing packed: the Conv kernel does the same */
+	if (rc > 0) {
+		in[1] = packed;
+		(*packed_count)++;
+	}
+	if (mt->bn >= 0 || mt->add >= 0 || mt->act >= 0)
+		opt_report(c, kind_name(mt->bn >= 0, mt->add >= 0, mt->act >= 0 ? mt->act_kind : NULL), 1);
 	if (mt->bn >= 0 && mt->bn != last)
 		opt_kill(c, (uint32_t)mt->bn);
 	if (mt->add >= 0 && mt->add != last)
@@ -259,13 +302,19 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt)
 		return rc;
 	if (mt->act >= 0 && opt_set_act(&g->nodes[last], mt->act_kind, mt->act_params, mt->act_nparams) != 0)
 		return opt_error(c, -ENOMEM, "out of memory");
+	if (packed >= 0) {
+		struct rt_node *n = &g->nodes[last];
+
+		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 || opt_attr_int(n, "packed_weights", 1) != 0)
+			return opt_error(c, -ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
 int opt_fuse_conv(struct opt_ctx *c)
 {
 	struct rt_graph *g = c->g;
-	uint32_t as_gemm = 0;
+	uint32_t as_gemm = 0, packed = 0;
 	int rc = opt_index(c);
 
 	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
@@ -281,10 +330,9 @@ int opt_fuse_conv(struct opt_ctx *c)
 		b_const = conv->num_inputs < 3 || conv->inputs[2] == RT_VALUE_NONE ||
 			  float_const(c, conv->inputs[2], -1);
 		match(c, n, w_const && b_const, w_const ? g->values[conv->inputs[1]].tensor.dims[0] : -1, &mt);
-		if (mt.bn < 0 && mt.add < 0 && mt.act < 0)
-			continue;
-		rc = fuse_one(c, n, &mt);
+		rc = fuse_one(c, n, &mt, &packed);
 	}
 	opt_report(c, "1x1 Conv as GEMM", as_gemm);
+	opt_report(c, "weights pre-packed", packed);
 	return rc;
 }

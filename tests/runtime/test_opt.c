@@ -566,6 +566,61 @@ static void test_conv_geometry_acts(void)
 	rt_graph_free(g);
 }
 
+/*
+ * The packed path's B packer on wide rows (panels inside one output row: the copy and the stride-2
+ * shuffle) and narrow ones (panels across rows), with a 7x7 stride-2 stem like ResNet's.
+ */
+static void test_conv_packer_paths(void)
+{
+	static const int64_t x[] = {-1, 3, 20, 70}, w7[] = {8, 3, 7, 7}, w3[] = {6, 8, 3, 3}, w1[] = {5, 6, 1, 1};
+	static const int64_t s2[] = {2, 2}, p3[] = {3, 3, 3, 3}, p1[] = {1, 1, 1, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	init(m, "w7", 4, w7, NULL, 0.2f, 0);
+	init(m, "w3", 4, w3, NULL, 0.2f, 0);
+	init(m, "w1", 4, w1, NULL, 0.3f, 0);
+	n = node(m, "Conv", "x,w7", "a"); /* [N, 8, 10, 35] */
+	attr_ints(n, "strides", s2, 2);
+	attr_ints(n, "pads", p3, 4);
+	n = node(m, "Conv", "a,w3", "b"); /* [N, 6, 10, 35] */
+	attr_ints(n, "pads", p1, 4);
+	n = node(m, "Conv", "b,w1", "c"); /* 1x1 stride 2: [N, 5, 5, 18] */
+	attr_ints(n, "strides", s2, 2);
+	node(m, "Relu", "c", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(count_op(g, "Conv") + count_op(g, "FusedConv"), 3);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Relu"), 1);
+	rt_graph_free(g);
+}
+
+/* Weights that are an input: nothing to pack, the OpenBLAS path with the residual and activation. */
+static void test_conv_unpacked(void)
+{
+	static const int64_t x[] = {-1, 4, 9, 9}, w[] = {4, 4, 3, 3}, pads[] = {1, 1, 1, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	input(m, "w", 4, w);
+	n = node(m, "Conv", "x,w", "c");
+	attr_ints(n, "pads", pads, 4);
+	node(m, "Add", "x,c", "a");
+	node(m, "Relu", "a", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(g->num_nodes, 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Add+Relu"), 1);
+	CU_ASSERT_EQUAL(rt_attr_int(&g->nodes[0], "packed_weights", 0), 0);
+	rt_graph_free(g);
+}
+
 /* BN after a Conv whose output something else reads too: nothing may change. */
 static void test_conv_bn_second_reader(void)
 {
@@ -585,8 +640,9 @@ static void test_conv_bn_second_reader(void)
 	g = check_same(m, g_batches, NB, &rep);
 	CU_ASSERT_EQUAL(g->num_nodes, 3);
 	CU_ASSERT_EQUAL(count_op(g, "BatchNormalization"), 1);
-	CU_ASSERT_EQUAL(count_op(g, "Conv"), 1);
-	CU_ASSERT_EQUAL(count_op(g, "FusedConv"), 0);
+	CU_ASSERT_EQUAL(count_op(g, "Relu"), 1);
+	/* the Conv itself may have its weights packed (a FusedConv with nothing fused) */
+	CU_ASSERT_EQUAL(count_op(g, "Conv") + count_op(g, "FusedConv"), 1);
 	CU_ASSERT_EQUAL(rep.nodes_after, rep.nodes_before);
 	rt_graph_free(g);
 }
@@ -612,8 +668,12 @@ static void test_conv_not_fusable(void)
 	output(m, "y");
 	g = check_same(m, g_batches, NB, &rep);
 	CU_ASSERT_EQUAL(count_op(g, "BatchNormalization"), 1);
-	CU_ASSERT_EQUAL(count_op(g, "Conv"), 2);
+	CU_ASSERT_EQUAL(count_op(g, "Conv") + count_op(g, "FusedConv"), 2);
 	CU_ASSERT_EQUAL(count_op(g, "Add"), 2);
+	for (uint32_t i = 0; i < g->num_nodes; i++) { /* no residual input taken */
+		if (strcmp(g->nodes[i].op_type, "FusedConv") == 0)
+			CU_ASSERT(g->nodes[i].inputs[3] == RT_VALUE_NONE);
+	}
 	CU_ASSERT_EQUAL(rep.nodes_after, rep.nodes_before);
 	rt_graph_free(g);
 }
@@ -884,6 +944,8 @@ int main(void)
 		{"Conv+BatchNormalization+Relu -> FusedConv", test_conv_bn_relu},
 		{"Conv+BatchNormalization+Add+Relu (residual)", test_conv_bn_add_relu},
 		{"Conv geometry (stride, pads, dilation, groups), LeakyRelu, Clip", test_conv_geometry_acts},
+		{"packed conv B packer: wide, narrow, stride 2, 7x7 stem", test_conv_packer_paths},
+		{"FusedConv without packed weights (OpenBLAS path)", test_conv_unpacked},
 		{"BatchNormalization after a Conv read twice: unchanged", test_conv_bn_second_reader},
 		{"non-constant BN, broadcasting Add: unchanged", test_conv_not_fusable},
 		{"MatMul+Add(+Relu) -> FusedGemm", test_matmul_add_relu},

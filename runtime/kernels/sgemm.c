@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * batchwire's SGEMM for convolutions (sgemm.h): the GotoBLAS/BLIS structure with a 6 x 16 AVX2/FMA
+ * micro-kernel, and three things OpenBLAS's cblas_sgemm cannot do from outside:
+ *
+ *  - the weights (A) are packed into the micro-kernel's panels once, at load, by rt_graph_optimize,
+ *    where OpenBLAS packs them again on every call (its sgemm_itcopy: 4 % of ResNet-50's time);
+ *  - B is packed straight from the NCHW image through the convolution's window geometry, so the
+ *    im2col matrix is never written and then copied again into panels (im2col plus OpenBLAS's
+ *    sgemm_oncopy: 13 % of ResNet-50's time), and the scratch is one packed block, not K x N;
+ *  - the bias, the residual and the activation are applied to each tile in registers as it is
+ *    stored for the last time, instead of a pass to write the bias before and one for the
+ *    activation after (3 %).
+ *
+ * Blocking (Goto's): for each block of RT_SG_NC columns and of up to RT_SG_KC rows of k, B's block
+ * is packed (it stays in L3); for each block of RT_SG_MC rows of A (L2), every 16-column
+ * micro-panel of B (L1) meets every 6-row micro-panel of A. k is split into blocks of equal size
+ * (576 = 3 x 192, not 256 + 256 + 64), as the packed A's layout records.
+ *
+ * The micro-kernel keeps 12 accumulators (6 rows x 2 registers of 8), broadcasts one A value per row
+ * and loads 16 B values per k: 12 FMAs per 2 loads and 6 broadcasts, no spills. Edge tiles (fewer
+ * than 6 rows or 16 columns) go through a 6 x 16 buffer on the stack. Everything here is compiled
+ * for AVX2 and FMA only; rt_sg_available() says at load whether this CPU has them, and the
+ * optimizer packs weights for this path only then (the conv kernel keeps the OpenBLAS path).
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "sgemm.h"
+
+#define SG_TARGET __attribute__((target("avx2,fma")))
+
+bool rt_sg_available(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* k in equal blocks of at most RT_SG_KC. */
+static int64_t k_block(int64_t k)
+{
+	int64_t nb = (k + RT_SG_KC - 1) / RT_SG_KC;
+
+	return nb > 0 ? (k + nb - 1) / nb : 1;
+}
+
+static int64_t panels(int64_t m)
+{
+	return (m + RT_SG_MR - 1) / RT_SG_MR;
+}
+
+size_t rt_sg_packed_floats(int64_t m, int64_t k)
+{
+	return (size_t)(panels(m) * RT_SG_MR * k);
+}
+
+/* For each k block (at k0, kc deep): for each 6-row panel: kc x 6, k-major; rows past m are 0. */
+void rt_sg_pack_a(const float *a, int64_t lda, int64_t m, int64_t k, float *ap)
+{
+	int64_t mp = panels(m), kcb = k_block(k);
+
+	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
+		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+
+		for (int64_t p = 0; p < mp; p++) {
+			float *dst = ap + k0 * mp * RT_SG_MR + p * kc * RT_SG_MR;
+
+			for (int64_t kk = 0; kk < kc; kk++) {
+				for (int64_t r = 0; r < RT_SG_MR; r++) {
+					int64_t row = p * RT_SG_MR + r;
+
+					dst[kk * RT_SG_MR + r] = row < m ? a[row * lda + k0 + kk] : 0.0f;
+				}
+			}
+		}
+	}
+}
+
+size_t rt_sg_scratch_floats(int64_t n, int64_t k)
+{
+	int64_t nc = n < RT_SG_NC ? n : RT_SG_NC;
+
+	return (size_t)(k_block(k) * ((nc + RT_SG_NR - 1) / RT_SG_NR) * RT_SG_NR);
+}
+
+/* ---- packing B ----------------------------------------------------------------------------------- */
+
+/* Rows k0..k0+kc, columns j0..j0+nc of a row-major matrix, into 16-column panels (zero-padded). */
+SG_TARGET static void pack_b_matrix(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+				    float *bp)
+{
+	for (int64_t j = 0; j < nc; j += RT_SG_NR, bp += kc * RT_SG_NR) {
+		int64_t w = nc - j < RT_SG_NR ? nc - j : RT_SG_NR;
+		const float *src = b->x + k0 * b->ldb + j0 + j;
+
+		if (w == RT_SG_NR) {
+			for (int64_t kk = 0; kk < kc; kk++, src += b->ldb) {
+				_mm256_storeu_ps(bp + kk * RT_SG_NR, _mm256_loadu_ps(src));
+				_mm256_storeu_ps(bp + kk * RT_SG_NR + 8, _mm256_loadu_ps(src + 8));
+			}
+			continue;
+		}
+		for (int64_t kk = 0; kk < kc; kk++, src += b->ldb) {
+			for (int64_t jj = 0; jj < RT_SG_NR; jj++)
+				bp[kk * RT_SG_NR + jj] = jj < w ? src[jj] : 0.0f;
+		}
+	}
+}
+
+/*
+ * The same block of the im2col matrix of a 2-D convolution, read from the image: row r of the
+ * matrix is (channel, kernel row, kernel column), column o is (output row, output column). Per
+ * panel of 16 columns and row r, the usual case is one output row whose 16 inputs are all inside
+ * the image: two loads and two stores at stride 1, two loads and a shuffle more at stride 2. Panels
+ * that cross an output row or touch the padding take the element-wise path. Per-row geometry is
+ * computed once per block (kc <= RT_SG_KC).
+ */
+SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+				    float *bp)
+{
+	const struct rt_k_window *w = b->conv;
+	int64_t ih_n = w->in[0], iw_n = w->in[1], ow_n = w->out[1], kh = w->kernel[0], kw = w->kernel[1];
+	int64_t sh = w->stride[0], sw = w->stride[1], plane = ih_n * iw_n;
+	int64_t chan[RT_SG_KC], ih0[RT_SG_KC], woff[RT_SG_KC], lo[RT_SG_KC], hi[RT_SG_KC];
+
+	for (int64_t kk = 0; kk < kc; kk++) {
+		int64_t r = k0 + kk, ki = r / kw % kh, kj = r % kw, last;
+
+		chan[kk] = r / (kh * kw) * plane;
+		ih0[kk] = ki * w->dilation[0] - w->pad_begin[0];
+		woff[kk] = kj * w->dilation[1] - w->pad_begin[1];
+		last = iw_n - 1 - woff[kk];
+		lo[kk] = woff[kk] >= 0 ? 0 : (-woff[kk] + sw - 1) / sw;
+		hi[kk] = last < 0 ? 0 : last / sw + 1;
+		hi[kk] = hi[kk] < ow_n ? hi[kk] : ow_n;
+		lo[kk] = lo[kk] < hi[kk] ? lo[kk] : hi[kk];
+	}
+	for (int64_t j = 0; j < nc; j += RT_SG_NR, bp += kc * RT_SG_NR) {
+		int64_t o0 = j0 + j, cnt = nc - j < RT_SG_NR ? nc - j : RT_SG_NR, oh = o0 / ow_n, ow = o0 % ow_n;
+		bool one_row = cnt == RT_SG_NR && ow + RT_SG_NR <= ow_n;
+		int32_t lane_oh[RT_SG_NR], lane_ow[RT_SG_NR], lane_live[RT_SG_NR];
+		__m256i ohs[2], ows[2], live[2];
+
+		/* each lane's output position (input row and column at kernel offset 0), for the gathers */
+		for (int64_t t = 0, rh = oh, rw = ow; t < RT_SG_NR; t++) {
+			lane_oh[t] = (int32_t)(rh * sh);
+			lane_ow[t] = (int32_t)(rw * sw);
+			lane_live[t] = t < cnt ? -1 : 0;
+			if (++rw == ow_n) {
+				rw = 0;
+				rh++;
+			}
+		}
+		for (int h = 0; h < 2; h++) {
+			ohs[h] = _mm256_loadu_si256((const __m256i *)(lane_oh + 8 * h));
+			ows[h] = _mm256_loadu_si256((const __m256i *)(lane_ow + 8 * h));
+			live[h] = _mm256_loadu_si256((const __m256i *)(lane_live + 8 * h));
+		}
+
+		for (int64_t kk = 0; kk < kc; kk++) {
+			float *d = bp + kk * RT_SG_NR;
+			int64_t ih = oh * sh + ih0[kk];
+
+			if (one_row && ih >= 0 && ih < ih_n && ow >= lo[kk] && ow + RT_SG_NR <= hi[kk] && sw <= 2) {
+				const float *src = b->x + chan[kk] + ih * iw_n + ow * sw + woff[kk];
+
+				if (sw == 1) {
+					_mm256_storeu_ps(d, _mm256_loadu_ps(src));
+					_mm256_storeu_ps(d + 8, _mm256_loadu_ps(src + 8));
+				} else {
+					/* the even elements of 32: [a0 a2 b0 b2 | a4 a6 b4 b6] -> in order */
+					for (int h = 0; h < 2; h++, src += 16) {
+						__m256 a = _mm256_loadu_ps(src), c = _mm256_loadu_ps(src + 8);
+						__m256 e = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0));
+
+						_mm256_storeu_ps(d + 8 * h, _mm256_castpd_ps(_mm256_permute4x64_pd(
+							_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
+					}
+				}
+				continue;
+			}
+			/* the rest, 8 at a time: a gather of the lanes inside the image, zeros elsewhere */
+			for (int h = 0; h < 2; h++) {
+				__m256i ihv = _mm256_add_epi32(ohs[h], _mm256_set1_epi32((int)ih0[kk]));
+				__m256i iwv = _mm256_add_epi32(ows[h], _mm256_set1_epi32((int)woff[kk]));
+				__m256i in = _mm256_and_si256(
+					_mm256_and_si256(_mm256_cmpgt_epi32(ihv, _mm256_set1_epi32(-1)),
+							 _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ih_n), ihv)),
+					_mm256_and_si256(_mm256_cmpgt_epi32(iwv, _mm256_set1_epi32(-1)),
+							 _mm256_cmpgt_epi32(_mm256_set1_epi32((int)iw_n), iwv)));
+				__m256i idx = _mm256_add_epi32(_mm256_mullo_epi32(ihv, _mm256_set1_epi32((int)iw_n)), iwv);
+
+				in = _mm256_and_si256(in, live[h]);
+				_mm256_storeu_ps(d + 8 * h, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), b->x + chan[kk], idx,
+										       _mm256_castsi256_ps(in), 4));
+			}
+		}
+	}
+}
+
+/* ---- the micro-kernel ---------------------------------------------------------------------------- */
+
+SG_TARGET static inline __m256 act8(__m256 v, const struct rt_k_act_spec *act)
+{
+	switch (act->kind) {
+	case RT_K_ACT_RELU: return _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as x > 0 ? x : 0 */
+	case RT_K_ACT_LEAKY_RELU:
+		return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(act->a)),
+					_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+	case RT_K_ACT_CLIP: {
+		__m256 hi = _mm256_set1_ps(act->b), lo = _mm256_set1_ps(act->a);
+
+		v = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+		return _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+	}
+	default: return v;
+	}
+}
+
+static inline float act1(float v, const struct rt_k_act_spec *act)
+{
+	switch (act->kind) {
+	case RT_K_ACT_RELU: return v > 0.0f ? v : 0.0f;
+	case RT_K_ACT_LEAKY_RELU: return v < 0.0f ? v * act->a : v;
+	case RT_K_ACT_CLIP: return v < act->a ? act->a : v > act->b ? act->b : v;
+	default: return v;
+	}
+}
+
+struct tile_out {
+	bool first, last;          /* C not written yet / k's last block: apply the epilogue */
+	const float *row_bias;     /* at the tile's first row */
+	const float *z;            /* at the tile's first element */
+	const struct rt_k_act_spec *act;
+};
+
+SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+				  int64_t nr, const struct tile_out *t)
+{
+	__m256 acc[2 * RT_SG_MR];
+
+	{
+		__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+		__m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+
+#pragma GCC unroll 4
+		for (int64_t k = 0; k < kc; k++, a += RT_SG_MR, b += RT_SG_NR) {
+			__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), av;
+
+			av = _mm256_broadcast_ss(a + 0);
+			c00 = _mm256_fmadd_ps(av, b0, c00);
+			c01 = _mm256_fmadd_ps(av, b1, c01);
+			av = _mm256_broadcast_ss(a + 1);
+			c10 = _mm256_fmadd_ps(av, b0, c10);
+			c11 = _mm256_fmadd_ps(av, b1, c11);
+			av = _mm256_broadcast_ss(a + 2);
+			c20 = _mm256_fmadd_ps(av, b0, c20);
+			c21 = _mm256_fmadd_ps(av, b1, c21);
+			av = _mm256_broadcast_ss(a + 3);
+			c30 = _mm256_fmadd_ps(av, b0, c30);
+			c31 = _mm256_fmadd_ps(av, b1, c31);
+			av = _mm256_broadcast_ss(a + 4);
+			c40 = _mm256_fmadd_ps(av, b0, c40);
+			c41 = _mm256_fmadd_ps(av, b1, c41);
+			av = _mm256_broadcast_ss(a + 5);
+			c50 = _mm256_fmadd_ps(av, b0, c50);
+			c51 = _mm256_fmadd_ps(av, b1, c51);
+		}
+		acc[0] = c00, acc[1] = c01, acc[2] = c10, acc[3] = c11, acc[4] = c20, acc[5] = c21;
+		acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
+	}
+	if (mr == RT_SG_MR && nr == RT_SG_NR) {
+		for (int r = 0; r < RT_SG_MR; r++) {
+			float *cr = c + r * ldc;
+			__m256 v0 = acc[2 * r], v1 = acc[2 * r + 1];
+
+			if (!t->first) {
+				v0 = _mm256_add_ps(v0, _mm256_loadu_ps(cr));
+				v1 = _mm256_add_ps(v1, _mm256_loadu_ps(cr + 8));
+			}
+			if (t->last) {
+				if (t->row_bias != NULL) {
+					__m256 bias = _mm256_set1_ps(t->row_bias[r]);
+
+					v0 = _mm256_add_ps(v0, bias);
+					v1 = _mm256_add_ps(v1, bias);
+				}
+				if (t->z != NULL) {
+					v0 = _mm256_add_ps(v0, _mm256_loadu_ps(t->z + r * ldc));
+					v1 = _mm256_add_ps(v1, _mm256_loadu_ps(t->z + r * ldc + 8));
+				}
+				v0 = act8(v0, t->act);
+				v1 = act8(v1, t->act);
+			}
+			_mm256_storeu_ps(cr, v0);
+			_mm256_storeu_ps(cr + 8, v1);
+		}
+		return;
+	}
+	{
+		float tmp[RT_SG_MR * RT_SG_NR];
+
+		for (int r = 0; r < RT_SG_MR; r++) {
+			_mm256_storeu_ps(tmp + r * RT_SG_NR, acc[2 * r]);
+			_mm256_storeu_ps(tmp + r * RT_SG_NR + 8, acc[2 * r + 1]);
+		}
+		for (int64_t r = 0; r < mr; r++) {
+			for (int64_t j = 0; j < nr; j++) {
+				float v = tmp[r * RT_SG_NR + j] + (t->first ? 0.0f : c[r * ldc + j]);
+
+				if (t->last) {
+					if (t->row_bias != NULL)
+						v += t->row_bias[r];
+					if (t->z != NULL)
+						v += t->z[r * ldc + j];
+					v = act1(v, t->act);
+				}
+				c[r * ldc + j] = v;
+			}
+		}
+	}
+}
+
+/* ---- the driver ---------------------------------------------------------------------------------- */
+
+SG_TARGET void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c,
+			  int64_t ldc, const struct rt_sg_epilogue *ep, float *bbuf)
+{
+	int64_t mp = panels(m), kcb = k_block(k);
+
+	if (m <= 0 || n <= 0)
+		return;
+	for (int64_t j0 = 0; j0 < n; j0 += RT_SG_NC) {
+		int64_t nc = n - j0 < RT_SG_NC ? n - j0 : RT_SG_NC;
+
+		for (int64_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += kcb) {
+			int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+			const float *apk = ap + k0 * mp * RT_SG_MR;
+
+			if (kc > 0)
+				(b->conv != NULL ? pack_b_im2col : pack_b_matrix)(b, k0, kc, j0, nc, bbuf);
+			for (int64_t i0 = 0; i0 < mp; i0 += RT_SG_MC / RT_SG_MR) {
+				int64_t iend = i0 + RT_SG_MC / RT_SG_MR < mp ? i0 + RT_SG_MC / RT_SG_MR : mp;
+
+				for (int64_t jp = 0; jp * RT_SG_NR < nc; jp++) {
+					int64_t j = j0 + jp * RT_SG_NR, nr = n - j < RT_SG_NR ? n - j : RT_SG_NR;
+
+					for (int64_t ip = i0; ip < iend; ip++) {
+						int64_t i = ip * RT_SG_MR, mr = m - i < RT_SG_MR ? m - i : RT_SG_MR;
+						struct tile_out t = {
+							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act,
+							.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
+							.z = ep->z != NULL ? ep->z + i * ldc + j : NULL,
+						};
+
+						kernel_6x16(kc, apk + ip * kc * RT_SG_MR, bbuf + jp * kc * RT_SG_NR,
+							    c + i * ldc + j, ldc, mr, nr, &t);
+					}
+				}
+			}
+			if (k == 0)
+				break;
+		}
+	}
+}

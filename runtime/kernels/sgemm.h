@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to runtime/kernels: batchwire's own single-precision GEMM for convolutions, with the left
+ * operand (the weights) packed once at load (sgemm.c says why and how).
+ *
+ *   C[m, n] = epilogue(A[m, k] . B[k, n]),  C row-major with leading dimension ldc
+ *
+ * A comes pre-packed (rt_sg_pack_a, at load); B is packed per call, block by block, by a packer the
+ * caller chooses: from a row-major matrix, or straight from an NCHW image through the im2col
+ * geometry of a 2-D convolution (no column matrix is ever built). The epilogue adds a bias per row
+ * and a residual z of C's layout, and applies Relu, LeakyRelu or Clip, all on the tile in registers.
+ */
+#ifndef BW_RT_KERNELS_SGEMM_H
+#define BW_RT_KERNELS_SGEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fused.h"
+
+#define RT_SG_MR 6     /* rows of the micro-kernel's tile */
+#define RT_SG_NR 16    /* columns: two AVX registers */
+#define RT_SG_KC 256   /* most k per block: a B micro-panel (16 KiB) and an A one stay in L1 */
+#define RT_SG_MC 120   /* rows per A block (20 panels, 120 KiB at KC): L2 */
+#define RT_SG_NC 2048  /* columns per B block (2 MiB at KC): L3 */
+
+/** Whether this CPU runs the kernel (AVX2 and FMA). Decided once, at load, by the optimizer. */
+bool rt_sg_available(void);
+
+/** Floats of A packed for m x k. */
+size_t rt_sg_packed_floats(int64_t m, int64_t k);
+
+/** Packs row-major a[m, k] (leading dimension lda) into ap (rt_sg_packed_floats(m, k) floats). */
+void rt_sg_pack_a(const float *a, int64_t lda, int64_t m, int64_t k, float *ap);
+
+/* Where B comes from. */
+struct rt_sg_b {
+	const float *x;          /* a row-major matrix [k, n] (ldb), or an image's channels [C][H][W] */
+	int64_t ldb;
+	const struct rt_k_window *conv; /* NULL: a matrix; else the 2-D geometry B is im2col of */
+};
+
+struct rt_sg_epilogue {
+	const float *row_bias;   /* per row of C, or NULL */
+	const float *z;          /* added, C's layout (ldc), or NULL */
+	struct rt_k_act_spec act; /* NONE, RELU, LEAKY_RELU or CLIP */
+};
+
+/** Floats of scratch rt_sg_gemm needs for n columns and depth k. */
+size_t rt_sg_scratch_floats(int64_t n, int64_t k);
+
+/**
+ * C = epilogue(A . B) with A pre-packed; bbuf holds rt_sg_scratch_floats(n, k) floats.
+ * Allocates nothing.
+ */
+void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c, int64_t ldc,
+		const struct rt_sg_epilogue *ep, float *bbuf);
+
+#endif /* BW_RT_KERNELS_SGEMM_H */
