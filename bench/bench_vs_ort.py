@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""batchwire's CPU runtime against onnxruntime, one thread each: a benchmark, not a test.
+
+    bench_vs_ort.py --bwrun BUILD/app/bwrun --models BUILD/models [--models-list mlp,cnn,...]
+                    [--batches 1,8,32] [--reps-scale X] [--work DIR]
+
+(or `meson compile -C BUILD bench-vs-ort`, which builds bwrun and the models first.)
+
+For each model and batch size: one set of inputs is drawn (seeded; floats uniform in [-1, 1),
+token ids uniform in [0, 1000), attention masks of ones with the last quarter of each row 0) and
+saved as .npy; both runtimes run those same inputs, each in a process of its own:
+
+  batchwire  `bwrun --workers 1 --input NAME=FILE ...` (load, rt_graph_optimize, plan, then the
+             timed rt_plan_run calls on one thread); its p50 is the median.
+  ORT        onnxruntime's CPU execution provider, intra_op_num_threads=1,
+             inter_op_num_threads=1, sequential execution, ORT_ENABLE_ALL; the median of the
+             session.run() calls, timed around session.run only.
+
+Both warm up first. Each output is compared: max abs error and max rel error, the latter
+|ours - ort| / max(|ort|, 1e-3) (so that outputs near 0 do not divide by nothing). The table
+gives the medians and ours / ORT; the last line is machine-readable:
+
+    mlp_b1_vs_ort=<x> resnet50_b1_vs_ort=<x> transformer_b1_vs_ort=<x>
+
+"transformer" is the MiniLM-shaped encoder (minilm.onnx). Repetitions are bounded per model and
+batch size (REPS) so the whole run stays well under 10 minutes on a 2-core VM; --reps-scale
+multiplies them.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+MODELS = ["mlp", "cnn", "resnet50", "minilm"]
+LABEL = {"mlp": "mlp", "cnn": "cnn", "resnet50": "resnet50", "minilm": "transformer"}
+BATCHES = [1, 8, 32]
+SEED = 20261129
+REL_FLOOR = 1e-3
+
+# (warm-up, timed) runs per model and batch size: about a second or more of timed runs where that
+# is cheap, at least 3 where one run takes seconds (ResNet-50 at 32 is ~4 s a run here).
+REPS = {
+    ("mlp", 1): (50, 500), ("mlp", 8): (20, 300), ("mlp", 32): (20, 200),
+    ("cnn", 1): (20, 300), ("cnn", 8): (10, 100), ("cnn", 32): (5, 50),
+    ("minilm", 1): (3, 30), ("minilm", 8): (1, 8), ("minilm", 32): (1, 3),
+    ("resnet50", 1): (2, 15), ("resnet50", 8): (1, 5), ("resnet50", 32): (1, 3),
+}
+
+
+def ort_session(path):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_worker(args):
+    """Runs in its own process: times session.run on the saved inputs, saves the outputs."""
+    sess = ort_session(args.model)
+    feed = {i.name: np.load(os.path.join(args.inputs, f"{i.name}.npy")) for i in sess.get_inputs()}
+    names = [o.name for o in sess.get_outputs()]
+    for _ in range(args.warmup):
+        sess.run(names, feed)
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        outs = sess.run(names, feed)
+        times.append((time.perf_counter() - t0) * 1e6)
+    os.makedirs(args.outputs, exist_ok=True)
+    for name, out in zip(names, outs):
+        np.save(os.path.join(args.outputs, f"{name}.npy"), out)
+    print(json.dumps({"median_us": float(np.median(times)), "min_us": float(np.min(times)),
+                      "runs": len(times)}))
+
+
+def make_inputs(model_path, batch, out_dir, rng):
+    """The model's inputs at this batch size (shapes and dtypes from ORT's view of the model)."""
+    sess = ort_session(model_path)
+    os.makedirs(out_dir, exist_ok=True)
+    files = []
+    for i in sess.get_inputs():
+        shape = [batch if not isinstance(d, int) else d for d in i.shape]
+        if i.type == "tensor(int64)":
+            if "mask" in i.name:
+                a = np.ones(shape, np.int64)
+                a[..., shape[-1] - shape[-1] // 4:] = 0
+            else:
+                a = rng.integers(0, 1000, shape, dtype=np.int64)
+        elif i.type == "tensor(float)":
+            a = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+        else:
+            sys.exit(f"bench_vs_ort: input {i.name} of {model_path} is {i.type}, not float or int64")
+        path = os.path.join(out_dir, f"{i.name}.npy")
+        np.save(path, a)
+        files.append((i.name, path))
+    return files, [o.name for o in sess.get_outputs()]
+
+
+def safe(name):
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def run_bwrun(bwrun, model_path, batch, files, out_dir, warmup, repeat):
+    cmd = [bwrun, "--batch", str(batch), "--workers", "1", "--warmup", str(warmup), "--repeat", str(repeat),
+           "--output-dir", out_dir]
+    for name, path in files:
+        cmd += ["--input", f"{name}={path}"]
+    cmd.append(model_path)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"bench_vs_ort: {' '.join(cmd)} failed:\n{p.stderr}")
+    last = p.stdout.strip().splitlines()[-1]
+    kv = dict(f.split("=", 1) for f in last.split())
+    return {"median_us": float(kv["p50_us"]), "min_us": float(kv["min_us"]), "runs": int(kv["runs"])}
+
+
+def run_ort(model_path, inputs_dir, out_dir, warmup, repeat):
+    cmd = [sys.executable, os.path.abspath(__file__), "--ort-worker", "--model", model_path, "--inputs", inputs_dir,
+           "--outputs", out_dir, "--warmup", str(warmup), "--repeat", str(repeat)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"bench_vs_ort: onnxruntime on {model_path} failed:\n{p.stderr}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def errors(ours_dir, ort_dir, names):
+    max_abs = max_rel = 0.0
+    for name in names:
+        a = np.load(os.path.join(ours_dir, f"{safe(name)}.npy")).astype(np.float64)
+        b = np.load(os.path.join(ort_dir, f"{name}.npy")).astype(np.float64)
+        if a.shape != b.shape:
+            sys.exit(f"bench_vs_ort: output {name}: shape {a.shape} against onnxruntime's {b.shape}")
+        d = np.abs(a - b)
+        max_abs = max(max_abs, float(d.max(initial=0.0)))
+        max_rel = max(max_rel, float((d / np.maximum(np.abs(b), REL_FLOOR)).max(initial=0.0)))
+    return max_abs, max_rel
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bwrun", help="path to the bwrun executable")
+    ap.add_argument("--models", help="directory holding mlp.onnx, cnn.onnx, resnet50.onnx, minilm.onnx")
+    ap.add_argument("--models-list", default=",".join(MODELS))
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
+    ap.add_argument("--reps-scale", type=float, default=1.0)
+    ap.add_argument("--work", help="directory for inputs and outputs (default: a temporary one)")
+    # the ORT side's own process
+    ap.add_argument("--ort-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--model", help=argparse.SUPPRESS)
+    ap.add_argument("--inputs", help=argparse.SUPPRESS)
+    ap.add_argument("--outputs", help=argparse.SUPPRESS)
+    ap.add_argument("--warmup", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--repeat", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.ort_worker:
+        ort_worker(args)
+        return
+    if not args.bwrun or not args.models:
+        ap.error("--bwrun and --models are required")
+
+    import onnxruntime
+
+    work = args.work or tempfile.mkdtemp(prefix="bench_vs_ort.")
+    rng = np.random.default_rng(SEED)
+    models = [m for m in args.models_list.split(",") if m]
+    batches = [int(b) for b in args.batches.split(",") if b]
+    started = time.monotonic()
+    print(f"batchwire (bwrun, 1 worker) vs onnxruntime {onnxruntime.__version__} (CPU EP, 1 intra-op and 1 "
+          f"inter-op thread, sequential, ORT_ENABLE_ALL); medians; work dir {work}", flush=True)
+    header = (f"{'model':<12} {'batch':>5} {'runs':>9} {'batchwire us':>13} {'ORT us':>12} {'ours/ORT':>9} "
+              f"{'max abs err':>12} {'max rel err':>12}")
+    print(header)
+    print("-" * len(header), flush=True)
+    ratios = {}
+    for m in models:
+        path = os.path.join(args.models, f"{m}.onnx")
+        if not os.path.exists(path):
+            sys.exit(f"bench_vs_ort: {path} is missing (meson compile -C BUILD model_{m})")
+        for b in batches:
+            warm, reps = REPS.get((m, b), (1, 5))
+            reps = max(3, int(reps * args.reps_scale))
+            case = os.path.join(work, f"{m}_b{b}")
+            files, outputs = make_inputs(path, b, os.path.join(case, "inputs"), rng)
+            ours = run_bwrun(args.bwrun, path, b, files, os.path.join(case, "batchwire"), warm, reps)
+            theirs = run_ort(path, os.path.join(case, "inputs"), os.path.join(case, "ort"), warm, reps)
+            max_abs, max_rel = errors(os.path.join(case, "batchwire"), os.path.join(case, "ort"), outputs)
+            ratio = ours["median_us"] / theirs["median_us"]
+            ratios[(m, b)] = ratio
+            print(f"{LABEL[m]:<12} {b:>5} {ours['runs']:>4}/{theirs['runs']:<4} {ours['median_us']:>13.1f} "
+                  f"{theirs['median_us']:>12.1f} {ratio:>9.3f} {max_abs:>12.3g} {max_rel:>12.3g}", flush=True)
+    print(f"({time.monotonic() - started:.0f} s)")
+
+    def r(m):
+        return f"{ratios[(m, 1)]:.3f}" if (m, 1) in ratios else "n/a"
+
+    print(f"mlp_b1_vs_ort={r('mlp')} resnet50_b1_vs_ort={r('resnet50')} transformer_b1_vs_ort={r('minilm')}")
+
+
+if __name__ == "__main__":
+    main()
