@@ -105,6 +105,7 @@ RT_K_DECLARE(fused_conv);
 RT_K_SCRATCH(fused_conv);
 /* linalg.c */
 RT_K_DECLARE(fused_gemm);
+RT_K_SCRATCH(fused_gemm);
 /* fastpath.c */
 RT_K_DECLARE(fast_softmax);
 RT_K_DECLARE(fast_layernorm);

@@ -20,7 +20,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "fused.h"
+#include "sgemm.h"
 
 void rt_k_gemm(uint8_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
 		 int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc)
@@ -270,29 +270,54 @@ int rt_k_act_read(const struct rt_node *node, struct rt_k_act_spec *act, char *e
 
 /* ---- FusedGemm ----------------------------------------------------------------------------------- */
 
+/*
+ * B as the node sees it: [K, N] as given, or, with "packed_weights" 1, the shape "weight_shape" says
+ * of the panels sgemm.c's rt_sg_pack_b made at load (input B is then 1-D).
+ */
+static int gemm_weights(const struct rt_node *node, const struct rt_tensor *b, struct rt_tensor *shape, bool *packed,
+			char *err, size_t err_cap)
+{
+	const struct rt_attr *ws = rt_node_attr(node, "weight_shape");
+
+	*packed = rt_attr_int(node, "packed_weights", 0) != 0;
+	*shape = *b;
+	if (!*packed)
+		return 0;
+	if (ws == NULL || ws->type != RT_ATTR_INTS || ws->count != 2 || ws->ints[0] < 0 || ws->ints[1] < 0)
+		return rt_k_err(err, err_cap, -EINVAL, "attribute 'weight_shape' must be 2 ints with packed weights");
+	*shape = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 2, .dims = {ws->ints[0], ws->ints[1]} };
+	if (b->dtype != BW_DTYPE_FLOAT || rt_tensor_elems(b) != (int64_t)rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]))
+		return rt_k_err(err, err_cap, -EINVAL, "input 'B' must hold %zu packed floats",
+				rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]));
+	return 0;
+}
+
 RT_K_INFER(fused_gemm)
 {
-	const struct rt_tensor *a = &inputs[0], *b = &inputs[1];
+	const struct rt_tensor *a = &inputs[0];
+	struct rt_tensor b;
 	struct rt_k_act_spec act;
-	int64_t k, n;
+	int64_t k, n, rows;
 	float alpha;
+	bool packed;
 	char x[96], y[96];
 	int rc;
 
 	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
 	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = gemm_weights(node, &inputs[1], &b, &packed, err, err_cap)) < 0 ||
 	    (rc = rt_k_attr_float(node, "alpha", 1.0f, &alpha, err, err_cap)) < 0 ||
 	    (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
-	if (a->rank < 1 || b->rank != 2)
+	if (a->rank < 1 || b.rank != 2)
 		return rt_k_err(err, err_cap, -EINVAL, "input 'A' must have rank >= 1 and 'B' rank 2");
-	k = b->dims[0];
-	n = b->dims[1];
+	k = b.dims[0];
+	n = b.dims[1];
+	rows = rt_k_dims_prod(a, 0, a->rank - 1);
 	if (a->dims[a->rank - 1] != k || k < 0 || n < 0)
 		return rt_k_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims differ",
-				rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(b, y, sizeof(y)));
-	if (!rt_k_blas_dim_ok(k) || !rt_k_blas_dim_ok(n) || !rt_k_blas_dim_ok(rt_k_dims_prod(a, 0, a->rank - 1) < 0 ?
-										  0 : rt_k_dims_prod(a, 0, a->rank - 1)))
+				rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(&b, y, sizeof(y)));
+	if (!rt_k_blas_dim_ok(k) || !rt_k_blas_dim_ok(n) || !rt_k_blas_dim_ok(rows < 0 ? 0 : rows))
 		return rt_k_err(err, err_cap, -ENOTSUP, "FusedGemm dims beyond 2^31 are not supported");
 	if (rt_k_has_input(node, inputs, 2)) {
 		if ((rc = rt_k_need_input(node, inputs, 2, "C", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
@@ -306,35 +331,62 @@ RT_K_INFER(fused_gemm)
 		if (inputs[3].rank != 2 || inputs[3].dims[0] != n || inputs[3].dims[1] != k)
 			return rt_k_err(err, err_cap, -EINVAL, "input 'Bt' must be [%" PRId64 ",%" PRId64 "]", n, k);
 	}
+	if (packed && !rt_sg_available())
+		return rt_k_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
+	if (packed && rows >= 0 && rows < RT_SG_ROWS_MIN && !rt_k_has_input(node, inputs, 3))
+		return rt_k_err(err, err_cap, -EINVAL, "%" PRId64 " rows with packed weights need input 'Bt'", rows);
 	outputs[0] = *a;
 	outputs[0].data = NULL;
 	outputs[0].dims[a->rank - 1] = n;
 	return 0;
 }
 
+RT_K_SCRATCH(fused_gemm)
+{
+	struct rt_tensor b;
+	char err[RT_ERR_MAX];
+	bool packed;
+
+	if (gemm_weights(node, &inputs[1], &b, &packed, err, sizeof(err)) < 0 || !packed)
+		return 0;
+	return rt_sg_scratch_a_floats(b.dims[0]) * sizeof(float);
+}
+
 /*
- * The bias is written into every row of Y first and the GEMM accumulates into it (beta 1), then the
- * activation runs over Y. One row with Bt is a GEMV over Bt's rows (dot products along K).
+ * Packed weights and enough rows: sgemm.c, the bias, alpha and activation on the tiles. Otherwise
+ * OpenBLAS: the bias written into every row of Y first and the GEMM accumulating into it (beta 1),
+ * then the activation over Y; one row with Bt is a GEMV over Bt's rows (dot products along K).
  */
 RT_K_RUN(fused_gemm)
 {
-	const struct rt_tensor *a = &inputs[0], *b = &inputs[1];
-	int64_t k = b->dims[0], n = b->dims[1], rows = rt_k_dims_prod(a, 0, a->rank - 1);
+	const struct rt_tensor *a = &inputs[0];
+	struct rt_tensor b;
+	int64_t k, n, rows = rt_k_dims_prod(a, 0, a->rank - 1);
 	float alpha = rt_attr_float(node, "alpha", 1.0f), beta = 0.0f;
+	const float *bias = rt_k_has_input(node, inputs, 2) ? inputs[2].data : NULL;
+	bool packed, has_bt = rt_k_has_input(node, inputs, 3);
 	struct rt_k_act_spec act;
 	float *y = outputs[0].data;
-	int rc = rt_k_act_read(node, &act, err, err_cap);
+	int rc = gemm_weights(node, &inputs[1], &b, &packed, err, err_cap);
 
-	if (rc < 0)
+	if (rc < 0 || (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
-	if (rt_k_has_input(node, inputs, 2)) {
-		rt_vm_fill_rows(y, inputs[2].data, NULL, rows, n);
+	k = b.dims[0];
+	n = b.dims[1];
+	if (packed && rows >= RT_SG_ROWS_MIN) {
+		if (scratch == NULL)
+			return rt_k_err(err, err_cap, -EINVAL, "FusedGemm needs scratch memory and got none");
+		rt_sg_gemm_bpacked(rows, n, k, a->data, k, inputs[1].data, y, n, alpha, bias, &act, scratch);
+		return 0;
+	}
+	if (bias != NULL) {
+		rt_vm_fill_rows(y, bias, NULL, rows, n);
 		beta = 1.0f;
 	}
-	if (rows == 1 && rt_k_has_input(node, inputs, 3))
-		rt_k_gemm(BW_DTYPE_FLOAT, false, true, 1, n, k, alpha, a->data, k, inputs[3].data, k, beta, y, n);
+	if (has_bt && (rows == 1 || packed))
+		rt_k_gemm(BW_DTYPE_FLOAT, false, true, rows, n, k, alpha, a->data, k, inputs[3].data, k, beta, y, n);
 	else
-		rt_k_gemm(BW_DTYPE_FLOAT, false, false, rows, n, k, alpha, a->data, k, b->data, n, beta, y, n);
+		rt_k_gemm(BW_DTYPE_FLOAT, false, false, rows, n, k, alpha, a->data, k, inputs[1].data, n, beta, y, n);
 	rt_vm_act(y, rows * n, &act);
 	return 0;
 }

@@ -229,7 +229,9 @@ static inline float act1(float v, const struct rt_k_act_spec *act)
 
 struct tile_out {
 	bool first, last;          /* C not written yet / k's last block: apply the epilogue */
+	float alpha;               /* scales the product (the last block's sum), before the biases */
 	const float *row_bias;     /* at the tile's first row */
+	const float *col_bias;     /* at the tile's first column */
 	const float *z;            /* at the tile's first element */
 	const struct rt_k_act_spec *act;
 };
@@ -279,11 +281,19 @@ SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, fl
 				v1 = _mm256_add_ps(v1, _mm256_loadu_ps(cr + 8));
 			}
 			if (t->last) {
+				if (t->alpha != 1.0f) {
+					v0 = _mm256_mul_ps(v0, _mm256_set1_ps(t->alpha));
+					v1 = _mm256_mul_ps(v1, _mm256_set1_ps(t->alpha));
+				}
 				if (t->row_bias != NULL) {
 					__m256 bias = _mm256_set1_ps(t->row_bias[r]);
 
 					v0 = _mm256_add_ps(v0, bias);
 					v1 = _mm256_add_ps(v1, bias);
+				}
+				if (t->col_bias != NULL) {
+					v0 = _mm256_add_ps(v0, _mm256_loadu_ps(t->col_bias));
+					v1 = _mm256_add_ps(v1, _mm256_loadu_ps(t->col_bias + 8));
 				}
 				if (t->z != NULL) {
 					v0 = _mm256_add_ps(v0, _mm256_loadu_ps(t->z + r * ldc));
@@ -294,6 +304,8 @@ SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, fl
 			}
 			_mm256_storeu_ps(cr, v0);
 			_mm256_storeu_ps(cr + 8, v1);
+			if (t->last && t->act->kind == RT_K_ACT_GELU)
+				rt_vm_act(cr, RT_SG_NR, t->act); /* while the row is in L1 */
 		}
 		return;
 	}
@@ -309,14 +321,19 @@ SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, fl
 				float v = tmp[r * RT_SG_NR + j] + (t->first ? 0.0f : c[r * ldc + j]);
 
 				if (t->last) {
+					v *= t->alpha;
 					if (t->row_bias != NULL)
 						v += t->row_bias[r];
+					if (t->col_bias != NULL)
+						v += t->col_bias[j];
 					if (t->z != NULL)
 						v += t->z[r * ldc + j];
 					v = act1(v, t->act);
 				}
 				c[r * ldc + j] = v;
 			}
+			if (t->last && t->act->kind == RT_K_ACT_GELU)
+				rt_vm_act(c + r * ldc, nr, t->act);
 		}
 	}
 }
@@ -348,7 +365,7 @@ SG_TARGET void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, cons
 					for (int64_t ip = i0; ip < iend; ip++) {
 						int64_t i = ip * RT_SG_MR, mr = m - i < RT_SG_MR ? m - i : RT_SG_MR;
 						struct tile_out t = {
-							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act,
+							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act, .alpha = 1.0f,
 							.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
 							.z = ep->z != NULL ? ep->z + i * ldc + j : NULL,
 						};
@@ -361,5 +378,105 @@ SG_TARGET void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, cons
 			if (k == 0)
 				break;
 		}
+	}
+}
+
+/* ---- the weights on the right: FusedGemm --------------------------------------------------------- */
+
+size_t rt_sg_packed_b_floats(int64_t k, int64_t n)
+{
+	return (size_t)((n + RT_SG_NR - 1) / RT_SG_NR * RT_SG_NR * k);
+}
+
+/* For each k block (at k0, kc deep): for each 16-column panel: kc x 16, k-major; columns past n are 0. */
+void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp)
+{
+	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block(k);
+
+	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
+		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+
+		for (int64_t p = 0; p < np; p++) {
+			float *dst = bp + k0 * np * RT_SG_NR + p * kc * RT_SG_NR;
+
+			for (int64_t kk = 0; kk < kc; kk++) {
+				for (int64_t j = 0; j < RT_SG_NR; j++) {
+					int64_t col = p * RT_SG_NR + j;
+
+					dst[kk * RT_SG_NR + j] = col < n ? b[(k0 + kk) * ldb + col] : 0.0f;
+				}
+			}
+		}
+	}
+}
+
+size_t rt_sg_scratch_a_floats(int64_t k)
+{
+	return (size_t)(RT_SG_MC_ROWS * k_block(k));
+}
+
+/* Rows per block of A: balanced (128 rows are one block, not 120 + 8), a multiple of 6. */
+static int64_t row_block(int64_t m)
+{
+	int64_t nb = (m + RT_SG_MC_ROWS - 1) / RT_SG_MC_ROWS, mc = nb > 0 ? (m + nb - 1) / nb : 1;
+
+	mc = (mc + RT_SG_MR - 1) / RT_SG_MR * RT_SG_MR;
+	return mc < RT_SG_MC_ROWS ? mc : RT_SG_MC_ROWS;
+}
+
+/* Rows i0..i0+mc, k0..k0+kc of row-major a into 6-row panels (rows past m zero). */
+SG_TARGET static void pack_a_rows(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0,
+				  int64_t kc, float *abuf)
+{
+	for (int64_t p = 0; p * RT_SG_MR < mc; p++, abuf += kc * RT_SG_MR) {
+		for (int r = 0; r < RT_SG_MR; r++) {
+			int64_t row = i0 + p * RT_SG_MR + r;
+			const float *src = a + row * lda + k0;
+
+			if (row >= m) {
+				for (int64_t kk = 0; kk < kc; kk++)
+					abuf[kk * RT_SG_MR + r] = 0.0f;
+				continue;
+			}
+			for (int64_t kk = 0; kk < kc; kk++)
+				abuf[kk * RT_SG_MR + r] = src[kk];
+		}
+	}
+}
+
+SG_TARGET void rt_sg_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
+				  float *c, int64_t ldc, float alpha, const float *col_bias,
+				  const struct rt_k_act_spec *act, float *abuf)
+{
+	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block(k), mcb = row_block(m);
+
+	if (m <= 0 || n <= 0)
+		return;
+	for (int64_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += kcb) {
+		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+		const float *bpk = bp + k0 * np * RT_SG_NR;
+
+		for (int64_t i0 = 0; i0 < m; i0 += mcb) {
+			int64_t mc = m - i0 < mcb ? m - i0 : mcb;
+
+			if (kc > 0)
+				pack_a_rows(a, lda, m, i0, mc, k0, kc, abuf);
+			for (int64_t jp = 0; jp < np; jp++) {
+				int64_t j = jp * RT_SG_NR, nr = n - j < RT_SG_NR ? n - j : RT_SG_NR;
+
+				for (int64_t ip = 0; ip * RT_SG_MR < mc; ip++) {
+					int64_t i = i0 + ip * RT_SG_MR, mr = m - i < RT_SG_MR ? m - i : RT_SG_MR;
+					struct tile_out t = {
+						.first = k0 == 0, .last = k0 + kc >= k, .act = act, .alpha = alpha,
+						.col_bias = col_bias != NULL ? col_bias + j : NULL,
+					};
+
+					kernel_6x16(kc, abuf + ip * kc * RT_SG_MR, bpk + jp * kc * RT_SG_NR, c + i * ldc + j,
+						    ldc, mr, nr, &t);
+				}
+			}
+		}
+		if (k == 0)
+			break;
 	}
 }

@@ -5,10 +5,14 @@
  *
  *   C[m, n] = epilogue(A[m, k] . B[k, n]),  C row-major with leading dimension ldc
  *
- * A comes pre-packed (rt_sg_pack_a, at load); B is packed per call, block by block, by a packer the
- * caller chooses: from a row-major matrix, or straight from an NCHW image through the im2col
- * geometry of a 2-D convolution (no column matrix is ever built). The epilogue adds a bias per row
- * and a residual z of C's layout, and applies Relu, LeakyRelu or Clip, all on the tile in registers.
+ * For convolutions, A (the weights) comes pre-packed (rt_sg_pack_a, at load); B is packed per call,
+ * block by block, by a packer the caller chooses: from a row-major matrix, or straight from an NCHW
+ * image through the im2col geometry of a 2-D convolution (no column matrix is ever built). The
+ * epilogue adds a bias per row and a residual z of C's layout, and applies Relu, LeakyRelu or Clip,
+ * all on the tile in registers.
+ *
+ * For FusedGemm the weights are the right operand: B pre-packed (rt_sg_pack_b), the activations A
+ * packed per call; the epilogue scales by alpha, adds a bias per column and applies any activation.
  */
 #ifndef BW_RT_KERNELS_SGEMM_H
 #define BW_RT_KERNELS_SGEMM_H
@@ -24,6 +28,8 @@
 #define RT_SG_KC 256   /* most k per block: a B micro-panel (16 KiB) and an A one stay in L1 */
 #define RT_SG_MC 120   /* rows per A block (20 panels, 120 KiB at KC): L2 */
 #define RT_SG_NC 2048  /* columns per B block (2 MiB at KC): L3 */
+#define RT_SG_ROWS_MIN 4 /* FusedGemm: fewer rows of activations are a GEMV or a thin GEMM: OpenBLAS */
+#define RT_SG_MC_ROWS 192 /* FusedGemm: most rows of activations per packed block (192 KiB at KC): L2 */
 
 /** Whether this CPU runs the kernel (AVX2 and FMA). Decided once, at load, by the optimizer. */
 bool rt_sg_available(void);
@@ -56,5 +62,23 @@ size_t rt_sg_scratch_floats(int64_t n, int64_t k);
  */
 void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c, int64_t ldc,
 		const struct rt_sg_epilogue *ep, float *bbuf);
+
+/* ---- the weights on the right (FusedGemm): C[m, n] = act(alpha * A . B + bias[n]) ------------------ */
+
+/** Floats of B [k, n] packed into 16-column panels. */
+size_t rt_sg_packed_b_floats(int64_t k, int64_t n);
+
+/** Packs row-major b[k, n] (leading dimension ldb) into bp (rt_sg_packed_b_floats(k, n) floats). */
+void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp);
+
+/** Floats of scratch rt_sg_gemm_bpacked needs for depth k (a block of A's rows, packed). */
+size_t rt_sg_scratch_a_floats(int64_t k);
+
+/**
+ * C = act(alpha * A . B + col_bias) with B pre-packed, A row-major (lda); act may be any activation,
+ * Gelu included (applied to each tile's rows as they are stored). abuf: rt_sg_scratch_a_floats(k).
+ */
+void rt_sg_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp, float *c,
+			int64_t ldc, float alpha, const float *col_bias, const struct rt_k_act_spec *act, float *abuf);
 
 #endif /* BW_RT_KERNELS_SGEMM_H */

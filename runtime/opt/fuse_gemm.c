@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "defs.h"
+#include "kernels/sgemm.h"
 
 #define OPT_GEMV_BT_N_MAX 32
 #define GELU_NODES 5
@@ -215,17 +216,25 @@ static void match_tail(const struct opt_ctx *c, uint32_t n, struct gemm_match *m
 	match_gelu(c, m->out, m);
 }
 
-/* Whether the product may have one row: A is [batch, K] (or [1, K]), as far as the shapes tell. */
-static bool may_be_one_row(const struct opt_ctx *c, const struct gemm_match *m)
+/* The product's rows at OPT_SHAPE_BATCH (A's leading dims), or -1 when the shapes do not tell. */
+static int64_t rows_at_shape_batch(const struct opt_ctx *c, const struct gemm_match *m)
 {
 	const struct rt_tensor *a = opt_shape(c, m->a);
 	int64_t rows = 1;
 
 	if (a == NULL || !c->shapes_distinct)
-		return false;
+		return -1;
 	for (int d = 0; d < a->rank - 1; d++)
 		rows *= a->dims[d];
-	return rows <= OPT_SHAPE_BATCH;
+	return rows;
+}
+
+/* Whether the product may have one row: A is [batch, K] (or [1, K]), as far as the shapes tell. */
+static bool may_be_one_row(const struct opt_ctx *c, const struct gemm_match *m)
+{
+	int64_t rows = rows_at_shape_batch(c, m);
+
+	return rows >= 0 && rows <= OPT_SHAPE_BATCH;
 }
 
 /* [rows, cols] -> [cols, rows] into new storage. */
@@ -254,6 +263,39 @@ static const char *kind_name(bool gemm, bool bias, const char *act)
 	return names[gemm][bias][a];
 }
 
+/*
+ * B for batchwire's GEMM (sgemm.h): packed into 16-column panels, when the CPU has AVX2 and FMA and
+ * the shapes say how many rows the product has. Where it may have fewer than RT_SG_ROWS_MIN (a
+ * batch of one through an MLP), those runs go to OpenBLAS's GEMV, which reads B as [N, K] (Bt).
+ */
+static int pack_weights(struct opt_ctx *c, const char *name, const struct gemm_match *m, const float *b_kn,
+			int32_t *in, uint32_t *packed)
+{
+	int64_t rows = rows_at_shape_batch(c, m), total = (int64_t)rt_sg_packed_b_floats(m->k, m->n);
+	int64_t nk[2] = { m->n, m->k };
+	float *bp;
+
+	if (!rt_sg_available() || rows < 0)
+		return 0;
+	if ((bp = opt_alloc_floats(total)) == NULL)
+		return opt_error(c, -ENOMEM, "out of memory");
+	rt_sg_pack_b(b_kn, m->n, m->k, m->n, bp);
+	if ((in[1] = opt_add_initializer(c, name, "B_packed", BW_DTYPE_FLOAT, 1, &total, bp)) < 0)
+		return in[1];
+	(*packed)++;
+	if (rows < OPT_SHAPE_BATCH * RT_SG_ROWS_MIN) {
+		if (m->trans_b) {
+			in[3] = m->b;
+		} else {
+			float *t = transposed(b_kn, m->k, m->n);
+
+			if (t == NULL || (in[3] = opt_add_initializer(c, name, "B_nk", BW_DTYPE_FLOAT, 2, nk, t)) < 0)
+				return opt_error(c, -ENOMEM, "out of memory");
+		}
+	}
+	return 1;
+}
+
 static int fuse_one(struct opt_ctx *c, uint32_t n, const struct gemm_match *m, uint32_t *packed)
 {
 	struct rt_graph *g = c->g;
@@ -262,15 +304,23 @@ static int fuse_one(struct opt_ctx *c, uint32_t n, const struct gemm_match *m, u
 	const struct rt_tensor bt = g->values[m->b].tensor; /* a copy: values move on adding one */
 	const char *name = g->nodes[n].name;
 	int64_t kn[2] = { m->k, m->n }, nk[2] = { m->n, m->k };
-	int rc;
+	float *b_kn = NULL;
+	int rc, pk;
 
-	if (m->trans_b) {
-		float *t = transposed(bt.data, m->n, m->k);
-
-		if (t == NULL || (in[1] = opt_add_initializer(c, name, "B_kn", BW_DTYPE_FLOAT, 2, kn, t)) < 0)
+	if (m->trans_b && (b_kn = transposed(bt.data, m->n, m->k)) == NULL)
+		return opt_error(c, -ENOMEM, "out of memory");
+	pk = pack_weights(c, name, m, b_kn != NULL ? b_kn : bt.data, in, packed);
+	if (pk < 0) {
+		free(b_kn);
+		return pk;
+	}
+	if (pk == 0 && m->trans_b) {
+		if ((in[1] = opt_add_initializer(c, name, "B_kn", BW_DTYPE_FLOAT, 2, kn, b_kn)) < 0)
 			return opt_error(c, -ENOMEM, "out of memory");
+		b_kn = NULL;
 		(*packed)++;
 	}
+	free(b_kn);
 	if (m->c != RT_VALUE_NONE) {
 		const struct rt_tensor ct = g->values[m->c].tensor;
 		float *bias = opt_alloc_floats(m->n);
@@ -282,7 +332,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t n, const struct gemm_match *m, u
 		if ((in[2] = opt_add_initializer(c, name, "bias", BW_DTYPE_FLOAT, 1, &m->n, bias)) < 0)
 			return in[2];
 	}
-	if (m->n < OPT_GEMV_BT_N_MAX && may_be_one_row(c, m)) {
+	if (pk == 0 && m->n < OPT_GEMV_BT_N_MAX && may_be_one_row(c, m)) {
 		if (m->trans_b) {
 			in[3] = m->b;
 		} else {
@@ -309,6 +359,9 @@ static int fuse_one(struct opt_ctx *c, uint32_t n, const struct gemm_match *m, u
 	opt_attr_remove(&g->nodes[m->last], "beta");
 	if (m->act_kind != NULL && opt_set_act(&g->nodes[m->last], m->act_kind, m->act_params, m->act_nparams) != 0)
 		return opt_error(c, -ENOMEM, "out of memory");
+	if (pk > 0 && (opt_attr_ints(&g->nodes[m->last], "weight_shape", kn, 2) != 0 ||
+		       opt_attr_int(&g->nodes[m->last], "packed_weights", 1) != 0))
+		return opt_error(c, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -324,7 +377,7 @@ int opt_fuse_gemm(struct opt_ctx *c)
 			continue;
 		match_tail(c, n, &m);
 		if (m.add < 0 && m.act_kind == NULL && !m.trans_b && !(m.n < OPT_GEMV_BT_N_MAX && may_be_one_row(c, &m)) &&
-		    opt_is_op(c, (int32_t)n, "MatMul"))
+		    !(rt_sg_available() && rows_at_shape_batch(c, &m) >= 0) && opt_is_op(c, (int32_t)n, "MatMul"))
 			continue; /* nothing to fuse or pack: the MatMul kernel makes the same call */
 		rc = fuse_one(c, n, &m, &packed);
 	}
