@@ -112,9 +112,12 @@ SG_TARGET static void pack_b_matrix(const struct rt_sg_b *b, int64_t k0, int64_t
  * matrix is (channel, kernel row, kernel column), column o is (output row, output column). Per
  * panel of 16 columns and row r, the usual case is one output row whose 16 inputs are all inside
  * the image: two loads and two stores at stride 1, two loads and a shuffle more at stride 2. Panels
- * that cross an output row or touch the padding take the element-wise path. Per-row geometry is
- * computed once per block (kc <= RT_SG_KC).
+ * that cross an output row or touch the padding take, at stride 1, a masked load per row they touch
+ * (AVX's vmaskmovps reads only the lanes inside the image), and otherwise a gather. Per-row geometry
+ * is computed once per block (kc <= RT_SG_KC).
  */
+#define PACK_RUNS_MAX 3 /* rows 3 or more columns wide: 8 lanes touch at most 3 of them */
+
 SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
 				    float *bp)
 {
@@ -140,6 +143,10 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 		bool one_row = cnt == RT_SG_NR && ow + RT_SG_NR <= ow_n;
 		int32_t lane_oh[RT_SG_NR], lane_ow[RT_SG_NR], lane_live[RT_SG_NR];
 		__m256i ohs[2], ows[2], live[2];
+		/* at stride 1, each half's lanes as runs of consecutive columns of one output row */
+		struct { int64_t ohs, ow0; int l0, l1; } runs[2][PACK_RUNS_MAX];
+		int nruns[2] = { 0, 0 };
+		bool use_runs = sw == 1;
 
 		/* each lane's output position (input row and column at kernel offset 0), for the gathers */
 		for (int64_t t = 0, rh = oh, rw = ow; t < RT_SG_NR; t++) {
@@ -155,6 +162,23 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 			ohs[h] = _mm256_loadu_si256((const __m256i *)(lane_oh + 8 * h));
 			ows[h] = _mm256_loadu_si256((const __m256i *)(lane_ow + 8 * h));
 			live[h] = _mm256_loadu_si256((const __m256i *)(lane_live + 8 * h));
+			for (int l = 0; use_runs && l < 8; l++) {
+				int t = 8 * h + l;
+
+				if (t >= cnt)
+					break;
+				if (l == 0 || lane_ow[t] != lane_ow[t - 1] + 1) {
+					if (nruns[h] == PACK_RUNS_MAX) {
+						use_runs = false;
+						break;
+					}
+					runs[h][nruns[h]].ohs = lane_oh[t];
+					runs[h][nruns[h]].ow0 = lane_ow[t];
+					runs[h][nruns[h]].l0 = l;
+					nruns[h]++;
+				}
+				runs[h][nruns[h] - 1].l1 = l + 1;
+			}
 		}
 
 		for (int64_t kk = 0; kk < kc; kk++) {
@@ -176,6 +200,35 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 						_mm256_storeu_ps(d + 8 * h, _mm256_castpd_ps(_mm256_permute4x64_pd(
 							_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
 					}
+				}
+				continue;
+			}
+			/*
+			 * Stride 1, the rest: per run, a masked load of the lanes whose columns are inside
+			 * the image (masked-out lanes are not read, and read as 0), the runs ORed together.
+			 */
+			if (use_runs) {
+				const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+
+				for (int h = 0; h < 2; h++) {
+					__m256 v = _mm256_setzero_ps();
+
+					for (int r = 0; r < nruns[h]; r++) {
+						int64_t rih = runs[h][r].ohs + ih0[kk], shift = runs[h][r].ow0 - runs[h][r].l0;
+						int64_t a = lo[kk] - shift, e = hi[kk] - shift;
+						__m256i mask;
+
+						a = a > runs[h][r].l0 ? a : runs[h][r].l0;
+						e = e < runs[h][r].l1 ? e : runs[h][r].l1;
+						if (rih < 0 || rih >= ih_n || a >= e)
+							continue;
+						mask = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32((int)a - 1)),
+									_mm256_cmpgt_epi32(_mm256_set1_epi32((int)e), lane));
+						/* lane l is column l + shift: the base may point before the row */
+						v = _mm256_or_ps(v, _mm256_maskload_ps(b->x + chan[kk] + rih * iw_n + woff[kk] + shift,
+										       mask));
+					}
+					_mm256_storeu_ps(d + 8 * h, v);
 				}
 				continue;
 			}
