@@ -146,40 +146,7 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 		/* at stride 1, each half's lanes as runs of consecutive columns of one output row */
 		struct { int64_t ohs, ow0; int l0, l1; } runs[2][PACK_RUNS_MAX];
 		int nruns[2] = { 0, 0 };
-		bool use_runs = sw == 1;
-
-		/* each lane's output position (input row and column at kernel offset 0), for the gathers */
-		for (int64_t t = 0, rh = oh, rw = ow; t < RT_SG_NR; t++) {
-			lane_oh[t] = (int32_t)(rh * sh);
-			lane_ow[t] = (int32_t)(rw * sw);
-			lane_live[t] = t < cnt ? -1 : 0;
-			if (++rw == ow_n) {
-				rw = 0;
-				rh++;
-			}
-		}
-		for (int h = 0; h < 2; h++) {
-			ohs[h] = _mm256_loadu_si256((const __m256i *)(lane_oh + 8 * h));
-			ows[h] = _mm256_loadu_si256((const __m256i *)(lane_ow + 8 * h));
-			live[h] = _mm256_loadu_si256((const __m256i *)(lane_live + 8 * h));
-			for (int l = 0; use_runs && l < 8; l++) {
-				int t = 8 * h + l;
-
-				if (t >= cnt)
-					break;
-				if (l == 0 || lane_ow[t] != lane_ow[t - 1] + 1) {
-					if (nruns[h] == PACK_RUNS_MAX) {
-						use_runs = false;
-						break;
-					}
-					runs[h][nruns[h]].ohs = lane_oh[t];
-					runs[h][nruns[h]].ow0 = lane_ow[t];
-					runs[h][nruns[h]].l0 = l;
-					nruns[h]++;
-				}
-				runs[h][nruns[h] - 1].l1 = l + 1;
-			}
-		}
+		bool use_runs = sw == 1, ready = false; /* the lanes' geometry: made when a row first needs it */
 
 		for (int64_t kk = 0; kk < kc; kk++) {
 			float *d = bp + kk * RT_SG_NR;
@@ -202,6 +169,41 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 					}
 				}
 				continue;
+			}
+			if (!ready) {
+				/* each lane's output position (input row and column at kernel offset 0) */
+				for (int64_t t = 0, rh = oh, rw = ow; t < RT_SG_NR; t++) {
+					lane_oh[t] = (int32_t)(rh * sh);
+					lane_ow[t] = (int32_t)(rw * sw);
+					lane_live[t] = t < cnt ? -1 : 0;
+					if (++rw == ow_n) {
+						rw = 0;
+						rh++;
+					}
+				}
+				for (int h = 0; h < 2; h++) {
+					ohs[h] = _mm256_loadu_si256((const __m256i *)(lane_oh + 8 * h));
+					ows[h] = _mm256_loadu_si256((const __m256i *)(lane_ow + 8 * h));
+					live[h] = _mm256_loadu_si256((const __m256i *)(lane_live + 8 * h));
+					for (int l = 0; use_runs && l < 8; l++) {
+						int t = 8 * h + l;
+
+						if (t >= cnt)
+							break;
+						if (l == 0 || lane_ow[t] != lane_ow[t - 1] + 1) {
+							if (nruns[h] == PACK_RUNS_MAX) {
+								use_runs = false;
+								break;
+							}
+							runs[h][nruns[h]].ohs = lane_oh[t];
+							runs[h][nruns[h]].ow0 = lane_ow[t];
+							runs[h][nruns[h]].l0 = l;
+							nruns[h]++;
+						}
+						runs[h][nruns[h] - 1].l1 = l + 1;
+					}
+				}
+				ready = true;
 			}
 			/*
 			 * Stride 1, the rest: per run, a masked load of the lanes whose columns are inside
