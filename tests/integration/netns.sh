@@ -90,7 +90,8 @@ bw_net_up() {
 bw_daemon_start() {
 	local exe=$1
 	shift
-	ip netns exec "$BW_SRV_NS" "$exe" --no-huge -m 1024 --no-pci --file-prefix "$BW_PREFIX" -l 0-1 \
+	# One BLAS thread per call (the worker lcore's): no pool of OpenBLAS threads beside the lcores.
+	OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$exe" --no-huge -m 1024 --no-pci --file-prefix "$BW_PREFIX" -l 0-1 \
 		--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- \
 		--ip "$BW_SERVER_IP" --mtu "$BW_MTU" "$@" >"$BW_LOG" 2>&1 &
 	BW_DAEMON_PID=$!

@@ -233,11 +233,10 @@ def main():
                     note = ""
                     if ok and vname == "exec" and base is not None and oname in base:
                         # Same kernels on the same shapes: the executor must give the same bits.
-                        # When this test landed it failed here now and then (MiniLM: 2 of 20
-                        # runs), only where independent steps run at once (Q/K/V, ResNet's
-                        # downsampling branch): Debian's serial OpenBLAS (0.3.21, USE_THREAD=0
-                        # without USE_LOCKING) is not safe for concurrent callers (OpenBLAS
-                        # #2126); with the calls serialised, or the pthread build, 0 of 200.
+                        # This caught Debian's serial OpenBLAS (0.3.21, without USE_LOCKING)
+                        # corrupting concurrent calls (OpenBLAS #2126) where independent steps
+                        # run at once (Q/K/V, ResNet's downsampling branch); the runtime links
+                        # the pthread build since (runtime/kernels/meson.build).
                         if np.array_equal(g, base[oname]):
                             note = " (same bytes as rt_plan_run)"
                         else:
