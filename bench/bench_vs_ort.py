@@ -3,7 +3,7 @@
 """batchwire's CPU runtime against onnxruntime, one thread each: a benchmark, not a test.
 
     bench_vs_ort.py --bwrun BUILD/app/bwrun --models BUILD/models [--models-list mlp,cnn,...]
-                    [--batches 1,8,32] [--reps-scale X] [--work DIR]
+                    [--batches 1,8,32] [--rounds N] [--reps-scale X] [--work DIR]
 
 (or `meson compile -C BUILD bench-vs-ort`, which builds bwrun and the models first.)
 
@@ -17,7 +17,9 @@ saved as .npy; both runtimes run those same inputs, each in a process of its own
              inter_op_num_threads=1, sequential execution, ORT_ENABLE_ALL; the median of the
              session.run() calls, timed around session.run only.
 
-Both warm up first. Each output is compared: max abs error and max rel error, the latter
+Both warm up first. On a shared machine a neighbour's load can fall on one side's process and not
+the other's, so the two alternate: --rounds (default 3) pairs of processes, ours then ORT's, and
+each side's figure is the median of its rounds' medians. Each output is compared: max abs error and max rel error, the latter
 |ours - ort| / max(|ort|, 1e-3) (so that outputs near 0 do not divide by nothing). The table
 gives the medians and ours / ORT; the last line is machine-readable:
 
@@ -44,8 +46,9 @@ BATCHES = [1, 8, 32]
 SEED = 20261129
 REL_FLOOR = 1e-3
 
-# (warm-up, timed) runs per model and batch size: about a second or more of timed runs where that
-# is cheap, at least 3 where one run takes seconds (ResNet-50 at 32 is ~4 s a run here).
+# (warm-up, timed) runs per model, batch size and round: about a second of timed runs where that is
+# cheap, at least 3 where one run takes seconds (ResNet-50 at 32 is ~4 s a run here). With the
+# default 3 rounds the whole benchmark takes about 4 minutes on the 2-core VM.
 REPS = {
     ("mlp", 1): (50, 500), ("mlp", 8): (20, 300), ("mlp", 32): (20, 200),
     ("cnn", 1): (20, 300), ("cnn", 8): (10, 100), ("cnn", 32): (5, 50),
@@ -154,6 +157,7 @@ def main():
     ap.add_argument("--models-list", default=",".join(MODELS))
     ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
     ap.add_argument("--reps-scale", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating process pairs per case (default 3)")
     ap.add_argument("--work", help="directory for inputs and outputs (default: a temporary one)")
     # the ORT side's own process
     ap.add_argument("--ort-worker", action="store_true", help=argparse.SUPPRESS)
@@ -177,8 +181,9 @@ def main():
     batches = [int(b) for b in args.batches.split(",") if b]
     started = time.monotonic()
     print(f"batchwire (bwrun, 1 worker) vs onnxruntime {onnxruntime.__version__} (CPU EP, 1 intra-op and 1 "
-          f"inter-op thread, sequential, ORT_ENABLE_ALL); medians; work dir {work}", flush=True)
-    header = (f"{'model':<12} {'batch':>5} {'runs':>9} {'batchwire us':>13} {'ORT us':>12} {'ours/ORT':>9} "
+          f"inter-op thread, sequential, ORT_ENABLE_ALL); median of {args.rounds} alternating rounds' medians "
+          f"(runs: rounds x timed runs per round); work dir {work}", flush=True)
+    header = (f"{'model':<12} {'batch':>5} {'runs':>7} {'batchwire us':>13} {'ORT us':>12} {'ours/ORT':>9} "
               f"{'max abs err':>12} {'max rel err':>12}")
     print(header)
     print("-" * len(header), flush=True)
@@ -192,13 +197,18 @@ def main():
             reps = max(3, int(reps * args.reps_scale))
             case = os.path.join(work, f"{m}_b{b}")
             files, outputs = make_inputs(path, b, os.path.join(case, "inputs"), rng)
-            ours = run_bwrun(args.bwrun, path, b, files, os.path.join(case, "batchwire"), warm, reps)
-            theirs = run_ort(path, os.path.join(case, "inputs"), os.path.join(case, "ort"), warm, reps)
+            rounds_ours, rounds_ort = [], []
+            for _ in range(max(1, args.rounds)):
+                rounds_ours.append(run_bwrun(args.bwrun, path, b, files, os.path.join(case, "batchwire"), warm,
+                                             reps)["median_us"])
+                rounds_ort.append(run_ort(path, os.path.join(case, "inputs"), os.path.join(case, "ort"), warm,
+                                          reps)["median_us"])
+            ours, theirs = float(np.median(rounds_ours)), float(np.median(rounds_ort))
             max_abs, max_rel = errors(os.path.join(case, "batchwire"), os.path.join(case, "ort"), outputs)
-            ratio = ours["median_us"] / theirs["median_us"]
+            ratio = ours / theirs
             ratios[(m, b)] = ratio
-            print(f"{LABEL[m]:<12} {b:>5} {ours['runs']:>4}/{theirs['runs']:<4} {ours['median_us']:>13.1f} "
-                  f"{theirs['median_us']:>12.1f} {ratio:>9.3f} {max_abs:>12.3g} {max_rel:>12.3g}", flush=True)
+            print(f"{LABEL[m]:<12} {b:>5} {len(rounds_ours)}x{reps:<5} {ours:>13.1f} {theirs:>12.1f} {ratio:>9.3f} "
+                  f"{max_abs:>12.3g} {max_rel:>12.3g}", flush=True)
     print(f"({time.monotonic() - started:.0f} s)")
 
     def r(m):
