@@ -291,7 +291,7 @@ struct tile_out {
 	const struct rt_k_act_spec *act;
 };
 
-SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+SG_TARGET static inline __attribute__((always_inline)) void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
 				  int64_t nr, const struct tile_out *t)
 {
 	__m256 acc[2 * RT_SG_MR];
