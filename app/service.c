@@ -207,6 +207,22 @@ static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_
 	return rows;
 }
 
+/* A blank job for a request of rows rows and these tensor counts, or NULL with msg saying why. */
+static struct bat_job *job_take(struct bat_queue *q, uint32_t rows, uint16_t num_inputs, uint16_t num_outputs,
+				char *msg, size_t cap)
+{
+	struct bat_job *job = bat_job_alloc(q);
+
+	if (job == NULL) {
+		snprintf(msg, cap, "no free request slot in this core's batcher");
+		return NULL;
+	}
+	job->rows = rows;
+	job->num_inputs = num_inputs;
+	job->num_outputs = num_outputs;
+	return job;
+}
+
 /* Fills what every batched job has and queues it; the caller filled rows and segments. */
 static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struct dp_request *req, char *msg,
 				 size_t cap)
@@ -238,14 +254,9 @@ static enum bw_status echo_submit(struct app_channel *ch, struct dp_request *req
 
 	if (rows == 0)
 		return BW_STATUS_INVALID_ARGUMENT;
-	job = bat_job_alloc(ch->queue);
-	if (job == NULL) {
-		snprintf(msg, cap, "no free request slot in this core's batcher");
+	job = job_take(ch->queue, rows, req->num_tensors, req->num_tensors, msg, cap);
+	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
-	}
-	job->rows = rows;
-	job->num_inputs = req->num_tensors;
-	job->num_outputs = req->num_tensors;
 	for (uint16_t i = 0; i < req->num_tensors; i++) {
 		/* Echo computes in place: each output is its input, in the request mbuf the reply reuses. */
 		struct bw_segment seg = {(uint8_t *)req->tensors[i].data, req->tensors[i].desc->data_len};
@@ -283,14 +294,9 @@ static enum bw_status onnx_submit(struct app_channel *ch, struct dp_request *req
 			 room / per_row);
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
-	job = bat_job_alloc(ch->queue);
-	if (job == NULL) {
-		snprintf(msg, cap, "no free request slot in this core's batcher");
+	job = job_take(ch->queue, rows, model->num_inputs, model->num_outputs, msg, cap);
+	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
-	}
-	job->rows = rows;
-	job->num_inputs = model->num_inputs;
-	job->num_outputs = model->num_outputs;
 	for (uint16_t i = 0; i < model->num_inputs; i++)
 		job->inputs[i] = (struct bw_segment){(uint8_t *)by_input[i]->data, by_input[i]->desc->data_len};
 	out = req->body + stage;
