@@ -12,7 +12,9 @@ token ids uniform in [0, 1000), attention masks of ones with the last quarter of
 saved as .npy; both runtimes run those same inputs, each in a process of its own:
 
   batchwire  `bwrun --workers 1 --input NAME=FILE ...` (load, rt_graph_optimize, plan, then the
-             timed rt_plan_run calls on one thread); its p50 is the median.
+             timed rt_plan_run calls on one thread); its p50 is the median. OPENBLAS_NUM_THREADS=1
+             in its environment, as the README says to run bwrun and the daemon: OpenBLAS's
+             pthread build otherwise starts a pool whose idle thread spins on the other core.
   ORT        onnxruntime's CPU execution provider, intra_op_num_threads=1,
              inter_op_num_threads=1, sequential execution, ORT_ENABLE_ALL; the median of the
              session.run() calls, timed around session.run only.
@@ -114,13 +116,17 @@ def safe(name):
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
+# One thread everywhere: no BLAS pool in either process (numpy's wheels bundle a threaded OpenBLAS).
+SINGLE_THREAD_ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+
+
 def run_bwrun(bwrun, model_path, batch, files, out_dir, warmup, repeat):
     cmd = [bwrun, "--batch", str(batch), "--workers", "1", "--warmup", str(warmup), "--repeat", str(repeat),
            "--output-dir", out_dir]
     for name, path in files:
         cmd += ["--input", f"{name}={path}"]
     cmd.append(model_path)
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=SINGLE_THREAD_ENV)
     if p.returncode != 0:
         sys.exit(f"bench_vs_ort: {' '.join(cmd)} failed:\n{p.stderr}")
     last = p.stdout.strip().splitlines()[-1]
@@ -131,7 +137,7 @@ def run_bwrun(bwrun, model_path, batch, files, out_dir, warmup, repeat):
 def run_ort(model_path, inputs_dir, out_dir, warmup, repeat):
     cmd = [sys.executable, os.path.abspath(__file__), "--ort-worker", "--model", model_path, "--inputs", inputs_dir,
            "--outputs", out_dir, "--warmup", str(warmup), "--repeat", str(repeat)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=SINGLE_THREAD_ENV)
     if p.returncode != 0:
         sys.exit(f"bench_vs_ort: onnxruntime on {model_path} failed:\n{p.stderr}")
     return json.loads(p.stdout.strip().splitlines()[-1])
