@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The CUDA module (libbwgpu.so): struct gpu_ops on the CUDA runtime, linked statically, so the only
+ * CUDA library a host needs is the driver (libcuda.so.1), which the runtime opens itself when the
+ * first call comes. Without a driver every call fails cleanly and probe says why.
+ *
+ * Driver calls (cuStreamWriteValue32, cuGetErrorString) are reached through
+ * cudaGetDriverEntryPointByVersion when a device is opened, never by linking -lcuda: cuda.h is
+ * included for its types only.
+ *
+ * Completion: cuStreamWriteValue32 with the default flags puts a system-wide fence before the write,
+ * so once the host reads the word, everything the stream did before it is visible.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>              /* types and flags only: no -lcuda */
+#include <cuda_runtime_api.h>
+
+#include "defs.h"
+
+#define DRIVER_API_VERSION 12000 /* the ABI of the driver entry points we call (cuStreamWriteValue32_v2) */
+#define CACHE_LINE_BYTES 64
+
+typedef CUresult (*pfn_write_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
+typedef CUresult (*pfn_get_error_string)(CUresult error, const char **str);
+
+/* kernels.cu */
+int bwgpu_fill_launch(void *stream, void *dst, size_t len, uint8_t byte);
+
+struct gpu_dev {
+	int index;
+	struct gpu_regions regions;
+	pfn_write_value32 write_value32;
+	pfn_get_error_string get_error_string;
+	bool lost;
+	char fault[GPU_ERR_MAX];
+};
+
+struct gpu_stream {
+	struct gpu_dev *dev;
+	cudaStream_t stream;
+	volatile uint32_t *words;   /* host address */
+	uint8_t *words_dev;         /* the same words' device address */
+	uint32_t nb_words;
+};
+
+/* Errors after which the context is unusable: every later call returns them. */
+static bool sticky(cudaError_t e)
+{
+	switch (e) {
+	case cudaErrorIllegalAddress:
+	case cudaErrorLaunchFailure:
+	case cudaErrorHardwareStackError:
+	case cudaErrorIllegalInstruction:
+	case cudaErrorMisalignedAddress:
+	case cudaErrorInvalidAddressSpace:
+	case cudaErrorInvalidPc:
+	case cudaErrorECCUncorrectable:
+	case cudaErrorAssert:
+	case cudaErrorLaunchTimeout:
+	case cudaErrorUnknown:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Records a runtime error: err's line, and the device's fault when it is sticky. \return -EIO. */
+static int cuda_fail(struct gpu_dev *dev, const char *call, cudaError_t e, char *err, size_t cap)
+{
+	gpu_err(err, cap, "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
+	if (dev != NULL && sticky(e) && !dev->lost) {
+		dev->lost = true;
+		snprintf(dev->fault, sizeof(dev->fault), "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
+	}
+	return -EIO;
+}
+
+static int cuda_check(const struct gpu_dev *dev, char *err, size_t cap)
+{
+	if (!dev->lost)
+		return 0;
+	gpu_err(err, cap, "CUDA device %d unhealthy: %s", dev->index, dev->fault);
+	return -EIO;
+}
+
+static int cuda_probe(struct gpu_probe *out)
+{
+	cudaError_t e;
+	int i, n = 0;
+
+	if (out == NULL)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	cudaRuntimeGetVersion(&out->runtime_version);
+	cudaDriverGetVersion(&out->driver_version); /* 0 without a driver */
+	e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess) {
+		snprintf(out->reason, sizeof(out->reason), "no CUDA device present: cudaGetDeviceCount: %s (%s)",
+			 cudaGetErrorString(e), cudaGetErrorName(e));
+		cudaGetLastError(); /* not sticky: clear it */
+		return 0;
+	}
+	if (n == 0) {
+		snprintf(out->reason, sizeof(out->reason), "no CUDA device present: cudaGetDeviceCount found none");
+		return 0;
+	}
+	for (i = 0; i < n && out->count < GPU_DEVICES_MAX; i++) {
+		struct gpu_device_info *d = &out->devices[out->count];
+		struct cudaDeviceProp p;
+
+		e = cudaGetDeviceProperties(&p, i);
+		if (e != cudaSuccess) {
+			snprintf(out->reason, sizeof(out->reason), "device %d: cudaGetDeviceProperties: %s", i,
+				 cudaGetErrorString(e));
+			continue;
+		}
+		d->index = i;
+		snprintf(d->name, sizeof(d->name), "%s", p.name);
+		d->cc_major = p.major;
+		d->cc_minor = p.minor;
+		d->total_mem_bytes = p.totalGlobalMem;
+		d->multiprocessors = p.multiProcessorCount;
+		d->can_map_host_memory = p.canMapHostMemory;
+		out->count++;
+	}
+	if (out->count == 0 && out->reason[0] == '\0')
+		snprintf(out->reason, sizeof(out->reason), "no CUDA device usable");
+	return 0;
+}
+
+/* Resolves one driver function for the current device's context. */
+static int driver_symbol(const char *name, void **fn, char *err, size_t cap)
+{
+	enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+	cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, DRIVER_API_VERSION, cudaEnableDefault, &q);
+
+	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || *fn == NULL) {
+		gpu_err(err, cap, "driver entry point %s (CUDA %d ABI): %s", name, DRIVER_API_VERSION,
+			e != cudaSuccess ? cudaGetErrorString(e) :
+			q == cudaDriverEntryPointVersionNotSufficent ? "the driver is too old" : "symbol not found");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static int cuda_dev_open(int index, struct gpu_dev **out, char *err, size_t cap)
+{
+	struct gpu_dev *dev;
+	cudaError_t e;
+	int rc;
+
+	e = cudaSetDevice(index);
+	if (e != cudaSuccess) {
+		gpu_err(err, cap, "CUDA device %d: cudaSetDevice: %s (%s)", index, cudaGetErrorString(e),
+			cudaGetErrorName(e));
+		return e == cudaErrorInvalidDevice || e == cudaErrorNoDevice ? -ENODEV : -EIO;
+	}
+	e = cudaFree(NULL); /* creates the primary context now, not on the hot path */
+	if (e != cudaSuccess)
+		return cuda_fail(NULL, "cudaFree(NULL) (context creation)", e, err, cap);
+	dev = calloc(1, sizeof(*dev));
+	if (dev == NULL) {
+		gpu_err(err, cap, "CUDA device %d: out of memory", index);
+		return -ENOMEM;
+	}
+	dev->index = index;
+	rc = driver_symbol("cuStreamWriteValue32", (void **)&dev->write_value32, err, cap);
+	if (rc == 0)
+		rc = driver_symbol("cuGetErrorString", (void **)&dev->get_error_string, err, cap);
+	if (rc < 0) {
+		free(dev);
+		return rc;
+	}
+	*out = dev;
+	return 0;
+}
+
+static void cuda_dev_close(struct gpu_dev *dev)
+{
+	if (dev == NULL)
+		return;
+	cudaSetDevice(dev->index);
+	while (dev->regions.n > 0) {
+		cudaHostUnregister((void *)dev->regions.r[dev->regions.n - 1].start);
+		gpu_regions_remove(&dev->regions, dev->regions.n - 1);
+	}
+	free(dev);
+}
+
+static int cuda_health(struct gpu_dev *dev, char *why, size_t cap)
+{
+	cudaError_t e;
+
+	if (!dev->lost) {
+		e = cudaPeekAtLastError(); /* a sticky error shows here without waiting for anything */
+		if (sticky(e))
+			cuda_fail(dev, "cudaPeekAtLastError", e, NULL, 0);
+	}
+	if (cuda_check(dev, why, cap) < 0)
+		return -EIO;
+	gpu_err(why, cap, "healthy");
+	return 0;
+}
+
+static int cuda_host_register(struct gpu_dev *dev, void *addr, size_t len, void **dev_addr, char *err, size_t cap)
+{
+	void *dptr = NULL;
+	cudaError_t e;
+	int rc;
+
+	rc = cuda_check(dev, err, cap);
+	if (rc == 0)
+		rc = gpu_regions_check(&dev->regions, addr, len, err, cap);
+	if (rc < 0)
+		return rc;
+	cudaSetDevice(dev->index);
+	e = cudaHostRegister(addr, len, cudaHostRegisterMapped | cudaHostRegisterPortable);
+	if (e != cudaSuccess)
+		return cuda_fail(dev, "cudaHostRegister", e, err, cap);
+	e = cudaHostGetDevicePointer(&dptr, addr, 0);
+	if (e != cudaSuccess) {
+		cudaHostUnregister(addr);
+		return cuda_fail(dev, "cudaHostGetDevicePointer", e, err, cap);
+	}
+	gpu_regions_add(&dev->regions, addr, len, dptr);
+	if (dev_addr != NULL)
+		*dev_addr = dptr;
+	return 0;
+}
+
+static int cuda_host_unregister(struct gpu_dev *dev, void *addr, char *err, size_t cap)
+{
+	cudaError_t e;
+	int idx = gpu_regions_find(&dev->regions, addr, err, cap);
+
+	if (idx < 0)
+		return idx;
+	gpu_regions_remove(&dev->regions, (unsigned int)idx);
+	cudaSetDevice(dev->index);
+	e = cudaHostUnregister(addr);
+	if (e != cudaSuccess)
+		return cuda_fail(dev, "cudaHostUnregister", e, err, cap);
+	return 0;
+}
+
+static unsigned int cuda_host_regions(const struct gpu_dev *dev)
+{
+	return dev->regions.n;
+}
+
+static int cuda_stream_create(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **out, char *err, size_t cap)
+{
+	struct gpu_stream *s;
+	void *words = NULL, *words_dev = NULL;
+	size_t bytes;
+	cudaError_t e;
+	int rc;
+
+	if (nb_words == 0 || nb_words > GPU_STREAM_WORDS_MAX) {
+		gpu_err(err, cap, "stream of %u words: 1 to %u", nb_words, GPU_STREAM_WORDS_MAX);
+		return -EINVAL;
+	}
+	rc = cuda_check(dev, err, cap);
+	if (rc < 0)
+		return rc;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		gpu_err(err, cap, "stream of %u words: out of memory", nb_words);
+		return -ENOMEM;
+	}
+	cudaSetDevice(dev->index);
+	bytes = ((size_t)nb_words * sizeof(uint32_t) + CACHE_LINE_BYTES - 1) & ~(size_t)(CACHE_LINE_BYTES - 1);
+	e = cudaHostAlloc(&words, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+	if (e != cudaSuccess) {
+		free(s);
+		return cuda_fail(dev, "cudaHostAlloc (completion words)", e, err, cap);
+	}
+	memset(words, 0, bytes);
+	e = cudaHostGetDevicePointer(&words_dev, words, 0);
+	if (e == cudaSuccess)
+		e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+	if (e != cudaSuccess) {
+		cudaFreeHost(words);
+		free(s);
+		return cuda_fail(dev, "cudaStreamCreateWithFlags", e, err, cap);
+	}
+	s->dev = dev;
+	s->words = words;
+	s->words_dev = words_dev;
+	s->nb_words = nb_words;
+	*out = s;
+	return 0;
+}
+
+static void cuda_stream_destroy(struct gpu_stream *s)
+{
+	if (s == NULL)
+		return;
+	cudaSetDevice(s->dev->index);
+	if (!s->dev->lost)
+		cudaStreamSynchronize(s->stream); /* shutdown: its work may still write the words */
+	cudaStreamDestroy(s->stream);
+	cudaFreeHost((void *)s->words);
+	free(s);
+}
+
+static volatile uint32_t *cuda_stream_words(struct gpu_stream *s)
+{
+	return s->words;
+}
+
+static int cuda_signal(struct gpu_stream *s, uint32_t word, uint32_t value, char *err, size_t cap)
+{
+	struct gpu_dev *dev = s->dev;
+	const char *what = NULL;
+	CUresult r;
+
+	if (word >= s->nb_words) {
+		gpu_err(err, cap, "signal on word %u of a stream of %u", word, s->nb_words);
+		return -EINVAL;
+	}
+	if (dev->lost)
+		return cuda_check(dev, err, cap);
+	r = dev->write_value32((CUstream)s->stream, (CUdeviceptr)(uintptr_t)(s->words_dev + word * sizeof(uint32_t)),
+			       value, CU_STREAM_WRITE_VALUE_DEFAULT);
+	if (r == CUDA_SUCCESS)
+		return 0;
+	dev->get_error_string(r, &what);
+	gpu_err(err, cap, "cuStreamWriteValue32: %s (CUresult %d)", what != NULL ? what : "unknown error", (int)r);
+	if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ECC_UNCORRECTABLE ||
+	    r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_UNKNOWN) {
+		dev->lost = true;
+		snprintf(dev->fault, sizeof(dev->fault), "cuStreamWriteValue32: %s (CUresult %d)",
+			 what != NULL ? what : "unknown error", (int)r);
+	}
+	return -EIO;
+}
+
+static int cuda_fill(struct gpu_stream *s, void *dev_addr, size_t len, uint8_t byte, char *err, size_t cap)
+{
+	struct gpu_dev *dev = s->dev;
+	int rc = cuda_check(dev, err, cap);
+
+	if (rc == 0)
+		rc = gpu_regions_covers(&dev->regions, dev_addr, len, err, cap);
+	if (rc < 0)
+		return rc;
+	rc = bwgpu_fill_launch(s->stream, dev_addr, len, byte);
+	if (rc != cudaSuccess)
+		return cuda_fail(dev, "fill kernel launch", (cudaError_t)rc, err, cap);
+	return 0;
+}
+
+static const struct gpu_ops g_cuda_ops = {
+	.abi_version = GPU_ABI_VERSION,
+	.name = "cuda",
+	.probe = cuda_probe,
+	.dev_open = cuda_dev_open,
+	.dev_close = cuda_dev_close,
+	.health = cuda_health,
+	.host_register = cuda_host_register,
+	.host_unregister = cuda_host_unregister,
+	.host_regions = cuda_host_regions,
+	.stream_create = cuda_stream_create,
+	.stream_destroy = cuda_stream_destroy,
+	.stream_words = cuda_stream_words,
+	.signal = cuda_signal,
+	.fill = cuda_fill,
+};
+
+__attribute__((visibility("default"))) const struct gpu_ops *bw_gpu_module_ops(uint32_t abi_version);
+
+const struct gpu_ops *bw_gpu_module_ops(uint32_t abi_version)
+{
+	return abi_version == GPU_ABI_VERSION ? &g_cuda_ops : NULL;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gpu/'s private helpers, shared by the CUDA module and the fake device so that both keep the same
+ * bookkeeping (and the fake's tests cover the module's): the registered host regions and the one-line
+ * errors. No CUDA, no DPDK.
+ */
+#ifndef BW_GPU_DEFS_H
+#define BW_GPU_DEFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu.h"
+
+struct gpu_region {
+	uintptr_t start;
+	size_t len;
+	void *dev_addr;
+};
+
+/* A device's registered host regions: unsorted, at most GPU_REGIONS_MAX, touched at start-up only. */
+struct gpu_regions {
+	struct gpu_region r[GPU_REGIONS_MAX];
+	unsigned int n;
+};
+
+/** Writes one line into err (if any), printf-style. */
+void gpu_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/**
+ * Checks that [addr, addr + len) may be added.
+ * \return 0; -EINVAL (NULL, empty or wrapping), -EEXIST (overlaps region k, named in err), -ENOSPC.
+ */
+int gpu_regions_check(const struct gpu_regions *rs, const void *addr, size_t len, char *err, size_t cap);
+/** Adds a region gpu_regions_check accepted. */
+void gpu_regions_add(struct gpu_regions *rs, void *addr, size_t len, void *dev_addr);
+/** \return the index of the region starting at addr, or -ENOENT (with err). */
+int gpu_regions_find(const struct gpu_regions *rs, const void *addr, char *err, size_t cap);
+/** \return 0 when [dev_addr, dev_addr + len) lies inside one region's device range, else -EINVAL (err). */
+int gpu_regions_covers(const struct gpu_regions *rs, const void *dev_addr, size_t len, char *err, size_t cap);
+/** Removes region idx (the last one takes its place). */
+void gpu_regions_remove(struct gpu_regions *rs, unsigned int idx);
+
+#endif /* BW_GPU_DEFS_H */

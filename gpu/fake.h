@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fake device: a CPU implementation of struct gpu_ops (gpu.h) for CI and for hosts without a GPU,
+ * so the launch/poll/complete logic, the registrations and the error paths run without CUDA. Its
+ * "GPU" finishes queued signals either when a test says so (GPU_FAKE_ON_DEMAND: the test picks the
+ * stream, hence the order across streams) or on a thread of its own per device (GPU_FAKE_THREAD: a
+ * random stream each time). Either way a stream's work finishes in the order it was queued, as on a
+ * CUDA stream; across streams, in any order.
+ *
+ * Not for the hot path's timing: its signal takes a mutex (the CUDA module's does not).
+ */
+#ifndef BW_GPU_FAKE_H
+#define BW_GPU_FAKE_H
+
+#include <stdint.h>
+
+#include "gpu.h"
+
+#define GPU_FAKE_PENDING_MAX 4096 /* queued signals per device */
+
+enum gpu_fake_mode {
+	GPU_FAKE_ON_DEMAND, /* queued work finishes in gpu_fake_complete / gpu_fake_complete_all */
+	GPU_FAKE_THREAD,    /* a thread per opened device finishes it, streams in random order */
+};
+
+enum gpu_fake_fault {
+	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next signal is refused (-EIO); the device stays healthy */
+	GPU_FAKE_FAULT_STICKY,      /* the device is lost now: queued work never finishes, every later
+				     * call fails -EIO, health reports the reason */
+};
+
+struct gpu_fake_config {
+	int nb_devices;          /* what probe reports; 0: "no fake device configured" */
+	enum gpu_fake_mode mode;
+	unsigned int seed;       /* GPU_FAKE_THREAD's choice of stream */
+};
+
+/** The fake's table. */
+const struct gpu_ops *gpu_fake_ops(void);
+
+/** Sets what later probes and opens see (devices already open keep their mode). */
+void gpu_fake_configure(const struct gpu_fake_config *cfg);
+
+/** Finishes the oldest queued signal of stream. \return 1, or 0 when it had none (or the device is lost). */
+int gpu_fake_complete(struct gpu_stream *stream);
+
+/** Finishes every queued signal of the device, stream by stream. \return how many. */
+unsigned int gpu_fake_complete_all(struct gpu_dev *dev);
+
+/** \return the signals queued on the device and not finished. */
+unsigned int gpu_fake_pending(struct gpu_dev *dev);
+
+/** Injects a fault (reason: the line health and the failing calls report). */
+void gpu_fake_inject(struct gpu_dev *dev, enum gpu_fake_fault fault, const char *reason);
+
+#endif /* BW_GPU_FAKE_H */

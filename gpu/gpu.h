@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The device runtime's interface (issue 6, step 1): DPDK-free and CUDA-free, so the host side (app/,
+ * bwrun, tests) includes it without either. A device runtime is a table of functions, struct gpu_ops,
+ * that a module exports through one symbol (GPU_MODULE_SYMBOL): the CUDA module (libbwgpu.so, loaded
+ * with dlopen, so hosts without CUDA need no CUDA library) or the fake device (gpu/fake.h, a CPU
+ * implementation for CI, linked in).
+ *
+ *   host (one polling lcore)                          device
+ *   ops->signal(stream, word i, value v)  ---->       work queued on the stream before it, then
+ *   ... loop ...                                      words[i] = v (mapped pinned host memory,
+ *   gpu_word_reached(&words[i], v)        <----       after a system-wide fence)
+ *
+ * The host learns of completion by reading host memory: no synchronize call, no callback, no system
+ * call. Each caller (polling lcore) has its own stream and its own completion words.
+ *
+ * Errors: functions return 0 or a negative errno and, where they take err/cap, one line saying why.
+ * A sticky device error (the CUDA context is lost, or the fake was told so) marks the device
+ * unhealthy: every later call on it fails with -EIO and health() returns the first reason.
+ */
+#ifndef BW_GPU_H
+#define BW_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bumped whenever struct gpu_ops or the structs it passes change. */
+#define GPU_ABI_VERSION 1u
+
+/* The one symbol a module exports: gpu_module_entry_fn. */
+#define GPU_MODULE_SYMBOL "bw_gpu_module_ops"
+
+#define GPU_ERR_MAX 256          /* an error line, with its NUL */
+#define GPU_DEVICES_MAX 16       /* devices a probe reports */
+#define GPU_NAME_MAX 256        /* cudaDeviceProp.name's size */
+#define GPU_REGIONS_MAX 64       /* host regions registered per device at once */
+#define GPU_STREAM_WORDS_MAX 4096 /* completion words per stream */
+
+/* One device as a probe sees it. */
+struct gpu_device_info {
+	int index;
+	char name[GPU_NAME_MAX];
+	int cc_major, cc_minor;          /* compute capability: 9.0 is Hopper */
+	uint64_t total_mem_bytes;
+	int multiprocessors;
+	int can_map_host_memory;         /* cudaHostRegisterMapped works */
+};
+
+/* What a probe found. count == 0 is no error: reason then says why there is no device. */
+struct gpu_probe {
+	int count;                                /* devices, at most GPU_DEVICES_MAX reported */
+	struct gpu_device_info devices[GPU_DEVICES_MAX];
+	int runtime_version;                      /* e.g. 13000; 0 when unknown */
+	int driver_version;                       /* 0 when there is no driver */
+	char reason[GPU_ERR_MAX];                 /* "" when count > 0 */
+};
+
+struct gpu_dev;    /* an opened device: the module's */
+struct gpu_stream; /* one caller's stream and its completion words: the module's */
+
+/*
+ * A device runtime. Functions marked (hot) may run on a polling lcore per batch: no lock, no
+ * allocation, no system call, no logging. The others run at start-up or shutdown.
+ */
+struct gpu_ops {
+	uint32_t abi_version;   /* GPU_ABI_VERSION of the module */
+	const char *name;       /* "cuda", "fake" */
+
+	/**
+	 * Looks for devices. Never fails for want of a device or a driver: count is then 0 and reason
+	 * says why (e.g. "no CUDA device present: cudaGetDeviceCount: ...").
+	 * \return 0, or a negative errno when out is NULL.
+	 */
+	int (*probe)(struct gpu_probe *out);
+
+	/** Opens device index (creates its context). \return 0 and *dev, or a negative errno and err. */
+	int (*dev_open)(int index, struct gpu_dev **dev, char *err, size_t cap);
+	/** Closes a device; its streams and registrations must be gone (they are released if not). */
+	void (*dev_close)(struct gpu_dev *dev);
+	/** \return 0 while healthy; -EIO once a sticky error happened, with its reason in why. */
+	int (*health)(struct gpu_dev *dev, char *why, size_t cap);
+
+	/**
+	 * Registers a host region (e.g. a DPDK mbuf pool's memory) so the device reads and writes it
+	 * directly (cudaHostRegister, mapped). *dev_addr: the address the device uses for addr.
+	 * \return 0; -EINVAL (NULL, empty), -EEXIST (overlaps a registered region), -ENOSPC (more than
+	 *         GPU_REGIONS_MAX), -EIO (device error or unhealthy).
+	 */
+	int (*host_register)(struct gpu_dev *dev, void *addr, size_t len, void **dev_addr, char *err, size_t cap);
+	/** \return 0; -ENOENT when addr does not start a registered region; -EIO. */
+	int (*host_unregister)(struct gpu_dev *dev, void *addr, char *err, size_t cap);
+	/** \return the number of regions registered now. */
+	unsigned int (*host_regions)(const struct gpu_dev *dev);
+
+	/**
+	 * Creates a stream for one caller, with nb_words completion words (zeroed) in mapped pinned host
+	 * memory. \return 0; -EINVAL (nb_words 0 or above GPU_STREAM_WORDS_MAX); -ENOMEM; -EIO.
+	 */
+	int (*stream_create)(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **stream, char *err,
+			     size_t cap);
+	/** Destroys a stream (waiting for its queued work) and frees its words. */
+	void (*stream_destroy)(struct gpu_stream *stream);
+	/** \return the stream's completion words, host addresses, polled with gpu_word_reached. */
+	volatile uint32_t *(*stream_words)(struct gpu_stream *stream);
+
+	/**
+	 * (hot) Queues on the stream, after everything queued before it: a system-wide fence, then
+	 * words[word] = value. \return 0; -EINVAL (word out of range); -EIO (the device refused it, or is
+	 * unhealthy), with err set.
+	 */
+	int (*signal)(struct gpu_stream *stream, uint32_t word, uint32_t value, char *err, size_t cap);
+
+	/**
+	 * Queues on the stream a kernel writing byte over [dev_addr, dev_addr + len), which must lie in a
+	 * registered host region (its device address): how tests show that the device reaches registered
+	 * memory, as step 2's scatter kernels will when they write replies into packet buffers.
+	 * \return 0; -EINVAL (not inside one registered region); -EIO.
+	 */
+	int (*fill)(struct gpu_stream *stream, void *dev_addr, size_t len, uint8_t byte, char *err, size_t cap);
+};
+
+/*
+ * The module's entry point, exported as GPU_MODULE_SYMBOL. \return the table when the module speaks
+ * abi_version, else NULL.
+ */
+typedef const struct gpu_ops *(*gpu_module_entry_fn)(uint32_t abi_version);
+
+/** (hot) \return non-zero once the device wrote value into word. A plain load: no system call. */
+static inline int gpu_word_reached(const volatile uint32_t *word, uint32_t value)
+{
+	return __atomic_load_n(word, __ATOMIC_ACQUIRE) == value;
+}
+
+/* ---- the loader (gpu/loader.c, library bwgpuload) ---------------------------------------------------- */
+
+struct gpu_module {
+	const struct gpu_ops *ops;
+	void *handle;                  /* dlopen's */
+	char path[4096];               /* the file it came from */
+};
+
+/**
+ * Loads a device module with dlopen and checks its ABI version.
+ * \param path  the module file; NULL: libbwgpu.so next to the executable, then in the build tree's
+ *              gpu/ beside it, then in the install's libdir/batchwire (GPU_MODULE_DIR)
+ * \return 0; -ENOENT (not built, or not found: err lists where it looked); -ENOEXEC (dlopen or dlsym
+ *         failed: err has dlerror's line); -EPROTO (another ABI version).
+ */
+int gpu_module_load(const char *path, struct gpu_module *mod, char *err, size_t cap);
+
+/** Unloads a module loaded by gpu_module_load (its devices must be closed). */
+void gpu_module_unload(struct gpu_module *mod);
+
+/** \return non-zero when this build has a CUDA module (meson's cuda feature found nvcc). */
+int gpu_module_built(void);
+
+/* ---- in-flight tracking (gpu/inflight.c, library bwgpuload) ------------------------------------------- */
+
+/*
+ * Launch/poll/complete on one stream, for one caller: slot i owns completion word i. A launch takes a
+ * free slot, gives it the next generation and queues signal(i, generation) after the caller's work;
+ * a poll finds the slots whose word reached their generation, in any order. No allocation after
+ * create; the caller is one thread.
+ */
+struct gpu_inflight;
+
+/** \return a tracker with nb_slots slots (<= GPU_STREAM_WORDS_MAX words of stream), or NULL (errno). */
+struct gpu_inflight *gpu_inflight_create(const struct gpu_ops *ops, struct gpu_stream *stream, uint32_t nb_slots);
+void gpu_inflight_free(struct gpu_inflight *fl);
+
+/**
+ * (hot) Queues the completion of the work the caller just queued on the stream, remembering cookie.
+ * \return 0 and *slot; -EBUSY (every slot in flight); or signal's error (the slot stays free).
+ */
+int gpu_inflight_launch(struct gpu_inflight *fl, void *cookie, uint32_t *slot, char *err, size_t cap);
+
+/** (hot) Collects up to max completed launches' cookies, in the order found. \return how many. */
+unsigned int gpu_inflight_poll(struct gpu_inflight *fl, void **cookies, unsigned int max);
+
+/** \return the number of launches in flight. */
+uint32_t gpu_inflight_pending(const struct gpu_inflight *fl);
+
+#endif /* BW_GPU_H */
