@@ -94,7 +94,9 @@ struct gpu_ops {
 
 	/**
 	 * Creates a stream for one caller, with nb_words completion words (zeroed) in mapped pinned host
-	 * memory. \return 0; -EINVAL (nb_words 0 or above GPU_STREAM_WORDS_MAX); -ENOMEM; -EIO.
+	 * memory. Call it on the thread that will use the stream: it makes the device current there
+	 * (CUDA's current device is per thread), and signal and fill do not.
+	 * \return 0; -EINVAL (nb_words 0 or above GPU_STREAM_WORDS_MAX); -ENOMEM; -EIO.
 	 */
 	int (*stream_create)(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **stream, char *err,
 			     size_t cap);
