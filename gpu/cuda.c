@@ -197,9 +197,14 @@ static int cuda_health(struct gpu_dev *dev, char *why, size_t cap)
 	cudaError_t e;
 
 	if (!dev->lost) {
-		e = cudaPeekAtLastError(); /* a sticky error shows here without waiting for anything */
+		/* neither call waits for the device; a lost context fails both with its sticky error */
+		cudaSetDevice(dev->index);
+		e = cudaPeekAtLastError();
 		if (sticky(e))
 			cuda_fail(dev, "cudaPeekAtLastError", e, NULL, 0);
+		e = cudaStreamQuery(NULL);
+		if (sticky(e))
+			cuda_fail(dev, "cudaStreamQuery", e, NULL, 0);
 	}
 	if (cuda_check(dev, why, cap) < 0)
 		return -EIO;

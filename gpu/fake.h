@@ -41,13 +41,16 @@ const struct gpu_ops *gpu_fake_ops(void);
 /** Sets what later probes and opens see (devices already open keep their mode). */
 void gpu_fake_configure(const struct gpu_fake_config *cfg);
 
-/** Finishes the oldest queued signal of stream. \return 1, or 0 when it had none (or the device is lost). */
+/**
+ * Finishes the oldest queued work (signal or fill) of stream.
+ * \return 1, or 0 when it had none (or the device is lost).
+ */
 int gpu_fake_complete(struct gpu_stream *stream);
 
-/** Finishes every queued signal of the device, stream by stream. \return how many. */
+/** Finishes every piece of work queued on the device, in queueing order. \return how many. */
 unsigned int gpu_fake_complete_all(struct gpu_dev *dev);
 
-/** \return the signals queued on the device and not finished. */
+/** \return the pieces of work (signals, fills) queued on the device and not finished. */
 unsigned int gpu_fake_pending(struct gpu_dev *dev);
 
 /** Injects a fault (reason: the line health and the failing calls report). */

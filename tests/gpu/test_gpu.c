@@ -6,6 +6,7 @@
  * module loader. argv[1], argv[2]: the fake built as a module, and the same from "another ABI".
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +18,9 @@
 #include "fake.h"
 #include "gpu.h"
 
-#define THREAD_LAUNCHES 2000       /* launches per stream in the threaded test */
+#define THREAD_LAUNCHES 500        /* launches per stream in the threaded test */
 #define THREAD_SLOTS 16
-#define THREAD_TIMEOUT_S 20
+#define THREAD_TIMEOUT_S 40        /* a liveness bound (valgrind, a loaded host), not a timing check */
 
 static const char *g_fake_module_path;
 static const char *g_other_abi_module_path;
@@ -282,6 +283,8 @@ static void test_inflight_threaded(void)
 				*c = 1;
 			}
 			done[k] += n;
+			if (n == 0)
+				sched_yield(); /* the fake's thread may share our core */
 		}
 	}
 	CU_ASSERT_EQUAL(done[0], THREAD_LAUNCHES);
