@@ -169,6 +169,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	/* batchwire's domain: conv.c, linalg.c, fastpath.c */
 	KB("FusedConv", fused_conv, rt_k_fused_conv_scratch),
 	KB("FusedGemm", fused_gemm, rt_k_fused_gemm_scratch),
+	KB("FusedMatMul", fused_matmul, rt_k_fused_matmul_scratch),
 	KB("Softmax", fast_softmax, NULL),
 	KB("LayerNormalization", fast_layernorm, NULL),
 	KB("MaxPool", fast_maxpool, rt_k_fast_maxpool_scratch),

@@ -15,6 +15,12 @@
  *                             transB is applied once, there), C a bias of N values added to every
  *                             row, Bt the same B as [N, K], kept where a row count of 1 (a batch of
  *                             one) makes the call a GEMV that reads it faster; attribute alpha.
+ *   FusedMatMul(A, B)         Y = Reshape(Transpose(alpha * MatMul(A', B'), y_perm), y_shape) with
+ *                             A' = Transpose(Reshape(A, a_shape), a_perm) and B' likewise: the
+ *                             Reshape/Transpose pairs attention writes around its MatMuls, and the
+ *                             scale after the scores, read and written through strides instead of
+ *                             copied. Operands of equal rank <= 4 and equal batch dims; each matrix
+ *                             row- or column-contiguous (infer refuses otherwise).
  *   Softmax(X)                softmax over the last axis, float (any opset's last-axis softmax).
  *   LayerNormalization(X, Scale, B?)  float, over the dims from 'axis' on; output 0 only.
  *   MaxPool(X)                2-D NCHW float, no Indices output, no dilation: ONNX MaxPool.
@@ -105,6 +111,8 @@ RT_K_DECLARE(fused_conv);
 RT_K_SCRATCH(fused_conv);
 /* linalg.c */
 RT_K_DECLARE(fused_gemm);
+RT_K_DECLARE(fused_matmul);
+RT_K_SCRATCH(fused_matmul);
 RT_K_SCRATCH(fused_gemm);
 /* fastpath.c */
 RT_K_DECLARE(fast_softmax);

@@ -390,3 +390,246 @@ RT_K_RUN(fused_gemm)
 	rt_vm_act(y, rows * n, &act);
 	return 0;
 }
+
+/* ---- FusedMatMul: MatMul with its operands' and product's Reshape/Transpose and a scale folded -------- */
+
+#define FMM_RANK_MAX 4
+
+/* One operand (or the product) as strides over the memory of the tensor the node actually gets. */
+struct fmm_view {
+	int rank;
+	int64_t dims[FMM_RANK_MAX];
+	int64_t strides[FMM_RANK_MAX]; /* elements */
+};
+
+/*
+ * ONNX Reshape (allowzero 0: a 0 copies the dim at its index, one -1 is inferred) of a contiguous
+ * tensor of src's shape, then Transpose by perm: a strided view of src's memory.
+ */
+static int fmm_view_of(const struct rt_tensor *src, const struct rt_attr *shape, const struct rt_attr *perm,
+		       struct fmm_view *v, const char *what, char *err, size_t err_cap)
+{
+	int64_t dims[FMM_RANK_MAX], strides[FMM_RANK_MAX], total = rt_tensor_elems(src), known = 1, s = 1;
+	int rank = src->rank, neg = -1;
+
+	if (shape != NULL) {
+		if (shape->type != RT_ATTR_INTS || shape->count < 1 || shape->count > FMM_RANK_MAX)
+			return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_shape' must be 1 to %d ints", what, FMM_RANK_MAX);
+		rank = (int)shape->count;
+		for (int d = 0; d < rank; d++) {
+			dims[d] = shape->ints[d];
+			if (dims[d] == 0 && d < src->rank)
+				dims[d] = src->dims[d];
+			if (dims[d] == -1 && neg < 0)
+				neg = d;
+			else if (dims[d] < 0)
+				return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_shape' has a bad dim", what);
+			else
+				known *= dims[d];
+		}
+		if (neg >= 0)
+			dims[neg] = known > 0 ? total / known : 0;
+		if (neg >= 0 ? known * dims[neg] != total : known != total)
+			return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_shape' does not fit the input", what);
+	} else {
+		if (rank > FMM_RANK_MAX)
+			return rt_k_err(err, err_cap, -ENOTSUP, "input '%s' of rank %d > %d", what, rank, FMM_RANK_MAX);
+		memcpy(dims, src->dims, (size_t)rank * sizeof(int64_t));
+	}
+	for (int d = rank - 1; d >= 0; d--) {
+		strides[d] = s;
+		s *= dims[d];
+	}
+	v->rank = rank;
+	for (int d = 0; d < rank; d++) {
+		int64_t p = d;
+
+		if (perm != NULL) {
+			if (perm->type != RT_ATTR_INTS || perm->count != (uint32_t)rank || perm->ints[d] < 0 ||
+			    perm->ints[d] >= rank)
+				return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_perm' must permute %d dims", what, rank);
+			p = perm->ints[d];
+		}
+		v->dims[d] = dims[p];
+		v->strides[d] = strides[p];
+	}
+	return 0;
+}
+
+/* A matrix view's BLAS form: row-major with leading dimension ld, or transposed. */
+static bool fmm_blas(const struct fmm_view *v, bool *trans, int64_t *ld)
+{
+	int64_t rs = v->strides[v->rank - 2], cs = v->strides[v->rank - 1];
+	int64_t rows = v->dims[v->rank - 2], cols = v->dims[v->rank - 1];
+
+	if (cs == 1 || cols == 1) {
+		*trans = false;
+		*ld = rows == 1 ? (cols > 0 ? cols : 1) : rs;
+		return *ld >= (cols > 0 ? cols : 1) || rows == 1;
+	}
+	if (rs == 1 || rows == 1) {
+		*trans = true;
+		*ld = cols == 1 ? (rows > 0 ? rows : 1) : cs;
+		return *ld >= (rows > 0 ? rows : 1) || cols == 1;
+	}
+	return false;
+}
+
+struct fmm_plan {
+	struct fmm_view a, b, y;   /* y: the product [batch..., M, N] as strides into the output */
+	struct rt_tensor out;      /* the node's output shape */
+	int64_t m, n, k, batch[FMM_RANK_MAX - 2];
+	int nbatch;
+	bool ta, tb;
+	int64_t lda, ldb, ldc;
+	float alpha;
+};
+
+static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct fmm_plan *p, char *err,
+		     size_t err_cap)
+{
+	struct rt_tensor prod = { .dtype = BW_DTYPE_FLOAT };
+	struct fmm_view t;
+	int rc, r;
+	bool tc;
+
+	memset(p, 0, sizeof(*p));
+	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_attr_float(node, "alpha", 1.0f, &p->alpha, err, err_cap)) < 0 ||
+	    (rc = fmm_view_of(&inputs[0], rt_node_attr(node, "a_shape"), rt_node_attr(node, "a_perm"), &p->a, "a", err,
+			      err_cap)) < 0 ||
+	    (rc = fmm_view_of(&inputs[1], rt_node_attr(node, "b_shape"), rt_node_attr(node, "b_perm"), &p->b, "b", err,
+			      err_cap)) < 0)
+		return rc;
+	r = p->a.rank;
+	if (r < 2 || p->b.rank != r)
+		return rt_k_err(err, err_cap, -ENOTSUP, "operands of ranks %d and %d (equal, >= 2, wanted)", r, p->b.rank);
+	p->m = p->a.dims[r - 2];
+	p->k = p->a.dims[r - 1];
+	p->n = p->b.dims[r - 1];
+	if (p->b.dims[r - 2] != p->k)
+		return rt_k_err(err, err_cap, -EINVAL, "inner dims %" PRId64 " and %" PRId64 " differ", p->k, p->b.dims[r - 2]);
+	p->nbatch = r - 2;
+	for (int d = 0; d < p->nbatch; d++) {
+		if (p->a.dims[d] != p->b.dims[d])
+			return rt_k_err(err, err_cap, -ENOTSUP, "batch dims must be equal (no broadcasting)");
+		p->batch[d] = p->a.dims[d];
+	}
+	if (!fmm_blas(&p->a, &p->ta, &p->lda) || !fmm_blas(&p->b, &p->tb, &p->ldb))
+		return rt_k_err(err, err_cap, -ENOTSUP, "an operand's matrices are not row- or column-contiguous");
+	if (!rt_k_blas_dim_ok(p->m) || !rt_k_blas_dim_ok(p->n) || !rt_k_blas_dim_ok(p->k) ||
+	    !rt_k_blas_dim_ok(p->lda) || !rt_k_blas_dim_ok(p->ldb))
+		return rt_k_err(err, err_cap, -ENOTSUP, "FusedMatMul dims beyond 2^31 are not supported");
+	/* the product, transposed by y_perm, is the output's memory (y_shape only renames its dims) */
+	prod.rank = (uint8_t)r;
+	memcpy(prod.dims, p->a.dims, (size_t)p->nbatch * sizeof(int64_t));
+	prod.dims[r - 2] = p->m;
+	prod.dims[r - 1] = p->n;
+	if ((rc = fmm_view_of(&prod, NULL, rt_node_attr(node, "y_perm"), &t, "y", err, err_cap)) < 0)
+		return rc;
+	/* t: the transposed product's dims; its memory is contiguous, and product dim perm[d] is t's d */
+	{
+		const struct rt_attr *perm = rt_node_attr(node, "y_perm");
+		int64_t s = 1, cstrides[FMM_RANK_MAX];
+
+		for (int d = r - 1; d >= 0; d--) {
+			cstrides[d] = s;
+			s *= t.dims[d];
+		}
+		p->y.rank = r;
+		memcpy(p->y.dims, prod.dims, (size_t)r * sizeof(int64_t));
+		for (int d = 0; d < r; d++)
+			p->y.strides[perm != NULL ? perm->ints[d] : d] = cstrides[d];
+		p->out = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = (uint8_t)r };
+		memcpy(p->out.dims, t.dims, (size_t)r * sizeof(int64_t));
+	}
+	if (!fmm_blas(&p->y, &tc, &p->ldc) || tc)
+		return rt_k_err(err, err_cap, -ENOTSUP, "the product's rows are not contiguous in the output");
+	if (rt_node_attr(node, "y_shape") != NULL) {
+		struct fmm_view o;
+
+		if ((rc = fmm_view_of(&p->out, rt_node_attr(node, "y_shape"), NULL, &o, "y", err, err_cap)) < 0)
+			return rc;
+		p->out.rank = (uint8_t)o.rank;
+		memcpy(p->out.dims, o.dims, (size_t)o.rank * sizeof(int64_t));
+	}
+	return 0;
+}
+
+RT_K_INFER(fused_matmul)
+{
+	struct fmm_plan p;
+	int rc = fmm_setup(node, inputs, &p, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	outputs[0] = p.out;
+	return 0;
+}
+
+/*
+ * batchwire's GEMM when the CPU has it, A is row-contiguous and B small enough to pack whole for
+ * each batch index (attention's 32 x 128 and 128 x 32: OpenBLAS runs these small products at a
+ * third of the speed); OpenBLAS otherwise.
+ */
+#define FMM_PACKED_B_FLOATS_MAX (1 << 20)
+
+static bool fmm_own_gemm(const struct fmm_plan *p)
+{
+	return rt_sg_available() && !p->ta && p->m >= RT_SG_ROWS_MIN &&
+	       rt_sg_packed_b_floats(p->k, p->n) <= FMM_PACKED_B_FLOATS_MAX;
+}
+
+RT_K_SCRATCH(fused_matmul)
+{
+	struct fmm_plan p;
+	char err[RT_ERR_MAX];
+
+	if (fmm_setup(node, inputs, &p, err, sizeof(err)) < 0 || !fmm_own_gemm(&p))
+		return 0;
+	return (rt_sg_packed_b_floats(p.k, p.n) + rt_sg_scratch_a_floats(p.k)) * sizeof(float);
+}
+
+/* One GEMM per batch index, each operand and the product read and written in place through strides. */
+RT_K_RUN(fused_matmul)
+{
+	const float *a = inputs[0].data, *b = inputs[1].data;
+	const struct rt_k_act_spec none = { .kind = RT_K_ACT_NONE };
+	float *y = outputs[0].data, *bp = scratch, *abuf;
+	int64_t idx[FMM_RANK_MAX - 2] = {0}, count = 1, bks, bns;
+	struct fmm_plan p;
+	bool own;
+	int rc = fmm_setup(node, inputs, &p, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	own = fmm_own_gemm(&p) && scratch != NULL;
+	abuf = own ? bp + rt_sg_packed_b_floats(p.k, p.n) : NULL;
+	bks = p.b.strides[p.b.rank - 2];
+	bns = p.b.strides[p.b.rank - 1];
+	for (int d = 0; d < p.nbatch; d++)
+		count *= p.batch[d];
+	for (int64_t i = 0; i < count; i++) {
+		int64_t oa = 0, ob = 0, oy = 0;
+
+		for (int d = 0; d < p.nbatch; d++) {
+			oa += idx[d] * p.a.strides[d];
+			ob += idx[d] * p.b.strides[d];
+			oy += idx[d] * p.y.strides[d];
+		}
+		if (own) {
+			rt_sg_pack_b_strided(b + ob, bks, bns, p.k, p.n, bp);
+			rt_sg_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, bp, y + oy, p.ldc, p.alpha, NULL, &none, abuf);
+		} else {
+			rt_k_gemm(BW_DTYPE_FLOAT, p.ta, p.tb, p.m, p.n, p.k, p.alpha, a + oa, p.lda, b + ob, p.ldb, 0.0f,
+				  y + oy, p.ldc);
+		}
+		for (int d = p.nbatch - 1; d >= 0; d--) {
+			if (++idx[d] < p.batch[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}

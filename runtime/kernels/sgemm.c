@@ -486,6 +486,28 @@ void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp)
 	}
 }
 
+/* The same for B given through strides: element (kk, col) at b[kk * ks + col * ns]. */
+void rt_sg_pack_b_strided(const float *b, int64_t ks, int64_t ns, int64_t k, int64_t n, float *bp)
+{
+	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block(k);
+
+	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
+		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+
+		for (int64_t p = 0; p < np; p++) {
+			float *dst = bp + k0 * np * RT_SG_NR + p * kc * RT_SG_NR;
+
+			for (int64_t kk = 0; kk < kc; kk++) {
+				for (int64_t j = 0; j < RT_SG_NR; j++) {
+					int64_t col = p * RT_SG_NR + j;
+
+					dst[kk * RT_SG_NR + j] = col < n ? b[(k0 + kk) * ks + col * ns] : 0.0f;
+				}
+			}
+		}
+	}
+}
+
 size_t rt_sg_scratch_a_floats(int64_t k)
 {
 	return (size_t)(RT_SG_MC_ROWS * k_block(k));

@@ -71,6 +71,9 @@ size_t rt_sg_packed_b_floats(int64_t k, int64_t n);
 /** Packs row-major b[k, n] (leading dimension ldb) into bp (rt_sg_packed_b_floats(k, n) floats). */
 void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp);
 
+/** rt_sg_pack_b for a B given through strides: element (kk, col) at b[kk * ks + col * ns]. */
+void rt_sg_pack_b_strided(const float *b, int64_t ks, int64_t ns, int64_t k, int64_t n, float *bp);
+
 /** Floats of scratch rt_sg_gemm_bpacked needs for depth k (a block of A's rows, packed). */
 size_t rt_sg_scratch_a_floats(int64_t k);
 

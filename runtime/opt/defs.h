@@ -99,11 +99,12 @@ int opt_set_domain(struct opt_ctx *c, uint32_t n);
 /** Frees node n's contents and marks it dead. */
 void opt_kill(struct opt_ctx *c, uint32_t n);
 
-/** Adds (or replaces) a STRING / FLOATS / INTS / INT attribute of node n. \return 0 or -ENOMEM. */
+/** Adds (or replaces) a STRING / FLOATS / INTS / INT / FLOAT attribute of node n. \return 0 or -ENOMEM. */
 int opt_attr_string(struct rt_node *n, const char *name, const char *value);
 int opt_attr_floats(struct rt_node *n, const char *name, const float *values, uint32_t count);
 int opt_attr_ints(struct rt_node *n, const char *name, const int64_t *values, uint32_t count);
 int opt_attr_int(struct rt_node *n, const char *name, int64_t value);
+int opt_attr_float(struct rt_node *n, const char *name, float value);
 
 /** Removes node n's attribute name, if present. */
 void opt_attr_remove(struct rt_node *n, const char *name);
@@ -130,6 +131,8 @@ void opt_shapes_free(struct opt_ctx *c);
 int opt_fuse_conv(struct opt_ctx *c);
 /* fuse_gemm.c: MatMul/Gemm with constant B (+ Add bias) (+ activation, + erf GELU) -> FusedGemm. */
 int opt_fuse_gemm(struct opt_ctx *c);
+/* fuse_matmul.c: MatMul of computed operands with their Reshape/Transpose and a scale -> FusedMatMul. */
+int opt_fuse_matmul(struct opt_ctx *c);
 /* fastpath.c: Softmax (last axis), LayerNormalization, 2-D MaxPool -> batchwire's fast kernels. */
 int opt_fast_paths(struct opt_ctx *c);
 

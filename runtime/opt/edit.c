@@ -370,6 +370,17 @@ int opt_attr_ints(struct rt_node *n, const char *name, const int64_t *values, ui
 	return 0;
 }
 
+int opt_attr_float(struct rt_node *n, const char *name, float value)
+{
+	struct rt_attr *a = attr_new(n, name);
+
+	if (a == NULL)
+		return -ENOMEM;
+	a->type = RT_ATTR_FLOAT;
+	a->f = value;
+	return 0;
+}
+
 int opt_attr_int(struct rt_node *n, const char *name, int64_t value)
 {
 	struct rt_attr *a = attr_new(n, name);

@@ -9,9 +9,11 @@
  *     FusedConv (fuse_conv.c);
  *  4. MatMul/Gemm with constant B (+ bias Add) (+ activation or erf GELU) -> FusedGemm, weights
  *     pre-packed in the layout the GEMM call reads (fuse_gemm.c);
- *  5. Softmax, LayerNormalization and MaxPool to the vectorized kernels where they apply
+ *  5. a MatMul of computed operands with the Reshape/Transpose around it and a scale after it ->
+ *     FusedMatMul, reading and writing through strides (fuse_matmul.c: attention);
+ *  6. Softmax, LayerNormalization and MaxPool to the vectorized kernels where they apply
  *     (fastpath.c);
- *  6. dead nodes and values nothing reads any more (the weights step 3 replaced) dropped.
+ *  7. dead nodes and values nothing reads any more (the weights step 3 replaced) dropped.
  *
  * Every rewrite computes the same function up to float rounding; test_opt checks each against the
  * unrewritten graph on random data. Other devices get no rewrites (the fused ops are CPU kernels).
@@ -46,6 +48,8 @@ int rt_graph_optimize(struct rt_graph *graph, enum rt_device device, struct rt_o
 		rc = opt_fuse_conv(&c);
 	if (rc == 0)
 		rc = opt_fuse_gemm(&c);
+	if (rc == 0)
+		rc = opt_fuse_matmul(&c);
 	if (rc == 0)
 		rc = opt_fast_paths(&c);
 	if (rc == 0)

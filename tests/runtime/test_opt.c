@@ -889,6 +889,76 @@ static void test_constant_folding(void)
 	rt_graph_free(g);
 }
 
+/* ---- attention: MatMuls of computed operands, their Reshape/Transpose and the scale folded ------------ */
+
+static void int64_init(Onnx__ModelProto *m, const char *name, const int64_t *v, int64_t n)
+{
+	Onnx__TensorProto *t = NEW(Onnx__TensorProto, ONNX__TENSOR_PROTO__INIT);
+
+	t->name = strdup(name);
+	t->has_data_type = true;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+	PUSH(t->dims, t->n_dims, n);
+	for (int64_t i = 0; i < n; i++)
+		PUSH(t->int64_data, t->n_int64_data, v[i]);
+	PUSH(m->graph->initializer, m->graph->n_initializer, t);
+}
+
+/*
+ * BERT's self-attention core as exporters write it (heads 3, head size 4, sequence 5): the six
+ * Reshape/Transpose nodes and the Div fold into two FusedMatMuls; Transposes that leave no
+ * contiguous dim in a matrix stay as they are.
+ */
+static void test_attention(void)
+{
+	static const int64_t x[] = {-1, 5, 12}, heads[] = {-1, 5, 3, 4}, hidden[] = {-1, 5, 12};
+	static const int64_t p0213[] = {0, 2, 1, 3}, p0231[] = {0, 2, 3, 1}, y3[] = {-1, 4, 5};
+	static const int64_t p210[] = {2, 1, 0}, p201[] = {2, 0, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "q", 3, x);
+	input(m, "k", 3, x);
+	input(m, "v", 3, x);
+	input(m, "u", 3, y3);
+	int64_init(m, "heads", heads, 4);
+	int64_init(m, "hidden", hidden, 3);
+	scalar(m, "scale", 2.0f);
+	node(m, "Reshape", "q,heads", "q4");
+	n = node(m, "Transpose", "q4", "qt");
+	attr_ints(n, "perm", p0213, 4);
+	node(m, "Reshape", "k,heads", "k4");
+	n = node(m, "Transpose", "k4", "kt");
+	attr_ints(n, "perm", p0231, 4);
+	node(m, "Reshape", "v,heads", "v4");
+	n = node(m, "Transpose", "v4", "vt");
+	attr_ints(n, "perm", p0213, 4);
+	node(m, "MatMul", "qt,kt", "s");
+	node(m, "Div", "s,scale", "ss");
+	node(m, "Softmax", "ss", "p");
+	node(m, "MatMul", "p,vt", "c");
+	n = node(m, "Transpose", "c", "ct");
+	attr_ints(n, "perm", p0213, 4);
+	node(m, "Reshape", "ct,hidden", "y");
+	/* u [N, 4, 5] as [5, 4, N] and [5, N, 4]: matrices with no contiguous dim, left to the MatMul */
+	n = node(m, "Transpose", "u", "ua");
+	attr_ints(n, "perm", p210, 3);
+	n = node(m, "Transpose", "u", "ub");
+	attr_ints(n, "perm", p201, 3);
+	node(m, "MatMul", "ua,ub", "y2");
+	output(m, "y");
+	output(m, "y2");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(report_count(&rep, "MatMul with Transpose/Reshape/scale folded"), 2);
+	CU_ASSERT_EQUAL(count_op(g, "FusedMatMul"), 2);
+	CU_ASSERT_EQUAL(count_op(g, "Div"), 0);
+	CU_ASSERT_EQUAL(count_op(g, "MatMul"), 1); /* the one of u's views */
+	CU_ASSERT_EQUAL(count_op(g, "Transpose"), 2);
+	rt_graph_free(g);
+}
+
 /* ---- fast paths ------------------------------------------------------------------------------------- */
 
 static void test_fast_paths(void)
@@ -992,6 +1062,7 @@ int main(void)
 		{"packed GEMMs: several k blocks, row blocks, ragged panels", test_packed_blocking},
 		{"MatMul/Gemm not fusable: unchanged", test_gemm_not_fusable},
 		{"constants folded before fusing", test_constant_folding},
+		{"attention: Reshape/Transpose/scale folded into FusedMatMul", test_attention},
 		{"Softmax, LayerNormalization, MaxPool fast paths", test_fast_paths},
 		{"vector exp and erf against libm", test_vecmath},
 		CU_TEST_INFO_NULL,

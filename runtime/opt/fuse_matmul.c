@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A MatMul of two computed operands (attention's Q.K^T and P.V, what fuse_gemm.c leaves) with the
+ * Reshape/Transpose that feed it, a scale after it and the Transpose/Reshape after that -> one
+ * FusedMatMul (runtime/kernels/fused.h), which reads and writes through strides what those nodes
+ * copied:
+ *
+ *   q [B,S,H*D] -Reshape-> [B,S,H,D] -Transpose(0,2,1,3)-> [B,H,S,D]  \
+ *   k [B,S,H*D] -Reshape-> [B,S,H,D] -Transpose(0,2,3,1)-> [B,H,D,S]  -> MatMul -> Div(sqrt D)
+ *   P [B,H,S,S], v [B,S,H*D] -Reshape, Transpose-> [B,H,S,D]          -> MatMul
+ *                                      -> Transpose(0,2,1,3) -> Reshape [B,S,H*D]
+ *
+ * Each folded node must have the pattern as its only reader; the scale is a Div or Mul by a
+ * constant scalar right after the MatMul (alpha = 1/c or c). Whether the strides work (each matrix
+ * row- or column-contiguous, the product's rows contiguous in the output) is asked of the kernel's
+ * infer on the inferred shapes; if it refuses, nothing changes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "defs.h"
+#include "kernels/fused.h"
+
+#define FMM_FOLD_MAX 7 /* 2 per operand, scale, Transpose, Reshape */
+
+/* An INTS attribute's values, copied: the nodes they come from are freed by the rewrite. */
+struct fmm_ints {
+	uint32_t count; /* 0: absent */
+	int64_t v[RT_MAX_RANK];
+};
+
+struct fmm_match {
+	int32_t src[2];              /* the operands' sources */
+	struct fmm_ints shape[2], perm[2], y_perm, y_shape;
+	float alpha;
+	int32_t folded[FMM_FOLD_MAX];
+	uint32_t nfolded;
+	int32_t last, out;
+};
+
+/* A Reshape's constant shape (int64, 1 to 4 dims) with allowzero 0, into out. */
+static bool reshape_shape(const struct opt_ctx *c, int32_t n, struct fmm_ints *out)
+{
+	const struct rt_node *node = &c->g->nodes[n];
+	const struct rt_tensor *t;
+
+	if (node->num_inputs != 2 || !opt_is_const(c, node->inputs[1]) || rt_attr_int(node, "allowzero", 0) != 0)
+		return false;
+	t = &c->g->values[node->inputs[1]].tensor;
+	if (t->dtype != BW_DTYPE_INT64 || t->rank != 1 || t->dims[0] < 1 || t->dims[0] > 4)
+		return false;
+	out->count = (uint32_t)t->dims[0];
+	memcpy(out->v, t->data, out->count * sizeof(int64_t));
+	return true;
+}
+
+/* A Transpose's perm (1 to 4 dims), into out. */
+static bool transpose_perm(const struct opt_ctx *c, int32_t n, struct fmm_ints *out)
+{
+	const struct rt_attr *a = rt_node_attr(&c->g->nodes[n], "perm");
+
+	if (a == NULL || a->type != RT_ATTR_INTS || a->count < 1 || a->count > 4)
+		return false;
+	out->count = a->count;
+	memcpy(out->v, a->ints, a->count * sizeof(int64_t));
+	return true;
+}
+
+/* Walks up from operand i of MatMul n through a Transpose and a Reshape that only it reads. */
+static void match_operand(const struct opt_ctx *c, int32_t n, int i, struct fmm_match *m)
+{
+	int32_t v = c->g->nodes[n].inputs[i], p, reader = n;
+
+	m->src[i] = v;
+	p = c->g->values[v].producer;
+	if (opt_is_op(c, p, "Transpose") && opt_sole_reader(c, v) == reader && transpose_perm(c, p, &m->perm[i])) {
+		m->folded[m->nfolded++] = p;
+		reader = p;
+		v = c->g->nodes[p].inputs[0];
+		m->src[i] = v;
+		p = c->g->values[v].producer;
+	}
+	if (opt_is_op(c, p, "Reshape") && opt_sole_reader(c, v) == reader && reshape_shape(c, p, &m->shape[i])) {
+		m->folded[m->nfolded++] = p;
+		m->src[i] = c->g->nodes[p].inputs[0];
+	}
+}
+
+static void match_output(const struct opt_ctx *c, struct fmm_match *m)
+{
+	int32_t r = opt_sole_reader(c, m->out);
+	float k;
+
+	if (r >= 0 && c->g->nodes[r].num_inputs == 2 && c->g->nodes[r].inputs[0] == m->out &&
+	    opt_const_scalar(c, c->g->nodes[r].inputs[1], &k) && k != 0.0f &&
+	    (opt_is_op(c, r, "Div") || opt_is_op(c, r, "Mul"))) {
+		m->alpha = opt_is_op(c, r, "Div") ? 1.0f / k : k;
+		m->folded[m->nfolded++] = m->last = r;
+		m->out = c->g->nodes[r].outputs[0];
+		r = opt_sole_reader(c, m->out);
+	}
+	if (opt_is_op(c, r, "Transpose") && transpose_perm(c, r, &m->y_perm)) {
+		m->folded[m->nfolded++] = m->last = r;
+		m->out = c->g->nodes[r].outputs[0];
+		r = opt_sole_reader(c, m->out);
+		if (opt_is_op(c, r, "Reshape") && reshape_shape(c, r, &m->y_shape)) {
+			m->folded[m->nfolded++] = m->last = r;
+			m->out = c->g->nodes[r].outputs[0];
+		}
+	}
+}
+
+static int set_ints(struct rt_node *n, const char *name, const struct fmm_ints *v)
+{
+	return v->count > 0 ? opt_attr_ints(n, name, v->v, v->count) : 0;
+}
+
+/* The candidate node's attributes, on node n (the fused node, or a scratch copy to try). */
+static int set_attrs(struct rt_node *n, const struct fmm_match *m)
+{
+	if (set_ints(n, "a_shape", &m->shape[0]) != 0 || set_ints(n, "a_perm", &m->perm[0]) != 0 ||
+	    set_ints(n, "b_shape", &m->shape[1]) != 0 || set_ints(n, "b_perm", &m->perm[1]) != 0 ||
+	    set_ints(n, "y_perm", &m->y_perm) != 0 || set_ints(n, "y_shape", &m->y_shape) != 0)
+		return -ENOMEM;
+	if (m->alpha != 1.0f && opt_attr_float(n, "alpha", m->alpha) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Whether the kernel takes the candidate with the inferred shapes, giving the pattern's output shape. */
+static bool kernel_takes(struct opt_ctx *c, const struct fmm_match *m)
+{
+	struct rt_node probe = { .name = (char *)"probe", .op_type = (char *)"FusedMatMul",
+				 .domain = (char *)RT_K_DOMAIN, .opset = RT_K_DOMAIN_OPSET, .num_inputs = 2 };
+	const struct rt_tensor *sa = opt_shape(c, m->src[0]), *sb = opt_shape(c, m->src[1]), *so = opt_shape(c, m->out);
+	struct rt_tensor in[2], out[1];
+	const struct rt_kernel *k;
+	char why[RT_ERR_MAX];
+	bool ok = false;
+
+	if (sa == NULL || sb == NULL || so == NULL || sa->dtype != BW_DTYPE_FLOAT || sb->dtype != BW_DTYPE_FLOAT)
+		return false;
+	k = rt_kernel_find("FusedMatMul", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, BW_DTYPE_FLOAT, c->dev, why, sizeof(why));
+	if (k == NULL || set_attrs(&probe, m) != 0)
+		goto out;
+	in[0] = *sa;
+	in[1] = *sb;
+	memset(out, 0, sizeof(out));
+	ok = k->infer(&probe, in, out, why, sizeof(why)) == 0 && out[0].rank == so->rank &&
+	     memcmp(out[0].dims, so->dims, so->rank * sizeof(int64_t)) == 0;
+out:
+	for (uint16_t i = 0; i < probe.num_attrs; i++) {
+		free(probe.attrs[i].name);
+		free(probe.attrs[i].ints);
+		free(probe.attrs[i].floats);
+	}
+	free(probe.attrs);
+	return ok;
+}
+
+int opt_fuse_matmul(struct opt_ctx *c)
+{
+	struct rt_graph *g = c->g;
+	uint32_t fused = 0;
+	int rc = opt_index(c);
+
+	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
+		struct fmm_match m = { .alpha = 1.0f, .last = (int32_t)n };
+		int32_t in[2];
+
+		if (!opt_is_op(c, (int32_t)n, "MatMul") || g->nodes[n].num_inputs != 2 || g->nodes[n].num_outputs != 1)
+			continue;
+		m.out = g->nodes[n].outputs[0];
+		match_operand(c, (int32_t)n, 0, &m);
+		match_operand(c, (int32_t)n, 1, &m);
+		match_output(c, &m);
+		if (m.nfolded == 0 || !kernel_takes(c, &m))
+			continue;
+		for (uint32_t i = 0; i < m.nfolded; i++) {
+			if (m.folded[i] != m.last)
+				opt_kill(c, (uint32_t)m.folded[i]);
+		}
+		in[0] = m.src[0];
+		in[1] = m.src[1];
+		if ((rc = opt_make_fused(c, (uint32_t)m.last, n, "FusedMatMul", in, 2, m.out)) < 0)
+			break;
+		if (set_attrs(&g->nodes[m.last], &m) != 0)
+			rc = opt_error(c, -ENOMEM, "out of memory");
+		fused++;
+	}
+	opt_report(c, "MatMul with Transpose/Reshape/scale folded", fused);
+	return rc;
+}
