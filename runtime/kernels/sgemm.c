@@ -36,12 +36,22 @@ bool rt_sg_available(void)
 	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-/* k in equal blocks of at most RT_SG_KC. */
-static int64_t k_block(int64_t k)
+/* k in equal blocks of at most kc_max (RT_SG_KC for convolutions, RT_SG_KC_B for FusedGemm). */
+static int64_t k_blocks(int64_t k, int64_t kc_max)
 {
-	int64_t nb = (k + RT_SG_KC - 1) / RT_SG_KC;
+	int64_t nb = (k + kc_max - 1) / kc_max;
 
 	return nb > 0 ? (k + nb - 1) / nb : 1;
+}
+
+static int64_t k_block(int64_t k)
+{
+	return k_blocks(k, RT_SG_KC);
+}
+
+static int64_t k_block_b(int64_t k)
+{
+	return k_blocks(k, RT_SG_KC_B);
 }
 
 static int64_t panels(int64_t m)
@@ -467,7 +477,7 @@ size_t rt_sg_packed_b_floats(int64_t k, int64_t n)
 /* For each k block (at k0, kc deep): for each 16-column panel: kc x 16, k-major; columns past n are 0. */
 void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp)
 {
-	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block(k);
+	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block_b(k);
 
 	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
 		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
@@ -489,7 +499,7 @@ void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp)
 /* The same for B given through strides: element (kk, col) at b[kk * ks + col * ns]. */
 void rt_sg_pack_b_strided(const float *b, int64_t ks, int64_t ns, int64_t k, int64_t n, float *bp)
 {
-	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block(k);
+	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block_b(k);
 
 	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
 		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
@@ -510,7 +520,7 @@ void rt_sg_pack_b_strided(const float *b, int64_t ks, int64_t ns, int64_t k, int
 
 size_t rt_sg_scratch_a_floats(int64_t k)
 {
-	return (size_t)(RT_SG_MC_ROWS * k_block(k));
+	return (size_t)(RT_SG_MC_ROWS * k_block_b(k));
 }
 
 /* Rows per block of A: balanced (128 rows are one block, not 120 + 8), a multiple of 6. */
@@ -546,7 +556,7 @@ SG_TARGET void rt_sg_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *
 				  float *c, int64_t ldc, float alpha, const float *col_bias,
 				  const struct rt_k_act_spec *act, float *abuf)
 {
-	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block(k), mcb = row_block(m);
+	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block_b(k), mcb = row_block(m);
 
 	if (m <= 0 || n <= 0)
 		return;
