@@ -789,12 +789,12 @@ static void test_gemm_transb(void)
 }
 
 /*
- * The packed GEMMs' blocking: depth over one k block (300 and 360 > RT_SG_KC), more rows than one
+ * The packed GEMMs' blocking: depth over one k block (500 > RT_SG_KC_B, 360 > RT_SG_KC), more rows than one
  * block of activations (210 at batch 3), widths that are no multiple of the 16-column panels.
  */
 static void test_packed_blocking(void)
 {
-	static const int64_t a[] = {-1, 70, 300}, b[] = {300, 37}, c[] = {37};
+	static const int64_t a[] = {-1, 70, 500}, b[] = {500, 37}, c[] = {37};
 	static const int64_t x[] = {-1, 40, 7, 19}, w[] = {13, 40, 3, 3}, pads[] = {1, 1, 1, 1};
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
