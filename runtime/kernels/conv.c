@@ -16,7 +16,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "sgemm.h"
+#include "winograd.h"
 
 /* ---- Conv ---------------------------------------------------------------------------------------- */
 
@@ -274,9 +274,10 @@ RT_K_RUN(conv)
 /* ---- FusedConv ----------------------------------------------------------------------------------- */
 
 /*
- * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group, and
- * "weight_shape" gives the ONNX shape [M, C/group, kH, kW] they came from: what the geometry is read
- * from. The inputs are then seen with W's tensor rebuilt from that shape (data NULL).
+ * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group (with
+ * "winograd" 1 as well, transformed for winograd.c first), and "weight_shape" gives the ONNX shape
+ * [M, C/group, kH, kW] they came from: what the geometry is read from. The inputs are then seen
+ * with W's tensor rebuilt from that shape (data NULL).
  */
 static int fused_inputs(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_tensor *ins,
 			bool *packed, char *err, size_t err_cap)
@@ -315,7 +316,10 @@ RT_K_INFER(fused_conv)
 
 		if ((rc = conv_setup(node, ins, &p, err, err_cap)) < 0)
 			return rc;
-		want = (size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
+		want = rt_attr_int(node, "winograd", 0) != 0 ? rt_wg_packed_floats(p.m, p.c) :
+			(size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
+		if (rt_attr_int(node, "winograd", 0) != 0 && !rt_wg_applies(&p.w, p.group))
+			return rt_k_err(err, err_cap, -EINVAL, "attribute 'winograd' needs a 3x3, stride-1, ungrouped conv");
 		if (!rt_sg_available())
 			return rt_k_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
 		if (p.w.nsp != 2)
@@ -350,6 +354,8 @@ RT_K_SCRATCH(fused_conv)
 		return rt_k_conv_scratch(node, ins, outputs);
 	if (conv_setup(node, ins, &p, err, sizeof(err)) < 0 || p.out_size < 0)
 		return 0;
+	if (rt_attr_int(node, "winograd", 0) != 0)
+		return rt_wg_scratch_floats(&p.w, p.m, p.c) * sizeof(float);
 	return rt_sg_scratch_floats(p.out_size, p.cg * p.ksize) * sizeof(float);
 }
 
@@ -368,6 +374,12 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 		return rc;
 	if (bbuf == NULL && p.out_size > 0)
 		return rt_k_err(err, err_cap, -EINVAL, "FusedConv needs scratch memory and got none");
+	if (rt_attr_int(node, "winograd", 0) != 0) {
+		for (int64_t b = 0; b < p.n; b++)
+			rt_wg_conv(&p.w, p.m, p.c, x + b * p.c * p.in_size, wp, y + b * p.m * p.out_size, bias,
+				   z != NULL ? z + b * p.m * p.out_size : NULL, act, bbuf);
+		return 0;
+	}
 	k = p.cg * p.ksize;
 	per_group = (int64_t)rt_sg_packed_floats(p.mg, k);
 	for (int64_t b = 0; b < p.n; b++) {

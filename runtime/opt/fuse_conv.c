@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "defs.h"
-#include "kernels/sgemm.h"
+#include "kernels/winograd.h"
 
 /* ---- activations (shared with fuse_gemm.c) ------------------------------------------------------ */
 
@@ -248,36 +248,61 @@ static const char *kind_name(bool bn, bool add, const char *act)
  * The weights packed for sgemm.c's micro-kernel, per group (sgemm.h): when the CPU has AVX2 and FMA
  * and the conv is 2-D (what its B packer reads). The ONNX shape goes along as an attribute.
  */
+static bool all_ones(const struct rt_node *conv, const char *name)
+{
+	const struct rt_attr *a = rt_node_attr(conv, name);
+
+	for (uint32_t i = 0; a != NULL && i < a->count; i++) {
+		if (a->type != RT_ATTR_INTS || a->ints[i] != 1)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A 3x3, stride-1, undilated, ungrouped conv goes to winograd.c's F(2x2, 3x3): its weights are
+ * transformed and packed per tile position (\return 2); any other 2-D conv to the im2col GEMM
+ * (\return 1).
+ */
 static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *packed, int64_t *shape)
 {
 	const struct rt_node *conv = &c->g->nodes[ci];
 	const struct rt_tensor wt = c->g->values[w].tensor; /* a copy: values move on adding one */
 	int64_t group = rt_attr_int(conv, "group", 1), k, mg, per, total;
+	bool winograd;
 	float *ap;
 
 	*packed = RT_VALUE_NONE;
 	if (!rt_sg_available() || !float_const(c, w, -1) || wt.rank != 4 || group < 1 || wt.dims[0] % group != 0)
 		return 0;
+	winograd = group == 1 && wt.dims[2] == 3 && wt.dims[3] == 3 && all_ones(conv, "strides") &&
+		   all_ones(conv, "dilations");
 	k = wt.dims[1] * wt.dims[2] * wt.dims[3];
 	mg = wt.dims[0] / group;
 	per = (int64_t)rt_sg_packed_floats(mg, k);
-	total = per * group;
+	total = winograd ? (int64_t)rt_wg_packed_floats(wt.dims[0], wt.dims[1]) : per * group;
 	if ((ap = opt_alloc_floats(total)) == NULL)
 		return opt_error(c, -ENOMEM, "out of memory");
-	for (int64_t g = 0; g < group; g++)
+	if (winograd && rt_wg_pack_weights(wt.data, wt.dims[0], wt.dims[1], ap) != 0) {
+		free(ap);
+		return opt_error(c, -ENOMEM, "out of memory");
+	}
+	for (int64_t g = 0; !winograd && g < group; g++)
 		rt_sg_pack_a((const float *)wt.data + g * mg * k, k, mg, k, ap + g * per);
 	memcpy(shape, wt.dims, 4 * sizeof(int64_t));
 	*packed = opt_add_initializer(c, conv->name, "W_packed", BW_DTYPE_FLOAT, 1, &total, ap);
-	return *packed < 0 ? *packed : 1;
+	return *packed < 0 ? *packed : winograd ? 2 : 1;
 }
 
-static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt, uint32_t *packed_count)
+static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt, uint32_t *packed_count,
+		    uint32_t *winograd_count)
 {
 	struct rt_graph *g = c->g;
 	const struct rt_node *conv = &g->nodes[ci];
 	int32_t in[4] = { conv->inputs[0], conv->inputs[1], RT_VALUE_NONE, mt->z }, packed;
 	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn >= 0 ? mt->bn : (int32_t)ci;
 	int64_t shape[4];
+	bool winograd;
 	int rc;
 
 	if (conv->num_inputs > 2)
@@ -288,6 +313,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 		return rc;
 	if (rc == 0 && mt->bn < 0 && mt->add < 0 && mt->act < 0)
 		return 0; /* nothing fused, nothing packed: the Conv kernel does the same */
+	winograd = rc == 2;
 	if (rc > 0) {
 		in[1] = packed;
 		(*packed_count)++;
@@ -305,8 +331,10 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 	if (packed >= 0) {
 		struct rt_node *n = &g->nodes[last];
 
-		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 || opt_attr_int(n, "packed_weights", 1) != 0)
+		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 || opt_attr_int(n, "packed_weights", 1) != 0 ||
+		    (winograd && opt_attr_int(n, "winograd", 1) != 0))
 			return opt_error(c, -ENOMEM, "out of memory");
+		*winograd_count += winograd;
 	}
 	return 0;
 }
@@ -314,7 +342,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 int opt_fuse_conv(struct opt_ctx *c)
 {
 	struct rt_graph *g = c->g;
-	uint32_t as_gemm = 0, packed = 0;
+	uint32_t as_gemm = 0, packed = 0, winograd = 0;
 	int rc = opt_index(c);
 
 	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
@@ -330,9 +358,10 @@ int opt_fuse_conv(struct opt_ctx *c)
 		b_const = conv->num_inputs < 3 || conv->inputs[2] == RT_VALUE_NONE ||
 			  float_const(c, conv->inputs[2], -1);
 		match(c, n, w_const && b_const, w_const ? g->values[conv->inputs[1]].tensor.dims[0] : -1, &mt);
-		rc = fuse_one(c, n, &mt, &packed);
+		rc = fuse_one(c, n, &mt, &packed, &winograd);
 	}
 	opt_report(c, "1x1 Conv as GEMM", as_gemm);
 	opt_report(c, "weights pre-packed", packed);
+	opt_report(c, "3x3 Conv as Winograd F(2x2,3x3)", winograd);
 	return rc;
 }

@@ -599,6 +599,38 @@ static void test_conv_packer_paths(void)
 	rt_graph_free(g);
 }
 
+/*
+ * Winograd F(2x2, 3x3) for 3x3 stride-1 convs: odd and even output sizes (cut tiles), no padding,
+ * uneven padding, more input channels than one k block (300), a residual and LeakyRelu.
+ */
+static void test_conv_winograd(void)
+{
+	static const int64_t x[] = {-1, 300, 9, 20}, w1[] = {7, 300, 3, 3}, w2[] = {7, 7, 3, 3}, w3[] = {7, 7, 3, 3};
+	static const int64_t pads_odd[] = {0, 1, 2, 1}, p1[] = {1, 1, 1, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	init(m, "w1", 4, w1, NULL, 0.05f, 0);
+	init(m, "w2", 4, w2, NULL, 0.3f, 0);
+	init(m, "w3", 4, w3, NULL, 0.3f, 0);
+	node(m, "Conv", "x,w1", "a");  /* no padding: [N, 7, 7, 18] */
+	n = node(m, "Conv", "a,w2", "b"); /* pads top 0, left 1, bottom 2, right 1: [N, 7, 7, 18] */
+	attr_ints(n, "pads", pads_odd, 4);
+	n = node(m, "Conv", "b,w3", "c");
+	attr_ints(n, "pads", p1, 4);
+	node(m, "Add", "c,a", "s");
+	n = node(m, "LeakyRelu", "s", "y");
+	attr_float(n, "alpha", 0.1f);
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Add+LeakyRelu"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "3x3 Conv as Winograd F(2x2,3x3)"), rt_sg_available() ? 3 : 0);
+	rt_graph_free(g);
+}
+
 /* Weights that are an input: nothing to pack, the OpenBLAS path with the residual and activation. */
 static void test_conv_unpacked(void)
 {
@@ -1053,6 +1085,7 @@ int main(void)
 		{"Conv+BatchNormalization+Add+Relu (residual)", test_conv_bn_add_relu},
 		{"Conv geometry (stride, pads, dilation, groups), LeakyRelu, Clip", test_conv_geometry_acts},
 		{"packed conv B packer: wide, narrow, stride 2, 7x7 stem", test_conv_packer_paths},
+		{"3x3 stride-1 convs by Winograd F(2x2,3x3)", test_conv_winograd},
 		{"FusedConv without packed weights (OpenBLAS path)", test_conv_unpacked},
 		{"BatchNormalization after a Conv read twice: unchanged", test_conv_bn_second_reader},
 		{"non-constant BN, broadcasting Add: unchanged", test_conv_not_fusable},
