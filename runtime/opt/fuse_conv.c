@@ -248,6 +248,13 @@ static const char *kind_name(bool bn, bool add, const char *act)
  * The weights packed for sgemm.c's micro-kernel, per group (sgemm.h): when the CPU has AVX2 and FMA
  * and the conv is 2-D (what its B packer reads). The ONNX shape goes along as an attribute.
  */
+/*
+ * Input channels below which a 3x3 conv stays on the im2col GEMM: the 16 Winograd GEMMs have depth
+ * C, and the small CNN's 1- and 16-channel convs ran 2-4x slower through them (per-tile work and
+ * transforms outweigh 2.25x fewer multiplications); ResNet-50's have 64 to 512.
+ */
+#define OPT_WINOGRAD_CHANNELS_MIN 32
+
 static bool all_ones(const struct rt_node *conv, const char *name)
 {
 	const struct rt_attr *a = rt_node_attr(conv, name);
@@ -260,9 +267,9 @@ static bool all_ones(const struct rt_node *conv, const char *name)
 }
 
 /*
- * A 3x3, stride-1, undilated, ungrouped conv goes to winograd.c's F(2x2, 3x3): its weights are
- * transformed and packed per tile position (\return 2); any other 2-D conv to the im2col GEMM
- * (\return 1).
+ * A 3x3, stride-1, undilated, ungrouped conv of OPT_WINOGRAD_CHANNELS_MIN input channels or more
+ * goes to winograd.c's F(2x2, 3x3): its weights are transformed and packed per tile position
+ * (\return 2); any other 2-D conv to the im2col GEMM (\return 1).
  */
 static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *packed, int64_t *shape)
 {
@@ -276,7 +283,7 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	if (!rt_sg_available() || !float_const(c, w, -1) || wt.rank != 4 || group < 1 || wt.dims[0] % group != 0)
 		return 0;
 	winograd = group == 1 && wt.dims[2] == 3 && wt.dims[3] == 3 && all_ones(conv, "strides") &&
-		   all_ones(conv, "dilations");
+		   all_ones(conv, "dilations") && wt.dims[1] >= OPT_WINOGRAD_CHANNELS_MIN;
 	k = wt.dims[1] * wt.dims[2] * wt.dims[3];
 	mg = wt.dims[0] / group;
 	per = (int64_t)rt_sg_packed_floats(mg, k);

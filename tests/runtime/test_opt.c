@@ -600,12 +600,14 @@ static void test_conv_packer_paths(void)
 }
 
 /*
- * Winograd F(2x2, 3x3) for 3x3 stride-1 convs: odd and even output sizes (cut tiles), no padding,
- * uneven padding, more input channels than one k block (300), a residual and LeakyRelu.
+ * Winograd F(2x2, 3x3) for 3x3 stride-1 convs of 32 channels or more: odd and even output sizes (cut
+ * tiles), no padding, uneven padding, more input channels than one k block (300), a ragged panel of
+ * output channels, then a 1x1 conv with a residual and LeakyRelu.
  */
 static void test_conv_winograd(void)
 {
-	static const int64_t x[] = {-1, 300, 9, 20}, w1[] = {7, 300, 3, 3}, w2[] = {7, 7, 3, 3}, w3[] = {7, 7, 3, 3};
+	static const int64_t x[] = {-1, 300, 9, 20}, w1[] = {36, 300, 3, 3}, w2[] = {36, 36, 3, 3}, w3[] = {33, 36, 3, 3};
+	static const int64_t w4[] = {36, 33, 1, 1};
 	static const int64_t pads_odd[] = {0, 1, 2, 1}, p1[] = {1, 1, 1, 1};
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
@@ -614,14 +616,16 @@ static void test_conv_winograd(void)
 
 	input(m, "x", 4, x);
 	init(m, "w1", 4, w1, NULL, 0.05f, 0);
-	init(m, "w2", 4, w2, NULL, 0.3f, 0);
-	init(m, "w3", 4, w3, NULL, 0.3f, 0);
-	node(m, "Conv", "x,w1", "a");  /* no padding: [N, 7, 7, 18] */
-	n = node(m, "Conv", "a,w2", "b"); /* pads top 0, left 1, bottom 2, right 1: [N, 7, 7, 18] */
+	init(m, "w2", 4, w2, NULL, 0.1f, 0);
+	init(m, "w3", 4, w3, NULL, 0.2f, 0);
+	init(m, "w4", 4, w4, NULL, 0.2f, 0);
+	node(m, "Conv", "x,w1", "a");  /* no padding: [N, 36, 7, 18] */
+	n = node(m, "Conv", "a,w2", "b"); /* pads top 0, left 1, bottom 2, right 1: [N, 36, 7, 18] */
 	attr_ints(n, "pads", pads_odd, 4);
-	n = node(m, "Conv", "b,w3", "c");
+	n = node(m, "Conv", "b,w3", "c"); /* 33 output channels: panels of 6 rows with a ragged last */
 	attr_ints(n, "pads", p1, 4);
-	node(m, "Add", "c,a", "s");
+	node(m, "Conv", "c,w4", "d");
+	node(m, "Add", "d,a", "s");
 	n = node(m, "LeakyRelu", "s", "y");
 	attr_float(n, "alpha", 0.1f);
 	output(m, "y");
