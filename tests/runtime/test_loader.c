@@ -20,6 +20,7 @@
 
 #include "graph.h"
 #include "onnx.pb-c.h"
+#include "onnx_build.h"
 #include "onnx/onnx_load.h"
 
 #define TESTDATA_ADD "/usr/share/libonnx-testdata/data/node/test_add/model.onnx"
@@ -35,116 +36,11 @@ static const struct rt_kernel g_fake_kernels[] = {
 
 static char g_tmpdir[64];
 
-/* ---- building models with the generated structs --------------------------------------------------- */
-
-/* Everything below is malloc'd, so onnx__model_proto__free_unpacked frees a built model. */
-#define PUSH(arr, n, x)                                                 \
-	do {                                                            \
-		(arr) = realloc((arr), ((n) + 1) * sizeof(*(arr)));     \
-		CU_ASSERT_PTR_NOT_NULL_FATAL(arr);                      \
-		(arr)[(n)++] = (x);                                     \
-	} while (0)
-
-#define NEW(type, init)                                                 \
-	({                                                              \
-		type *p_ = malloc(sizeof(type));                        \
-		CU_ASSERT_PTR_NOT_NULL_FATAL(p_);                       \
-		*p_ = (type)init;                                       \
-		p_;                                                     \
-	})
-
-static void set_opset(Onnx__ModelProto *m, const char *domain, int64_t version)
-{
-	Onnx__OperatorSetIdProto *op = NEW(Onnx__OperatorSetIdProto, ONNX__OPERATOR_SET_ID_PROTO__INIT);
-
-	op->domain = strdup(domain);
-	op->has_version = true;
-	op->version = version;
-	PUSH(m->opset_import, m->n_opset_import, op);
-}
+/* ---- building models with the generated structs (onnx_build.h) -------------------------------------- */
 
 static Onnx__ModelProto *model_new(int64_t ir_version, int64_t opset)
 {
-	Onnx__ModelProto *m = NEW(Onnx__ModelProto, ONNX__MODEL_PROTO__INIT);
-
-	m->has_ir_version = true;
-	m->ir_version = ir_version;
-	m->producer_name = strdup("test_loader");
-	if (opset > 0)
-		set_opset(m, "", opset);
-	m->graph = NEW(Onnx__GraphProto, ONNX__GRAPH_PROTO__INIT);
-	m->graph->name = strdup("g");
-	return m;
-}
-
-static void model_free(Onnx__ModelProto *m)
-{
-	onnx__model_proto__free_unpacked(m, NULL);
-}
-
-/* A tensor type; dims of -1 become dim_param "N", dims of -2 stay unset. rank < 0: no shape at all. */
-static Onnx__TypeProto *type_new(int32_t dtype, int rank, const int64_t *dims)
-{
-	Onnx__TypeProto *tp = NEW(Onnx__TypeProto, ONNX__TYPE_PROTO__INIT);
-	Onnx__TypeProto__Tensor *tt = NEW(Onnx__TypeProto__Tensor, ONNX__TYPE_PROTO__TENSOR__INIT);
-
-	tt->has_elem_type = true;
-	tt->elem_type = dtype;
-	if (rank >= 0) {
-		tt->shape = NEW(Onnx__TensorShapeProto, ONNX__TENSOR_SHAPE_PROTO__INIT);
-		for (int d = 0; d < rank; d++) {
-			Onnx__TensorShapeProto__Dimension *dim =
-				NEW(Onnx__TensorShapeProto__Dimension, ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT);
-			if (dims[d] >= 0) {
-				dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-				dim->dim_value = dims[d];
-			} else if (dims[d] == -1) {
-				dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-				dim->dim_param = strdup("N");
-			}
-			PUSH(tt->shape->dim, tt->shape->n_dim, dim);
-		}
-	}
-	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-	tp->tensor_type = tt;
-	return tp;
-}
-
-static Onnx__ValueInfoProto *value_info_new(const char *name, int32_t dtype, int rank, const int64_t *dims)
-{
-	Onnx__ValueInfoProto *vi = NEW(Onnx__ValueInfoProto, ONNX__VALUE_INFO_PROTO__INIT);
-
-	vi->name = strdup(name);
-	vi->type = type_new(dtype, rank, dims);
-	return vi;
-}
-
-static void add_input(Onnx__ModelProto *m, const char *name, int32_t dtype, int rank, const int64_t *dims)
-{
-	PUSH(m->graph->input, m->graph->n_input, value_info_new(name, dtype, rank, dims));
-}
-
-static void add_output(Onnx__ModelProto *m, const char *name, int32_t dtype, int rank, const int64_t *dims)
-{
-	PUSH(m->graph->output, m->graph->n_output, value_info_new(name, dtype, rank, dims));
-}
-
-static void add_value_info(Onnx__ModelProto *m, const char *name, int32_t dtype, int rank, const int64_t *dims)
-{
-	PUSH(m->graph->value_info, m->graph->n_value_info, value_info_new(name, dtype, rank, dims));
-}
-
-static Onnx__TensorProto *tensor_new(const char *name, int32_t dtype, size_t rank, const int64_t *dims)
-{
-	Onnx__TensorProto *t = NEW(Onnx__TensorProto, ONNX__TENSOR_PROTO__INIT);
-
-	if (name != NULL)
-		t->name = strdup(name);
-	t->has_data_type = true;
-	t->data_type = dtype;
-	for (size_t d = 0; d < rank; d++)
-		PUSH(t->dims, t->n_dims, dims[d]);
-	return t;
+	return onnx_build_model_new("test_loader", ir_version, opset);
 }
 
 static void tensor_raw(Onnx__TensorProto *t, const void *data, size_t len)
@@ -174,67 +70,6 @@ static void tensor_external(Onnx__TensorProto *t, const char *location, const ch
 	}
 }
 
-static Onnx__TensorProto *add_init(Onnx__ModelProto *m, const char *name, int32_t dtype, size_t rank,
-				   const int64_t *dims)
-{
-	Onnx__TensorProto *t = tensor_new(name, dtype, rank, dims);
-
-	PUSH(m->graph->initializer, m->graph->n_initializer, t);
-	return t;
-}
-
-/* ins and outs: comma-separated names; an empty name between commas is an omitted optional one. */
-static void split_names(const char *list, size_t *n, char ***names)
-{
-	const char *p = list;
-
-	if (list == NULL || list[0] == '\0')
-		return;
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		PUSH(*names, *n, strndup(p, len));
-		if (p[len] == '\0')
-			break;
-		p += len + 1;
-	}
-}
-
-static Onnx__NodeProto *add_node(Onnx__ModelProto *m, const char *name, const char *op, const char *ins,
-				 const char *outs)
-{
-	Onnx__NodeProto *n = NEW(Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
-
-	if (name != NULL)
-		n->name = strdup(name);
-	n->op_type = strdup(op);
-	split_names(ins, &n->n_input, &n->input);
-	split_names(outs, &n->n_output, &n->output);
-	PUSH(m->graph->node, m->graph->n_node, n);
-	return n;
-}
-
-static Onnx__AttributeProto *add_attr(Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType type)
-{
-	Onnx__AttributeProto *a = NEW(Onnx__AttributeProto, ONNX__ATTRIBUTE_PROTO__INIT);
-
-	a->name = strdup(name);
-	a->has_type = true;
-	a->type = type;
-	PUSH(n->attribute, n->n_attribute, a);
-	return a;
-}
-
-static uint8_t *pack(const Onnx__ModelProto *m, size_t *len)
-{
-	uint8_t *buf;
-
-	*len = onnx__model_proto__get_packed_size(m);
-	buf = malloc(*len + 1);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
-	CU_ASSERT_EQUAL_FATAL(onnx__model_proto__pack(m, buf), *len);
-	return buf;
-}
-
 static bool one_line(const char *s)
 {
 	if (s[0] == '\0')
@@ -250,10 +85,10 @@ static bool one_line(const char *s)
 static struct rt_graph *load_model(Onnx__ModelProto *m, const char *dir, char *err)
 {
 	size_t len;
-	uint8_t *buf = pack(m, &len);
+	uint8_t *buf = onnx_build_pack(m, &len);
 	struct rt_graph *g;
 
-	model_free(m);
+	onnx_build_model_free(m);
 	err[0] = '\0';
 	g = rt_graph_load_buffer(buf, len, dir, err, RT_ERR_MAX);
 	free(buf);
@@ -296,9 +131,9 @@ static Onnx__ModelProto *relu_model(int64_t ir_version, int64_t opset)
 	static const int64_t dims[] = {-1, 4};
 	Onnx__ModelProto *m = model_new(ir_version, opset);
 
-	add_input(m, "x", BW_DTYPE_FLOAT, 2, dims);
-	add_node(m, "relu", "Relu", "x", "y");
-	add_output(m, "y", BW_DTYPE_FLOAT, 2, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 2, dims);
+	onnx_build_node(m, "relu", "Relu", "x", "y");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 2, dims);
 	return m;
 }
 
@@ -323,53 +158,53 @@ static void test_valid_graph(void)
 	Onnx__AttributeProto *a;
 	char err[RT_ERR_MAX];
 
-	set_opset(m, "ai.onnx.ml", 2);
-	add_input(m, "X", BW_DTYPE_FLOAT, 2, x_dims);
-	add_input(m, "W", BW_DTYPE_FLOAT, 2, w_dims); /* also an initializer: a constant for us */
-	t = add_init(m, "W", BW_DTYPE_FLOAT, 2, w_dims);
+	onnx_build_opset(m, "ai.onnx.ml", 2);
+	onnx_build_input(m, "X", BW_DTYPE_FLOAT, 2, x_dims);
+	onnx_build_input(m, "W", BW_DTYPE_FLOAT, 2, w_dims); /* also an initializer: a constant for us */
+	t = onnx_build_initializer(m, "W", BW_DTYPE_FLOAT, 2, w_dims);
 	tensor_raw(t, w, sizeof(w));
-	t = add_init(m, "B", BW_DTYPE_FLOAT, 1, b_dims);
+	t = onnx_build_initializer(m, "B", BW_DTYPE_FLOAT, 1, b_dims);
 	PUSH(t->float_data, t->n_float_data, 0.5f);
 	PUSH(t->float_data, t->n_float_data, -1.5f);
-	t = add_init(m, "I", BW_DTYPE_INT64, 1, i_dims);
+	t = onnx_build_initializer(m, "I", BW_DTYPE_INT64, 1, i_dims);
 	PUSH(t->int64_data, t->n_int64_data, INT64_MIN);
 	PUSH(t->int64_data, t->n_int64_data, 0);
 	PUSH(t->int64_data, t->n_int64_data, INT64_C(1) << 40);
-	t = add_init(m, "Q", BW_DTYPE_INT8, 1, q_dims);
+	t = onnx_build_initializer(m, "Q", BW_DTYPE_INT8, 1, q_dims);
 	PUSH(t->int32_data, t->n_int32_data, -3);
 	PUSH(t->int32_data, t->n_int32_data, 0);
 	PUSH(t->int32_data, t->n_int32_data, 127);
 	PUSH(t->int32_data, t->n_int32_data, -128);
 
-	add_node(m, "mm", "MatMul", "X,W", "XW");
-	n = add_node(m, NULL, "Add", "XW,B", "Y,"); /* unnamed; an omitted optional output */
-	a = add_attr(n, "f", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+	onnx_build_node(m, "mm", "MatMul", "X,W", "XW");
+	n = onnx_build_node(m, NULL, "Add", "XW,B", "Y,"); /* unnamed; an omitted optional output */
+	a = onnx_build_attr(n, "f", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
 	a->has_f = true;
 	a->f = 0.25f;
-	a = add_attr(n, "i", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	a = onnx_build_attr(n, "i", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
 	a->has_i = true;
 	a->i = -7;
-	a = add_attr(n, "s", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	a = onnx_build_attr(n, "s", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
 	a->has_s = true;
 	a->s.len = 5;
 	a->s.data = (uint8_t *)strdup("SAME_");
-	a = add_attr(n, "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-	a->t = tensor_new(NULL, BW_DTYPE_INT64, 1, b_dims);
+	a = onnx_build_attr(n, "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	a->t = onnx_build_tensor_new(NULL, BW_DTYPE_INT64, 1, b_dims);
 	PUSH(a->t->int64_data, a->t->n_int64_data, 11);
 	PUSH(a->t->int64_data, a->t->n_int64_data, 12);
-	a = add_attr(n, "fs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+	a = onnx_build_attr(n, "fs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
 	PUSH(a->floats, a->n_floats, 1.0f);
 	PUSH(a->floats, a->n_floats, 2.0f);
-	a = add_attr(n, "is", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+	a = onnx_build_attr(n, "is", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
 	PUSH(a->ints, a->n_ints, 3);
 	PUSH(a->ints, a->n_ints, -4);
 	PUSH(a->ints, a->n_ints, 5);
-	a = add_attr(n, "ss", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+	a = onnx_build_attr(n, "ss", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
 	PUSH(a->strings, a->n_strings, ((ProtobufCBinaryData){3, (uint8_t *)strdup("abc")}));
 	PUSH(a->strings, a->n_strings, ((ProtobufCBinaryData){0, NULL}));
-	add_value_info(m, "XW", BW_DTYPE_FLOAT, 2, xw_dims);
-	add_value_info(m, "nowhere", BW_DTYPE_FLOAT, 1, b_dims); /* names nothing: ignored */
-	add_output(m, "Y", BW_DTYPE_FLOAT, 2, y_dims);
+	onnx_build_value_info(m, "XW", BW_DTYPE_FLOAT, 2, xw_dims);
+	onnx_build_value_info(m, "nowhere", BW_DTYPE_FLOAT, 1, b_dims); /* names nothing: ignored */
+	onnx_build_output(m, "Y", BW_DTYPE_FLOAT, 2, y_dims);
 
 	struct rt_graph *g = load_model(m, NULL, err);
 	if (g == NULL)
@@ -504,39 +339,39 @@ static void test_typed_fields(void)
 	Onnx__TensorProto *t;
 	char err[RT_ERR_MAX];
 
-	t = add_init(m, "u8", BW_DTYPE_UINT8, 1, d2);
+	t = onnx_build_initializer(m, "u8", BW_DTYPE_UINT8, 1, d2);
 	PUSH(t->int32_data, t->n_int32_data, 0);
 	PUSH(t->int32_data, t->n_int32_data, 255);
-	t = add_init(m, "i16", BW_DTYPE_INT16, 1, d2);
+	t = onnx_build_initializer(m, "i16", BW_DTYPE_INT16, 1, d2);
 	PUSH(t->int32_data, t->n_int32_data, -32768);
 	PUSH(t->int32_data, t->n_int32_data, 32767);
-	t = add_init(m, "u16", BW_DTYPE_UINT16, 1, d2);
+	t = onnx_build_initializer(m, "u16", BW_DTYPE_UINT16, 1, d2);
 	PUSH(t->int32_data, t->n_int32_data, 65535);
 	PUSH(t->int32_data, t->n_int32_data, 1);
-	t = add_init(m, "b", BW_DTYPE_BOOL, 1, d2);
+	t = onnx_build_initializer(m, "b", BW_DTYPE_BOOL, 1, d2);
 	PUSH(t->int32_data, t->n_int32_data, 1);
 	PUSH(t->int32_data, t->n_int32_data, 0);
-	t = add_init(m, "h", BW_DTYPE_FLOAT16, 1, d2);
+	t = onnx_build_initializer(m, "h", BW_DTYPE_FLOAT16, 1, d2);
 	PUSH(t->int32_data, t->n_int32_data, 0x3c00); /* 1.0 */
 	PUSH(t->int32_data, t->n_int32_data, 0xc000); /* -2.0 */
-	t = add_init(m, "i32", BW_DTYPE_INT32, 1, d2);
+	t = onnx_build_initializer(m, "i32", BW_DTYPE_INT32, 1, d2);
 	PUSH(t->int32_data, t->n_int32_data, INT32_MIN);
 	PUSH(t->int32_data, t->n_int32_data, 7);
-	t = add_init(m, "u32", BW_DTYPE_UINT32, 1, d2);
+	t = onnx_build_initializer(m, "u32", BW_DTYPE_UINT32, 1, d2);
 	PUSH(t->uint64_data, t->n_uint64_data, UINT32_MAX);
 	PUSH(t->uint64_data, t->n_uint64_data, 9);
-	t = add_init(m, "u64", BW_DTYPE_UINT64, 1, d2);
+	t = onnx_build_initializer(m, "u64", BW_DTYPE_UINT64, 1, d2);
 	PUSH(t->uint64_data, t->n_uint64_data, UINT64_MAX);
 	PUSH(t->uint64_data, t->n_uint64_data, 10);
-	t = add_init(m, "f64", BW_DTYPE_DOUBLE, 1, d2);
+	t = onnx_build_initializer(m, "f64", BW_DTYPE_DOUBLE, 1, d2);
 	PUSH(t->double_data, t->n_double_data, 0.125);
 	PUSH(t->double_data, t->n_double_data, -1e300);
-	t = add_init(m, "i64raw", BW_DTYPE_INT64, 1, d2);
+	t = onnx_build_initializer(m, "i64raw", BW_DTYPE_INT64, 1, d2);
 	tensor_raw(t, "\x01\x00\x00\x00\x00\x00\x00\x00\xfe\xff\xff\xff\xff\xff\xff\xff", 16);
-	t = add_init(m, "empty", BW_DTYPE_FLOAT, 1, d0);
-	t = add_init(m, "scalar", BW_DTYPE_FLOAT, 0, NULL);
+	t = onnx_build_initializer(m, "empty", BW_DTYPE_FLOAT, 1, d0);
+	t = onnx_build_initializer(m, "scalar", BW_DTYPE_FLOAT, 0, NULL);
 	PUSH(t->float_data, t->n_float_data, 3.5f);
-	t = add_init(m, "str", RT_DTYPE_STRING, 1, d2);
+	t = onnx_build_initializer(m, "str", RT_DTYPE_STRING, 1, d2);
 	PUSH(t->string_data, t->n_string_data, ((ProtobufCBinaryData){1, (uint8_t *)strdup("a")}));
 	PUSH(t->string_data, t->n_string_data, ((ProtobufCBinaryData){1, (uint8_t *)strdup("b")}));
 
@@ -574,33 +409,33 @@ static void test_typed_field_errors(void)
 	Onnx__TensorProto *t;
 
 	m = relu_model(8, 13);
-	t = add_init(m, "q", BW_DTYPE_INT8, 1, d2);
+	t = onnx_build_initializer(m, "q", BW_DTYPE_INT8, 1, d2);
 	PUSH(t->int32_data, t->n_int32_data, 1);
 	PUSH(t->int32_data, t->n_int32_data, 200);
 	expect_error(m, NULL, "initializer 'q': int32_data[1] = 200 is out of range for int8", false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "f", BW_DTYPE_FLOAT, 1, d2);
+	t = onnx_build_initializer(m, "f", BW_DTYPE_FLOAT, 1, d2);
 	PUSH(t->float_data, t->n_float_data, 1.0f);
 	expect_error(m, NULL, "initializer 'f': float_data holds 1 elements, dims need 2", false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "f", BW_DTYPE_FLOAT, 1, d2);
+	t = onnx_build_initializer(m, "f", BW_DTYPE_FLOAT, 1, d2);
 	PUSH(t->int64_data, t->n_int64_data, 1);
 	PUSH(t->int64_data, t->n_int64_data, 2);
 	expect_error(m, NULL, "initializer 'f': data in a field other than float_data, which type float uses", false);
 
 	m = relu_model(8, 13);
-	add_init(m, "f", BW_DTYPE_FLOAT, 1, d2);
+	onnx_build_initializer(m, "f", BW_DTYPE_FLOAT, 1, d2);
 	expect_error(m, NULL, "initializer 'f': float_data holds 0 elements, dims need 2 (and there is no raw_data)",
 		     false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "c", 14 /* COMPLEX64 */, 1, d2);
+	t = onnx_build_initializer(m, "c", 14 /* COMPLEX64 */, 1, d2);
 	expect_error(m, NULL, "initializer 'c': element type 14 is not supported", false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "u", BW_DTYPE_UINT32, 1, d2);
+	t = onnx_build_initializer(m, "u", BW_DTYPE_UINT32, 1, d2);
 	PUSH(t->uint64_data, t->n_uint64_data, 1);
 	PUSH(t->uint64_data, t->n_uint64_data, UINT64_C(1) << 32);
 	expect_error(m, NULL, "out of range for uint32", true);
@@ -614,12 +449,12 @@ static void test_reverse_order(void)
 	Onnx__ModelProto *m = model_new(8, 13);
 	char err[RT_ERR_MAX];
 
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "d", "Add", "c,a", "y");
-	add_node(m, "c", "Relu", "b", "c");
-	add_node(m, "b", "Relu", "a", "b");
-	add_node(m, "a", "Relu", "x", "a");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "d", "Add", "c,a", "y");
+	onnx_build_node(m, "c", "Relu", "b", "c");
+	onnx_build_node(m, "b", "Relu", "a", "b");
+	onnx_build_node(m, "a", "Relu", "x", "a");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 
 	struct rt_graph *g = load_model(m, NULL, err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -644,19 +479,19 @@ static void test_cycle(void)
 	Onnx__ModelProto *m = model_new(8, 13);
 	char err[RT_ERR_MAX];
 
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "tail", "Relu", "c", "y"); /* downstream of the cycle, not on it */
-	add_node(m, "n_a", "Add", "x,c", "b");
-	add_node(m, "n_b", "Relu", "b", "c");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "tail", "Relu", "c", "y"); /* downstream of the cycle, not on it */
+	onnx_build_node(m, "n_a", "Add", "x,c", "b");
+	onnx_build_node(m, "n_b", "Relu", "b", "c");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	CU_ASSERT_PTR_NULL(load_model(m, NULL, err));
 	CU_ASSERT_TRUE(strcmp(err, "graph: cycle through node 'n_a' (Add)") == 0 ||
 		       strcmp(err, "graph: cycle through node 'n_b' (Relu)") == 0);
 
 	m = model_new(8, 13); /* a node feeding itself */
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "self", "Add", "x,y", "y");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "self", "Add", "x,y", "y");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "graph: cycle through node 'self' (Add)", false);
 }
 
@@ -665,9 +500,9 @@ static void test_unknown_input(void)
 	static const int64_t dims[] = {4};
 	Onnx__ModelProto *m = model_new(8, 13);
 
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "conv1", "Conv", "x,W", "y");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "conv1", "Conv", "x,W", "y");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "node 'conv1' (Conv): input 'W' is neither a graph input, an initializer nor a node output",
 		     false);
 }
@@ -677,16 +512,16 @@ static void test_duplicate_producer(void)
 	static const int64_t dims[] = {4};
 	Onnx__ModelProto *m = model_new(8, 13);
 
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "first", "Relu", "x", "y");
-	add_node(m, "second", "Identity", "x", "y");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "first", "Relu", "x", "y");
+	onnx_build_node(m, "second", "Identity", "x", "y");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "value 'y' is produced by both node 'first' (Relu) and node 'second' (Identity)", false);
 
 	m = model_new(8, 13);
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "over", "Relu", "x", "x");
-	add_output(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "over", "Relu", "x", "x");
+	onnx_build_output(m, "x", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "node 'over' (Relu): output 'x' is also a graph input", false);
 }
 
@@ -695,29 +530,29 @@ static void test_graph_outputs(void)
 	static const int64_t dims[] = {4};
 	Onnx__ModelProto *m = relu_model(8, 13);
 
-	add_output(m, "nope", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_output(m, "nope", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "graph output 'nope' is not produced by any node, nor a graph input or an initializer",
 		     false);
 
 	m = model_new(8, 13);
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "r", "Relu", "x", "y");
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "r", "Relu", "x", "y");
 	expect_error(m, NULL, "graph: no outputs", false);
 
 	m = model_new(8, 13);
-	add_input(m, "x", BW_DTYPE_FLOAT, -1, NULL); /* rank unknown */
-	add_node(m, "r", "Relu", "x", "y");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, -1, NULL); /* rank unknown */
+	onnx_build_node(m, "r", "Relu", "x", "y");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "graph input 'x': a tensor without a shape (the runtime needs its rank)", false);
 
 	m = model_new(8, 13);
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
 	protobuf_c_message_free_unpacked(&m->graph->input[0]->type->tensor_type->base, NULL);
 	m->graph->input[0]->type->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE; /* a sequence of tensors */
 	m->graph->input[0]->type->sequence_type = NEW(Onnx__TypeProto__Sequence, ONNX__TYPE_PROTO__SEQUENCE__INIT);
-	m->graph->input[0]->type->sequence_type->elem_type = type_new(BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "r", "Relu", "x", "y");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	m->graph->input[0]->type->sequence_type->elem_type = onnx_build_type_new(BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "r", "Relu", "x", "y");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "graph input 'x': a sequence; only tensors are supported", false);
 }
 
@@ -735,15 +570,15 @@ static void test_versions(void)
 	expect_error(relu_model(8, 0), NULL, "model: no opset_import for the default ONNX domain", false);
 
 	Onnx__ModelProto *m = relu_model(8, 0);
-	set_opset(m, "com.example", 1);
+	onnx_build_opset(m, "com.example", 1);
 	expect_error(m, NULL, "model: no opset_import for the default ONNX domain", false);
 
 	m = relu_model(8, 13);
-	set_opset(m, "ai.onnx", 12); /* the default domain under its other name */
+	onnx_build_opset(m, "ai.onnx", 12); /* the default domain under its other name */
 	expect_error(m, NULL, "model: opset_import lists domain '' twice", false);
 
 	m = relu_model(8, 0);
-	set_opset(m, "ai.onnx", 14);
+	onnx_build_opset(m, "ai.onnx", 14);
 	g = load_model(m, NULL, err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	CU_ASSERT_STRING_EQUAL(g->opsets[0].domain, "");
@@ -776,16 +611,16 @@ static Onnx__ModelProto *rich_model(void)
 	Onnx__AttributeProto *a;
 	Onnx__NodeProto *n;
 
-	add_input(m, "x", BW_DTYPE_FLOAT, 2, dims);
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 2, w_dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 2, dims);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 2, w_dims);
 	tensor_raw(t, w, sizeof(w));
-	n = add_node(m, "mm", "MatMul", "x,w", "h");
-	a = add_attr(n, "ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+	n = onnx_build_node(m, "mm", "MatMul", "x,w", "h");
+	a = onnx_build_attr(n, "ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
 	PUSH(a->ints, a->n_ints, 1);
 	PUSH(a->ints, a->n_ints, 300);
-	add_node(m, "r", "Relu", "h", "y");
-	add_value_info(m, "h", BW_DTYPE_FLOAT, 2, dims);
-	add_output(m, "y", BW_DTYPE_FLOAT, 2, dims);
+	onnx_build_node(m, "r", "Relu", "h", "y");
+	onnx_build_value_info(m, "h", BW_DTYPE_FLOAT, 2, dims);
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 2, dims);
 	return m;
 }
 
@@ -794,10 +629,10 @@ static void test_truncated(void)
 	Onnx__ModelProto *m = rich_model();
 	char path[128], err[RT_ERR_MAX];
 	size_t len, tries = 0;
-	uint8_t *buf = pack(m, &len);
+	uint8_t *buf = onnx_build_pack(m, &len);
 	struct rt_graph *g;
 
-	model_free(m);
+	onnx_build_model_free(m);
 	tmp_path(path, sizeof(path), "truncated.onnx");
 	for (size_t cut = 0; cut < len; cut += 7, tries++) {
 		write_file(path, buf, cut);
@@ -915,36 +750,36 @@ static void test_tensor_sizes(void)
 	Onnx__TensorProto *t;
 
 	m = relu_model(8, 13);
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 1, d4);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 1, d4);
 	tensor_raw(t, "0123456789ab", 12);
 	expect_error(m, NULL, "initializer 'w': raw_data holds 12 bytes, dims and type need 16", false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 2, neg);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 2, neg);
 	expect_error(m, NULL, "initializer 'w': dim 0 is negative (-2)", false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 2, huge);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 2, huge);
 	tensor_raw(t, "0123", 4);
 	expect_error(m, NULL, "initializer 'w': dims overflow (dim 1 = 1099511627776)", false);
 
 	m = relu_model(8, 13); /* 2^50 floats claimed, 4 bytes given: refused before any allocation */
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 2, big);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 2, big);
 	tensor_raw(t, "0123", 4);
 	expect_error(m, NULL, "initializer 'w': raw_data holds 4 bytes, dims and type need 4503599627370496", false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 9, rank9);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 9, rank9);
 	expect_error(m, NULL, "initializer 'w': rank 9 is above the supported 8", false);
 
 	m = relu_model(8, 13);
-	add_init(m, "", BW_DTYPE_FLOAT, 0, NULL);
+	onnx_build_initializer(m, "", BW_DTYPE_FLOAT, 0, NULL);
 	expect_error(m, NULL, "initializer 0 has no name", false);
 
 	m = relu_model(8, 13);
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 0, NULL);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 0, NULL);
 	PUSH(t->float_data, t->n_float_data, 1.0f);
-	t = add_init(m, "w", BW_DTYPE_FLOAT, 0, NULL);
+	t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 0, NULL);
 	PUSH(t->float_data, t->n_float_data, 1.0f);
 	expect_error(m, NULL, "initializer 'w' is listed twice", false);
 
@@ -955,9 +790,9 @@ static void test_tensor_sizes(void)
 
 	/* a graph input declared with another type than its initializer */
 	m = relu_model(8, 13);
-	t = add_init(m, "x2", BW_DTYPE_INT64, 0, NULL);
+	t = onnx_build_initializer(m, "x2", BW_DTYPE_INT64, 0, NULL);
 	PUSH(t->int64_data, t->n_int64_data, 1);
-	add_input(m, "x2", BW_DTYPE_FLOAT, 0, NULL);
+	onnx_build_input(m, "x2", BW_DTYPE_FLOAT, 0, NULL);
 	expect_error(m, NULL, "graph input 'x2': declared float, its initializer is int64", false);
 }
 
@@ -967,7 +802,7 @@ static Onnx__ModelProto *external_model(const char *location, const char *offset
 {
 	static const int64_t dims[] = {4};
 	Onnx__ModelProto *m = relu_model(8, 13);
-	Onnx__TensorProto *t = add_init(m, "w", BW_DTYPE_FLOAT, 1, dims);
+	Onnx__TensorProto *t = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 1, dims);
 
 	tensor_external(t, location, offset, length);
 	return m;
@@ -992,8 +827,8 @@ static void test_external_data(void)
 	/* offset and length, loaded from a file next to the model */
 	size_t len;
 	Onnx__ModelProto *m = external_model("weights.bin", "8", "16");
-	uint8_t *buf = pack(m, &len);
-	model_free(m);
+	uint8_t *buf = onnx_build_pack(m, &len);
+	onnx_build_model_free(m);
 	tmp_path(path, sizeof(path), "ext.onnx");
 	write_file(path, buf, len);
 	free(buf);
@@ -1077,13 +912,13 @@ static void test_kernels(void)
 		     false);
 
 	Onnx__ModelProto *m = model_new(8, 13);
-	add_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
-	add_node(m, "foo", "Foo", "x", "y");
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_node(m, "foo", "Foo", "x", "y");
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "node 'foo' (Foo): op Foo is not supported", false);
 
 	m = relu_model(8, 13);
-	set_opset(m, "com.example", 3);
+	onnx_build_opset(m, "com.example", 3);
 	m->graph->node[0]->domain = strdup("com.example");
 	expect_error(m, NULL, "node 'relu' (Relu): op com.example.Relu is not supported", false);
 
@@ -1104,30 +939,30 @@ static void test_attribute_errors(void)
 	Onnx__AttributeProto *a;
 
 	m = model_new(8, 13);
-	add_input(m, "c", BW_DTYPE_BOOL, 0, NULL);
-	n = add_node(m, "if1", "If", "c", "y");
-	a = add_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+	onnx_build_input(m, "c", BW_DTYPE_BOOL, 0, NULL);
+	n = onnx_build_node(m, "if1", "If", "c", "y");
+	a = onnx_build_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
 	a->g = NEW(Onnx__GraphProto, ONNX__GRAPH_PROTO__INIT);
-	add_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 1, dims);
 	expect_error(m, NULL, "node 'if1' (If): subgraph attributes are not supported (attribute 'then_branch')", false);
 
 	m = relu_model(8, 13);
-	a = add_attr(m->graph->node[0], "k", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-	a = add_attr(m->graph->node[0], "k", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	a = onnx_build_attr(m->graph->node[0], "k", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	a = onnx_build_attr(m->graph->node[0], "k", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
 	expect_error(m, NULL, "node 'relu' (Relu): attribute 'k' is given twice", false);
 
 	m = relu_model(8, 13);
-	a = add_attr(m->graph->node[0], "sp", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR);
+	a = onnx_build_attr(m->graph->node[0], "sp", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR);
 	expect_error(m, NULL, "node 'relu' (Relu): attribute 'sp' has type 11, which is not supported", false);
 
 	m = relu_model(8, 13);
-	a = add_attr(m->graph->node[0], "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-	a->t = tensor_new(NULL, BW_DTYPE_FLOAT, 1, dims);
+	a = onnx_build_attr(m->graph->node[0], "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	a->t = onnx_build_tensor_new(NULL, BW_DTYPE_FLOAT, 1, dims);
 	tensor_raw(a->t, "abc", 3);
 	expect_error(m, NULL, "node 'relu' (Relu): attribute 't': raw_data holds 3 bytes, dims and type need 16", false);
 
 	m = relu_model(8, 13);
-	a = add_attr(m->graph->node[0], "untyped", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	a = onnx_build_attr(m->graph->node[0], "untyped", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
 	a->has_type = false;
 	expect_error(m, NULL, "node 'relu' (Relu): attribute 'untyped' has no type", false);
 

@@ -14,10 +14,10 @@
  * through its blocked paths too. What is counted:
  *
  *  - heap calls: malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign, valloc and
- *    pvalloc are defined here. A definition in the executable takes the place of libc's for the whole
- *    process (libc's own internal calls and OpenBLAS's too); each forwards to glibc's __libc_*
- *    allocator and counts while g_counting is set. Under AddressSanitizer, which owns malloc, the
- *    sanitizer's malloc/free hooks count instead.
+ *    pvalloc are defined in alloc_count.c, linked into this executable. A definition in the
+ *    executable takes the place of libc's for the whole process (libc's own internal calls and
+ *    OpenBLAS's too); each forwards to glibc's __libc_* allocator and counts while counting is on.
+ *    Under AddressSanitizer, which owns malloc, the sanitizer's malloc/free hooks count instead.
  *  - threads: pthread_create is defined here too and forwards to libc's (dlsym RTLD_NEXT), counting
  *    every creation, even of a thread that is gone by the end; and the entries of /proc/self/task
  *    are compared before and after, which sees threads made any other way (clone). Under
@@ -33,7 +33,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -47,6 +46,7 @@
 
 #include "../bw_cunit.h"
 
+#include "alloc_count.h"
 #include "graph.h"
 #include "exec/plan.h"
 #include "onnx.pb-c.h"
@@ -61,142 +61,24 @@
 #define NOALLOC_MODELS_MIN 30 /* fewer claimed models than this means the set was not found */
 #define NOALLOC_EXIT_SKIP 77
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NOALLOC_ASAN 1
-#else
-#define NOALLOC_ASAN 0
-#endif
+#define NOALLOC_ASAN ALLOC_COUNT_ASAN
 
-/* ---- counting ---------------------------------------------------------------------------------------- */
+/* ---- counting (heap calls: alloc_count.c) ------------------------------------------------------------ */
 
-static atomic_bool g_counting;
-static atomic_ulong g_allocs;  /* malloc, calloc, realloc, the aligned ones */
-static atomic_ulong g_frees;   /* free of a non-NULL pointer */
 static atomic_ulong g_threads; /* pthread_create calls */
-
-static inline void count(atomic_ulong *counter)
-{
-	if (atomic_load_explicit(&g_counting, memory_order_relaxed))
-		atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-}
 
 static void counting_start(void)
 {
-	atomic_store(&g_allocs, 0);
-	atomic_store(&g_frees, 0);
 	atomic_store(&g_threads, 0);
-	atomic_store(&g_counting, true);
+	alloc_count_start();
 }
 
 static void counting_stop(void)
 {
-	atomic_store(&g_counting, false);
+	alloc_count_stop();
 }
 
-#if NOALLOC_ASAN
-/* libasan calls these for every allocation and free it serves (compiler-rt's allocator_interface.h). */
-int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
-					      void (*free_hook)(const volatile void *));
-
-static void asan_malloc_hook(const volatile void *p, size_t size)
-{
-	(void)p;
-	(void)size;
-	count(&g_allocs);
-}
-
-static void asan_free_hook(const volatile void *p)
-{
-	if (p != NULL)
-		count(&g_frees);
-}
-
-static void interposition_init(void)
-{
-	__sanitizer_install_malloc_and_free_hooks(asan_malloc_hook, asan_free_hook);
-}
-#else
-/* glibc's allocator under its exported names: what the definitions below forward to. */
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-extern void __libc_free(void *p);
-extern void *__libc_memalign(size_t align, size_t size);
-extern void *__libc_valloc(size_t size);
-extern void *__libc_pvalloc(size_t size);
-
-static bool align_ok(size_t align)
-{
-	return align != 0 && (align & (align - 1)) == 0;
-}
-
-void *malloc(size_t size)
-{
-	count(&g_allocs);
-	return __libc_malloc(size);
-}
-
-void *calloc(size_t n, size_t size)
-{
-	count(&g_allocs);
-	return __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t size)
-{
-	count(&g_allocs);
-	return __libc_realloc(p, size);
-}
-
-void free(void *p)
-{
-	if (p != NULL)
-		count(&g_frees);
-	__libc_free(p);
-}
-
-int posix_memalign(void **out, size_t align, size_t size)
-{
-	void *p;
-
-	if (!align_ok(align) || align % sizeof(void *) != 0)
-		return EINVAL;
-	count(&g_allocs);
-	p = __libc_memalign(align, size);
-	if (p == NULL)
-		return ENOMEM;
-	*out = p;
-	return 0;
-}
-
-void *aligned_alloc(size_t align, size_t size)
-{
-	if (!align_ok(align)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	count(&g_allocs);
-	return __libc_memalign(align, size);
-}
-
-void *memalign(size_t align, size_t size)
-{
-	count(&g_allocs);
-	return __libc_memalign(align, size);
-}
-
-void *valloc(size_t size)
-{
-	count(&g_allocs);
-	return __libc_valloc(size);
-}
-
-void *pvalloc(size_t size)
-{
-	count(&g_allocs);
-	return __libc_pvalloc(size);
-}
-
+#if !NOALLOC_ASAN
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static _Atomic(pthread_create_fn) g_real_pthread_create;
 
@@ -210,12 +92,9 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 			return EAGAIN;
 		atomic_store(&g_real_pthread_create, real);
 	}
-	count(&g_threads);
+	if (alloc_count_on())
+		atomic_fetch_add_explicit(&g_threads, 1, memory_order_relaxed);
 	return real(thread, attr, start, arg);
-}
-
-static void interposition_init(void)
-{
 }
 #endif
 
@@ -313,8 +192,8 @@ static int model_check(const char *test_dir, struct model_counts *c, char *why, 
 	rc = rt_plan_run(plan, arena, err, sizeof(err));
 	counting_stop();
 	c->tasks_after = task_count();
-	c->allocs = atomic_load(&g_allocs);
-	c->frees = atomic_load(&g_frees);
+	c->allocs = alloc_count_allocs();
+	c->frees = alloc_count_frees();
 	c->threads = atomic_load(&g_threads);
 	if (rc != 0)
 		snprintf(why, cap, "counted run: %s", err);
@@ -330,7 +209,7 @@ out:
 
 static int suite_init(void)
 {
-	interposition_init();
+	alloc_count_init();
 	return rt_cpu_kernels_register() == 0 ? 0 : -1;
 }
 
@@ -362,8 +241,8 @@ static void test_counters_see(void)
 	free(p);
 	counting_stop();
 	CU_ASSERT_EQUAL(rc, 0);
-	CU_ASSERT_EQUAL(atomic_load(&g_allocs), 3);
-	CU_ASSERT_EQUAL(atomic_load(&g_frees), 3);
+	CU_ASSERT_EQUAL(alloc_count_allocs(), 3);
+	CU_ASSERT_EQUAL(alloc_count_frees(), 3);
 
 	before = task_count();
 	atomic_store(&g_thread_release, false);
@@ -705,8 +584,8 @@ static int big_check(const struct rt_graph *g, int64_t batch, struct model_count
 		rc = rt_plan_run(plan, arena, err, sizeof(err));
 		counting_stop();
 		c->tasks_after = task_count();
-		c->allocs = atomic_load(&g_allocs);
-		c->frees = atomic_load(&g_frees);
+		c->allocs = alloc_count_allocs();
+		c->frees = alloc_count_frees();
 		c->threads = atomic_load(&g_threads);
 	}
 	if (rc != 0)
