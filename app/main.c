@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * batchwire: the daemon. Parses its own arguments first (so a typo costs no EAL start), starts EAL,
- * checks every parameter against the machine, brings the port up, and runs one poll loop per polling
- * lcore until SIGINT or SIGTERM. Only main() exits the process.
+ * checks every parameter against the machine, loads the models, brings the port up, and runs one
+ * poll loop per polling lcore and per worker lcore until SIGINT or SIGTERM. Only main() exits the
+ * process.
  */
 #include <errno.h>
 #include <inttypes.h>
