@@ -438,7 +438,7 @@ static void model_completion(void *ctx, const struct rt_completion *c)
 	struct bw_batch *b = c->batch;
 
 	m->stats.batches_done++;
-	m->stats.compute_us += (now - b->started_tsc) * 1000000 / plat_tsc_hz;
+	m->stats.compute_us += plat_tsc_to_us(now - b->started_tsc);
 	if (c->status != BW_STATUS_OK) {
 		m->stats.batches_failed++;
 		model_failure_log(m, c->msg);
@@ -459,7 +459,7 @@ static int model_batch_start(struct app_model *m, struct bw_batch *b)
 	if (ret == -EBUSY)
 		return ret;
 	m->stats.batches_started++;
-	m->stats.queue_wait_us += now > b->dispatched_tsc ? (now - b->dispatched_tsc) * 1000000 / plat_tsc_hz : 0;
+	m->stats.queue_wait_us += now > b->dispatched_tsc ? plat_tsc_to_us(now - b->dispatched_tsc) : 0;
 	if (ret != 0) {
 		/* The batcher only makes batches of the sizes the executor was planned for: a bug, but the
 		 * requests still get an answer. */

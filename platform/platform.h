@@ -43,6 +43,11 @@ static inline uint64_t plat_us_to_tsc(uint64_t us)
 	return us * plat_tsc_hz / 1000000u;
 }
 
+static inline uint64_t plat_tsc_to_us(uint64_t ticks)
+{
+	return ticks * 1000000u / plat_tsc_hz;
+}
+
 static inline uint64_t plat_tsc_to_ns(uint64_t ticks)
 {
 	return ticks * 1000000000u / plat_tsc_hz;
