@@ -24,8 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "program.h"
+
 /* Bumped whenever struct gpu_ops or the structs it passes change. */
-#define GPU_ABI_VERSION 1u
+#define GPU_ABI_VERSION 2u
 
 /* The one symbol a module exports: gpu_module_entry_fn. */
 #define GPU_MODULE_SYMBOL "bw_gpu_module_ops"
@@ -55,8 +57,10 @@ struct gpu_probe {
 	char reason[GPU_ERR_MAX];                 /* "" when count > 0 */
 };
 
-struct gpu_dev;    /* an opened device: the module's */
-struct gpu_stream; /* one caller's stream and its completion words: the module's */
+struct gpu_dev;      /* an opened device: the module's */
+struct gpu_stream;   /* one caller's stream and its completion words: the module's */
+struct gpu_loaded;   /* a program on a device: its ops and its constants in device memory */
+struct gpu_instance; /* a loaded program for one stream: arenas, batch tables, words and graphs */
 
 /*
  * A device runtime. Functions marked (hot) may run on a polling lcore per batch: no lock, no
@@ -119,6 +123,49 @@ struct gpu_ops {
 	 * \return 0; -EINVAL (not inside one registered region); -EIO.
 	 */
 	int (*fill)(struct gpu_stream *stream, void *dev_addr, size_t len, uint8_t byte, char *err, size_t cap);
+
+	/**
+	 * (hot) Translates a host address inside a registered region to the device's address for it.
+	 * \return 0 and *dev_addr; -EFAULT when [addr, addr + len) is not inside one registered region.
+	 */
+	int (*host_to_dev)(struct gpu_dev *dev, const void *addr, size_t len, uint64_t *dev_addr);
+
+	/**
+	 * Loads a program (program.h) on the device: checks every op (codes, functions, dtypes, operands
+	 * inside the arena or the constants), uploads the constants and prepares what each op needs (the
+	 * CUDA module: cuBLASLt matmul descriptors and algorithms). The program may be freed afterwards.
+	 * \return 0 and *out; -EINVAL (an op the module refuses: err names the size, the op and why),
+	 *         -ENOTSUP (a library the program needs is missing, e.g. libcublasLt), -ENOMEM, -EIO.
+	 */
+	int (*program_load)(struct gpu_dev *dev, const struct gpu_program *prog, struct gpu_loaded **out, char *err,
+			    size_t cap);
+	/** Frees a loaded program (its instances must be destroyed). */
+	void (*program_unload)(struct gpu_loaded *prog);
+
+	/**
+	 * Makes an instance of a loaded program for one stream, with nb_slots slots per batch size: for
+	 * every (size, slot) a device arena, a batch table and a completion word in mapped pinned host
+	 * memory, and one CUDA graph (gather, the ops, scatter, completion write) captured and
+	 * instantiated now, so that a launch is a single graph launch. Call it on the stream's thread.
+	 * \return 0 and *out; -EINVAL (nb_slots 0 or above GPU_STREAM_WORDS_MAX); -ENOMEM; -EIO.
+	 */
+	int (*instance_create)(struct gpu_loaded *prog, struct gpu_stream *stream, uint32_t nb_slots,
+			       struct gpu_instance **out, char *err, size_t cap);
+	/** Destroys an instance, waiting for its launches to finish. */
+	void (*instance_destroy)(struct gpu_instance *inst);
+	/** \return the batch table of (size index, slot): host address, written by the host before a launch. */
+	struct gpu_batch_table *(*instance_table)(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot);
+	/** \return the completion word of (size index, slot): host address, polled with gpu_word_reached. */
+	volatile uint32_t *(*instance_word)(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot);
+
+	/**
+	 * (hot) Launches the graph of (size index, slot) on the instance's stream. Its batch table must be
+	 * written; when the graph is done, the word holds the table's generation (and the table's fault
+	 * says whether a kernel found bad data).
+	 * \return 0; -EINVAL (index out of range); -EIO (the launch failed: err says why; a sticky error
+	 *         also marks the device unhealthy).
+	 */
+	int (*instance_launch)(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap);
 };
 
 /*

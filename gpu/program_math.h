@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What each op of a device program (program.h) computes, one work item at a time, written once for
+ * both sides: BW_HD makes every function __host__ __device__ under nvcc, so the CUDA module's generic
+ * kernels run exactly the code the fake device runs on the CPU in CI (tests/gpu/test_program.c checks
+ * it against the runtime's CPU kernels). An op is gpu_op_items() independent items; item i of:
+ *   UNARY, BINARY, WHERE, CAST, PERMUTE, GATHER  output element i
+ *   COPY                                          4-byte word i (byte i when count is not a multiple of 4)
+ *   SOFTMAX, LAYERNORM                            row i (one thread per row: correct first; issue 7 tunes)
+ *   REDUCE                                        output element i
+ *   GEMM                                          output element i (the fake's; the CUDA module calls cuBLASLt)
+ * and the segments of a batch table are copied by gpu_segment_copy.
+ */
+#ifndef BW_GPU_PROGRAM_MATH_H
+#define BW_GPU_PROGRAM_MATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "elementwise_math.h"
+#include "program.h"
+
+#define BW_DTYPE_F32 1
+#define BW_DTYPE_U8 2
+#define BW_DTYPE_I8 3
+#define BW_DTYPE_I32 6
+#define BW_DTYPE_I64 7
+#define BW_DTYPE_BOOL 9
+#define BW_DTYPE_F64 11
+
+static inline BW_HD uint8_t *gpu_ref_addr(const struct gpu_ref *r, uint8_t *arena, const uint8_t *consts)
+{
+	return r->space == GPU_SPACE_ARENA ? arena + r->offset :
+	       r->space == GPU_SPACE_CONST ? (uint8_t *)(uintptr_t)(consts + r->offset) : NULL;
+}
+
+/* The first fault of a launch wins: later ones would only hide its cause. */
+static inline BW_HD void gpu_raise_fault(struct gpu_batch_table *t, uint32_t fault, uint32_t op_index)
+{
+#ifdef __CUDA_ARCH__
+	if (atomicCAS(&t->fault, 0u, fault) == 0u)
+		t->fault_op = op_index;
+#else
+	uint32_t none = 0;
+
+	if (__atomic_compare_exchange_n(&t->fault, &none, fault, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		t->fault_op = op_index;
+#endif
+}
+
+/** \return the op's independent work items (see the top of this file). */
+static inline BW_HD uint64_t gpu_op_items(const struct gpu_op *op)
+{
+	switch (op->code) {
+	case GPU_OP_COPY:
+		return op->count % 4 == 0 ? op->count / 4 : op->count;
+	case GPU_OP_SOFTMAX:
+	case GPU_OP_LAYERNORM:
+		return (uint64_t)op->u.rows.rows;
+	case GPU_OP_REDUCE:
+		return (uint64_t)(op->u.reduce.outer * op->u.reduce.inner);
+	case GPU_OP_GEMM:
+		return (uint64_t)(op->u.gemm.batch * op->u.gemm.m * op->u.gemm.n);
+	default:
+		return op->count;
+	}
+}
+
+/* The element offset of output element i in broadcast input k. */
+static inline BW_HD int64_t gpu_bcast_offset(const struct gpu_op *op, unsigned int k, uint64_t i)
+{
+	int64_t off = 0;
+
+	for (int d = (int)op->u.bcast.rank - 1; d >= 0; d--) {
+		int64_t dim = op->u.bcast.dims[d];
+		int64_t idx = (int64_t)(i % (uint64_t)dim);
+
+		i /= (uint64_t)dim;
+		off += idx * op->u.bcast.strides[k][d];
+	}
+	return off;
+}
+
+static inline BW_HD float gpu_unary(uint32_t fn, float x, float alpha, float beta)
+{
+	switch (fn) {
+	case GPU_UNARY_RELU: return bw_relu(x);
+	case GPU_UNARY_LEAKY_RELU: return bw_leaky_relu(x, alpha);
+	case GPU_UNARY_CLIP: return bw_clip(x, alpha, beta);
+	case GPU_UNARY_SIGMOID: return bw_sigmoid(x);
+	case GPU_UNARY_TANH: return bw_tanh(x);
+	case GPU_UNARY_GELU: return bw_gelu(x);
+	case GPU_UNARY_EXP: return bw_exp(x);
+	case GPU_UNARY_ERF: return bw_erf(x);
+	case GPU_UNARY_SQRT: return bw_sqrt(x);
+	case GPU_UNARY_RECIPROCAL: return bw_reciprocal(x);
+	case GPU_UNARY_NEG: return bw_neg(x);
+	case GPU_UNARY_ABS: return bw_abs(x);
+	default: return x; /* IDENTITY; program_load refuses unknown functions */
+	}
+}
+
+static inline BW_HD float gpu_binary(uint32_t fn, float a, float b)
+{
+	switch (fn) {
+	case GPU_BINARY_ADD: return bw_add(a, b);
+	case GPU_BINARY_SUB: return bw_sub(a, b);
+	case GPU_BINARY_MUL: return bw_mul(a, b);
+	case GPU_BINARY_DIV: return bw_div(a, b);
+	case GPU_BINARY_POW: return bw_pow(a, b);
+	case GPU_BINARY_MAX: return bw_max(a, b);
+	default: return bw_min(a, b);
+	}
+}
+
+/* Casts go through double (exact for every source but int64 beyond 2^53, as the CPU kernel's). */
+static inline BW_HD double gpu_load_scalar(uint32_t dtype, const uint8_t *p, uint64_t i)
+{
+	switch (dtype) {
+	case BW_DTYPE_F32: return ((const float *)p)[i];
+	case BW_DTYPE_F64: return ((const double *)p)[i];
+	case BW_DTYPE_I64: return (double)((const int64_t *)p)[i];
+	case BW_DTYPE_I32: return ((const int32_t *)p)[i];
+	case BW_DTYPE_I8: return ((const int8_t *)p)[i];
+	case BW_DTYPE_BOOL: return p[i] != 0;
+	default: return p[i]; /* U8 */
+	}
+}
+
+static inline BW_HD void gpu_store_scalar(uint32_t dtype, uint8_t *p, uint64_t i, double v)
+{
+	switch (dtype) {
+	case BW_DTYPE_F32: ((float *)p)[i] = (float)v; break;
+	case BW_DTYPE_F64: ((double *)p)[i] = v; break;
+	case BW_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+	case BW_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+	case BW_DTYPE_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+	case BW_DTYPE_BOOL: p[i] = v != 0.0; break;
+	default: p[i] = (uint8_t)v; break;
+	}
+}
+
+/* A float cast keeps float's own rounding (no detour through double would change it: exact). */
+static inline BW_HD int gpu_cast_dtype_ok(uint32_t d)
+{
+	return d == BW_DTYPE_F32 || d == BW_DTYPE_F64 || d == BW_DTYPE_I64 || d == BW_DTYPE_I32 ||
+	       d == BW_DTYPE_I8 || d == BW_DTYPE_U8 || d == BW_DTYPE_BOOL;
+}
+
+static inline BW_HD void gpu_gather_item(const struct gpu_op *op, const uint8_t *data, const uint8_t *idx,
+					 uint8_t *out, uint64_t i, struct gpu_batch_table *t, uint32_t op_index)
+{
+	uint64_t inner = (uint64_t)op->u.gather.inner, nb_idx = (uint64_t)op->u.gather.nb_idx;
+	uint64_t in_i = i % inner, j = (i / inner) % nb_idx, o = i / inner / nb_idx;
+	uint32_t eb = op->u.gather.elem_bytes;
+	int64_t k = op->in[1].dtype == BW_DTYPE_I64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+
+	if (k < 0)
+		k += op->u.gather.axis_len;
+	if (k < 0 || k >= op->u.gather.axis_len) {
+		gpu_raise_fault(t, GPU_FAULT_INDEX, op_index);
+		for (uint32_t b = 0; b < eb; b++)
+			out[i * eb + b] = 0;
+		return;
+	}
+	const uint8_t *src = data + ((o * (uint64_t)op->u.gather.axis_len + (uint64_t)k) * inner + in_i) * eb;
+
+	for (uint32_t b = 0; b < eb; b++)
+		out[i * eb + b] = src[b];
+}
+
+static inline BW_HD void gpu_softmax_row(const float *x, float *y, int64_t cols)
+{
+	float max = x[0], sum = 0.0f;
+
+	for (int64_t c = 1; c < cols; c++)
+		max = x[c] > max ? x[c] : max;
+	for (int64_t c = 0; c < cols; c++) {
+		y[c] = expf(x[c] - max);
+		sum += y[c];
+	}
+	for (int64_t c = 0; c < cols; c++)
+		y[c] /= sum;
+}
+
+static inline BW_HD void gpu_layernorm_row(const float *x, const float *scale, const float *bias, float *y,
+					   int64_t cols, float epsilon)
+{
+	float mean = 0.0f, var = 0.0f, inv;
+
+	for (int64_t c = 0; c < cols; c++)
+		mean += x[c];
+	mean /= (float)cols;
+	for (int64_t c = 0; c < cols; c++)
+		var += (x[c] - mean) * (x[c] - mean);
+	var /= (float)cols;
+	inv = 1.0f / sqrtf(var + epsilon);
+	for (int64_t c = 0; c < cols; c++)
+		y[c] = (x[c] - mean) * inv * scale[c] + (bias != NULL ? bias[c] : 0.0f);
+}
+
+static inline BW_HD float gpu_reduce_item(const struct gpu_op *op, const float *x, uint64_t i)
+{
+	uint64_t inner = (uint64_t)op->u.reduce.inner, o = i / inner, in_i = i % inner;
+	const float *p = x + o * (uint64_t)op->u.reduce.reduced * inner + in_i;
+	float acc = p[0];
+
+	for (int64_t r = 1; r < op->u.reduce.reduced; r++) {
+		float v = p[(uint64_t)r * inner];
+
+		switch (op->fn) {
+		case GPU_REDUCE_MAX: acc = bw_max(acc, v); break;
+		case GPU_REDUCE_MIN: acc = bw_min(acc, v); break;
+		default: acc += v; break;
+		}
+	}
+	return op->fn == GPU_REDUCE_MEAN ? acc / (float)op->u.reduce.reduced : acc;
+}
+
+static inline BW_HD float gpu_gemm_item(const struct gpu_op *op, const float *a, const float *b, const float *bias,
+					uint64_t i)
+{
+	int64_t m = op->u.gemm.m, n = op->u.gemm.n, k = op->u.gemm.k;
+	int64_t col = (int64_t)(i % (uint64_t)n), row = (int64_t)((i / (uint64_t)n) % (uint64_t)m);
+	int64_t bat = (int64_t)(i / (uint64_t)n / (uint64_t)m);
+	const float *ab = a + bat * op->u.gemm.stride_a, *bb = b + bat * op->u.gemm.stride_b;
+	float acc = 0.0f;
+
+	for (int64_t kk = 0; kk < k; kk++) {
+		float av = op->u.gemm.trans_a ? ab[kk * m + row] : ab[row * k + kk];
+		float bv = op->u.gemm.trans_b ? bb[col * k + kk] : bb[kk * n + col];
+
+		acc += av * bv;
+	}
+	acc *= op->alpha;
+	if (bias != NULL)
+		acc += bias[col];
+	return op->fn == GPU_ACT_RELU ? bw_relu(acc) : acc;
+}
+
+/**
+ * Runs work item i of op (op_index: its place in the program, for faults) over one arena.
+ * GEMM's items index the output row-major: out[bat][row][col] is item (bat * m + row) * n + col.
+ */
+static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index, uint8_t *arena,
+				     const uint8_t *consts, struct gpu_batch_table *t, uint64_t i)
+{
+	const uint8_t *in0 = gpu_ref_addr(&op->in[0], arena, consts);
+	const uint8_t *in1 = gpu_ref_addr(&op->in[1], arena, consts);
+	const uint8_t *in2 = gpu_ref_addr(&op->in[2], arena, consts);
+	uint8_t *out = gpu_ref_addr(&op->out, arena, consts);
+
+	switch (op->code) {
+	case GPU_OP_UNARY:
+		((float *)out)[i] = gpu_unary(op->fn, ((const float *)in0)[i], op->alpha, op->beta);
+		break;
+	case GPU_OP_BINARY:
+		((float *)out)[i] = gpu_binary(op->fn, ((const float *)in0)[gpu_bcast_offset(op, 0, i)],
+					       ((const float *)in1)[gpu_bcast_offset(op, 1, i)]);
+		break;
+	case GPU_OP_WHERE:
+		((float *)out)[i] = bw_where(in0[gpu_bcast_offset(op, 0, i)],
+					     ((const float *)in1)[gpu_bcast_offset(op, 1, i)],
+					     ((const float *)in2)[gpu_bcast_offset(op, 2, i)]);
+		break;
+	case GPU_OP_CAST:
+		gpu_store_scalar(op->u.cast.to, out, i, gpu_load_scalar(op->u.cast.from, in0, i));
+		break;
+	case GPU_OP_COPY:
+		if (op->count % 4 == 0)
+			((uint32_t *)out)[i] = ((const uint32_t *)in0)[i];
+		else
+			out[i] = in0[i];
+		break;
+	case GPU_OP_PERMUTE: {
+		/* elements of 1, 4 or 8 bytes, by the output's dtype */
+		int64_t src = gpu_bcast_offset(op, 0, i);
+
+		if (op->out.dtype == BW_DTYPE_U8 || op->out.dtype == BW_DTYPE_I8 || op->out.dtype == BW_DTYPE_BOOL)
+			out[i] = in0[src];
+		else if (op->out.dtype == BW_DTYPE_I64 || op->out.dtype == BW_DTYPE_F64)
+			((uint64_t *)out)[i] = ((const uint64_t *)in0)[src];
+		else
+			((uint32_t *)out)[i] = ((const uint32_t *)in0)[src];
+		break;
+	}
+	case GPU_OP_GATHER:
+		gpu_gather_item(op, in0, in1, out, i, t, op_index);
+		break;
+	case GPU_OP_SOFTMAX: {
+		uint64_t off = i * (uint64_t)op->u.rows.cols;
+
+		gpu_softmax_row((const float *)in0 + off, (float *)out + off, op->u.rows.cols);
+		break;
+	}
+	case GPU_OP_LAYERNORM: {
+		uint64_t off = i * (uint64_t)op->u.rows.cols;
+
+		gpu_layernorm_row((const float *)in0 + off, (const float *)in1, (const float *)in2, (float *)out + off,
+				  op->u.rows.cols, op->alpha);
+		break;
+	}
+	case GPU_OP_REDUCE:
+		((float *)out)[i] = gpu_reduce_item(op, (const float *)in0, i);
+		break;
+	case GPU_OP_GEMM:
+		((float *)out)[i] = gpu_gemm_item(op, (const float *)in0, (const float *)in1, (const float *)in2, i);
+		break;
+	default:
+		break;
+	}
+}
+
+/**
+ * Copies byte j of segment s of a batch table (gather: into the arena, or zero; scatter: out of it).
+ * The fake copies whole segments with memcpy; the CUDA module's gather/scatter kernels call this.
+ */
+static inline BW_HD void gpu_segment_byte(const struct gpu_program_size *sz, const struct gpu_batch_table *t,
+					  uint32_t s, uint32_t j, uint8_t *arena)
+{
+	const struct gpu_segment *seg = &t->segments[s];
+
+	if (s < t->nb_gather) {
+		uint8_t *dst = arena + sz->input_offset[seg->tensor] + seg->offset;
+
+		dst[j] = seg->addr != 0 ? ((const uint8_t *)(uintptr_t)seg->addr)[j] : 0;
+	} else {
+		const uint8_t *src = arena + sz->output_offset[seg->tensor] + seg->offset;
+
+		((uint8_t *)(uintptr_t)seg->addr)[j] = src[j];
+	}
+}
+
+#endif /* BW_GPU_PROGRAM_MATH_H */
