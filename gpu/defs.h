@@ -41,4 +41,19 @@ int gpu_regions_covers(const struct gpu_regions *rs, const void *dev_addr, size_
 /** Removes region idx (the last one takes its place). */
 void gpu_regions_remove(struct gpu_regions *rs, unsigned int idx);
 
+/* ---- programs (program_check.c): what both modules do before they load one ---------------------- */
+
+/**
+ * Checks a program before a module loads it: names, tensor counts, sizes ascending and non-zero,
+ * graph input/output offsets and row bytes inside each size's arena, and every op: a known code and
+ * function, dtypes the op computes, operands present where required and inside the arena or the
+ * constants for the bytes the op touches (element counts, strides, GEMM extents), max_segments > 0.
+ * \return 0, or -EINVAL with err naming the size, the op index and what is wrong.
+ */
+int gpu_program_check(const struct gpu_program *prog, char *err, size_t cap);
+
+/** \return a deep copy (every size's ops and the constants) for a module to keep, or NULL (ENOMEM). */
+struct gpu_program *gpu_program_copy(const struct gpu_program *prog);
+void gpu_program_free(struct gpu_program *prog);
+
 #endif /* BW_GPU_DEFS_H */

@@ -168,4 +168,10 @@ struct gpu_batch_table {
 	struct gpu_segment segments[]; /* gpu_program.max_segments */
 };
 
+/** Bytes of one batch table with room for max_segments segments. */
+static inline uint64_t gpu_batch_table_bytes(uint32_t max_segments)
+{
+	return sizeof(struct gpu_batch_table) + (uint64_t)max_segments * sizeof(struct gpu_segment);
+}
+
 #endif /* BW_GPU_PROGRAM_H */
