@@ -155,6 +155,9 @@ struct rt_kernel {
 	/** \return 0, or a negative errno with err naming what failed. */
 	int (*run)(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_tensor *outputs,
 		   void *scratch, char *err, size_t err_cap);
+	/* A device runtime's own description of the kernel, NULL for the CPU's: the GPU's kernels have no
+	 * run (they are never called on the host) and carry here how the node becomes device ops. */
+	const void *device_impl;
 };
 
 #define RT_DTYPE_BIT(d) (UINT32_C(1) << (d))

@@ -40,6 +40,10 @@ int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap)
 		snprintf(err, cap, "the plan has the concurrent layout: rt_executor runs it");
 		return -EINVAL;
 	}
+	if (unlikely(p->device != RT_DEVICE_CPU)) {
+		snprintf(err, cap, "the plan is for a device: its runtime runs it, not the host");
+		return -EINVAL;
+	}
 	for (uint32_t i = 0; i < p->num_steps; i++) {
 		const struct rt_plan_step *s = &p->steps[i];
 		int rc = rt_exec_step(s, arena, (uint8_t *)arena + s->scratch_offset, kerr, sizeof(kerr));

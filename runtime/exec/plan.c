@@ -258,7 +258,11 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 			all_data = false;
 	}
 
-	k = rt_kernel_find(n->op_type, n->domain, n->opset, dtype, p->device, why, sizeof(why));
+	/* Folding runs on the host whatever the device: a node that folds takes the CPU kernel (a device's
+	 * kernels may not run on the host at all, and need not cover the ops of constant subgraphs). */
+	deterministic = !op_in(n, g_nondeterministic_ops, sizeof(g_nondeterministic_ops) / sizeof(char *));
+	fold = deterministic && (all_const || op_in(n, g_shape_only_ops, sizeof(g_shape_only_ops) / sizeof(char *)));
+	k = rt_kernel_find(n->op_type, n->domain, n->opset, dtype, fold ? RT_DEVICE_CPU : p->device, why, sizeof(why));
 	if (k == NULL)
 		return plan_error(err, cap, -ENOTSUP, "node %s (%s): %s", n->name, n->op_type, why);
 	memset(w->out, 0, n->num_outputs * sizeof(w->out[0]));
@@ -295,8 +299,6 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 		w->out_valid[j] = true;
 	}
 
-	deterministic = !op_in(n, g_nondeterministic_ops, sizeof(g_nondeterministic_ops) / sizeof(char *));
-	fold = deterministic && (all_const || op_in(n, g_shape_only_ops, sizeof(g_shape_only_ops) / sizeof(char *)));
 	if (fold) {
 		rc = run_now(n, k, w, why, sizeof(why));
 		if (rc != 0)

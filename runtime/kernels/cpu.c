@@ -13,14 +13,14 @@
 
 #include "fused.h"
 
-#define K(op, lo, mask, fn) {op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, NULL, rt_k_##fn##_run}
+#define K(op, lo, mask, fn) {op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, NULL, rt_k_##fn##_run, NULL}
 #define KS(op, lo, mask, fn)                                                                                 \
-	{op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, rt_k_##fn##_scratch, rt_k_##fn##_run}
+	{op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, rt_k_##fn##_scratch, rt_k_##fn##_run, NULL}
 
 /* batchwire's own ops (fused.h), which rt_graph_optimize writes: opset 1 of their domain, float */
 #define KB(op, fn, scratch)                                                                                  \
 	{op, RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_FLOAT), RT_DEVICE_CPU,     \
-	 rt_k_##fn##_infer, scratch, rt_k_##fn##_run}
+	 rt_k_##fn##_infer, scratch, rt_k_##fn##_run, NULL}
 
 #define F RT_K_DTYPE_FLOATS
 #define NUM RT_K_DTYPE_NUMERIC
@@ -92,7 +92,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	K("Not", 1, BOOL, not),
 	K("Clip", 6, NUM, clip),
 	K("Cast", 6, ALL, cast),
-	{"CastLike", "", 15, RT_K_OPSET_MAX, ALL, RT_DEVICE_CPU, rt_k_cast_like_infer, NULL, rt_k_cast_run},
+	{"CastLike", "", 15, RT_K_OPSET_MAX, ALL, RT_DEVICE_CPU, rt_k_cast_like_infer, NULL, rt_k_cast_run, NULL},
 	/* shape.c */
 	K("Identity", 1, ALL, identity),
 	K("Reshape", 5, ALL, reshape),
@@ -151,7 +151,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	/* select.c */
 	KS("TopK", 1, NUM, topk),
 	K("GatherND", 11, ALL, gather_nd),
-	{"Scatter", "", 9, 10, ALL, RT_DEVICE_CPU, rt_k_scatter_elements_infer, NULL, rt_k_scatter_elements_run},
+	{"Scatter", "", 9, 10, ALL, RT_DEVICE_CPU, rt_k_scatter_elements_infer, NULL, rt_k_scatter_elements_run, NULL},
 	K("ScatterElements", 11, ALL, scatter_elements),
 	K("ScatterND", 11, ALL, scatter_nd),
 	K("Compress", 9, ALL, compress),
@@ -160,7 +160,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	/* resize.c */
 	KS("Resize", 11, RT_DTYPE_BIT(BW_DTYPE_FLOAT), resize),
 	{"Upsample", "", 7, 9, RT_DTYPE_BIT(BW_DTYPE_FLOAT), RT_DEVICE_CPU, rt_k_resize_infer, rt_k_resize_scratch,
-	 rt_k_resize_run},
+	 rt_k_resize_run, NULL},
 	/* linalg.c */
 	K("MatMul", 1, F, matmul),
 	K("Gemm", 7, F, gemm),

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gpu/'s host side (library bwgpuhost): what the appliance runs on the host to serve a model on a
+ * device. It sits above the runtime (it compiles the runtime's plans) and beside the device modules
+ * (it drives them through struct gpu_ops); no CUDA, no DPDK.
+ *
+ *   rt_graph --gpu_compile--> gpu_compiled (a device program: one op list per allowed batch size)
+ *            ops->program_load, ops->instance_create (per polling lcore: arenas, tables, graphs)
+ *   bw_batch --gpu_executor_submit--> batch table + one graph launch
+ *            gpu_executor_poll <-- completion words (mapped host memory) --> rt_completion
+ *
+ * The GPU's kernels are registered in the runtime's kernel registry (gpu_kernels_register) with
+ * device RT_DEVICE_GPU: the planner resolves and shape-checks a GPU plan's nodes through them, and
+ * their device_impl says how each node becomes device ops.
+ */
+#ifndef BW_GPU_HOST_H
+#define BW_GPU_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <batchwire/batch.h>
+
+#include "gpu.h"
+
+struct rt_graph;
+struct rt_completion;
+
+/** Registers the GPU's kernels with the runtime (idempotent). \return 0 or a negative errno. */
+int gpu_kernels_register(void);
+
+/* A model compiled for the device: the program a module loads, and where each op came from. */
+struct gpu_compiled {
+	struct gpu_program prog;                 /* its ops and constants are owned here */
+	uint32_t *op_node[GPU_PROG_SIZES_MAX];   /* per size: the graph node index of each op */
+	const struct rt_graph *graph;            /* for node names in error messages */
+	uint32_t max_tasks;                      /* tasks one batch may have (the largest size) */
+};
+
+/**
+ * Compiles a graph (loaded, not optimised for the CPU) for the device at each batch size: plans it
+ * with RT_DEVICE_GPU (the planner folds constants on the host), lowers every remaining node through
+ * its GPU kernel, gathers the constants into one blob, and lays out the batch table's segments.
+ * \param sizes  the allowed batch sizes, ascending
+ * \param err    one line: the node that cannot run on the device and why
+ * \return 0 and *out, or a negative errno (-ENOTSUP for an op or shape the device does not run).
+ */
+int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, struct gpu_compiled **out,
+		char *err, size_t cap);
+void gpu_compiled_free(struct gpu_compiled *c);
+
+/** \return the name of the node op op_index of size size_idx came from ("?" when out of range). */
+const char *gpu_compiled_op_node(const struct gpu_compiled *c, uint32_t size_idx, uint32_t op_index);
+
+/* ---- the executor: one per (model, polling lcore) ------------------------------------------------- */
+
+struct gpu_executor;
+
+/**
+ * Makes an instance of a loaded program on the caller's stream and the bookkeeping around it. Call it
+ * on the thread that will submit and poll (the instance's graphs are captured on its stream).
+ * \param nb_slots  batches of one size in flight at once
+ * \return the executor, or NULL with err.
+ */
+struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_dev *dev, struct gpu_loaded *loaded,
+					 const struct gpu_compiled *compiled, struct gpu_stream *stream,
+					 uint32_t nb_slots, char *err, size_t cap);
+void gpu_executor_destroy(struct gpu_executor *ex);
+
+/**
+ * (hot) Starts a batch: takes a free slot of its padded size, writes the batch table (each task's
+ * input rows and output places as device addresses of registered memory, zero rows for the padding)
+ * and launches that (size, slot)'s graph. No lock, allocation or system call.
+ * \return 0 (the batch completes through gpu_executor_poll, once); -EINVAL (no such size, or the
+ *         batch does not fit it); -EBUSY (every slot of that size in flight); -EFAULT (a task's
+ *         memory is not registered with the device); -EIO (the launch failed; the device may be
+ *         unhealthy). On error nothing was launched and the batch is the caller's to fail.
+ */
+int gpu_executor_submit(struct gpu_executor *ex, struct bw_batch *batch);
+
+/**
+ * (hot) Collects finished launches (at most max), in whatever order the device finished them, and
+ * calls fn for each: status OK, or INTERNAL with the op and node a kernel faulted in.
+ * \return the batches completed.
+ */
+unsigned int gpu_executor_poll(struct gpu_executor *ex, void (*fn)(void *ctx, const struct rt_completion *c),
+			       void *ctx, unsigned int max);
+
+/**
+ * Completes every batch in flight with INTERNAL and msg (the device was lost: its launches will never
+ * finish), freeing their slots. \return how many.
+ */
+unsigned int gpu_executor_fail_all(struct gpu_executor *ex, void (*fn)(void *ctx, const struct rt_completion *c),
+				   void *ctx, const char *msg);
+
+/** \return the last launch error's line (after submit returned -EIO), "" before any. */
+const char *gpu_executor_error(const struct gpu_executor *ex);
+
+/** \return batches launched and not yet polled. */
+unsigned int gpu_executor_in_flight(const struct gpu_executor *ex);
+
+struct gpu_executor_stats {
+	uint64_t launched;       /* graphs launched */
+	uint64_t completed;      /* completions delivered, faulted ones included */
+	uint64_t faulted;        /* completed with a kernel fault (INTERNAL) */
+	uint64_t launch_errors;  /* submit returned -EIO */
+	uint64_t no_slot;        /* submit returned -EBUSY */
+};
+
+void gpu_executor_stats(const struct gpu_executor *ex, struct gpu_executor_stats *st);
+
+#endif /* BW_GPU_HOST_H */
