@@ -8,10 +8,13 @@
  *
  * DPDK-free: the runtime and the client library's .npy codec, nothing else. With --workers 1 it
  * runs rt_plan_run on this thread (the sequential layout); with more, the multi-worker executor
- * the daemon uses (concurrent layout, gather and scatter), this thread being worker 0.
+ * the daemon uses (concurrent layout, gather and scatter), this thread being worker 0. With
+ * --device gpu it compiles the model into a device program and runs it through the GPU executor the
+ * daemon uses (batch table, one graph launch, completion polled from mapped memory), on the CUDA
+ * module or, with --gpu-module fake, on the fake device (the CPU).
  *
  * The last line is machine-readable:
- *   model=<basename> batch=<N> workers=<N> runs=<N> mean_us=<x> p50_us=<x> p99_us=<x> min_us=<x>
+ *   model=<basename> batch=<N> workers=<N> runs=<N> mean_us=<x> p50_us=<x> p99_us=<x> min_us=<x> device=<d>
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +34,9 @@
 #include "bwclient.h"
 #include "exec/executor.h"
 #include "exec/plan.h"
+#include "fake.h"
 #include "graph.h"
+#include "host.h"
 
 #define PROG "bwrun"
 
@@ -43,6 +48,8 @@
 #define INT_INPUT_RANGE 1000    /* generated integer inputs (not masks): uniform in [0, this) */
 #define OP_TYPES_MAX 256
 #define TENSORS_MAX 64          /* graph inputs, and outputs, bwrun handles */
+#define GPU_WAIT_S 30           /* a launch not finished by then is reported, not waited for */
+#define GPU_WORDS 8             /* completion words of bwrun's stream (one slot) */
 
 struct input_file {
 	const char *name;
@@ -56,6 +63,9 @@ struct opts {
 	uint64_t seed;
 	unsigned int repeat, warmup, workers;
 	bool optimize;
+	bool gpu;                       /* --device gpu */
+	const char *gpu_module;         /* NULL: libbwgpu.so where the loader looks; "fake": the fake device */
+	int gpu_index;
 	const char *output_dir, *save_inputs;
 	struct input_file inputs[INPUT_FILES_MAX];
 	unsigned int num_inputs;
@@ -80,6 +90,17 @@ struct runner {
 	bool done;
 	enum bw_status status;
 	char msg[RT_EXECUTOR_MSG_MAX];
+	/* --device gpu */
+	struct gpu_module module;
+	const struct gpu_ops *gops;
+	struct gpu_dev *gdev;
+	struct gpu_stream *gstream;
+	struct gpu_compiled *compiled;
+	struct gpu_loaded *loaded;
+	struct gpu_executor *gex;
+	uint8_t *gmem;                  /* inputs and outputs, registered with the device */
+	size_t gmem_bytes;
+	char gpu_name[GPU_NAME_MAX];
 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -115,10 +136,15 @@ static void usage(FILE *f)
 		"  --workers N          1 (default): rt_plan_run on this thread; N > 1: the daemon's multi-worker\n"
 		"                       executor with N workers (this thread is worker 0)\n"
 		"  --no-optimize        skip the load-time graph rewrites (fusions, layouts)\n"
+		"  --device cpu|gpu     where the model runs (default cpu); gpu: the GPU executor, the time is\n"
+		"                       launch to completion seen, gather and scatter included\n"
+		"  --gpu-module PATH    the device module for --device gpu (default: libbwgpu.so beside bwrun or\n"
+		"                       in the build or install tree); 'fake': the fake device, on the CPU\n"
+		"  --gpu-index N        the device to use (default 0)\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"File names: a tensor name's characters other than [A-Za-z0-9._-] become '_'.\n"
-		"Last line: model=F batch=N workers=N runs=N mean_us=X p50_us=X p99_us=X min_us=X\n"
+		"Last line: model=F batch=N workers=N runs=N mean_us=X p50_us=X p99_us=X min_us=X device=D\n"
 		"Exit status: 0 on success, 1 on any error (one line on stderr).\n",
 		SEED_DEFAULT, INT_INPUT_RANGE);
 }
@@ -138,7 +164,7 @@ static unsigned long long parse_uint(const char *opt, const char *s, unsigned lo
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_BATCH = 256, OPT_INPUT, OPT_SEED, OPT_SAVE_INPUTS, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_WARMUP,
-	       OPT_WORKERS, OPT_NO_OPTIMIZE };
+	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "input", required_argument, NULL, OPT_INPUT },
@@ -149,6 +175,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "no-optimize", no_argument, NULL, OPT_NO_OPTIMIZE },
+		{ "device", required_argument, NULL, OPT_DEVICE },
+		{ "gpu-module", required_argument, NULL, OPT_GPU_MODULE },
+		{ "gpu-index", required_argument, NULL, OPT_GPU_INDEX },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -198,6 +227,17 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_NO_OPTIMIZE:
 			o->optimize = false;
 			break;
+		case OPT_DEVICE:
+			if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "gpu") != 0)
+				die("--device: '%s' is neither cpu nor gpu", optarg);
+			o->gpu = strcmp(optarg, "gpu") == 0;
+			break;
+		case OPT_GPU_MODULE:
+			o->gpu_module = optarg;
+			break;
+		case OPT_GPU_INDEX:
+			o->gpu_index = (int)parse_uint("--gpu-index", optarg, 0, GPU_DEVICES_MAX - 1);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -212,6 +252,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc - 1)
 		die(optind == argc ? "no model file given (see --help)" : "one model file at a time (see --help)");
+	if (!o->gpu && (o->gpu_module != NULL || o->gpu_index != 0))
+		die("--gpu-module and --gpu-index go with --device gpu");
+	if (o->gpu && o->workers != 1)
+		die("--workers is the CPU executor's: --device gpu runs on one polling thread");
 	o->model = argv[optind];
 }
 
@@ -521,9 +565,10 @@ static void print_placement(const struct runner *r, const struct opts *o, const 
 			struct rt_plan_value_info vi;
 			char why[RT_ERR_MAX];
 
+			/* folded nodes ran on the host, whatever the device */
 			if (rt_plan_value_info(r->plan, node->inputs[0], &vi) == 0)
 				k = rt_kernel_find(node->op_type, node->domain, node->opset, vi.tensor.dtype,
-						   RT_DEVICE_CPU, why, sizeof(why));
+						   o->gpu && runs[n] ? RT_DEVICE_GPU : RT_DEVICE_CPU, why, sizeof(why));
 		}
 		for (i = 0; i < num_ops; i++)
 			if (strcmp(ops[i].op, node->op_type) == 0 && strcmp(ops[i].domain, node->domain) == 0)
@@ -557,9 +602,12 @@ static void print_placement(const struct runner *r, const struct opts *o, const 
 	}
 	rt_plan_stats(r->plan, &st);
 	printf("plan   batch %" PRId64 ", %s: %u steps, %u nodes folded\n", o->batch,
+	       o->gpu ? "device program, one graph launch per batch" :
 	       o->workers == 1 ? "sequential layout, rt_plan_run on this thread"
 			       : "concurrent layout, multi-worker executor",
 	       st.steps, st.folded);
+	if (o->gpu)
+		return; /* the device's arena and constants are reported by setup_gpu */
 	printf("arena  %s (tensors %s, %s without reuse; descriptors %s); constants %s; worker scratch %s%s\n",
 	       bytes_str(st.arena_bytes, a, sizeof(a)), bytes_str(st.tensor_bytes, b, sizeof(b)),
 	       bytes_str(st.tensor_bytes_sum, c, sizeof(c)), bytes_str(st.descriptor_bytes, d, sizeof(d)),
@@ -606,7 +654,13 @@ static void setup(struct runner *r, const struct opts *o)
 	if (g->num_inputs > TENSORS_MAX || g->num_outputs > TENSORS_MAX)
 		die("%s: %u inputs and %u outputs; bwrun handles %d of each", o->model, g->num_inputs, g->num_outputs,
 		    TENSORS_MAX);
-	if (o->workers == 1) {
+	if (o->gpu) {
+		/* the plan the device program is compiled from, kept for the report and the shapes */
+		r->seq_plan = rt_plan_create(g, o->batch, RT_DEVICE_GPU, err, sizeof(err));
+		if (r->seq_plan == NULL)
+			die("%s: on the GPU: %s", o->model, err);
+		r->plan = r->seq_plan;
+	} else if (o->workers == 1) {
 		r->seq_plan = rt_plan_create(g, o->batch, RT_DEVICE_CPU, err, sizeof(err));
 		if (r->seq_plan == NULL)
 			die("%s: %s", o->model, err);
@@ -646,6 +700,153 @@ static void setup(struct runner *r, const struct opts *o)
 	}
 }
 
+/* ---- the GPU ------------------------------------------------------------------------------------ */
+
+static void on_gpu_done(void *ctx, const struct rt_completion *c)
+{
+	struct runner *r = ctx;
+
+	r->done = true;
+	r->status = c->status;
+	snprintf(r->msg, sizeof(r->msg), "%s", c->msg);
+}
+
+/*
+ * Opens the device, compiles and loads the program, makes the executor on this thread's stream, and
+ * puts the inputs and room for the outputs in one region registered with the device: the gather and
+ * scatter kernels read and write it directly, as they do packet buffers in the daemon.
+ */
+static void setup_gpu(struct runner *r, const struct opts *o)
+{
+	const struct rt_graph *g = r->g;
+	static const char *const op_names[GPU_OP_CODE_COUNT] = {
+		[GPU_OP_UNARY] = "unary", [GPU_OP_BINARY] = "binary", [GPU_OP_WHERE] = "where", [GPU_OP_CAST] = "cast",
+		[GPU_OP_COPY] = "copy", [GPU_OP_PERMUTE] = "permute", [GPU_OP_GATHER] = "gather",
+		[GPU_OP_SOFTMAX] = "softmax", [GPU_OP_LAYERNORM] = "layernorm", [GPU_OP_REDUCE] = "reduce",
+		[GPU_OP_GEMM] = "gemm",
+	};
+	unsigned int counts[GPU_OP_CODE_COUNT] = { 0 };
+	struct gpu_probe probe;
+	char err[GPU_ERR_MAX * 2], a[32], b[32];
+	size_t off = 0;
+	void *dev_addr;
+	int rc;
+
+	if (g->num_inputs > BW_BATCH_TENSORS_MAX || g->num_outputs > BW_BATCH_TENSORS_MAX)
+		die("%s: the GPU executor takes at most %d inputs and outputs", o->model, BW_BATCH_TENSORS_MAX);
+	if (o->gpu_module != NULL && strcmp(o->gpu_module, "fake") == 0) {
+		struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 1 };
+
+		gpu_fake_configure(&cfg);
+		r->gops = gpu_fake_ops();
+	} else {
+		rc = gpu_module_load(o->gpu_module, &r->module, err, sizeof(err));
+		if (rc != 0)
+			die("--device gpu: %s", err);
+		r->gops = r->module.ops;
+	}
+	r->gops->probe(&probe);
+	if (probe.count == 0)
+		die("--device gpu: %s", probe.reason);
+	if (o->gpu_index >= probe.count)
+		die("--gpu-index %d: this host has %d device(s)", o->gpu_index, probe.count);
+	snprintf(r->gpu_name, sizeof(r->gpu_name), "%s", probe.devices[o->gpu_index].name);
+	rc = r->gops->dev_open(o->gpu_index, &r->gdev, err, sizeof(err));
+	if (rc != 0)
+		die("--device gpu: %s", err);
+	rc = gpu_compile(g, &o->batch, 1, &r->compiled, err, sizeof(err));
+	if (rc != 0)
+		die("%s: on the GPU: %s", o->model, err);
+	rc = r->gops->program_load(r->gdev, &r->compiled->prog, &r->loaded, err, sizeof(err));
+	if (rc != 0)
+		die("%s: loading the program on %s: %s", o->model, r->gpu_name, err);
+	rc = r->gops->stream_create(r->gdev, GPU_WORDS, &r->gstream, err, sizeof(err));
+	if (rc != 0)
+		die("--device gpu: %s", err);
+	r->gex = gpu_executor_create(r->gops, r->gdev, r->loaded, r->compiled, r->gstream, 1, err, sizeof(err));
+	if (r->gex == NULL)
+		die("%s: %s", o->model, err);
+	for (uint32_t i = 0; i < r->compiled->prog.sizes[0].nb_ops; i++)
+		counts[r->compiled->prog.sizes[0].ops[i].code]++;
+	printf("device %s (%s module): %u ops:", r->gpu_name, r->gops->name, r->compiled->prog.sizes[0].nb_ops);
+	for (unsigned int c = 1; c < GPU_OP_CODE_COUNT; c++)
+		if (counts[c] > 0)
+			printf(" %s %u", op_names[c], counts[c]);
+	printf("; arena %s, constants %s\n", bytes_str(r->compiled->prog.sizes[0].arena_bytes, a, sizeof(a)),
+	       bytes_str(r->compiled->prog.const_bytes, b, sizeof(b)));
+
+	for (uint32_t i = 0; i < g->num_inputs; i++)
+		r->gmem_bytes += (r->in_bytes[i] + 63) & ~(size_t)63;
+	for (uint32_t i = 0; i < g->num_outputs; i++)
+		r->gmem_bytes += (r->out_bytes[i] + 63) & ~(size_t)63;
+	r->gmem_bytes = (r->gmem_bytes + 4095) & ~(size_t)4095;
+	r->gmem = aligned_alloc(4096, r->gmem_bytes);
+	if (r->gmem == NULL)
+		die("out of memory for %zu bytes of inputs and outputs", r->gmem_bytes);
+	memset(r->gmem, 0, r->gmem_bytes);
+	rc = r->gops->host_register(r->gdev, r->gmem, r->gmem_bytes, &dev_addr, err, sizeof(err));
+	if (rc != 0)
+		die("--device gpu: registering %zu bytes: %s", r->gmem_bytes, err);
+	r->task = (struct bw_batch_task){ .rows = (uint32_t)o->batch };
+	r->tasks[0] = &r->task;
+	r->batch = (struct bw_batch){ .size = (uint32_t)o->batch, .padded_size = (uint32_t)o->batch, .num_tasks = 1,
+				      .num_inputs = (uint16_t)g->num_inputs, .num_outputs = (uint16_t)g->num_outputs,
+				      .tasks = r->tasks };
+	for (uint32_t i = 0; i < g->num_inputs; i++) {
+		memcpy(r->gmem + off, r->in_data[i], r->in_bytes[i]);
+		r->task.inputs[i] = (struct bw_segment){ r->gmem + off, (uint32_t)r->in_bytes[i] };
+		off += (r->in_bytes[i] + 63) & ~(size_t)63;
+	}
+	for (uint32_t i = 0; i < g->num_outputs; i++) {
+		r->out_data[i] = r->gmem + off; /* not ours to free: part of gmem */
+		r->task.outputs[i] = (struct bw_segment){ r->gmem + off, (uint32_t)r->out_bytes[i] };
+		off += (r->out_bytes[i] + 63) & ~(size_t)63;
+	}
+}
+
+static double run_once_gpu(struct runner *r, const struct opts *o)
+{
+	char why[GPU_ERR_MAX];
+	double t0, t;
+	int rc;
+
+	r->done = false;
+	t0 = now_us();
+	rc = gpu_executor_submit(r->gex, &r->batch);
+	if (rc != 0)
+		die("%s: launching on %s: %s%s%s", o->model, r->gpu_name, strerror(-rc), rc == -EIO ? ": " : "",
+		    rc == -EIO ? gpu_executor_error(r->gex) : "");
+	while (gpu_executor_poll(r->gex, on_gpu_done, r, 1) == 0) {
+		if (now_us() - t0 > GPU_WAIT_S * 1e6) {
+			r->gops->health(r->gdev, why, sizeof(why));
+			die("%s: no completion from %s after %d s (device: %s)", o->model, r->gpu_name, GPU_WAIT_S, why);
+		}
+	}
+	t = now_us() - t0;
+	if (r->status != BW_STATUS_OK)
+		die("%s: %s: %s", o->model, bw_status_name(r->status), r->msg);
+	return t;
+}
+
+static void teardown_gpu(struct runner *r)
+{
+	gpu_executor_destroy(r->gex);
+	if (r->gstream != NULL)
+		r->gops->stream_destroy(r->gstream);
+	if (r->loaded != NULL)
+		r->gops->program_unload(r->loaded);
+	if (r->gmem != NULL)
+		r->gops->host_unregister(r->gdev, r->gmem, NULL, 0);
+	if (r->gdev != NULL)
+		r->gops->dev_close(r->gdev);
+	if (r->module.handle != NULL)
+		gpu_module_unload(&r->module);
+	gpu_compiled_free(r->compiled);
+	free(r->gmem);
+	for (uint32_t i = 0; i < TENSORS_MAX; i++)
+		r->out_data[i] = NULL;
+}
+
 /* Executor mode: one batch of one task that carries every row, as a single request would. */
 static void setup_batch(struct runner *r, const struct opts *o)
 {
@@ -678,6 +879,8 @@ static double run_once(struct runner *r, const struct opts *o)
 	double t0;
 	int rc;
 
+	if (r->gex != NULL)
+		return run_once_gpu(r, o);
 	if (r->ex == NULL) {
 		/* The arena reuses an input's bytes once its last reader ran: copy them in every time. */
 		for (uint32_t i = 0; i < r->g->num_inputs; i++)
@@ -716,7 +919,7 @@ static void print_outputs(const struct runner *r, const struct opts *o)
 	for (uint32_t i = 0; i < g->num_outputs; i++) {
 		const char *name = g->values[g->outputs[i]].name;
 		const struct rt_tensor *t = &r->out[i];
-		const void *data = r->ex != NULL ? r->out_data[i] : t->data;
+		const void *data = r->ex != NULL || r->gex != NULL ? r->out_data[i] : t->data;
 		size_t elem = rt_dtype_size(t->dtype), n = elem != 0 ? r->out_bytes[i] / elem : 0;
 		double lo = INFINITY, hi = -INFINITY, sum = 0;
 		size_t nonfinite = 0;
@@ -774,9 +977,9 @@ int main(int argc, char **argv)
 	int rc;
 
 	parse_args(argc, argv, &o);
-	rc = rt_cpu_kernels_register();
+	rc = o.gpu ? gpu_kernels_register() : rt_cpu_kernels_register();
 	if (rc != 0)
-		die("registering the CPU kernels: %s", strerror(-rc));
+		die("registering the kernels: %s", strerror(-rc));
 	g = rt_graph_load(o.model, err, sizeof(err));
 	if (g == NULL)
 		die("%s: %s", o.model, err);
@@ -789,7 +992,7 @@ int main(int argc, char **argv)
 	memset(&rep, 0, sizeof(rep));
 	rep.nodes_before = rep.nodes_after = g->num_nodes;
 	if (o.optimize) {
-		rc = rt_graph_optimize(g, RT_DEVICE_CPU, &rep, err, sizeof(err));
+		rc = rt_graph_optimize(g, o.gpu ? RT_DEVICE_GPU : RT_DEVICE_CPU, &rep, err, sizeof(err));
 		if (rc != 0)
 			die("%s: optimising: %s", o.model, err);
 	}
@@ -801,6 +1004,8 @@ int main(int argc, char **argv)
 	setup(&r, &o);
 	print_placement(&r, &o, &rep);
 	prepare_inputs(&r, &o);
+	if (o.gpu)
+		setup_gpu(&r, &o);
 
 	if (r.ex != NULL) {
 		setup_batch(&r, &o);
@@ -836,11 +1041,14 @@ int main(int argc, char **argv)
 
 		printf("time   %u runs after %u warm-up: mean %.1f us, p50 %.1f us, p99 %.1f us, min %.1f us, max %.1f us\n",
 		       o.repeat, o.warmup, mean, p50, p99, times[0], times[o.repeat - 1]);
-		printf("model=%s batch=%" PRId64 " workers=%u runs=%u mean_us=%.1f p50_us=%.1f p99_us=%.1f min_us=%.1f\n",
-		       base_name(o.model), o.batch, o.workers, o.repeat, mean, p50, p99, times[0]);
+		printf("model=%s batch=%" PRId64 " workers=%u runs=%u mean_us=%.1f p50_us=%.1f p99_us=%.1f min_us=%.1f "
+		       "device=%s\n",
+		       base_name(o.model), o.batch, o.workers, o.repeat, mean, p50, p99, times[0], o.gpu ? "gpu" : "cpu");
 	}
 
 	free(times);
+	if (o.gpu)
+		teardown_gpu(&r);
 	for (uint32_t i = 0; i < g->num_inputs; i++)
 		free(r.in_data[i]);
 	for (uint32_t i = 0; i < g->num_outputs; i++)
