@@ -20,11 +20,13 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../bw_cunit.h"
 #include "../runtime/onnx_build.h"
@@ -1128,6 +1130,85 @@ static void test_two_streams(void)
 	g_ops->dev_close(dev);
 }
 
+#define THREAD_LAUNCHES 200  /* per stream */
+#define THREAD_SLOTS 4
+#define THREAD_TIMEOUT_S 40  /* a liveness bound (valgrind, a loaded host), not a timing check */
+
+/*
+ * The fake's own thread finishes launches of two streams in a random order while the host polls
+ * words, as the daemon's lcores will: a slot is reused only once its word reached its generation,
+ * and every reply then holds its own launch's rows.
+ */
+static void test_threaded(void)
+{
+	static uint8_t mem[2][THREAD_SLOTS][64] __attribute__((aligned(64)));
+	struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 7 };
+	struct gpu_dev *dev = NULL;
+	struct gpu_stream *s[2] = { NULL, NULL };
+	struct gpu_instance *inst[2] = { NULL, NULL };
+	struct gpu_loaded *loaded = NULL;
+	struct add_program ap;
+	char err[GPU_ERR_MAX];
+	uint32_t launched[2] = { 0, 0 }, done[2] = { 0, 0 }, gen[2][THREAD_SLOTS], wrong = 0;
+	bool busy[2][THREAD_SLOTS];
+	time_t start = time(NULL);
+
+	add_program_init(&ap);
+	gpu_fake_configure(&cfg);
+	CU_ASSERT_EQUAL_FATAL(g_ops->dev_open(0, &dev, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
+	memset(busy, 0, sizeof(busy));
+	memset(gen, 0, sizeof(gen));
+	for (int k = 0; k < 2; k++) {
+		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &s[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], THREAD_SLOTS, &inst[k], err, sizeof(err)), 0);
+	}
+	while ((done[0] < THREAD_LAUNCHES || done[1] < THREAD_LAUNCHES) && time(NULL) - start < THREAD_TIMEOUT_S) {
+		for (int k = 0; k < 2; k++) {
+			for (uint32_t slot = 0; slot < THREAD_SLOTS; slot++) {
+				uint8_t *row = mem[k][slot];
+				struct gpu_batch_table *t = g_ops->instance_table(inst[k], 0, slot);
+
+				if (busy[k][slot]) {
+					float got[ROW_FLOATS];
+
+					if (!gpu_word_reached(g_ops->instance_word(inst[k], 0, slot), gen[k][slot]))
+						continue;
+					/* in place: row 0 (its value gen) became gen + const */
+					memcpy(got, row, sizeof(got));
+					for (int j = 0; j < ROW_FLOATS; j++)
+						wrong += got[j] != (float)gen[k][slot] + g_row_const[j];
+					busy[k][slot] = false;
+					done[k]++;
+				}
+				if (launched[k] == THREAD_LAUNCHES)
+					continue;
+				for (int j = 0; j < ROW_FLOATS; j++)
+					((float *)row)[j] = (float)(launched[k] + 1);
+				t->segments[0] = seg((uint64_t)(uintptr_t)row, 0, ROW_BYTES);
+				t->segments[1] = seg(0, ROW_BYTES, ROW_BYTES);
+				t->segments[2] = seg((uint64_t)(uintptr_t)row, 0, ROW_BYTES);
+				t->nb_gather = 2;
+				t->nb_scatter = 1;
+				t->generation = gen[k][slot] = ++launched[k];
+				CU_ASSERT_EQUAL(g_ops->instance_launch(inst[k], 0, slot, err, sizeof(err)), 0);
+				busy[k][slot] = true;
+			}
+		}
+		sched_yield();
+	}
+	CU_ASSERT_EQUAL(done[0], THREAD_LAUNCHES);
+	CU_ASSERT_EQUAL(done[1], THREAD_LAUNCHES);
+	CU_ASSERT_EQUAL(wrong, 0);
+	for (int k = 0; k < 2; k++) {
+		g_ops->instance_destroy(inst[k]);
+		g_ops->stream_destroy(s[k]);
+	}
+	g_ops->program_unload(loaded);
+	g_ops->dev_close(dev);
+}
+
 /* ---- c. faults ------------------------------------------------------------------------------------------ */
 
 /* Relu into scratch, then Gather from it (op 1) with an index out of range. */
@@ -1465,6 +1546,7 @@ int main(void)
 	static CU_TestInfo table_tests[] = {
 		{ "gather, pad, scatter, generations on one slot", test_batch_table },
 		{ "two streams finished in the opposite order", test_two_streams },
+		{ "two streams on the fake's thread", test_threaded },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo fault_tests[] = {
