@@ -10,6 +10,7 @@
  * The device address of a registered region is its host address (host_register returns addr), as
  * with CUDA's unified addressing on a 64-bit host: a segment's addr is dereferenced as it is.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -72,7 +73,7 @@ struct gpu_stream {
 struct gpu_loaded {
 	struct gpu_dev *dev;
 	struct gpu_program *prog;
-	unsigned int nb_instances;
+	unsigned int nb_instances; /* alive: gpu.h says they go before the program */
 };
 
 /* What one (size, slot) owns. */
@@ -560,6 +561,7 @@ static void fake_program_unload(struct gpu_loaded *l)
 {
 	if (l == NULL)
 		return;
+	assert(l->nb_instances == 0); /* their arenas' launches would run a freed program */
 	gpu_program_free(l->prog);
 	free(l);
 }
