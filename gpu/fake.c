@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The fake device (fake.h). One mutex per device guards its queue of signals, its regions and its
+ * The fake device (fake.h). One mutex per device guards its queue of work, its regions and its
  * health; words are written with release stores, so a host polling them with gpu_word_reached sees
  * them as it would see a GPU's writes after the fence.
+ *
+ * Programs (program.h) run on the CPU when their launch is finished: the table's segments are
+ * gathered, every op's items run through gpu_op_item (program_math.h, the code the CUDA module's
+ * kernels run), the outputs scattered, then the table's generation is stored into the slot's word.
+ * The device address of a registered region is its host address (host_register returns addr), as
+ * with CUDA's unified addressing on a 64-bit host: a segment's addr is dereferenced as it is.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -15,18 +22,29 @@
 
 #include "defs.h"
 #include "fake.h"
+#include "program_math.h"
 
 #define FAKE_THREAD_NAP_NS 20000L       /* GPU_FAKE_THREAD's nap when nothing is queued */
 #define FAKE_MEM_BYTES (1ull << 30)     /* what probe says a fake device has */
 #define CACHE_LINE_BYTES 64
+#define FAKE_ARENA_POISON 0xcd          /* a fresh arena's bytes: cudaMalloc does not zero either */
 
-/* A queued piece of work: a signal, or a fill when len > 0. */
+enum fake_work_kind {
+	FAKE_WORK_SIGNAL,
+	FAKE_WORK_FILL,
+	FAKE_WORK_LAUNCH,
+};
+
+/* A queued piece of work: a signal, a fill, or a program launch on one (size, slot). */
 struct fake_signal {
 	struct gpu_stream *stream;
+	enum fake_work_kind kind;
 	uint32_t word, value;
 	void *fill_addr;
 	size_t fill_len;
 	uint8_t fill_byte;
+	struct gpu_instance *inst;
+	uint32_t size_idx, slot;
 };
 
 struct gpu_dev {
@@ -49,6 +67,27 @@ struct gpu_stream {
 	struct gpu_dev *dev;
 	volatile uint32_t *words;
 	uint32_t nb_words;
+};
+
+/* A loaded program: the module's own copy of it (ops and constants), as a device upload would be. */
+struct gpu_loaded {
+	struct gpu_dev *dev;
+	struct gpu_program *prog;
+	unsigned int nb_instances; /* alive: gpu.h says they go before the program */
+};
+
+/* What one (size, slot) owns. */
+struct fake_slot {
+	uint8_t *arena;                /* sizes[size].arena_bytes, GPU_PROG_ALIGN-aligned */
+	struct gpu_batch_table *table; /* gpu_batch_table_bytes(max_segments), zeroed at creation */
+};
+
+struct gpu_instance {
+	struct gpu_loaded *loaded;
+	struct gpu_stream *stream;
+	uint32_t nb_slots;
+	struct fake_slot *slots;       /* [size_idx * nb_slots + slot] */
+	volatile uint32_t *words;      /* the same index */
 };
 
 static struct gpu_fake_config g_config = { .nb_devices = 1, .mode = GPU_FAKE_ON_DEMAND, .seed = 1 };
@@ -82,17 +121,136 @@ static int fake_probe(struct gpu_probe *out)
 	return 0;
 }
 
-/* Writes the signal's word. Caller holds the lock. */
+/*
+ * Marks the device lost, as a kernel's illegal address does on CUDA: the first reason stays. Caller
+ * holds the lock.
+ */
+static void fake_lose(struct gpu_dev *dev, const char *reason)
+{
+	if (!dev->lost)
+		snprintf(dev->fault, sizeof(dev->fault), "%s", reason);
+	dev->lost = true;
+}
+
+/*
+ * A segment the graph's gather or scatter kernel would take out of bounds: past the tensor's rows in
+ * the arena, or at an address that is not registered memory. On CUDA the first corrupts the arena and
+ * the second is an illegal address that loses the context; the fake loses the device with the reason
+ * instead of touching the memory. \return 0, or -EFAULT with why. Caller holds the lock.
+ */
+static int fake_segment_check(const struct gpu_dev *dev, const struct gpu_program *prog,
+			      const struct gpu_program_size *sz, const struct gpu_batch_table *t, uint32_t s,
+			      char *why, size_t cap)
+{
+	const struct gpu_segment *seg = &t->segments[s];
+	bool gather = s < t->nb_gather;
+	uint32_t nb = gather ? prog->nb_inputs : prog->nb_outputs;
+	uint64_t tensor_bytes;
+
+	if (seg->tensor >= nb) {
+		gpu_err(why, cap, "segment %u: tensor %u, the program has %u %s", s, seg->tensor, nb,
+			gather ? "inputs" : "outputs");
+		return -EFAULT;
+	}
+	tensor_bytes = (uint64_t)sz->batch * (gather ? prog->input_row_bytes : prog->output_row_bytes)[seg->tensor];
+	if (seg->offset > tensor_bytes || seg->len > tensor_bytes - seg->offset) {
+		gpu_err(why, cap, "segment %u: bytes [%llu, %llu) of a %llu-byte tensor", s,
+			(unsigned long long)seg->offset, (unsigned long long)seg->offset + seg->len,
+			(unsigned long long)tensor_bytes);
+		return -EFAULT;
+	}
+	if (seg->len == 0 || (gather && seg->addr == 0))
+		return 0; /* nothing read from the host: padding rows are written zero */
+	if (gpu_regions_covers(&dev->regions, (const void *)(uintptr_t)seg->addr, seg->len, NULL, 0) < 0) {
+		gpu_err(why, cap, "segment %u: device address 0x%llx + %u is not registered memory", s,
+			(unsigned long long)seg->addr, seg->len);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * Runs the graph of (size_idx, slot): gather, every op over all its items, scatter, then the word.
+ * A bad segment loses the device (the word never arrives). Caller holds the lock.
+ */
+static void fake_run_launch(struct gpu_dev *dev, struct gpu_instance *inst, uint32_t size_idx, uint32_t slot)
+{
+	const struct gpu_program *prog = inst->loaded->prog;
+	const struct gpu_program_size *sz = &prog->sizes[size_idx];
+	uint32_t idx = size_idx * inst->nb_slots + slot;
+	struct fake_slot *fs = &inst->slots[idx];
+	struct gpu_batch_table *t = fs->table;
+	uint32_t nb_seg, s, k;
+	char why[GPU_ERR_MAX - 64];
+
+	/* the table is read once the launch runs, as the graph's kernels read it */
+	if ((uint64_t)t->nb_gather + t->nb_scatter > prog->max_segments) {
+		char reason[GPU_ERR_MAX];
+
+		gpu_err(reason, sizeof(reason), "launch of %s size %u slot %u: %u + %u segments, the table holds %u",
+			prog->name, sz->batch, slot, t->nb_gather, t->nb_scatter, prog->max_segments);
+		fake_lose(dev, reason);
+		return;
+	}
+	nb_seg = t->nb_gather + t->nb_scatter;
+	for (s = 0; s < nb_seg; s++) {
+		if (fake_segment_check(dev, prog, sz, t, s, why, sizeof(why)) < 0) {
+			char reason[GPU_ERR_MAX];
+
+			gpu_err(reason, sizeof(reason), "launch of %s size %u slot %u: %s", prog->name, sz->batch, slot,
+				why);
+			fake_lose(dev, reason);
+			return;
+		}
+	}
+	for (s = 0; s < t->nb_gather; s++) {
+		const struct gpu_segment *seg = &t->segments[s];
+		uint8_t *dst = fs->arena + sz->input_offset[seg->tensor] + seg->offset;
+
+		if (seg->addr != 0)
+			memcpy(dst, (const void *)(uintptr_t)seg->addr, seg->len);
+		else
+			memset(dst, 0, seg->len);
+	}
+	for (k = 0; k < sz->nb_ops; k++) {
+		const struct gpu_op *op = &sz->ops[k];
+		uint64_t items = gpu_op_items(op);
+
+		for (uint64_t i = 0; i < items; i++)
+			gpu_op_item(op, k, fs->arena, prog->consts, t, i);
+	}
+	for (s = t->nb_gather; s < nb_seg; s++) {
+		const struct gpu_segment *seg = &t->segments[s];
+
+		memcpy((void *)(uintptr_t)seg->addr, fs->arena + sz->output_offset[seg->tensor] + seg->offset, seg->len);
+	}
+	__atomic_store_n(&inst->words[idx], t->generation, __ATOMIC_RELEASE);
+}
+
+/* Drops queued work q without doing it. Caller holds the lock. */
+static void fake_drop(struct gpu_dev *dev, unsigned int q)
+{
+	memmove(&dev->queue[q], &dev->queue[q + 1], (dev->nb_queued - q - 1) * sizeof(dev->queue[0]));
+	dev->nb_queued--;
+}
+
+/* Does queued work q: writes the signal's word, the fill's bytes, or runs the launch. Caller holds the lock. */
 static void fake_finish(struct gpu_dev *dev, unsigned int q)
 {
 	struct fake_signal s = dev->queue[q];
 
-	if (s.fill_len > 0)
+	fake_drop(dev, q);
+	switch (s.kind) {
+	case FAKE_WORK_FILL:
 		memset(s.fill_addr, s.fill_byte, s.fill_len);
-	else
+		break;
+	case FAKE_WORK_LAUNCH:
+		fake_run_launch(dev, s.inst, s.size_idx, s.slot);
+		break;
+	default:
 		__atomic_store_n(&s.stream->words[s.word], s.value, __ATOMIC_RELEASE);
-	memmove(&dev->queue[q], &dev->queue[q + 1], (dev->nb_queued - q - 1) * sizeof(dev->queue[0]));
-	dev->nb_queued--;
+		break;
+	}
 }
 
 /* The oldest queued signal of stream, or -1. Caller holds the lock. */
@@ -283,13 +441,10 @@ static void fake_stream_destroy(struct gpu_stream *s)
 	/* as cudaStreamDestroy: its queued work still finishes (unless the device is lost) */
 	pthread_mutex_lock(&dev->lock);
 	while ((q = fake_oldest(dev, s)) >= 0) {
-		if (dev->lost) {
-			memmove(&dev->queue[q], &dev->queue[q + 1], (dev->nb_queued - (unsigned int)q - 1) *
-				sizeof(dev->queue[0]));
-			dev->nb_queued--;
-		} else {
+		if (dev->lost)
+			fake_drop(dev, (unsigned int)q);
+		else
 			fake_finish(dev, (unsigned int)q);
-		}
 	}
 	dev->nb_streams--;
 	pthread_mutex_unlock(&dev->lock);
@@ -324,7 +479,8 @@ static int fake_signal(struct gpu_stream *s, uint32_t word, uint32_t value, char
 		rc = -EIO;
 	}
 	if (rc == 0)
-		dev->queue[dev->nb_queued++] = (struct fake_signal){ .stream = s, .word = word, .value = value };
+		dev->queue[dev->nb_queued++] = (struct fake_signal){ .stream = s, .kind = FAKE_WORK_SIGNAL, .word = word,
+								     .value = value };
 	pthread_mutex_unlock(&dev->lock);
 	return rc;
 }
@@ -344,8 +500,224 @@ static int fake_fill(struct gpu_stream *s, void *dev_addr, size_t len, uint8_t b
 		rc = -EIO;
 	}
 	if (rc == 0)
-		dev->queue[dev->nb_queued++] = (struct fake_signal){ .stream = s, .fill_addr = dev_addr,
-								     .fill_len = len, .fill_byte = byte };
+		dev->queue[dev->nb_queued++] = (struct fake_signal){ .stream = s, .kind = FAKE_WORK_FILL,
+								     .fill_addr = dev_addr, .fill_len = len,
+								     .fill_byte = byte };
+	pthread_mutex_unlock(&dev->lock);
+	return rc;
+}
+
+/* ---- programs ------------------------------------------------------------------------------------------- */
+
+/* (hot, but the fake takes its lock as its signal does) */
+static int fake_host_to_dev(struct gpu_dev *dev, const void *addr, size_t len, uint64_t *dev_addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	int rc = -EFAULT;
+
+	pthread_mutex_lock(&dev->lock);
+	for (unsigned int i = 0; i < dev->regions.n; i++) {
+		const struct gpu_region *r = &dev->regions.r[i];
+
+		/* inside one region: [a, a + len) within [start, start + len); len 0 names a byte in it */
+		if (a >= r->start && a - r->start < r->len && len <= r->len - (a - r->start)) {
+			*dev_addr = (uint64_t)((uintptr_t)r->dev_addr + (a - r->start));
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return rc;
+}
+
+static int fake_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struct gpu_loaded **out,
+			     char *err, size_t cap)
+{
+	struct gpu_loaded *l;
+	int rc;
+
+	pthread_mutex_lock(&dev->lock);
+	rc = fake_check(dev, err, cap);
+	pthread_mutex_unlock(&dev->lock);
+	if (rc < 0)
+		return rc;
+	rc = gpu_program_check(prog, err, cap);
+	if (rc < 0)
+		return rc;
+	l = calloc(1, sizeof(*l));
+	if (l != NULL)
+		l->prog = gpu_program_copy(prog);
+	if (l == NULL || l->prog == NULL) {
+		free(l);
+		gpu_err(err, cap, "program %s: out of memory", prog->name);
+		return -ENOMEM;
+	}
+	l->dev = dev;
+	*out = l;
+	return 0;
+}
+
+static void fake_program_unload(struct gpu_loaded *l)
+{
+	if (l == NULL)
+		return;
+	assert(l->nb_instances == 0); /* their arenas' launches would run a freed program */
+	gpu_program_free(l->prog);
+	free(l);
+}
+
+static void fake_instance_free(struct gpu_instance *inst)
+{
+	uint32_t n = inst->loaded->prog->nb_sizes * inst->nb_slots;
+
+	if (inst->slots != NULL) {
+		for (uint32_t i = 0; i < n; i++) {
+			free(inst->slots[i].arena);
+			free(inst->slots[i].table);
+		}
+	}
+	free(inst->slots);
+	free((void *)inst->words);
+	free(inst);
+}
+
+static size_t round_up(size_t n, size_t align)
+{
+	return (n + align - 1) & ~(align - 1);
+}
+
+static int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream, uint32_t nb_slots,
+				struct gpu_instance **out, char *err, size_t cap)
+{
+	const struct gpu_program *prog = l->prog;
+	struct gpu_instance *inst;
+	uint32_t n;
+	int rc;
+
+	if (nb_slots == 0 || nb_slots > GPU_STREAM_WORDS_MAX) {
+		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_STREAM_WORDS_MAX);
+		return -EINVAL;
+	}
+	if (stream->dev != l->dev) {
+		gpu_err(err, cap, "instance of %s: the stream is on another device", prog->name);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&l->dev->lock);
+	rc = fake_check(l->dev, err, cap);
+	pthread_mutex_unlock(&l->dev->lock);
+	if (rc < 0)
+		return rc;
+	n = prog->nb_sizes * nb_slots;
+	inst = calloc(1, sizeof(*inst));
+	if (inst == NULL)
+		goto nomem;
+	inst->loaded = l;
+	inst->stream = stream;
+	inst->nb_slots = nb_slots;
+	inst->slots = calloc(n, sizeof(*inst->slots));
+	inst->words = aligned_alloc(CACHE_LINE_BYTES, round_up(n * sizeof(uint32_t), CACHE_LINE_BYTES));
+	if (inst->slots == NULL || inst->words == NULL)
+		goto nomem;
+	memset((void *)inst->words, 0, round_up(n * sizeof(uint32_t), CACHE_LINE_BYTES));
+	for (uint32_t i = 0; i < n; i++) {
+		struct fake_slot *fs = &inst->slots[i];
+		size_t arena_bytes = prog->sizes[i / nb_slots].arena_bytes; /* a multiple of GPU_PROG_ALIGN */
+		size_t table_bytes = round_up(gpu_batch_table_bytes(prog->max_segments), CACHE_LINE_BYTES);
+
+		fs->arena = aligned_alloc(GPU_PROG_ALIGN, arena_bytes);
+		fs->table = aligned_alloc(CACHE_LINE_BYTES, table_bytes);
+		if (fs->arena == NULL || fs->table == NULL)
+			goto nomem;
+		memset(fs->arena, FAKE_ARENA_POISON, arena_bytes);
+		memset(fs->table, 0, table_bytes);
+	}
+	pthread_mutex_lock(&l->dev->lock);
+	l->nb_instances++;
+	pthread_mutex_unlock(&l->dev->lock);
+	*out = inst;
+	return 0;
+nomem:
+	if (inst != NULL)
+		fake_instance_free(inst);
+	gpu_err(err, cap, "instance of %s with %u slots: out of memory", prog->name, nb_slots);
+	return -ENOMEM;
+}
+
+/* The oldest queued launch of inst, or -1. Caller holds the lock. */
+static int fake_oldest_launch(const struct gpu_dev *dev, const struct gpu_instance *inst)
+{
+	for (unsigned int q = 0; q < dev->nb_queued; q++)
+		if (dev->queue[q].kind == FAKE_WORK_LAUNCH && dev->queue[q].inst == inst)
+			return (int)q;
+	return -1;
+}
+
+/*
+ * As gpu.h says, its launches finish first: each one and the stream's work queued before it run now
+ * (CUDA: a stream synchronize before the graphs are destroyed). On a lost device they are dropped:
+ * they can never finish, and their words never arrive.
+ */
+static void fake_instance_destroy(struct gpu_instance *inst)
+{
+	struct gpu_dev *dev;
+	int q;
+
+	if (inst == NULL)
+		return;
+	dev = inst->loaded->dev;
+	pthread_mutex_lock(&dev->lock);
+	while ((q = fake_oldest_launch(dev, inst)) >= 0) {
+		if (dev->lost)
+			fake_drop(dev, (unsigned int)q);
+		else
+			fake_finish(dev, (unsigned int)fake_oldest(dev, inst->stream));
+	}
+	inst->loaded->nb_instances--;
+	pthread_mutex_unlock(&dev->lock);
+	fake_instance_free(inst);
+}
+
+static struct gpu_batch_table *fake_instance_table(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot)
+{
+	if (size_idx >= inst->loaded->prog->nb_sizes || slot >= inst->nb_slots)
+		return NULL;
+	return inst->slots[size_idx * inst->nb_slots + slot].table;
+}
+
+static volatile uint32_t *fake_instance_word(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot)
+{
+	if (size_idx >= inst->loaded->prog->nb_sizes || slot >= inst->nb_slots)
+		return NULL;
+	return &inst->words[size_idx * inst->nb_slots + slot];
+}
+
+static int fake_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap)
+{
+	struct gpu_dev *dev = inst->loaded->dev;
+	int rc;
+
+	if (size_idx >= inst->loaded->prog->nb_sizes || slot >= inst->nb_slots) {
+		gpu_err(err, cap, "launch of %s: size %u slot %u, the instance has %u sizes and %u slots",
+			inst->loaded->prog->name, size_idx, slot, inst->loaded->prog->nb_sizes, inst->nb_slots);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	rc = fake_check(dev, err, cap);
+	if (rc == 0 && dev->fail_next) {
+		/* GPU_FAKE_FAULT_NEXT_SIGNAL refuses the next signal or launch, whichever comes first */
+		dev->fail_next = false;
+		gpu_err(err, cap, "fake device %d refused the launch: %s", dev->index, dev->fault);
+		rc = -EIO;
+	}
+	if (rc == 0 && dev->nb_queued == GPU_FAKE_PENDING_MAX) {
+		gpu_err(err, cap, "fake device %d: %u pieces of work queued (GPU_FAKE_PENDING_MAX)", dev->index,
+			dev->nb_queued);
+		rc = -EIO;
+	}
+	if (rc == 0)
+		dev->queue[dev->nb_queued++] = (struct fake_signal){ .stream = inst->stream, .kind = FAKE_WORK_LAUNCH,
+								     .inst = inst, .size_idx = size_idx,
+								     .slot = slot };
 	pthread_mutex_unlock(&dev->lock);
 	return rc;
 }
@@ -391,12 +763,13 @@ unsigned int gpu_fake_pending(struct gpu_dev *dev)
 void gpu_fake_inject(struct gpu_dev *dev, enum gpu_fake_fault fault, const char *reason)
 {
 	pthread_mutex_lock(&dev->lock);
-	if (!dev->lost) /* the first sticky reason is the one reported, as CUDA's sticky errors */
-		snprintf(dev->fault, sizeof(dev->fault), "%s", reason);
-	if (fault == GPU_FAKE_FAULT_STICKY)
-		dev->lost = true;
-	else
+	if (fault == GPU_FAKE_FAULT_STICKY) {
+		fake_lose(dev, reason); /* the first sticky reason is the one reported, as CUDA's */
+	} else {
+		if (!dev->lost)
+			snprintf(dev->fault, sizeof(dev->fault), "%s", reason);
 		dev->fail_next = true;
+	}
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -415,6 +788,14 @@ static const struct gpu_ops g_fake_ops = {
 	.stream_words = fake_stream_words,
 	.signal = fake_signal,
 	.fill = fake_fill,
+	.host_to_dev = fake_host_to_dev,
+	.program_load = fake_program_load,
+	.program_unload = fake_program_unload,
+	.instance_create = fake_instance_create,
+	.instance_destroy = fake_instance_destroy,
+	.instance_table = fake_instance_table,
+	.instance_word = fake_instance_word,
+	.instance_launch = fake_instance_launch,
 };
 
 const struct gpu_ops *gpu_fake_ops(void)

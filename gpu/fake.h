@@ -7,6 +7,12 @@
  * random stream each time). Either way a stream's work finishes in the order it was queued, as on a
  * CUDA stream; across streams, in any order.
  *
+ * Programs (gpu.h's program_load, instances, instance_launch) run on the CPU through program_math.h,
+ * the code the CUDA module's kernels run, when their launch finishes. A device address is the host
+ * address it was registered at (host_register returns addr). A launch whose batch table names memory
+ * outside the registered regions, or bytes outside a tensor's rows, loses the device (sticky, with
+ * the reason), as an illegal address does on CUDA.
+ *
  * Not for the hot path's timing: its signal takes a mutex (the CUDA module's does not).
  */
 #ifndef BW_GPU_FAKE_H
@@ -24,7 +30,8 @@ enum gpu_fake_mode {
 };
 
 enum gpu_fake_fault {
-	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next signal is refused (-EIO); the device stays healthy */
+	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next signal or instance_launch, whichever comes first, is
+				     * refused (-EIO); the device stays healthy */
 	GPU_FAKE_FAULT_STICKY,      /* the device is lost now: queued work never finishes, every later
 				     * call fails -EIO, health reports the reason */
 };
@@ -42,7 +49,7 @@ const struct gpu_ops *gpu_fake_ops(void);
 void gpu_fake_configure(const struct gpu_fake_config *cfg);
 
 /**
- * Finishes the oldest queued work (signal or fill) of stream.
+ * Finishes the oldest queued work (signal, fill or launch) of stream.
  * \return 1, or 0 when it had none (or the device is lost).
  */
 int gpu_fake_complete(struct gpu_stream *stream);
@@ -50,7 +57,7 @@ int gpu_fake_complete(struct gpu_stream *stream);
 /** Finishes every piece of work queued on the device, in queueing order. \return how many. */
 unsigned int gpu_fake_complete_all(struct gpu_dev *dev);
 
-/** \return the pieces of work (signals, fills) queued on the device and not finished. */
+/** \return the pieces of work (signals, fills, launches) queued on the device and not finished. */
 unsigned int gpu_fake_pending(struct gpu_dev *dev);
 
 /** Injects a fault (reason: the line health and the failing calls report). */
