@@ -28,7 +28,7 @@ static int resolve(struct cublaslt_api *lt, const char *name, void **fn, char *e
 	*fn = dlsym(lt->lib, name);
 	if (*fn != NULL)
 		return 0;
-	gpu_err(err, cap, "cuBLASLt %s has no symbol %s (another major version?)", lt->path, name);
+	gpu_err(err, cap, "cuBLASLt %s has no symbol %s (not cuBLASLt 13?)", lt->path, name);
 	return -ENOTSUP;
 }
 
