@@ -526,8 +526,10 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 			if (bytes == 0)
 				continue;
 			e = cudaMalloc((void **)&g->arena, bytes);
-			if (e == cudaSuccess) /* padding and never-written bytes read as 0, the same every run */
-				e = cudaMemset(g->arena, 0, bytes);
+			/* never-written bytes read as 0, the same every run; on the instance's stream, so the
+			 * graphs' launches come after it (the legacy stream would not order a non-blocking one) */
+			if (e == cudaSuccess)
+				e = cudaMemsetAsync(g->arena, 0, bytes, stream->stream);
 			if (e != cudaSuccess) {
 				rc = alloc_fail(dev, "cudaMalloc (arena)", e, err, cap);
 				goto fail;

@@ -194,12 +194,12 @@ static void prog_header(struct gpu_program *p, const char *name, uint32_t in_row
 	p->max_segments = PROG_BATCH_MAX * (1 + nb_outputs);
 }
 
-static long long g_seed = 12345;
+static uint64_t g_seed = 12345;
 
 /* A repeatable value in [-1, 1): the test must not depend on the host's rand(). */
 static float next_value(void)
 {
-	g_seed = (g_seed * 6364136223846793005ll + 1442695040888963407ll) & 0x7fffffffffffffffll;
+	g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
 	return (float)((g_seed >> 33) % 2000) / 1000.0f - 1.0f;
 }
 
