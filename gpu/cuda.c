@@ -17,36 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda.h>              /* types and flags only: no -lcuda */
-#include <cuda_runtime_api.h>
-
-#include "defs.h"
+#include "cuda_defs.h"
 
 #define DRIVER_API_VERSION 12000 /* the ABI of the driver entry points we call (cuStreamWriteValue32_v2) */
 #define CACHE_LINE_BYTES 64
 
-typedef CUresult (*pfn_write_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
-typedef CUresult (*pfn_get_error_string)(CUresult error, const char **str);
-
 /* kernels.cu */
 int bwgpu_fill_launch(void *stream, void *dst, size_t len, uint8_t byte);
-
-struct gpu_dev {
-	int index;
-	struct gpu_regions regions;
-	pfn_write_value32 write_value32;
-	pfn_get_error_string get_error_string;
-	bool lost;
-	char fault[GPU_ERR_MAX];
-};
-
-struct gpu_stream {
-	struct gpu_dev *dev;
-	cudaStream_t stream;
-	volatile uint32_t *words;   /* host address */
-	uint8_t *words_dev;         /* the same words' device address */
-	uint32_t nb_words;
-};
 
 /* Errors after which the context is unusable: every later call returns them. */
 static bool sticky(cudaError_t e)
@@ -69,8 +46,7 @@ static bool sticky(cudaError_t e)
 	}
 }
 
-/* Records a runtime error: err's line, and the device's fault when it is sticky. \return -EIO. */
-static int cuda_fail(struct gpu_dev *dev, const char *call, cudaError_t e, char *err, size_t cap)
+int cuda_fail(struct gpu_dev *dev, const char *call, cudaError_t e, char *err, size_t cap)
 {
 	gpu_err(err, cap, "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
 	if (dev != NULL && sticky(e) && !dev->lost) {
@@ -80,7 +56,7 @@ static int cuda_fail(struct gpu_dev *dev, const char *call, cudaError_t e, char 
 	return -EIO;
 }
 
-static int cuda_check(const struct gpu_dev *dev, char *err, size_t cap)
+int cuda_check(const struct gpu_dev *dev, char *err, size_t cap)
 {
 	if (!dev->lost)
 		return 0;
@@ -189,6 +165,7 @@ static void cuda_dev_close(struct gpu_dev *dev)
 		cudaHostUnregister((void *)dev->regions.r[dev->regions.n - 1].start);
 		gpu_regions_remove(&dev->regions, dev->regions.n - 1);
 	}
+	cublaslt_close(dev);
 	free(dev);
 }
 
@@ -361,6 +338,23 @@ static int cuda_fill(struct gpu_stream *s, void *dev_addr, size_t len, uint8_t b
 	return 0;
 }
 
+/* (hot) A linear scan: GPU_REGIONS_MAX is small and the regions change only at start-up. */
+static int cuda_host_to_dev(struct gpu_dev *dev, const void *addr, size_t len, uint64_t *dev_addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	unsigned int i;
+
+	for (i = 0; i < dev->regions.n; i++) {
+		const struct gpu_region *r = &dev->regions.r[i];
+
+		if (a >= r->start && a - r->start <= r->len && len <= r->len - (a - r->start)) {
+			*dev_addr = (uint64_t)(uintptr_t)r->dev_addr + (a - r->start);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
 static const struct gpu_ops g_cuda_ops = {
 	.abi_version = GPU_ABI_VERSION,
 	.name = "cuda",
@@ -376,6 +370,14 @@ static const struct gpu_ops g_cuda_ops = {
 	.stream_words = cuda_stream_words,
 	.signal = cuda_signal,
 	.fill = cuda_fill,
+	.host_to_dev = cuda_host_to_dev,
+	.program_load = cuda_program_load,
+	.program_unload = cuda_program_unload,
+	.instance_create = cuda_instance_create,
+	.instance_destroy = cuda_instance_destroy,
+	.instance_table = cuda_instance_table,
+	.instance_word = cuda_instance_word,
+	.instance_launch = cuda_instance_launch,
 };
 
 __attribute__((visibility("default"))) const struct gpu_ops *bw_gpu_module_ops(uint32_t abi_version);

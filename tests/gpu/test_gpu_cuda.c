@@ -6,9 +6,14 @@
  * With one: open device 0, register host memory, have a kernel fill it and a stream memory op write
  * a completion word behind it, poll the word from here (no synchronize call), check the bytes; then
  * launch/poll round trips through the in-flight tracker, and the module's error paths. The round
- * trip time is printed, never asserted. argv[1]: the module.
+ * trip time is printed, never asserted. Then device programs (program.h): hand-built programs loaded,
+ * instantiated and launched as graphs, their batches gathered from and scattered into registered host
+ * memory, the results compared with program_math.h's per-item functions run here on a host copy of
+ * the arena (what the fake device does), and a Gather index out of range reported in the table's
+ * fault word. argv[1]: the module.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +22,7 @@
 #include "../bw_cunit.h"
 
 #include "gpu.h"
+#include "program_math.h"
 
 #define EXIT_SKIP 77                  /* meson's SKIP */
 #define HOST_BYTES (4u << 20)         /* the registered region */
@@ -96,10 +102,393 @@ static void test_fill_and_signal(void)
 	free(mem);
 }
 
+/* ---- device programs ----------------------------------------------------------------------------- */
+
+#define PROG_BATCH_MAX 4
+#define PROG_SLOTS 2
+#define REL_TOLERANCE 1e-5f
+/* where the batch's request rows and replies lie in the registered region: one page per tensor */
+#define REQ_AREA_OFF 0
+#define REPLY_AREA_OFF (GPU_PROG_TENSORS_MAX * PAGE_BYTES)
+
+/* program 1's arena: one 256-byte slot per tensor, enough for batch 4 of each */
+enum { A_X = 0, A_T0 = 256, A_T1 = 512, A_T2 = 768, A_T3 = 1024, A_Y = 1280, A_T5 = 1536, A_BYTES = 1792 };
+/* and its constants */
+enum { C_W = 0, C_BIAS = 512, C_ADD = 768, C_W2 = 1024, C_BYTES = 1280 };
+
+static struct gpu_ref arena_ref(uint32_t dtype, uint64_t off)
+{
+	return (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = dtype, .offset = off };
+}
+
+static struct gpu_ref const_ref(uint32_t dtype, uint64_t off)
+{
+	return (struct gpu_ref){ .space = GPU_SPACE_CONST, .dtype = dtype, .offset = off };
+}
+
+static struct gpu_op gemm_op(struct gpu_ref a, struct gpu_ref b, struct gpu_ref bias, struct gpu_ref out, uint32_t act,
+			     float alpha, int64_t batch, int64_t m, int64_t n, int64_t k, uint32_t trans_b)
+{
+	struct gpu_op op = { .code = GPU_OP_GEMM, .fn = act, .in = { a, b, bias }, .out = out,
+			     .count = (uint64_t)(batch * m * n), .alpha = alpha };
+
+	op.u.gemm.batch = batch;
+	op.u.gemm.m = m;
+	op.u.gemm.n = n;
+	op.u.gemm.k = k;
+	op.u.gemm.trans_b = trans_b;
+	return op;
+}
+
+/*
+ * Program 1 at batch b, x [b, 8] in, y and z [b, 4] out:
+ *   t0 = relu(x); t1 = relu(t0 W + bias) (GEMM, bias epilogue); t2 = t1 + c (broadcast over rows);
+ *   t3 = 0.5 t2 W2^T (GEMM, trans_b); y = softmax(t3);
+ *   z[r] = t2[r] W2^T as a batched GEMM of b 1x16 matrices, W2 broadcast (batch stride 0) and t2's
+ *   rows 64 bytes apart (below cuBLASLt's default 256-byte alignment).
+ */
+static uint32_t mlp_ops(uint32_t b, struct gpu_op *ops)
+{
+	struct gpu_ref none = { 0 };
+
+	ops[0] = (struct gpu_op){ .code = GPU_OP_UNARY, .fn = GPU_UNARY_RELU, .in = { arena_ref(BW_DTYPE_F32, A_X) },
+				  .out = arena_ref(BW_DTYPE_F32, A_T0), .count = b * 8u };
+	ops[1] = gemm_op(arena_ref(BW_DTYPE_F32, A_T0), const_ref(BW_DTYPE_F32, C_W), const_ref(BW_DTYPE_F32, C_BIAS),
+			 arena_ref(BW_DTYPE_F32, A_T1), GPU_ACT_RELU, 1.0f, 1, b, 16, 8, 0);
+	ops[2] = (struct gpu_op){ .code = GPU_OP_BINARY, .fn = GPU_BINARY_ADD,
+				  .in = { arena_ref(BW_DTYPE_F32, A_T1), const_ref(BW_DTYPE_F32, C_ADD) },
+				  .out = arena_ref(BW_DTYPE_F32, A_T2), .count = b * 16u };
+	ops[2].u.bcast.rank = 2;
+	ops[2].u.bcast.dims[0] = b;
+	ops[2].u.bcast.dims[1] = 16;
+	ops[2].u.bcast.strides[0][0] = 16;
+	ops[2].u.bcast.strides[0][1] = 1;
+	ops[2].u.bcast.strides[1][0] = 0;
+	ops[2].u.bcast.strides[1][1] = 1;
+	ops[2].u.bcast.strides[2][1] = 1;
+	ops[3] = gemm_op(arena_ref(BW_DTYPE_F32, A_T2), const_ref(BW_DTYPE_F32, C_W2), none,
+			 arena_ref(BW_DTYPE_F32, A_T3), GPU_ACT_NONE, 0.5f, 1, b, 4, 16, 1);
+	ops[4] = (struct gpu_op){ .code = GPU_OP_SOFTMAX, .in = { arena_ref(BW_DTYPE_F32, A_T3) },
+				  .out = arena_ref(BW_DTYPE_F32, A_Y), .count = b * 4u };
+	ops[4].u.rows.rows = b;
+	ops[4].u.rows.cols = 4;
+	ops[5] = gemm_op(arena_ref(BW_DTYPE_F32, A_T2), const_ref(BW_DTYPE_F32, C_W2), none,
+			 arena_ref(BW_DTYPE_F32, A_T5), GPU_ACT_NONE, 1.0f, b, 1, 4, 16, 1);
+	ops[5].u.gemm.stride_a = 16;
+	ops[5].u.gemm.stride_b = 0;
+	ops[5].u.gemm.stride_c = 4;
+	return 6;
+}
+
+/* Fills a program's header for one input and nb_outputs outputs of the given row bytes. */
+static void prog_header(struct gpu_program *p, const char *name, uint32_t in_row, uint32_t nb_outputs,
+			const uint32_t *out_rows)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->nb_inputs = 1;
+	p->input_row_bytes[0] = in_row;
+	p->nb_outputs = nb_outputs;
+	for (uint32_t t = 0; t < nb_outputs; t++)
+		p->output_row_bytes[t] = out_rows[t];
+	p->max_segments = PROG_BATCH_MAX * (1 + nb_outputs);
+}
+
+static uint64_t g_seed = 12345;
+
+/* A repeatable value in [-1, 1): the test must not depend on the host's rand(). */
+static float next_value(void)
+{
+	g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (float)((g_seed >> 33) % 2000) / 1000.0f - 1.0f;
+}
+
+/* The region every test registers: requests and replies of one batch. */
+struct prog_env {
+	uint8_t *mem;
+	struct gpu_stream *stream;
+};
+
+static int prog_env_open(struct prog_env *env)
+{
+	char err[GPU_ERR_MAX];
+	void *dev_addr;
+
+	env->mem = aligned_alloc(PAGE_BYTES, HOST_BYTES);
+	if (env->mem == NULL)
+		return -ENOMEM;
+	memset(env->mem, 0, HOST_BYTES);
+	if (g_ops->host_register(g_dev, env->mem, HOST_BYTES, &dev_addr, err, sizeof(err)) < 0 ||
+	    g_ops->stream_create(g_dev, 1, &env->stream, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void prog_env_close(struct prog_env *env)
+{
+	char err[GPU_ERR_MAX];
+
+	g_ops->stream_destroy(env->stream);
+	g_ops->host_unregister(g_dev, env->mem, err, sizeof(err));
+	free(env->mem);
+}
+
+/*
+ * Runs one batch of nb_rows rows (padded to the size's batch with zero rows) on (size_idx, slot): the
+ * request rows of input 0 are in[], written into the registered region; gather segments (one per row,
+ * the padding ones with addr 0) read them there, scatter segments write each output row into its reply
+ * area. Then the same batch through program_math.h on a host arena; the replies must match it.
+ * \return the table's fault after the launch, or -1 when the word never came.
+ */
+static int run_and_compare(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
+			   uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t generation)
+{
+	const struct gpu_program_size *sz = &prog->sizes[size_idx];
+	struct gpu_batch_table *t = g_ops->instance_table(inst, size_idx, slot);
+	volatile uint32_t *word = g_ops->instance_word(inst, size_idx, slot);
+	uint32_t in_row = prog->input_row_bytes[0], nseg = 0, r, o, bad = 0;
+	struct gpu_batch_table *ref_table = calloc(1, gpu_batch_table_bytes(1));
+	uint8_t *arena = calloc(1, sz->arena_bytes);
+	char err[GPU_ERR_MAX];
+	uint64_t dev_addr;
+	long long start;
+	int fault;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(word);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(arena);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ref_table);
+	memcpy(env->mem + REQ_AREA_OFF, in, (size_t)nb_rows * in_row);
+	memset(env->mem + REPLY_AREA_OFF, 0xee, (size_t)prog->nb_outputs * PAGE_BYTES);
+	for (r = 0; r < sz->batch; r++) {
+		struct gpu_segment *seg = &t->segments[nseg++];
+
+		seg->addr = 0; /* a padding row: zeros */
+		if (r < nb_rows) {
+			CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, env->mem + REQ_AREA_OFF + r * in_row, in_row, &dev_addr), 0);
+			seg->addr = dev_addr;
+		}
+		seg->offset = (uint64_t)r * in_row;
+		seg->len = in_row;
+		seg->tensor = 0;
+	}
+	t->nb_gather = nseg;
+	for (o = 0; o < prog->nb_outputs; o++) {
+		uint32_t out_row = prog->output_row_bytes[o];
+
+		for (r = 0; r < nb_rows; r++) {
+			struct gpu_segment *seg = &t->segments[nseg++];
+			uint8_t *reply = env->mem + REPLY_AREA_OFF + o * PAGE_BYTES + r * out_row;
+
+			CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, reply, out_row, &dev_addr), 0);
+			*seg = (struct gpu_segment){ .addr = dev_addr, .offset = (uint64_t)r * out_row, .len = out_row,
+						     .tensor = o };
+		}
+	}
+	t->nb_scatter = nseg - t->nb_gather;
+	t->fault = GPU_FAULT_NONE;
+	t->fault_op = 0;
+	t->generation = generation;
+
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_launch(inst, size_idx, slot, err, sizeof(err)), 0);
+	start = now_ns();
+	while (!gpu_word_reached(word, generation) && now_ns() - start < WAIT_NS)
+		;
+	if (!gpu_word_reached(word, generation)) {
+		g_ops->health(g_dev, err, sizeof(err));
+		fprintf(stderr, "\n    size %u slot %u: no completion word after %lld ns (%s)\n", size_idx, slot,
+			WAIT_NS, err);
+		free(arena);
+		free(ref_table);
+		return -1;
+	}
+	fault = (int)t->fault;
+
+	/* the reference: the same per-item functions over a host arena */
+	memcpy(arena + sz->input_offset[0], in, (size_t)nb_rows * in_row);
+	for (uint32_t i = 0; i < sz->nb_ops; i++)
+		for (uint64_t it = 0; it < gpu_op_items(&sz->ops[i]); it++)
+			gpu_op_item(&sz->ops[i], i, arena, prog->consts, ref_table, it);
+	CU_ASSERT_EQUAL(fault, (int)ref_table->fault);
+	if (fault != GPU_FAULT_NONE)
+		CU_ASSERT_EQUAL(t->fault_op, ref_table->fault_op);
+	for (o = 0; o < prog->nb_outputs; o++) {
+		uint32_t n = nb_rows * prog->output_row_bytes[o] / (uint32_t)sizeof(float);
+		const float *want = (const float *)(arena + sz->output_offset[o]);
+		const float *got = (const float *)(env->mem + REPLY_AREA_OFF + o * PAGE_BYTES);
+
+		for (uint32_t e = 0; e < n; e++) {
+			float tol = REL_TOLERANCE * fmaxf(fabsf(want[e]), 1.0f);
+
+			if (!(fabsf(got[e] - want[e]) <= tol)) {
+				if (bad++ < 8)
+					fprintf(stderr, "\n    size %u slot %u output %u element %u: device %.9g, host %.9g",
+						size_idx, slot, o, e, (double)got[e], (double)want[e]);
+			}
+		}
+		/* nothing written past the batch's replies */
+		CU_ASSERT_EQUAL(env->mem[REPLY_AREA_OFF + o * PAGE_BYTES + nb_rows * prog->output_row_bytes[o]], 0xee);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	free(arena);
+	free(ref_table);
+	return fault;
+}
+
+static void test_program_mlp(void)
+{
+	static const uint32_t batches[] = { 2, PROG_BATCH_MAX };
+	static const uint32_t out_rows[] = { 4 * sizeof(float), 4 * sizeof(float) };
+	struct gpu_op ops[2][8];
+	float consts[C_BYTES / sizeof(float)], in[PROG_BATCH_MAX * 8];
+	struct gpu_program prog;
+	struct gpu_loaded *lp = NULL;
+	struct gpu_instance *inst = NULL;
+	struct prog_env env;
+	char err[GPU_ERR_MAX];
+	uint32_t s, slot, gen = 0;
+	uint64_t dev_addr;
+
+	CU_ASSERT_EQUAL_FATAL(prog_env_open(&env), 0);
+	prog_header(&prog, "mlp", 8 * sizeof(float), 2, out_rows);
+	for (s = 0; s < 2; s++) {
+		prog.sizes[s] = (struct gpu_program_size){ .batch = batches[s], .ops = ops[s],
+							   .nb_ops = mlp_ops(batches[s], ops[s]), .arena_bytes = A_BYTES,
+							   .input_offset = { A_X }, .output_offset = { A_Y, A_T5 } };
+	}
+	prog.nb_sizes = 2;
+	for (s = 0; s < C_BYTES / sizeof(float); s++)
+		consts[s] = next_value();
+	prog.consts = consts;
+	prog.const_bytes = C_BYTES;
+
+	/* host_to_dev: inside the region, and its edges */
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, env.mem, HOST_BYTES, &dev_addr), 0);
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, env.mem + 1, HOST_BYTES, &dev_addr), -EFAULT);
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, env.mem - 1, 1, &dev_addr), -EFAULT);
+
+	CU_ASSERT_EQUAL(g_ops->program_load(g_dev, &prog, &lp, err, sizeof(err)), 0);
+	if (lp == NULL) {
+		fprintf(stderr, "\n    program_load: %s\n", err);
+		prog_env_close(&env);
+		return;
+	}
+	memset(ops, 0, sizeof(ops)); /* the module keeps its own copy */
+	mlp_ops(batches[0], ops[0]);
+	mlp_ops(batches[1], ops[1]);
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 0, &inst, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, PROG_SLOTS, &inst, err, sizeof(err)), 0);
+	if (inst == NULL) {
+		fprintf(stderr, "\n    instance_create: %s\n", err);
+		g_ops->program_unload(lp);
+		prog_env_close(&env);
+		return;
+	}
+	CU_ASSERT_PTR_NULL(g_ops->instance_table(inst, 2, 0));
+	CU_ASSERT_PTR_NULL(g_ops->instance_word(inst, 0, PROG_SLOTS));
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, PROG_SLOTS, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 2, 0, err, sizeof(err)), -EINVAL);
+
+	/* every (size, slot), twice each so a slot's second launch runs on new data and a new generation;
+	 * batch 4 with 3 rows has one padding row */
+	for (int round = 0; round < 2; round++) {
+		for (s = 0; s < 2; s++) {
+			for (slot = 0; slot < PROG_SLOTS; slot++) {
+				uint32_t rows = s == 1 && slot == 1 ? 3 : batches[s];
+
+				for (uint32_t e = 0; e < PROG_BATCH_MAX * 8; e++)
+					in[e] = next_value();
+				CU_ASSERT_EQUAL(run_and_compare(&env, &prog, inst, s, slot, (const uint8_t *)in, rows,
+								++gen), GPU_FAULT_NONE);
+			}
+		}
+	}
+	CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
+	g_ops->instance_destroy(inst);
+	g_ops->program_unload(lp);
+	prog_env_close(&env);
+}
+
+/* Gather rows of a constant [5 x 3] table by each request's int64 index: an index out of range
+ * raises GPU_FAULT_INDEX in the table (its row comes back zero) and the device stays healthy. */
+static void test_program_gather_fault(void)
+{
+	enum { G_IDX = 0, G_OUT = 256, G_BYTES = 512 };
+	static const uint32_t out_rows[] = { 3 * sizeof(float) };
+	struct gpu_op op = { .code = GPU_OP_GATHER, .in = { const_ref(BW_DTYPE_F32, 0), arena_ref(BW_DTYPE_I64, G_IDX) },
+			     .out = arena_ref(BW_DTYPE_F32, G_OUT), .count = PROG_BATCH_MAX * 3 };
+	static const int64_t bad_idx[PROG_BATCH_MAX] = { 1, -1, 7, 0 }, good_idx[PROG_BATCH_MAX] = { 4, 3, -5, 2 };
+	float data[15];
+	struct gpu_program prog;
+	struct gpu_loaded *lp = NULL;
+	struct gpu_instance *inst = NULL;
+	struct prog_env env;
+	char err[GPU_ERR_MAX];
+
+	op.u.gather.outer = 1;
+	op.u.gather.axis_len = 5;
+	op.u.gather.nb_idx = PROG_BATCH_MAX;
+	op.u.gather.inner = 3;
+	op.u.gather.elem_bytes = sizeof(float);
+	for (int i = 0; i < 15; i++)
+		data[i] = (float)(i + 1);
+	CU_ASSERT_EQUAL_FATAL(prog_env_open(&env), 0);
+	prog_header(&prog, "gather", sizeof(int64_t), 1, out_rows);
+	prog.nb_sizes = 1;
+	prog.sizes[0] = (struct gpu_program_size){ .batch = PROG_BATCH_MAX, .nb_ops = 1, .ops = &op,
+						   .arena_bytes = G_BYTES, .input_offset = { G_IDX },
+						   .output_offset = { G_OUT } };
+	prog.consts = data;
+	prog.const_bytes = sizeof(data);
+
+	CU_ASSERT_EQUAL(g_ops->program_load(g_dev, &prog, &lp, err, sizeof(err)), 0);
+	if (lp == NULL) {
+		fprintf(stderr, "\n    program_load: %s\n", err);
+		prog_env_close(&env);
+		return;
+	}
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, &inst, err, sizeof(err)), 0);
+	if (inst != NULL) {
+		CU_ASSERT_EQUAL(run_and_compare(&env, &prog, inst, 0, 0, (const uint8_t *)bad_idx, PROG_BATCH_MAX, 1),
+				GPU_FAULT_INDEX);
+		CU_ASSERT_EQUAL(g_ops->instance_table(inst, 0, 0)->fault_op, 0);
+		CU_ASSERT_EQUAL(((const float *)(env.mem + REPLY_AREA_OFF))[2 * 3], 0.0f);
+		CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
+		/* the host zeroes the fault; the next batch of the same slot is clean */
+		CU_ASSERT_EQUAL(run_and_compare(&env, &prog, inst, 0, 0, (const uint8_t *)good_idx, PROG_BATCH_MAX, 2),
+				GPU_FAULT_NONE);
+		g_ops->instance_destroy(inst);
+	} else {
+		fprintf(stderr, "\n    instance_create: %s\n", err);
+	}
+	g_ops->program_unload(lp);
+	prog_env_close(&env);
+}
+
+/* A program the checks refuse is -EINVAL with a reason, and costs the device nothing. */
+static void test_program_refused(void)
+{
+	struct gpu_program prog;
+	struct gpu_loaded *lp = NULL;
+	char err[GPU_ERR_MAX] = "";
+
+	prog_header(&prog, "empty", 4, 0, NULL);
+	prog.nb_sizes = 0; /* no batch size at all */
+	CU_ASSERT_EQUAL(g_ops->program_load(g_dev, &prog, &lp, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NULL(lp);
+	CU_ASSERT_NOT_EQUAL(err[0], '\0');
+	CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
+}
+
 int main(int argc, char **argv)
 {
 	static CU_TestInfo tests[] = {
 		{ "register, fill, signal, poll", test_fill_and_signal },
+		{ "program: relu, gemm+bias+relu, broadcast add, softmax, batched gemm", test_program_mlp },
+		{ "program: gather index out of range raises the fault word", test_program_gather_fault },
+		{ "program: refused by the checks", test_program_refused },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The CUDA module's private declarations, shared by its files: cuda.c (devices, registration,
+ * streams), cuda_program.c (programs, instances, launch), cublaslt.c (cuBLASLt, opened with dlopen)
+ * and the launchers of program_kernels.cu. C: the .cu side sees only the extern "C" launchers.
+ */
+#ifndef BW_GPU_CUDA_DEFS_H
+#define BW_GPU_CUDA_DEFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>             /* cublasLt.h uses FILE */
+
+#include <cuda.h>              /* types and flags only: no -lcuda */
+#include <cuda_runtime_api.h>
+#include <cublasLt.h>          /* types only: the functions come from dlopen (struct cublaslt_api) */
+
+#include "defs.h"
+
+typedef CUresult (*pfn_write_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
+typedef CUresult (*pfn_get_error_string)(CUresult error, const char **str);
+
+/*
+ * The cuBLASLt functions the module calls, resolved with dlsym. __typeof__ keeps each pointer's type
+ * the header's own, so a changed signature fails the build instead of the call.
+ */
+struct cublaslt_api {
+	void *lib;             /* dlopen's handle; NULL until the first program with a GEMM op */
+	char path[4096];       /* the file it came from */
+	__typeof__(&cublasLtCreate) create;
+	__typeof__(&cublasLtDestroy) destroy;
+	__typeof__(&cublasLtGetStatusString) status_string;
+	__typeof__(&cublasLtMatmulDescCreate) desc_create;
+	__typeof__(&cublasLtMatmulDescDestroy) desc_destroy;
+	__typeof__(&cublasLtMatmulDescSetAttribute) desc_set;
+	__typeof__(&cublasLtMatrixLayoutCreate) layout_create;
+	__typeof__(&cublasLtMatrixLayoutDestroy) layout_destroy;
+	__typeof__(&cublasLtMatrixLayoutSetAttribute) layout_set;
+	__typeof__(&cublasLtMatmulPreferenceCreate) pref_create;
+	__typeof__(&cublasLtMatmulPreferenceDestroy) pref_destroy;
+	__typeof__(&cublasLtMatmulPreferenceSetAttribute) pref_set;
+	__typeof__(&cublasLtMatmulAlgoGetHeuristic) heuristic;
+	__typeof__(&cublasLtMatmul) matmul;
+};
+
+struct gpu_dev {
+	int index;
+	struct gpu_regions regions;
+	pfn_write_value32 write_value32;
+	pfn_get_error_string get_error_string;
+	struct cublaslt_api lt;     /* opened by the first program that needs it, closed by dev_close */
+	bool lost;
+	char fault[GPU_ERR_MAX];
+};
+
+struct gpu_stream {
+	struct gpu_dev *dev;
+	cudaStream_t stream;
+	volatile uint32_t *words;   /* host address */
+	uint8_t *words_dev;         /* the same words' device address */
+	uint32_t nb_words;
+};
+
+/* cuda.c */
+/** Records a runtime error: err's line, and the device's fault when it is sticky. \return -EIO. */
+int cuda_fail(struct gpu_dev *dev, const char *call, cudaError_t e, char *err, size_t cap);
+/** \return 0 while the device is healthy, else -EIO with its first fault in err. */
+int cuda_check(const struct gpu_dev *dev, char *err, size_t cap);
+
+/* cublaslt.c */
+/**
+ * Opens cuBLASLt for dev once: $BW_CUBLASLT_LIB, then "libcublasLt.so.13" on the loader's path,
+ * then BW_CUDA_ROOT/lib64; every function resolved. \return 0; -ENOTSUP naming the file or symbol.
+ */
+int cublaslt_open(struct gpu_dev *dev, char *err, size_t cap);
+void cublaslt_close(struct gpu_dev *dev);
+
+/* cuda_program.c: the ops table's program, instance and launch entries */
+int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struct gpu_loaded **out, char *err,
+		      size_t cap);
+void cuda_program_unload(struct gpu_loaded *lp);
+int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint32_t nb_slots,
+			 struct gpu_instance **out, char *err, size_t cap);
+void cuda_instance_destroy(struct gpu_instance *inst);
+struct gpu_batch_table *cuda_instance_table(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot);
+volatile uint32_t *cuda_instance_word(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot);
+int cuda_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap);
+
+/* program_kernels.cu: each returns a cudaError_t as an int (cudaGetLastError after the launch) */
+/** Gather (scatter == 0) or scatter segments of table into/out of arena; blocks fixed at capture. */
+int bwgpu_segments_launch(void *stream, const struct gpu_program_size *size, uint32_t max_segments,
+			  const struct gpu_batch_table *table_dev, uint8_t *arena, int scatter, uint32_t blocks);
+/** One op other than GEMM, item by item with gpu_op_item. Nothing is launched for 0 items. */
+int bwgpu_op_launch(void *stream, const struct gpu_op *op, uint32_t op_index, uint8_t *arena, const uint8_t *consts,
+		    struct gpu_batch_table *table_dev);
+/** A system-wide fence, then *word_dev = table->generation. */
+int bwgpu_complete_launch(void *stream, const struct gpu_batch_table *table_dev, uint32_t *word_dev);
+
+#endif /* BW_GPU_CUDA_DEFS_H */

@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Device programs on the CUDA module (issue 6, step 4): load (check, copy, constants to the device,
+ * a cuBLASLt plan per GEMM op), instances (per (size, slot) an arena, a mapped batch table, a mapped
+ * completion word and one CUDA graph: gather, the ops, scatter, completion write), and the launch,
+ * which is one cudaGraphLaunch. Everything that allocates or asks the library anything happens at
+ * load or instance creation, so the polling lcore's launch does nothing else.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_defs.h"
+#include "program_math.h"
+
+#define CUBLASLT_WORKSPACE_BYTES (4u << 20) /* per instance; what the heuristic may pick algorithms for */
+#define SEGMENT_BLOCKS_MAX 1024u            /* gather/scatter grid: one block per segment up to this */
+#define TABLE_ALIGN_BYTES 64                /* batch tables start on a cache line */
+#define WORDS_ALIGN_BYTES 64
+
+/* The cuBLASLt side of one GEMM op: row-major C = op(A) op(B) is run as column-major C^T = op(B)^T op(A)^T. */
+struct gemm_plan {
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t lt_a;   /* cuBLAS's A: the op's B */
+	cublasLtMatrixLayout_t lt_b;   /* cuBLAS's B: the op's A */
+	cublasLtMatrixLayout_t lt_d;   /* C and D: the op's output (beta is 0: C is never read) */
+	cublasLtMatmulAlgo_t algo;
+	bool bias_in_arena;            /* its pointer differs per slot: set at capture */
+};
+
+struct gpu_loaded {
+	struct gpu_dev *dev;
+	struct gpu_program *prog;             /* our copy: ops and alpha values live here */
+	uint8_t *consts_dev;                  /* NULL when the program has no constants */
+	cublasLtHandle_t lt;                  /* NULL when the program has no GEMM op */
+	struct gemm_plan *plans[GPU_PROG_SIZES_MAX]; /* per size, nb_ops entries; GEMM ops' filled */
+	/* two lcores creating instances at once would both set an arena bias pointer on a shared
+	 * descriptor between setting it and recording the matmul (start-up only) */
+	pthread_mutex_t capture_lock;
+};
+
+struct instance_graph {
+	uint8_t *arena;          /* device memory, arena_bytes of its size */
+	cudaGraphExec_t exec;
+};
+
+struct gpu_instance {
+	struct gpu_loaded *lp;
+	struct gpu_stream *stream;
+	uint32_t nb_sizes, nb_slots;
+	size_t table_stride;               /* bytes between two batch tables */
+	uint8_t *tables;                   /* host: table (size, slot) at (size * nb_slots + slot) * stride */
+	uint8_t *tables_dev;               /* their device address */
+	volatile uint32_t *words;          /* host: word (size, slot) at size * nb_slots + slot */
+	uint32_t *words_dev;
+	void *workspace;                   /* cuBLASLt's; shared by the graphs: the stream serialises them */
+	struct instance_graph graphs[];    /* nb_sizes * nb_slots */
+};
+
+static const float g_beta_zero = 0.0f;
+
+/* A failed allocation is -ENOMEM to the caller; anything else -EIO (cuda_fail's). */
+static int alloc_fail(struct gpu_dev *dev, const char *call, cudaError_t e, char *err, size_t cap)
+{
+	int rc = cuda_fail(dev, call, e, err, cap);
+
+	return e == cudaErrorMemoryAllocation ? -ENOMEM : rc;
+}
+
+static int lt_fail(const struct gpu_dev *dev, uint32_t s, uint32_t i, const char *call, cublasStatus_t st,
+		   char *err, size_t cap)
+{
+	gpu_err(err, cap, "size %u op %u (GEMM): %s: %s", s, i, call, dev->lt.status_string(st));
+	return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : st == CUBLAS_STATUS_NOT_SUPPORTED ? -ENOTSUP : -EIO;
+}
+
+/*
+ * The alignment cuBLASLt may count on for an operand: the base (cudaMalloc's, 256 bytes) plus its
+ * offset, and every batch's stride. The heuristic assumes 256 unless told, and an algorithm picked
+ * for 256 would refuse an operand at, say, offset 64 when the matmul runs.
+ */
+static uint32_t operand_align_bytes(const struct gpu_ref *r, int64_t batch, int64_t stride_elems)
+{
+	uint64_t bits = r->offset | GPU_PROG_ALIGN;
+
+	if (batch > 1)
+		bits |= (uint64_t)stride_elems * sizeof(float);
+	return (uint32_t)(bits & (~bits + 1)); /* the lowest bit set: at most GPU_PROG_ALIGN */
+}
+
+static int layout_make(const struct gpu_dev *dev, uint32_t s, uint32_t i, cublasLtMatrixLayout_t *l,
+		       int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride, char *err, size_t cap)
+{
+	const struct cublaslt_api *lt = &dev->lt;
+	cublasStatus_t st = lt->layout_create(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, ld);
+
+	if (st == CUBLAS_STATUS_SUCCESS && batch > 1) {
+		int32_t count = (int32_t)batch;
+
+		st = lt->layout_set(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
+		if (st == CUBLAS_STATUS_SUCCESS) /* 0 broadcasts one matrix over the batch */
+			st = lt->layout_set(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+	}
+	return st == CUBLAS_STATUS_SUCCESS ? 0 : lt_fail(dev, s, i, "cublasLtMatrixLayout", st, err, cap);
+}
+
+static int gemm_plan_make(struct gpu_loaded *lp, uint32_t s, uint32_t i, char *err, size_t cap)
+{
+	const struct gpu_dev *dev = lp->dev;
+	const struct cublaslt_api *lt = &dev->lt;
+	const struct gpu_op *op = &lp->prog->sizes[s].ops[i];
+	struct gemm_plan *p = &lp->plans[s][i];
+	int64_t m = op->u.gemm.m, n = op->u.gemm.n, k = op->u.gemm.k, batch = op->u.gemm.batch;
+	int32_t trans_a = op->u.gemm.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLAS's A is the op's B */
+	int32_t trans_b = op->u.gemm.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+	bool bias = op->in[2].space != GPU_SPACE_NONE, relu = op->fn == GPU_ACT_RELU;
+	uint32_t epilogue = bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS) :
+				   (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+	uint64_t workspace = CUBLASLT_WORKSPACE_BYTES;
+	uint32_t align_a = operand_align_bytes(&op->in[1], batch, op->u.gemm.stride_b);
+	uint32_t align_b = operand_align_bytes(&op->in[0], batch, op->u.gemm.stride_a);
+	uint32_t align_d = operand_align_bytes(&op->out, batch, op->u.gemm.stride_c);
+	cublasLtMatmulPreference_t pref = NULL;
+	cublasLtMatmulHeuristicResult_t found;
+	int nb_found = 0, rc;
+	cublasStatus_t st;
+
+	st = lt->desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b));
+	if (st == CUBLAS_STATUS_SUCCESS && epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+	if (st == CUBLAS_STATUS_SUCCESS && bias && op->in[2].space == GPU_SPACE_CONST) {
+		/* a constant: one address for every slot of every instance, set once */
+		const void *bias_dev = lp->consts_dev + op->in[2].offset;
+
+		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_dev, sizeof(bias_dev));
+	}
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return lt_fail(dev, s, i, "cublasLtMatmulDesc", st, err, cap);
+	p->bias_in_arena = bias && op->in[2].space == GPU_SPACE_ARENA;
+
+	/* column-major views of the row-major buffers: a stored [r x c] row-major is [c x r] column-major */
+	rc = op->u.gemm.trans_b ? layout_make(dev, s, i, &p->lt_a, k, n, k, batch, op->u.gemm.stride_b, err, cap) :
+				  layout_make(dev, s, i, &p->lt_a, n, k, n, batch, op->u.gemm.stride_b, err, cap);
+	if (rc == 0)
+		rc = op->u.gemm.trans_a ?
+			layout_make(dev, s, i, &p->lt_b, m, k, m, batch, op->u.gemm.stride_a, err, cap) :
+			layout_make(dev, s, i, &p->lt_b, k, m, k, batch, op->u.gemm.stride_a, err, cap);
+	if (rc == 0)
+		rc = layout_make(dev, s, i, &p->lt_d, n, m, n, batch, op->u.gemm.stride_c, err, cap);
+	if (rc < 0)
+		return rc;
+
+	st = lt->pref_create(&pref);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->heuristic(lp->lt, p->desc, p->lt_a, p->lt_b, p->lt_d, p->lt_d, pref, 1, &found, &nb_found);
+	if (pref != NULL)
+		lt->pref_destroy(pref);
+	if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+		return lt_fail(dev, s, i, "cublasLtMatmulAlgoGetHeuristic", st, err, cap);
+	if (st == CUBLAS_STATUS_NOT_SUPPORTED || nb_found == 0 || found.state != CUBLAS_STATUS_SUCCESS) {
+		gpu_err(err, cap,
+			"size %u op %u (GEMM batch %lld m %lld n %lld k %lld, alignment %u/%u/%u bytes): cuBLASLt has no "
+			"algorithm within a %u-byte workspace", s, i, (long long)batch, (long long)m, (long long)n,
+			(long long)k, align_a, align_b, align_d, CUBLASLT_WORKSPACE_BYTES);
+		return -ENOTSUP;
+	}
+	p->algo = found.algo;
+	return 0;
+}
+
+static void gemm_plan_free(const struct gpu_dev *dev, struct gemm_plan *p)
+{
+	if (p->lt_a != NULL)
+		dev->lt.layout_destroy(p->lt_a);
+	if (p->lt_b != NULL)
+		dev->lt.layout_destroy(p->lt_b);
+	if (p->lt_d != NULL)
+		dev->lt.layout_destroy(p->lt_d);
+	if (p->desc != NULL)
+		dev->lt.desc_destroy(p->desc);
+}
+
+static bool program_has_gemm(const struct gpu_program *prog)
+{
+	for (uint32_t s = 0; s < prog->nb_sizes; s++)
+		for (uint32_t i = 0; i < prog->sizes[s].nb_ops; i++)
+			if (prog->sizes[s].ops[i].code == GPU_OP_GEMM)
+				return true;
+	return false;
+}
+
+void cuda_program_unload(struct gpu_loaded *lp)
+{
+	uint32_t s, i;
+
+	if (lp == NULL)
+		return;
+	cudaSetDevice(lp->dev->index);
+	for (s = 0; s < GPU_PROG_SIZES_MAX; s++) {
+		if (lp->plans[s] == NULL)
+			continue;
+		for (i = 0; i < lp->prog->sizes[s].nb_ops; i++)
+			gemm_plan_free(lp->dev, &lp->plans[s][i]);
+		free(lp->plans[s]);
+	}
+	if (lp->lt != NULL)
+		lp->dev->lt.destroy(lp->lt);
+	cudaFree(lp->consts_dev);
+	gpu_program_free(lp->prog);
+	pthread_mutex_destroy(&lp->capture_lock);
+	free(lp);
+}
+
+int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struct gpu_loaded **out, char *err,
+		      size_t cap)
+{
+	struct gpu_loaded *lp;
+	cublasStatus_t st;
+	cudaError_t e;
+	uint32_t s, i;
+	int rc;
+
+	rc = cuda_check(dev, err, cap);
+	if (rc == 0)
+		rc = gpu_program_check(prog, err, cap);
+	if (rc < 0)
+		return rc;
+	lp = calloc(1, sizeof(*lp));
+	if (lp == NULL || (lp->prog = gpu_program_copy(prog)) == NULL) {
+		free(lp);
+		gpu_err(err, cap, "program %s: out of memory", prog->name);
+		return -ENOMEM;
+	}
+	lp->dev = dev;
+	pthread_mutex_init(&lp->capture_lock, NULL);
+	cudaSetDevice(dev->index);
+	if (prog->const_bytes > 0) {
+		e = cudaMalloc((void **)&lp->consts_dev, prog->const_bytes);
+		if (e != cudaSuccess) {
+			rc = alloc_fail(dev, "cudaMalloc (constants)", e, err, cap);
+			goto fail;
+		}
+		e = cudaMemcpy(lp->consts_dev, prog->consts, prog->const_bytes, cudaMemcpyHostToDevice);
+		if (e != cudaSuccess) {
+			rc = cuda_fail(dev, "cudaMemcpy (constants)", e, err, cap);
+			goto fail;
+		}
+	}
+	if (program_has_gemm(prog)) {
+		rc = cublaslt_open(dev, err, cap);
+		if (rc < 0)
+			goto fail;
+		st = dev->lt.create(&lp->lt);
+		if (st != CUBLAS_STATUS_SUCCESS) {
+			gpu_err(err, cap, "cublasLtCreate: %s", dev->lt.status_string(st));
+			rc = st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
+			lp->lt = NULL;
+			goto fail;
+		}
+		for (s = 0; s < prog->nb_sizes; s++) {
+			lp->plans[s] = calloc(prog->sizes[s].nb_ops ? prog->sizes[s].nb_ops : 1, sizeof(struct gemm_plan));
+			if (lp->plans[s] == NULL) {
+				gpu_err(err, cap, "program %s: out of memory", prog->name);
+				rc = -ENOMEM;
+				goto fail;
+			}
+			for (i = 0; i < prog->sizes[s].nb_ops; i++) {
+				if (prog->sizes[s].ops[i].code != GPU_OP_GEMM)
+					continue;
+				rc = gemm_plan_make(lp, s, i, err, cap);
+				if (rc < 0)
+					goto fail;
+			}
+		}
+	}
+	*out = lp;
+	return 0;
+fail:
+	cuda_program_unload(lp);
+	return rc;
+}
+
+/* ---- instances --------------------------------------------------------------------------------------- */
+
+static inline uint32_t graph_index(const struct gpu_instance *inst, uint32_t size_idx, uint32_t slot)
+{
+	return size_idx * inst->nb_slots + slot;
+}
+
+/* Records one GEMM op into the capture: cuBLAS's A is the op's B (see struct gemm_plan). */
+static int gemm_record(struct gpu_instance *inst, uint32_t s, uint32_t slot, uint32_t i, uint8_t *arena, char *err,
+		       size_t cap)
+{
+	struct gpu_loaded *lp = inst->lp;
+	const struct cublaslt_api *lt = &lp->dev->lt;
+	const struct gpu_op *op = &lp->prog->sizes[s].ops[i];
+	struct gemm_plan *p = &lp->plans[s][i];
+	const uint8_t *a = gpu_ref_addr(&op->in[1], arena, lp->consts_dev);
+	const uint8_t *b = gpu_ref_addr(&op->in[0], arena, lp->consts_dev);
+	uint8_t *d = gpu_ref_addr(&op->out, arena, lp->consts_dev);
+	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+
+	if (p->bias_in_arena) {
+		const void *bias_dev = arena + op->in[2].offset;
+
+		pthread_mutex_lock(&lp->capture_lock);
+		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_dev, sizeof(bias_dev));
+	}
+	/* alpha and beta are host pointers: the capture copies their values into the graph */
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->matmul(lp->lt, p->desc, &op->alpha, a, p->lt_a, b, p->lt_b, &g_beta_zero, d, p->lt_d, d,
+				p->lt_d, &p->algo, inst->workspace, CUBLASLT_WORKSPACE_BYTES,
+				inst->stream->stream);
+	if (p->bias_in_arena)
+		pthread_mutex_unlock(&lp->capture_lock);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		return 0;
+	gpu_err(err, cap, "size %u slot %u op %u (GEMM): cublasLtMatmul (capture): %s", s, slot, i,
+		lt->status_string(st));
+	return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
+}
+
+/* Captures, instantiates and uploads the graph of (size s, slot). */
+static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, char *err, size_t cap)
+{
+	struct gpu_loaded *lp = inst->lp;
+	struct gpu_dev *dev = lp->dev;
+	const struct gpu_program *prog = lp->prog;
+	struct gpu_program_size size = prog->sizes[s];
+	uint32_t idx = graph_index(inst, s, slot);
+	struct instance_graph *g = &inst->graphs[idx];
+	struct gpu_batch_table *table_dev = (struct gpu_batch_table *)(inst->tables_dev + idx * inst->table_stride);
+	uint32_t blocks = prog->max_segments < SEGMENT_BLOCKS_MAX ? prog->max_segments : SEGMENT_BLOCKS_MAX;
+	cudaStream_t stream = inst->stream->stream;
+	cudaGraph_t graph = NULL;
+	char call[96] = "";
+	cudaError_t e, end_e;
+	uint32_t i;
+	int rc = 0;
+
+	size.ops = NULL; /* the kernels get offsets only; nothing on the device follows a host pointer */
+	e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+	if (e != cudaSuccess) {
+		snprintf(call, sizeof(call), "size %u slot %u: cudaStreamBeginCapture", s, slot);
+		return cuda_fail(dev, call, e, err, cap);
+	}
+	e = (cudaError_t)bwgpu_segments_launch(stream, &size, prog->max_segments, table_dev, g->arena, 0, blocks);
+	if (e != cudaSuccess)
+		snprintf(call, sizeof(call), "size %u slot %u: gather kernel launch", s, slot);
+	for (i = 0; e == cudaSuccess && rc == 0 && i < size.nb_ops; i++) {
+		const struct gpu_op *op = &prog->sizes[s].ops[i];
+
+		if (op->code == GPU_OP_GEMM) {
+			rc = gemm_record(inst, s, slot, i, g->arena, err, cap);
+			continue;
+		}
+		e = (cudaError_t)bwgpu_op_launch(stream, op, i, g->arena, lp->consts_dev, table_dev);
+		if (e != cudaSuccess)
+			snprintf(call, sizeof(call), "size %u slot %u op %u (code %u): kernel launch", s, slot, i, op->code);
+	}
+	if (e == cudaSuccess && rc == 0) {
+		e = (cudaError_t)bwgpu_segments_launch(stream, &size, prog->max_segments, table_dev, g->arena, 1, blocks);
+		if (e != cudaSuccess)
+			snprintf(call, sizeof(call), "size %u slot %u: scatter kernel launch", s, slot);
+	}
+	if (e == cudaSuccess && rc == 0) {
+		e = (cudaError_t)bwgpu_complete_launch(stream, table_dev, inst->words_dev + idx);
+		if (e != cudaSuccess)
+			snprintf(call, sizeof(call), "size %u slot %u: completion kernel launch", s, slot);
+	}
+	/* always end the capture, so the stream is usable again whatever failed inside it */
+	end_e = cudaStreamEndCapture(stream, &graph);
+	if (e != cudaSuccess || rc < 0 || end_e != cudaSuccess) {
+		if (graph != NULL)
+			cudaGraphDestroy(graph);
+		if (rc < 0) {
+			cudaGetLastError(); /* the library's failure may have left a launch error behind */
+			return rc;
+		}
+		if (e == cudaSuccess) {
+			e = end_e;
+			snprintf(call, sizeof(call), "size %u slot %u: cudaStreamEndCapture", s, slot);
+		}
+		rc = cuda_fail(dev, call, e, err, cap);
+		cudaGetLastError();
+		return rc;
+	}
+	e = cudaGraphInstantiate(&g->exec, graph, 0);
+	cudaGraphDestroy(graph); /* the exec keeps what it needs */
+	if (e != cudaSuccess) {
+		g->exec = NULL;
+		snprintf(call, sizeof(call), "size %u slot %u: cudaGraphInstantiate", s, slot);
+		return cuda_fail(dev, call, e, err, cap);
+	}
+	/* now, so the first launch does not pay for moving the graph to the device */
+	e = cudaGraphUpload(g->exec, stream);
+	if (e != cudaSuccess) {
+		snprintf(call, sizeof(call), "size %u slot %u: cudaGraphUpload", s, slot);
+		return cuda_fail(dev, call, e, err, cap);
+	}
+	return 0;
+}
+
+void cuda_instance_destroy(struct gpu_instance *inst)
+{
+	struct gpu_dev *dev;
+	uint32_t i;
+
+	if (inst == NULL)
+		return;
+	dev = inst->lp->dev;
+	cudaSetDevice(dev->index);
+	if (!dev->lost)
+		cudaStreamSynchronize(inst->stream->stream); /* shutdown: launches may still use what we free */
+	for (i = 0; i < inst->nb_sizes * inst->nb_slots; i++) {
+		if (inst->graphs[i].exec != NULL)
+			cudaGraphExecDestroy(inst->graphs[i].exec);
+		cudaFree(inst->graphs[i].arena);
+	}
+	cudaFree(inst->workspace);
+	if (inst->tables != NULL)
+		cudaFreeHost(inst->tables);
+	if (inst->words != NULL)
+		cudaFreeHost((void *)inst->words);
+	free(inst);
+}
+
+/* Mapped pinned host memory, zeroed, and its device address. */
+static int mapped_alloc(struct gpu_dev *dev, const char *what, size_t bytes, void **host, void **dev_addr, char *err,
+			size_t cap)
+{
+	char call[64];
+	cudaError_t e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+
+	if (e != cudaSuccess) {
+		*host = NULL;
+		snprintf(call, sizeof(call), "cudaHostAlloc (%s)", what);
+		return alloc_fail(dev, call, e, err, cap);
+	}
+	memset(*host, 0, bytes);
+	e = cudaHostGetDevicePointer(dev_addr, *host, 0);
+	if (e != cudaSuccess) {
+		snprintf(call, sizeof(call), "cudaHostGetDevicePointer (%s)", what);
+		return cuda_fail(dev, call, e, err, cap);
+	}
+	return 0;
+}
+
+int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint32_t nb_slots,
+			 struct gpu_instance **out, char *err, size_t cap)
+{
+	struct gpu_dev *dev = lp->dev;
+	const struct gpu_program *prog = lp->prog;
+	struct gpu_instance *inst;
+	uint32_t nb_graphs, s, slot;
+	void *tables_dev = NULL, *words_dev = NULL, *words = NULL;
+	size_t words_bytes;
+	cudaError_t e;
+	int rc;
+
+	if (nb_slots == 0 || nb_slots > GPU_STREAM_WORDS_MAX) {
+		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_STREAM_WORDS_MAX);
+		return -EINVAL;
+	}
+	if (stream->dev != dev) {
+		gpu_err(err, cap, "instance of %s: the stream belongs to device %d, the program to device %d",
+			prog->name, stream->dev->index, dev->index);
+		return -EINVAL;
+	}
+	rc = cuda_check(dev, err, cap);
+	if (rc < 0)
+		return rc;
+	nb_graphs = prog->nb_sizes * nb_slots;
+	inst = calloc(1, sizeof(*inst) + nb_graphs * sizeof(inst->graphs[0]));
+	if (inst == NULL) {
+		gpu_err(err, cap, "instance of %s: out of memory", prog->name);
+		return -ENOMEM;
+	}
+	inst->lp = lp;
+	inst->stream = stream;
+	inst->nb_sizes = prog->nb_sizes;
+	inst->nb_slots = nb_slots;
+	inst->table_stride = (gpu_batch_table_bytes(prog->max_segments) + TABLE_ALIGN_BYTES - 1) &
+			     ~(size_t)(TABLE_ALIGN_BYTES - 1);
+	cudaSetDevice(dev->index); /* this thread's current device: the captures below run on it */
+
+	rc = mapped_alloc(dev, "batch tables", inst->table_stride * nb_graphs, (void **)&inst->tables, &tables_dev, err,
+			  cap);
+	if (rc < 0)
+		goto fail;
+	inst->tables_dev = tables_dev;
+	words_bytes = ((size_t)nb_graphs * sizeof(uint32_t) + WORDS_ALIGN_BYTES - 1) & ~(size_t)(WORDS_ALIGN_BYTES - 1);
+	rc = mapped_alloc(dev, "completion words", words_bytes, &words, &words_dev, err, cap);
+	inst->words = words;
+	if (rc < 0)
+		goto fail;
+	inst->words_dev = words_dev;
+	if (lp->lt != NULL) {
+		e = cudaMalloc(&inst->workspace, CUBLASLT_WORKSPACE_BYTES);
+		if (e != cudaSuccess) {
+			inst->workspace = NULL;
+			rc = alloc_fail(dev, "cudaMalloc (cuBLASLt workspace)", e, err, cap);
+			goto fail;
+		}
+	}
+	for (s = 0; s < prog->nb_sizes; s++) {
+		for (slot = 0; slot < nb_slots; slot++) {
+			struct instance_graph *g = &inst->graphs[graph_index(inst, s, slot)];
+			uint64_t bytes = prog->sizes[s].arena_bytes;
+
+			if (bytes == 0)
+				continue;
+			e = cudaMalloc((void **)&g->arena, bytes);
+			/* never-written bytes read as 0, the same every run; on the instance's stream, so the
+			 * graphs' launches come after it (the legacy stream would not order a non-blocking one) */
+			if (e == cudaSuccess)
+				e = cudaMemsetAsync(g->arena, 0, bytes, stream->stream);
+			if (e != cudaSuccess) {
+				rc = alloc_fail(dev, "cudaMalloc (arena)", e, err, cap);
+				goto fail;
+			}
+		}
+	}
+	for (s = 0; s < prog->nb_sizes; s++) {
+		for (slot = 0; slot < nb_slots; slot++) {
+			rc = graph_capture(inst, s, slot, err, cap);
+			if (rc < 0)
+				goto fail;
+		}
+	}
+	*out = inst;
+	return 0;
+fail:
+	cuda_instance_destroy(inst);
+	return rc;
+}
+
+struct gpu_batch_table *cuda_instance_table(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot)
+{
+	if (size_idx >= inst->nb_sizes || slot >= inst->nb_slots)
+		return NULL;
+	return (struct gpu_batch_table *)(inst->tables + graph_index(inst, size_idx, slot) * inst->table_stride);
+}
+
+volatile uint32_t *cuda_instance_word(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot)
+{
+	if (size_idx >= inst->nb_sizes || slot >= inst->nb_slots)
+		return NULL;
+	return &inst->words[graph_index(inst, size_idx, slot)];
+}
+
+/* (hot) One graph launch: the table and everything else were fixed when the graph was captured. */
+int cuda_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap)
+{
+	struct gpu_dev *dev = inst->lp->dev;
+	cudaError_t e;
+
+	if (size_idx >= inst->nb_sizes || slot >= inst->nb_slots) {
+		gpu_err(err, cap, "launch of size %u slot %u: the instance has %u sizes, %u slots", size_idx, slot,
+			inst->nb_sizes, inst->nb_slots);
+		return -EINVAL;
+	}
+	if (dev->lost)
+		return cuda_check(dev, err, cap);
+	e = cudaGraphLaunch(inst->graphs[graph_index(inst, size_idx, slot)].exec, inst->stream->stream);
+	if (e != cudaSuccess)
+		return cuda_fail(dev, "cudaGraphLaunch", e, err, cap);
+	return 0;
+}
