@@ -26,7 +26,9 @@
 #define GPU_PROG_TENSORS_MAX 8   /* BW_BATCH_TENSORS_MAX: graph inputs, and outputs */
 #define GPU_PROG_SIZES_MAX 32    /* RT_BATCH_SIZES_MAX */
 #define GPU_PROG_NAME_MAX 64
-#define GPU_PROG_ALIGN 256       /* bytes: arena offsets of graph inputs/outputs, constants */
+#define GPU_PROG_ALIGN 256       /* bytes: arenas, the constants blob and each constant in it */
+#define GPU_PROG_TENSOR_ALIGN 64 /* bytes: arena offsets of graph inputs and outputs (the runtime's
+				  * planner puts every tensor on 64 bytes) */
 
 /* Where an operand lies. */
 enum gpu_space {

@@ -369,9 +369,9 @@ static int check_tensors(const struct gpu_program *prog, const struct gpu_progra
 			gpu_err(err, cap, "size %u: graph %s %u has 0 bytes per row", sz->batch, what, t);
 			return -EINVAL;
 		}
-		if (offset[t] % GPU_PROG_ALIGN != 0) {
+		if (offset[t] % GPU_PROG_TENSOR_ALIGN != 0) {
 			gpu_err(err, cap, "size %u: graph %s %u at offset %llu, not a multiple of %u", sz->batch, what, t,
-				(unsigned long long)offset[t], GPU_PROG_ALIGN);
+				(unsigned long long)offset[t], GPU_PROG_TENSOR_ALIGN);
 			return -EINVAL;
 		}
 		if (__builtin_add_overflow(offset[t], bytes, &end) || end > sz->arena_bytes) {

@@ -9,7 +9,7 @@
  *   SOFTMAX, LAYERNORM                            row i (one thread per row: correct first; issue 7 tunes)
  *   REDUCE                                        output element i
  *   GEMM                                          output element i (the fake's; the CUDA module calls cuBLASLt)
- * and the segments of a batch table are copied by gpu_segment_copy.
+ * and the segments of a batch table are copied by gpu_segment_byte.
  */
 #ifndef BW_GPU_PROGRAM_MATH_H
 #define BW_GPU_PROGRAM_MATH_H
