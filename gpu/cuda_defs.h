@@ -92,8 +92,9 @@ int bwgpu_segments_launch(void *stream, const struct gpu_program_size *size, uin
 			  const struct gpu_batch_table *table_dev, uint8_t *arena, int scatter, uint32_t blocks);
 /** One op other than GEMM, item by item with gpu_op_item. Nothing is launched for 0 items. */
 int bwgpu_op_launch(void *stream, const struct gpu_op *op, uint32_t op_index, uint8_t *arena, const uint8_t *consts,
-		    struct gpu_batch_table *table_dev);
-/** A system-wide fence, then *word_dev = table->generation. */
-int bwgpu_complete_launch(void *stream, const struct gpu_batch_table *table_dev, uint32_t *word_dev);
+		    uint32_t *fault_dev);
+/** The fault pair (device memory) into the table and reset, a system-wide fence, then
+ * *word_dev = table->generation. */
+int bwgpu_complete_launch(void *stream, struct gpu_batch_table *table_dev, uint32_t *fault_dev, uint32_t *word_dev);
 
 #endif /* BW_GPU_CUDA_DEFS_H */

@@ -18,6 +18,10 @@
 #define SEGMENT_BLOCKS_MAX 1024u            /* gather/scatter grid: one block per segment up to this */
 #define TABLE_ALIGN_BYTES 64                /* batch tables start on a cache line */
 #define WORDS_ALIGN_BYTES 64
+/* A launch's fault pair (program_math.h: code, op) in device memory just past the program's arena:
+ * the kernels raise faults there, the completion kernel copies them into the mapped table. */
+#define FAULT_PAIR_BYTES 64
+#define FAULT_PAIR(arena, size) ((uint32_t *)(void *)((arena) + (size).arena_bytes))
 
 /* The cuBLASLt side of one GEMM op: row-major C = op(A) op(B) is run as column-major C^T = op(B)^T op(A)^T. */
 struct gemm_plan {
@@ -369,7 +373,7 @@ static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, c
 			rc = gemm_record(inst, s, slot, i, g->arena, err, cap);
 			continue;
 		}
-		e = (cudaError_t)bwgpu_op_launch(stream, op, i, g->arena, lp->consts_dev, table_dev);
+		e = (cudaError_t)bwgpu_op_launch(stream, op, i, g->arena, lp->consts_dev, FAULT_PAIR(g->arena, size));
 		if (e != cudaSuccess)
 			snprintf(call, sizeof(call), "size %u slot %u op %u (code %u): kernel launch", s, slot, i, op->code);
 	}
@@ -379,7 +383,8 @@ static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, c
 			snprintf(call, sizeof(call), "size %u slot %u: scatter kernel launch", s, slot);
 	}
 	if (e == cudaSuccess && rc == 0) {
-		e = (cudaError_t)bwgpu_complete_launch(stream, table_dev, inst->words_dev + idx);
+		e = (cudaError_t)bwgpu_complete_launch(stream, table_dev, FAULT_PAIR(g->arena, size),
+						       inst->words_dev + idx);
 		if (e != cudaSuccess)
 			snprintf(call, sizeof(call), "size %u slot %u: completion kernel launch", s, slot);
 	}
@@ -521,10 +526,9 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 	for (s = 0; s < prog->nb_sizes; s++) {
 		for (slot = 0; slot < nb_slots; slot++) {
 			struct instance_graph *g = &inst->graphs[graph_index(inst, s, slot)];
-			uint64_t bytes = prog->sizes[s].arena_bytes;
+			/* the launch's fault pair lives past the program's arena, in device memory */
+			uint64_t bytes = prog->sizes[s].arena_bytes + FAULT_PAIR_BYTES;
 
-			if (bytes == 0)
-				continue;
 			e = cudaMalloc((void **)&g->arena, bytes);
 			/* never-written bytes read as 0, the same every run; on the instance's stream, so the
 			 * graphs' launches come after it (the legacy stream would not order a non-blocking one) */

@@ -217,7 +217,7 @@ static void fake_run_launch(struct gpu_dev *dev, struct gpu_instance *inst, uint
 		uint64_t items = gpu_op_items(op);
 
 		for (uint64_t i = 0; i < items; i++)
-			gpu_op_item(op, k, fs->arena, prog->consts, t, i);
+			gpu_op_item(op, k, fs->arena, prog->consts, &t->fault, i);
 	}
 	for (s = t->nb_gather; s < nb_seg; s++) {
 		const struct gpu_segment *seg = &t->segments[s];

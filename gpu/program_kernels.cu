@@ -55,17 +55,22 @@ __global__ void bwgpu_segments_kernel(struct gpu_program_size size, uint32_t max
 }
 
 __global__ void bwgpu_op_kernel(struct gpu_op op, uint32_t op_index, uint8_t *arena, const uint8_t *consts,
-				struct gpu_batch_table *table, uint64_t items)
+				uint32_t *fault_dev, uint64_t items)
 {
 	uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
 
 	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < items; i += stride)
-		gpu_op_item(&op, op_index, arena, consts, table, i);
+		gpu_op_item(&op, op_index, arena, consts, fault_dev, i);
 }
 
-__global__ void bwgpu_complete_kernel(const struct gpu_batch_table *table, uint32_t *word)
+__global__ void bwgpu_complete_kernel(struct gpu_batch_table *table, uint32_t *fault_dev, uint32_t *word)
 {
-	// orders this launch's earlier writes (the scatter's, the fault word) before the word, for the host
+	// the launch's fault pair (device memory) into the table, reset for the next launch of the graph
+	table->fault_op = fault_dev[1];
+	table->fault = fault_dev[0];
+	fault_dev[0] = 0;
+	fault_dev[1] = 0;
+	// orders this launch's earlier writes (the scatter's, the fault) before the word, for the host
 	__threadfence_system();
 	*(volatile uint32_t *)word = *(const volatile uint32_t *)&table->generation;
 }
@@ -80,7 +85,7 @@ extern "C" int bwgpu_segments_launch(void *stream, const struct gpu_program_size
 }
 
 extern "C" int bwgpu_op_launch(void *stream, const struct gpu_op *op, uint32_t op_index, uint8_t *arena,
-			       const uint8_t *consts, struct gpu_batch_table *table_dev)
+			       const uint8_t *consts, uint32_t *fault_dev)
 {
 	uint64_t items = gpu_op_items(op), blocks = (items + OP_THREADS - 1) / OP_THREADS;
 
@@ -89,12 +94,13 @@ extern "C" int bwgpu_op_launch(void *stream, const struct gpu_op *op, uint32_t o
 	if (blocks > OP_BLOCKS_MAX)
 		blocks = OP_BLOCKS_MAX;
 	bwgpu_op_kernel<<<(unsigned int)blocks, OP_THREADS, 0, (cudaStream_t)stream>>>(*op, op_index, arena, consts,
-										      table_dev, items);
+										      fault_dev, items);
 	return (int)cudaGetLastError();
 }
 
-extern "C" int bwgpu_complete_launch(void *stream, const struct gpu_batch_table *table_dev, uint32_t *word_dev)
+extern "C" int bwgpu_complete_launch(void *stream, struct gpu_batch_table *table_dev, uint32_t *fault_dev,
+				     uint32_t *word_dev)
 {
-	bwgpu_complete_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(table_dev, word_dev);
+	bwgpu_complete_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(table_dev, fault_dev, word_dev);
 	return (int)cudaGetLastError();
 }

@@ -35,17 +35,22 @@ static inline BW_HD uint8_t *gpu_ref_addr(const struct gpu_ref *r, uint8_t *aren
 	       r->space == GPU_SPACE_CONST ? (uint8_t *)(uintptr_t)(consts + r->offset) : NULL;
 }
 
-/* The first fault of a launch wins: later ones would only hide its cause. */
-static inline BW_HD void gpu_raise_fault(struct gpu_batch_table *t, uint32_t fault, uint32_t op_index)
+/*
+ * A launch's fault pair: fault[0] the enum gpu_fault, fault[1] the op that raised it. The fake passes
+ * &table->fault (fault_op follows it); the CUDA module a pair in device memory, which its completion
+ * kernel copies into the table: device atomics on mapped host memory are not reliable over PCIe.
+ * The first fault of a launch wins: later ones would only hide its cause.
+ */
+static inline BW_HD void gpu_raise_fault(uint32_t *fault, uint32_t code, uint32_t op_index)
 {
 #ifdef __CUDA_ARCH__
-	if (atomicCAS(&t->fault, 0u, fault) == 0u)
-		t->fault_op = op_index;
+	if (atomicCAS(&fault[0], 0u, code) == 0u)
+		fault[1] = op_index;
 #else
 	uint32_t none = 0;
 
-	if (__atomic_compare_exchange_n(&t->fault, &none, fault, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		t->fault_op = op_index;
+	if (__atomic_compare_exchange_n(&fault[0], &none, code, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		fault[1] = op_index;
 #endif
 }
 
@@ -149,7 +154,7 @@ static inline BW_HD int gpu_cast_dtype_ok(uint32_t d)
 }
 
 static inline BW_HD void gpu_gather_item(const struct gpu_op *op, const uint8_t *data, const uint8_t *idx,
-					 uint8_t *out, uint64_t i, struct gpu_batch_table *t, uint32_t op_index)
+					 uint8_t *out, uint64_t i, uint32_t *fault, uint32_t op_index)
 {
 	uint64_t inner = (uint64_t)op->u.gather.inner, nb_idx = (uint64_t)op->u.gather.nb_idx;
 	uint64_t in_i = i % inner, j = (i / inner) % nb_idx, o = i / inner / nb_idx;
@@ -159,7 +164,7 @@ static inline BW_HD void gpu_gather_item(const struct gpu_op *op, const uint8_t 
 	if (k < 0)
 		k += op->u.gather.axis_len;
 	if (k < 0 || k >= op->u.gather.axis_len) {
-		gpu_raise_fault(t, GPU_FAULT_INDEX, op_index);
+		gpu_raise_fault(fault, GPU_FAULT_INDEX, op_index);
 		for (uint32_t b = 0; b < eb; b++)
 			out[i * eb + b] = 0;
 		return;
@@ -240,11 +245,12 @@ static inline BW_HD float gpu_gemm_item(const struct gpu_op *op, const float *a,
 }
 
 /**
- * Runs work item i of op (op_index: its place in the program, for faults) over one arena.
+ * Runs work item i of op (op_index: its place in the program, for faults) over one arena; data faults
+ * go to the launch's fault pair (gpu_raise_fault).
  * GEMM's items index the output row-major: out[bat][row][col] is item (bat * m + row) * n + col.
  */
 static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index, uint8_t *arena,
-				     const uint8_t *consts, struct gpu_batch_table *t, uint64_t i)
+				     const uint8_t *consts, uint32_t *fault, uint64_t i)
 {
 	const uint8_t *in0 = gpu_ref_addr(&op->in[0], arena, consts);
 	const uint8_t *in1 = gpu_ref_addr(&op->in[1], arena, consts);
@@ -286,7 +292,7 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 		break;
 	}
 	case GPU_OP_GATHER:
-		gpu_gather_item(op, in0, in1, out, i, t, op_index);
+		gpu_gather_item(op, in0, in1, out, i, fault, op_index);
 		break;
 	case GPU_OP_SOFTMAX: {
 		uint64_t off = i * (uint64_t)op->u.rows.cols;
@@ -304,9 +310,14 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 	case GPU_OP_REDUCE:
 		((float *)out)[i] = gpu_reduce_item(op, (const float *)in0, i);
 		break;
-	case GPU_OP_GEMM:
-		((float *)out)[i] = gpu_gemm_item(op, (const float *)in0, (const float *)in1, (const float *)in2, i);
+	case GPU_OP_GEMM: {
+		/* batch b of the output starts at b * stride_c, as cuBLASLt places it */
+		uint64_t mn = (uint64_t)(op->u.gemm.m * op->u.gemm.n);
+
+		((float *)out)[(i / mn) * (uint64_t)op->u.gemm.stride_c + i % mn] =
+			gpu_gemm_item(op, (const float *)in0, (const float *)in1, (const float *)in2, i);
 		break;
+	}
 	default:
 		break;
 	}

@@ -310,7 +310,7 @@ static int run_and_compare(struct prog_env *env, const struct gpu_program *prog,
 	memcpy(arena + sz->input_offset[0], in, (size_t)nb_rows * in_row);
 	for (uint32_t i = 0; i < sz->nb_ops; i++)
 		for (uint64_t it = 0; it < gpu_op_items(&sz->ops[i]); it++)
-			gpu_op_item(&sz->ops[i], i, arena, prog->consts, ref_table, it);
+			gpu_op_item(&sz->ops[i], i, arena, prog->consts, &ref_table->fault, it);
 	CU_ASSERT_EQUAL(fault, (int)ref_table->fault);
 	if (fault != GPU_FAULT_NONE)
 		CU_ASSERT_EQUAL(t->fault_op, ref_table->fault_op);
