@@ -700,6 +700,16 @@ static void setup(struct runner *r, const struct opts *o)
 	}
 }
 
+/* One batch of one task that carries every row, as a single request would (segments set by the caller). */
+static void one_task_batch(struct runner *r, const struct opts *o)
+{
+	r->task = (struct bw_batch_task){ .rows = (uint32_t)o->batch };
+	r->tasks[0] = &r->task;
+	r->batch = (struct bw_batch){ .size = (uint32_t)o->batch, .padded_size = (uint32_t)o->batch, .num_tasks = 1,
+				      .num_inputs = (uint16_t)r->g->num_inputs, .num_outputs = (uint16_t)r->g->num_outputs,
+				      .tasks = r->tasks };
+}
+
 /* ---- the GPU ------------------------------------------------------------------------------------ */
 
 static void on_gpu_done(void *ctx, const struct rt_completion *c)
@@ -787,11 +797,7 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	rc = r->gops->host_register(r->gdev, r->gmem, r->gmem_bytes, &dev_addr, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: registering %zu bytes: %s", r->gmem_bytes, err);
-	r->task = (struct bw_batch_task){ .rows = (uint32_t)o->batch };
-	r->tasks[0] = &r->task;
-	r->batch = (struct bw_batch){ .size = (uint32_t)o->batch, .padded_size = (uint32_t)o->batch, .num_tasks = 1,
-				      .num_inputs = (uint16_t)g->num_inputs, .num_outputs = (uint16_t)g->num_outputs,
-				      .tasks = r->tasks };
+	one_task_batch(r, o);
 	for (uint32_t i = 0; i < g->num_inputs; i++) {
 		memcpy(r->gmem + off, r->in_data[i], r->in_bytes[i]);
 		r->task.inputs[i] = (struct bw_segment){ r->gmem + off, (uint32_t)r->in_bytes[i] };
@@ -852,11 +858,7 @@ static void setup_batch(struct runner *r, const struct opts *o)
 {
 	const struct rt_graph *g = r->g;
 
-	r->task = (struct bw_batch_task){ .rows = (uint32_t)o->batch };
-	r->tasks[0] = &r->task;
-	r->batch = (struct bw_batch){ .size = (uint32_t)o->batch, .padded_size = (uint32_t)o->batch, .num_tasks = 1,
-				      .num_inputs = (uint16_t)g->num_inputs, .num_outputs = (uint16_t)g->num_outputs,
-				      .tasks = r->tasks };
+	one_task_batch(r, o);
 	for (uint32_t i = 0; i < g->num_inputs; i++) {
 		if (r->in_bytes[i] > UINT32_MAX)
 			die("input %s: %zu bytes do not fit a batch segment", g->values[g->inputs[i]].name, r->in_bytes[i]);
