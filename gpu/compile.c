@@ -74,9 +74,14 @@ int gpu_lower_emit(struct builder *b, const struct gpu_op *op)
 	return 0;
 }
 
+static uint64_t prog_align(uint64_t n)
+{
+	return (n + GPU_PROG_ALIGN - 1) & ~(uint64_t)(GPU_PROG_ALIGN - 1);
+}
+
 uint64_t gpu_lower_arena_area(struct builder *b, uint64_t bytes)
 {
-	uint64_t off = (b->arena_bytes + GPU_PROG_ALIGN - 1) & ~(uint64_t)(GPU_PROG_ALIGN - 1);
+	uint64_t off = prog_align(b->arena_bytes);
 
 	b->arena_bytes = off + bytes;
 	return off;
@@ -92,7 +97,7 @@ static int const_ref(struct builder *b, const void *data, size_t nbytes, uint64_
 			*offset = b->entries[i].offset;
 			return 0;
 		}
-	off = (b->const_bytes + GPU_PROG_ALIGN - 1) & ~(uint64_t)(GPU_PROG_ALIGN - 1);
+	off = prog_align(b->const_bytes);
 	if (off + nbytes > b->const_cap) {
 		uint64_t n = b->const_cap == 0 ? CONSTS_INITIAL : b->const_cap;
 		uint8_t *q;
@@ -200,8 +205,8 @@ static int lower_step(struct builder *b, const struct rt_plan *p, uint32_t step,
  * A graph output's bytes must be in the arena for the scatter kernel: an output that is a constant
  * (or a graph input passed through) is copied into an area the compiler adds.
  */
-static int place_output(struct builder *b, const struct rt_plan *p, int32_t value, uint64_t *offset, char *err,
-			size_t cap)
+static int place_output(struct builder *b, const struct rt_plan *p, int32_t value, uint64_t *offset,
+			size_t *nbytes, char *err, size_t cap)
 {
 	struct gpu_lower_operand o;
 	struct gpu_op op;
@@ -209,6 +214,7 @@ static int place_output(struct builder *b, const struct rt_plan *p, int32_t valu
 
 	if (rc < 0)
 		return rc;
+	*nbytes = o.nbytes;
 	if (o.ref.space == GPU_SPACE_ARENA) {
 		*offset = o.ref.offset;
 		return 0;
@@ -223,6 +229,24 @@ static int place_output(struct builder *b, const struct rt_plan *p, int32_t valu
 	*offset = op.out.offset;
 	b->node = UINT32_MAX;
 	return gpu_lower_emit(b, &op);
+}
+
+/*
+ * A graph input's or output's bytes per batch row, as the plan bound it: the same at every size, or
+ * the tensor is not batch-major (rt_onnx_model_load refuses such models; a direct caller may not).
+ */
+static int row_bytes_set(uint32_t *row_bytes, bool first, size_t nbytes, int64_t batch, const char *what,
+			 const char *name, char *err, size_t cap)
+{
+	uint64_t row = nbytes / (uint64_t)batch;
+
+	if (nbytes % (uint64_t)batch != 0 || row > UINT32_MAX || (!first && row != *row_bytes)) {
+		snprintf(err, cap, "graph %s %s: %zu bytes at batch %lld are not rows of one size", what, name, nbytes,
+			 (long long)batch);
+		return -ENOTSUP;
+	}
+	*row_bytes = (uint32_t)row;
+	return 0;
 }
 
 static int compile_size(struct builder *b, const struct rt_graph *g, int64_t batch, char *err, size_t cap)
@@ -248,29 +272,28 @@ static int compile_size(struct builder *b, const struct rt_graph *g, int64_t bat
 			rc = -EINVAL;
 		}
 		sz->input_offset[i] = o.ref.offset;
+		if (rc == 0)
+			rc = row_bytes_set(&b->c->prog.input_row_bytes[i], b->size_idx == 0, o.nbytes, batch, "input",
+					   g->values[g->inputs[i]].name, err, cap);
 	}
 	for (uint32_t s = 0; s < rt_plan_num_steps(p) && rc == 0; s++)
 		rc = lower_step(b, p, s, err, cap);
-	for (uint32_t i = 0; i < g->num_outputs && rc == 0; i++)
-		rc = place_output(b, p, g->outputs[i], &sz->output_offset[i], err, cap);
+	for (uint32_t i = 0; i < g->num_outputs && rc == 0; i++) {
+		size_t nbytes = 0;
+
+		rc = place_output(b, p, g->outputs[i], &sz->output_offset[i], &nbytes, err, cap);
+		if (rc == 0)
+			rc = row_bytes_set(&b->c->prog.output_row_bytes[i], b->size_idx == 0, nbytes, batch, "output",
+					   g->values[g->outputs[i]].name, err, cap);
+	}
 	rt_plan_free(p);
 	sz->ops = b->ops;
 	sz->nb_ops = b->nb_ops;
 	b->c->op_node[b->size_idx] = b->op_node;
-	sz->arena_bytes = (b->arena_bytes + GPU_PROG_ALIGN - 1) & ~(uint64_t)(GPU_PROG_ALIGN - 1);
+	sz->arena_bytes = prog_align(b->arena_bytes);
 	if (rc == -ENOMEM)
 		snprintf(err, cap, "batch %lld: out of memory", (long long)batch);
 	return rc;
-}
-
-static uint32_t row_bytes_of(const struct rt_graph *g, int32_t value)
-{
-	const struct rt_tensor *t = &g->values[value].tensor;
-	uint64_t n = rt_dtype_size(t->dtype);
-
-	for (uint8_t d = 1; d < t->rank; d++)
-		n *= t->dims[d] > 0 ? (uint64_t)t->dims[d] : 0;
-	return (uint32_t)n;
 }
 
 int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, struct gpu_compiled **out,
@@ -309,10 +332,6 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 	snprintf(c->prog.name, sizeof(c->prog.name), "%s", g->name != NULL ? g->name : "model");
 	c->prog.nb_inputs = g->num_inputs;
 	c->prog.nb_outputs = g->num_outputs;
-	for (uint32_t i = 0; i < g->num_inputs; i++)
-		c->prog.input_row_bytes[i] = row_bytes_of(g, g->inputs[i]);
-	for (uint32_t i = 0; i < g->num_outputs; i++)
-		c->prog.output_row_bytes[i] = row_bytes_of(g, g->outputs[i]);
 	c->max_tasks = (uint32_t)sizes[nb_sizes - 1];
 	/* every task has at least one row: a segment per task and tensor, and one padding run per input */
 	c->prog.max_segments = c->max_tasks * (g->num_inputs + g->num_outputs) + g->num_inputs;

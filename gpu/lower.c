@@ -32,13 +32,10 @@ static int refuse(char *why, size_t cap, const char *fmt, ...)
 	return -ENOTSUP;
 }
 
+/* Elements of a bound tensor (every dimension known once planned). */
 static uint64_t elems_of(const struct rt_tensor *t)
 {
-	uint64_t n = 1;
-
-	for (uint8_t d = 0; d < t->rank; d++)
-		n *= (uint64_t)t->dims[d];
-	return n;
+	return (uint64_t)rt_tensor_elems(t);
 }
 
 static uint64_t prod(const struct rt_tensor *t, int from, int to)
