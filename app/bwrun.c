@@ -636,16 +636,15 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void on_done(void *ctx, struct bw_batch *b, enum bw_status status, const char *msg)
+/* A finished batch, from either executor. */
+static void on_done(void *ctx, const struct rt_completion *c)
 {
 	struct runner *r = ctx;
 
-	(void)b;
 	r->done = true;
-	r->status = status;
-	snprintf(r->msg, sizeof(r->msg), "%s", msg);
+	r->status = c->status;
+	snprintf(r->msg, sizeof(r->msg), "%s", c->msg);
 }
-
 static void setup(struct runner *r, const struct opts *o)
 {
 	const struct rt_graph *g = r->g;
@@ -711,15 +710,6 @@ static void one_task_batch(struct runner *r, const struct opts *o)
 }
 
 /* ---- the GPU ------------------------------------------------------------------------------------ */
-
-static void on_gpu_done(void *ctx, const struct rt_completion *c)
-{
-	struct runner *r = ctx;
-
-	r->done = true;
-	r->status = c->status;
-	snprintf(r->msg, sizeof(r->msg), "%s", c->msg);
-}
 
 /*
  * Opens the device, compiles and loads the program, makes the executor on this thread's stream, and
@@ -822,7 +812,7 @@ static double run_once_gpu(struct runner *r, const struct opts *o)
 	if (rc != 0)
 		die("%s: launching on %s: %s%s%s", o->model, r->gpu_name, strerror(-rc), rc == -EIO ? ": " : "",
 		    rc == -EIO ? gpu_executor_error(r->gex) : "");
-	while (gpu_executor_poll(r->gex, on_gpu_done, r, 1) == 0) {
+	while (gpu_executor_poll(r->gex, on_done, r, 1) == 0) {
 		if (now_us() - t0 > GPU_WAIT_S * 1e6) {
 			r->gops->health(r->gdev, why, sizeof(why));
 			die("%s: no completion from %s after %d s (device: %s)", o->model, r->gpu_name, GPU_WAIT_S, why);
@@ -898,7 +888,7 @@ static double run_once(struct runner *r, const struct opts *o)
 	rc = rt_executor_submit(r->ex, &r->batch);
 	if (rc != 0)
 		die("rt_executor_submit: %s", strerror(-rc));
-	while (rt_executor_poll(r->ex, on_done, r, 1) == 0)
+	while (rt_executor_poll_completions(r->ex, on_done, r, 1) == 0)
 		rt_executor_work(r->ex, 0);
 	t0 = now_us() - t0;
 	if (r->status != BW_STATUS_OK)
