@@ -7,6 +7,7 @@
  * generation (0 skipped, the value of a fresh word), so a stale write can never be mistaken for it.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_d
 					 uint32_t nb_slots, char *err, size_t cap)
 {
 	struct gpu_executor *ex;
+	bool ok;
 	int rc;
 
 	if (ops == NULL || dev == NULL || loaded == NULL || compiled == NULL || stream == NULL || nb_slots == 0 ||
@@ -78,15 +80,15 @@ struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_d
 		return NULL;
 	}
 	ex->busy = calloc((size_t)ex->nb_sizes * nb_slots, sizeof(*ex->busy));
-	for (uint32_t i = 0; i < ex->nb_sizes && ex->busy != NULL; i++) {
+	ok = ex->busy != NULL;
+	for (uint32_t i = 0; i < ex->nb_sizes && ok; i++) {
 		struct exec_size *sz = &ex->sizes[i];
 
 		sz->batch = compiled->prog.sizes[i].batch;
 		sz->free_stack = calloc(nb_slots, sizeof(*sz->free_stack));
 		sz->slots = calloc(nb_slots, sizeof(*sz->slots));
-		if (sz->free_stack == NULL || sz->slots == NULL)
-			break;
-		for (uint32_t s = 0; s < nb_slots; s++) {
+		ok = sz->free_stack != NULL && sz->slots != NULL;
+		for (uint32_t s = 0; s < nb_slots && ok; s++) {
 			sz->free_stack[s] = nb_slots - 1 - s; /* slot 0 on top */
 			sz->slots[s].table = ops->instance_table(ex->inst, i, s);
 			sz->slots[s].word = ops->instance_word(ex->inst, i, s);
@@ -95,12 +97,11 @@ struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_d
 		}
 		sz->nb_free = nb_slots;
 	}
-	for (uint32_t i = 0; i < ex->nb_sizes; i++)
-		if (ex->busy == NULL || ex->sizes[i].slots == NULL || ex->sizes[i].free_stack == NULL) {
-			gpu_executor_destroy(ex);
-			snprintf(err, cap, "GPU executor: out of memory");
-			return NULL;
-		}
+	if (!ok) {
+		gpu_executor_destroy(ex);
+		snprintf(err, cap, "GPU executor: out of memory");
+		return NULL;
+	}
 	return ex;
 }
 
