@@ -184,15 +184,12 @@ static int lower_step(struct builder *b, const struct rt_plan *p, uint32_t step,
 	for (uint16_t j = 0; j < n->num_outputs && rc == 0; j++)
 		rc = operand_of(b, p, n->outputs[j], &out[j], why, sizeof(why));
 	if (rc == 0) {
-		/* the planner resolved this GPU kernel for the step; its device_impl is the lowering */
-		const struct rt_kernel *k = rt_kernel_find(n->op_type, n->domain, n->opset,
-							   n->num_inputs > 0 ? in[0].tensor.dtype : 0, RT_DEVICE_GPU,
-							   why, sizeof(why));
-
-		low = k != NULL ? k->device_impl : NULL;
-		if (low == NULL)
+		/* the GPU kernel the planner resolved for the step: its device_impl is the lowering */
+		low = si.kernel != NULL ? si.kernel->device_impl : NULL;
+		if (low == NULL) {
+			snprintf(why, sizeof(why), "kernel without a GPU lowering");
 			rc = -ENOTSUP;
-		else
+		} else
 			rc = low->lower(b, n, in, out, why, sizeof(why));
 	}
 	if (rc < 0)

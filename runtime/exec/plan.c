@@ -953,6 +953,7 @@ int rt_plan_step_info(const struct rt_plan *p, uint32_t step, struct rt_plan_ste
 	s = &p->steps[step];
 	*info = (struct rt_plan_step_info){
 		.node = s->node_index,
+		.kernel = s->kernel,
 		.scratch_offset = s->scratch_total != 0 && p->layout == RT_PLAN_LAYOUT_SEQUENTIAL ? s->scratch_offset : 0,
 		.scratch_bytes = s->scratch_total, .pending_inputs = s->pending_inputs,
 		.num_consumers = s->num_consumers, .consumers = s->consumers,

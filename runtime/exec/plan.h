@@ -137,6 +137,7 @@ int rt_plan_value_info(const struct rt_plan *p, int32_t value, struct rt_plan_va
 /* A step: one node left to run at run time. */
 struct rt_plan_step_info {
 	uint32_t node;             /* index in the graph */
+	const struct rt_kernel *kernel; /* the kernel the planner resolved for the plan's device */
 	size_t scratch_offset;     /* arena offset of its scratch (and of room for omitted outputs);
 				    * 0 in the concurrent layout: the start of the worker's scratch */
 	size_t scratch_bytes;      /* 0: none */
