@@ -543,46 +543,37 @@ static void print_placement(const struct runner *r, const struct opts *o, const 
 	const struct rt_graph *g = r->g;
 	struct op_count ops[OP_TYPES_MAX];
 	unsigned int num_ops = 0, steps = rt_plan_num_steps(r->plan);
-	bool *runs = calloc(g->num_nodes + 1, sizeof(bool));
+	/* per node, the kernel the planner resolved for its step; NULL: folded, run on the host at plan time */
+	const struct rt_kernel **ran = calloc(g->num_nodes + 1, sizeof(*ran));
 	struct rt_plan_stats st;
 	char a[32], b[32], c[32], d[32], e[32], f[32];
 
-	if (runs == NULL)
+	if (ran == NULL)
 		die("out of memory");
 	for (uint32_t s = 0; s < steps; s++) {
 		struct rt_plan_step_info si;
 
 		if (rt_plan_step_info(r->plan, s, &si) == 0 && si.node < g->num_nodes)
-			runs[si.node] = true;
+			ran[si.node] = si.kernel;
 	}
 	for (uint32_t n = 0; n < g->num_nodes; n++) {
 		const struct rt_node *node = &g->nodes[n];
-		const struct rt_kernel *k = node->kernel;
 		unsigned int i;
 
-		/* The kernel the planner takes: the same lookup with the bound dtype of the first input. */
-		if (node->num_inputs > 0 && node->inputs[0] != RT_VALUE_NONE) {
-			struct rt_plan_value_info vi;
-			char why[RT_ERR_MAX];
-
-			/* folded nodes ran on the host, whatever the device */
-			if (rt_plan_value_info(r->plan, node->inputs[0], &vi) == 0)
-				k = rt_kernel_find(node->op_type, node->domain, node->opset, vi.tensor.dtype,
-						   o->gpu && runs[n] ? RT_DEVICE_GPU : RT_DEVICE_CPU, why, sizeof(why));
-		}
 		for (i = 0; i < num_ops; i++)
 			if (strcmp(ops[i].op, node->op_type) == 0 && strcmp(ops[i].domain, node->domain) == 0)
 				break;
 		if (i == num_ops) {
 			if (num_ops == OP_TYPES_MAX)
 				continue;
+			/* folded nodes ran on the host (CPU kernels), whatever the device */
 			ops[num_ops++] = (struct op_count){ node->op_type, node->domain,
-							    k != NULL ? device_name(k->device) : "-", 0, 0 };
+							    ran[n] != NULL ? device_name(ran[n]->device) : "cpu", 0, 0 };
 		}
 		ops[i].nodes++;
-		ops[i].steps += runs[n];
+		ops[i].steps += ran[n] != NULL;
 	}
-	free(runs);
+	free(ran);
 
 	printf("graph  %u nodes loaded, %u after optimisation%s\n", rep->nodes_before, rep->nodes_after,
 	       o->optimize ? "" : " (--no-optimize)");
