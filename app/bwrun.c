@@ -34,7 +34,6 @@
 #include "bwclient.h"
 #include "exec/executor.h"
 #include "exec/plan.h"
-#include "fake.h"
 #include "graph.h"
 #include "host.h"
 
@@ -91,16 +90,13 @@ struct runner {
 	enum bw_status status;
 	char msg[RT_EXECUTOR_MSG_MAX];
 	/* --device gpu */
-	struct gpu_module module;
-	const struct gpu_ops *gops;
-	struct gpu_dev *gdev;
+	struct gpu_host_device gpu;
 	struct gpu_stream *gstream;
 	struct gpu_compiled *compiled;
 	struct gpu_loaded *loaded;
 	struct gpu_executor *gex;
 	uint8_t *gmem;                  /* inputs and outputs, registered with the device */
 	size_t gmem_bytes;
-	char gpu_name[GPU_NAME_MAX];
 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -717,7 +713,6 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 		[GPU_OP_GEMM] = "gemm",
 	};
 	unsigned int counts[GPU_OP_CODE_COUNT] = { 0 };
-	struct gpu_probe probe;
 	char err[GPU_ERR_MAX * 2], a[32], b[32];
 	size_t off = 0;
 	void *dev_addr;
@@ -725,41 +720,24 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 
 	if (g->num_inputs > BW_BATCH_TENSORS_MAX || g->num_outputs > BW_BATCH_TENSORS_MAX)
 		die("%s: the GPU executor takes at most %d inputs and outputs", o->model, BW_BATCH_TENSORS_MAX);
-	if (o->gpu_module != NULL && strcmp(o->gpu_module, "fake") == 0) {
-		struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 1 };
-
-		gpu_fake_configure(&cfg);
-		r->gops = gpu_fake_ops();
-	} else {
-		rc = gpu_module_load(o->gpu_module, &r->module, err, sizeof(err));
-		if (rc != 0)
-			die("--device gpu: %s", err);
-		r->gops = r->module.ops;
-	}
-	r->gops->probe(&probe);
-	if (probe.count == 0)
-		die("--device gpu: %s", probe.reason);
-	if (o->gpu_index >= probe.count)
-		die("--gpu-index %d: this host has %d device(s)", o->gpu_index, probe.count);
-	snprintf(r->gpu_name, sizeof(r->gpu_name), "%s", probe.devices[o->gpu_index].name);
-	rc = r->gops->dev_open(o->gpu_index, &r->gdev, err, sizeof(err));
+	rc = gpu_host_device_open(o->gpu_module, o->gpu_index, &r->gpu, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
 	rc = gpu_compile(g, &o->batch, 1, &r->compiled, err, sizeof(err));
 	if (rc != 0)
 		die("%s: on the GPU: %s", o->model, err);
-	rc = r->gops->program_load(r->gdev, &r->compiled->prog, &r->loaded, err, sizeof(err));
+	rc = r->gpu.ops->program_load(r->gpu.dev, &r->compiled->prog, &r->loaded, err, sizeof(err));
 	if (rc != 0)
-		die("%s: loading the program on %s: %s", o->model, r->gpu_name, err);
-	rc = r->gops->stream_create(r->gdev, GPU_WORDS, &r->gstream, err, sizeof(err));
+		die("%s: loading the program on %s: %s", o->model, r->gpu.info.name, err);
+	rc = r->gpu.ops->stream_create(r->gpu.dev, GPU_WORDS, &r->gstream, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	r->gex = gpu_executor_create(r->gops, r->gdev, r->loaded, r->compiled, r->gstream, 1, err, sizeof(err));
+	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->loaded, r->compiled, r->gstream, 1, err, sizeof(err));
 	if (r->gex == NULL)
 		die("%s: %s", o->model, err);
 	for (uint32_t i = 0; i < r->compiled->prog.sizes[0].nb_ops; i++)
 		counts[r->compiled->prog.sizes[0].ops[i].code]++;
-	printf("device %s (%s module): %u ops:", r->gpu_name, r->gops->name, r->compiled->prog.sizes[0].nb_ops);
+	printf("device %s (%s module): %u ops:", r->gpu.info.name, r->gpu.ops->name, r->compiled->prog.sizes[0].nb_ops);
 	for (unsigned int c = 1; c < GPU_OP_CODE_COUNT; c++)
 		if (counts[c] > 0)
 			printf(" %s %u", op_names[c], counts[c]);
@@ -775,7 +753,7 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	if (r->gmem == NULL)
 		die("out of memory for %zu bytes of inputs and outputs", r->gmem_bytes);
 	memset(r->gmem, 0, r->gmem_bytes);
-	rc = r->gops->host_register(r->gdev, r->gmem, r->gmem_bytes, &dev_addr, err, sizeof(err));
+	rc = r->gpu.ops->host_register(r->gpu.dev, r->gmem, r->gmem_bytes, &dev_addr, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: registering %zu bytes: %s", r->gmem_bytes, err);
 	one_task_batch(r, o);
@@ -801,12 +779,12 @@ static double run_once_gpu(struct runner *r, const struct opts *o)
 	t0 = now_us();
 	rc = gpu_executor_submit(r->gex, &r->batch);
 	if (rc != 0)
-		die("%s: launching on %s: %s%s%s", o->model, r->gpu_name, strerror(-rc), rc == -EIO ? ": " : "",
+		die("%s: launching on %s: %s%s%s", o->model, r->gpu.info.name, strerror(-rc), rc == -EIO ? ": " : "",
 		    rc == -EIO ? gpu_executor_error(r->gex) : "");
 	while (gpu_executor_poll(r->gex, on_done, r, 1) == 0) {
 		if (now_us() - t0 > GPU_WAIT_S * 1e6) {
-			r->gops->health(r->gdev, why, sizeof(why));
-			die("%s: no completion from %s after %d s (device: %s)", o->model, r->gpu_name, GPU_WAIT_S, why);
+			r->gpu.ops->health(r->gpu.dev, why, sizeof(why));
+			die("%s: no completion from %s after %d s (device: %s)", o->model, r->gpu.info.name, GPU_WAIT_S, why);
 		}
 	}
 	t = now_us() - t0;
@@ -819,15 +797,12 @@ static void teardown_gpu(struct runner *r)
 {
 	gpu_executor_destroy(r->gex);
 	if (r->gstream != NULL)
-		r->gops->stream_destroy(r->gstream);
+		r->gpu.ops->stream_destroy(r->gstream);
 	if (r->loaded != NULL)
-		r->gops->program_unload(r->loaded);
+		r->gpu.ops->program_unload(r->loaded);
 	if (r->gmem != NULL)
-		r->gops->host_unregister(r->gdev, r->gmem, NULL, 0);
-	if (r->gdev != NULL)
-		r->gops->dev_close(r->gdev);
-	if (r->module.handle != NULL)
-		gpu_module_unload(&r->module);
+		r->gpu.ops->host_unregister(r->gpu.dev, r->gmem, NULL, 0);
+	gpu_host_device_close(&r->gpu);
 	gpu_compiled_free(r->compiled);
 	free(r->gmem);
 	for (uint32_t i = 0; i < TENSORS_MAX; i++)

@@ -53,6 +53,14 @@ static int parse_uint(const struct app_option *opt, const char *value, struct ap
 	return 0;
 }
 
+static int parse_gpu_module(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	if (value[0] == '\0' || strlen(value) >= sizeof(cfg->gpu_module))
+		return -EINVAL;
+	snprintf(cfg->gpu_module, sizeof(cfg->gpu_module), "%s", value);
+	return 0;
+}
+
 static int parse_ipv4(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
 {
 	struct in_addr addr;
@@ -144,6 +152,11 @@ static const struct app_option g_options[] = {
 	{"mbufs-held", "mbufs_held", parse_uint, 0, 1u << 20, U32_FIELD(dp.mbufs_held),
 	 "an integer in 0..1048576",
 	 "extra mbufs per socket for requests held in queued batches (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
+	{"gpu-module", "gpu_module", parse_gpu_module, 0, 0, 0, 0, "a file path below 4096 bytes, or 'fake'",
+	 "device module of the models with device = gpu (default libbwgpu.so beside batchwire, then the\n"
+	 "                   install's libdir/batchwire); 'fake': the CPU fake device, for tests"},
+	{"gpu-index", "gpu_index", parse_uint, 0, APP_GPU_INDEX_MAX, U16_FIELD(gpu_index),
+	 "an integer in 0.." XSTR(APP_GPU_INDEX_MAX), "CUDA device of the models with device = gpu (default 0)"},
 };
 
 #define APP_NB_OPTIONS RTE_DIM(g_options)
@@ -162,8 +175,9 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --config FILE    INI file with the options above; the command line overrides it\n"
 		"  --model M=FILE   serve the ONNX model FILE as M (repeatable; [model M] path = FILE)\n"
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
-		"                   path, device (cpu), workers (worker lcores, default the main lcore),\n"
-		"                   slots, and the batching options of docs/batching.md (max_batch_size...)\n"
+		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
+		"                   cpu only), slots, and the batching options of docs/batching.md\n"
+		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes\n"
 		"  The built-in model 'echo' replies with its inputs; [model echo] sets its batching.\n"
 		"  --help           this text\n"
 		"  --version        print the version\n\n"
@@ -531,6 +545,40 @@ static void long_options_build(struct option *longopts)
 	longopts[i] = (struct option){NULL, 0, NULL, 0};
 }
 
+/*
+ * A model on the GPU runs on its polling lcores (no workers), one CUDA graph per allowed batch size,
+ * and each polling lcore keeps a slot per batch the in-flight limit lets through, so that a batch
+ * dispatched always finds one.
+ */
+static int gpu_model_check(struct app_model_config *m, FILE *err)
+{
+	unsigned int inflight = app_model_inflight_max(m);
+
+	if (m->batching.num_allowed_batch_sizes == 0) {
+		fprintf(err, "batchwire: model '%s': device = gpu needs allowed_batch_sizes (one CUDA graph is captured "
+			"per size): expected e.g. allowed_batch_sizes = 1,2,4,8\n", m->name);
+		return -EINVAL;
+	}
+	if (m->nb_workers != 0) {
+		fprintf(err, "batchwire: model '%s': device = gpu runs on the polling lcores that batch it: expected no "
+			"workers\n", m->name);
+		return -EINVAL;
+	}
+	if (m->slots == 0 && inflight > APP_MODEL_SLOTS_MAX) {
+		fprintf(err, "batchwire: model '%s': device = gpu holds at most %d batches of one size in flight per "
+			"polling lcore, and its in-flight limit is %u: expected max_inflight_batches (or "
+			"num_batch_threads) <= %d\n", m->name, APP_MODEL_SLOTS_MAX, inflight, APP_MODEL_SLOTS_MAX);
+		return -EINVAL;
+	}
+	if (m->slots != 0 && m->slots < inflight) {
+		fprintf(err, "batchwire: model '%s': slots %u is below its in-flight limit %u: a batch the limit lets "
+			"through could find no slot on the GPU: expected slots >= %u, or a lower max_inflight_batches "
+			"(or num_batch_threads)\n", m->name, m->slots, inflight, inflight);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, FILE *err)
 {
 	struct option longopts[APP_NB_OPTIONS + 6];
@@ -609,6 +657,8 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 			fprintf(err, "batchwire: batching of model '%s': %s\n", m->name, msg);
 			return -EINVAL;
 		}
+		if (m->device == APP_DEVICE_GPU && gpu_model_check(m, err) != 0)
+			return -EINVAL;
 	}
 	if (!cfg->have_ip) {
 		fprintf(err, "batchwire: missing --ip (or ip in [" APP_INI_SECTION "]): expected the appliance's "
@@ -616,6 +666,13 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		return -EINVAL;
 	}
 	return APP_CONFIG_RUN;
+}
+
+unsigned int app_model_inflight_max(const struct app_model_config *m)
+{
+	const struct bat_options *o = &m->batching;
+
+	return o->num_batch_threads > 0 ? (unsigned int)o->num_batch_threads : o->max_inflight_batches;
 }
 
 void app_args_split(int argc, char **argv, int *eal_argc, int *app_argc, char ***app_argv)

@@ -21,6 +21,7 @@
 #define APP_MODEL_WORKERS_MAX 16  /* worker lcores of one model */
 #define APP_MODEL_SLOTS_MAX 64    /* batches of one size one model can hold in flight */
 #define APP_PATH_MAX 4096
+#define APP_GPU_INDEX_MAX 15      /* gpu.h's GPU_DEVICES_MAX - 1 */
 
 enum app_device {
 	APP_DEVICE_CPU,
@@ -37,7 +38,8 @@ struct app_model_config {
 	enum app_device device;
 	unsigned int nb_workers;      /* 0: the main lcore (set once EAL has started) */
 	unsigned int workers[APP_MODEL_WORKERS_MAX];
-	unsigned int slots;           /* batches of one size in flight at once; 0: derived */
+	unsigned int slots;           /* batches of one size in flight at once (device gpu: per polling
+				       * lcore); 0: derived */
 	struct bat_options batching;
 };
 
@@ -50,6 +52,8 @@ struct app_config {
 	unsigned int nb_models;
 	struct app_model_config models[APP_MODELS_MAX];
 	char config_path[4096];
+	char gpu_module[APP_PATH_MAX]; /* "": libbwgpu.so where the loader looks; "fake": the fake device */
+	uint16_t gpu_index;
 };
 
 /** \return true for the built-in echo model's configuration. */
@@ -57,6 +61,9 @@ static inline bool app_model_is_echo(const struct app_model_config *m)
 {
 	return m->path[0] == '\0';
 }
+
+/** \return batches the model may have in flight at most, over every polling lcore: its in-flight limit. */
+unsigned int app_model_inflight_max(const struct app_model_config *m);
 
 /** \return the configuration of the model with this name, or NULL. */
 struct app_model_config *app_config_model(struct app_config *cfg, const char *name, size_t name_len);

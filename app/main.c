@@ -86,6 +86,43 @@ static int poll_lcore_main(void *arg)
 	return 0;
 }
 
+/* A polling lcore's set-up on its own thread (its GPU stream and executors), before its poll loop. */
+static int poll_lcore_start(void *arg)
+{
+	struct dp_lcore *lc = arg;
+	char err[512];
+	int ret = app_service_lcore_start(lc->lcore_id, err, sizeof(err));
+
+	if (ret != 0)
+		fprintf(stderr, "batchwire: %s\n", err);
+	return ret;
+}
+
+/*
+ * Runs poll_lcore_start on every polling lcore's thread (the main lcore's inline) and waits for them
+ * all: the daemon serves only when every lcore is ready. \return 0, or the first error.
+ */
+static int poll_lcores_start(void)
+{
+	int first = 0;
+
+	for (unsigned int i = 0; i < g_nb_poll_lcores; i++) {
+		struct dp_lcore *lc = g_poll_lcores[i];
+		int ret = lc->lcore_id == rte_get_main_lcore() ? poll_lcore_start(lc)
+							     : rte_eal_remote_launch(poll_lcore_start, lc, lc->lcore_id);
+		if (ret != 0 && first == 0)
+			first = ret;
+	}
+	for (unsigned int i = 0; i < g_nb_poll_lcores; i++) {
+		unsigned int lcore = g_poll_lcores[i]->lcore_id;
+		int ret = lcore == rte_get_main_lcore() ? 0 : rte_eal_wait_lcore(lcore);
+
+		if (ret != 0 && first == 0)
+			first = ret;
+	}
+	return first;
+}
+
 /* A worker lcore that does not poll the port: runs its models' steps until every polling lcore drained. */
 static int worker_lcore_main(void *arg)
 {
@@ -264,6 +301,9 @@ int main(int argc, char **argv)
 	ret = pools_create(&cfg, pools, queue_sockets);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
+	/* Before the port starts: the GPU reads requests straight from these buffers. */
+	if (app_service_memory_register(pools, cfg.nb_poll_lcores, stderr) != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: the GPU cannot reach the mbuf pools\n");
 	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pools, queue_sockets);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
@@ -281,6 +321,8 @@ int main(int argc, char **argv)
 		g_is_poll_lcore[lcore] = true;
 	}
 	g_polls_running = g_nb_poll_lcores;
+	if (poll_lcores_start() != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: a polling lcore could not be set up\n");
 	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores, app_service_telemetry);
 	if (ret == 0)
 		ret = app_service_telemetry_register();
@@ -326,8 +368,8 @@ int main(int argc, char **argv)
 	dp_port_fini(cfg.port_id);
 	for (unsigned int i = 0; i < g_nb_poll_lcores; i++)
 		dp_lcore_fini(g_poll_lcores[i]);
+	app_service_fini(&service); /* first: it unregisters the pools' memory from the GPU */
 	pools_free(pools, cfg.nb_poll_lcores);
-	app_service_fini(&service);
 	rte_eal_cleanup();
 	return 0;
 }

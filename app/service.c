@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_mempool.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
@@ -15,11 +17,16 @@
 #include "exec/executor.h"
 #include "exec/plan.h"
 #include "graph.h"
+#include "host.h"
 #include "service.h"
 
 #define APP_SUBMIT_BURST 8      /* batches an owner worker takes from its submit ring per turn */
 #define APP_COMPLETION_BURST 32 /* completions a poller hands on per turn */
 #define APP_FAIL_LOG_EVERY 1024 /* after the first 10, one failed batch in this many is logged */
+/* GPU batches in flight this long with none finishing: ask the device whether it is still there (a
+ * lost CUDA context fails no call until one is made). Only then: the question is not free. */
+#define APP_GPU_HEALTH_CHECK_US 100000
+#define APP_GPU_STREAM_WORDS 1  /* the executor's graphs write their own words; the stream needs none */
 
 /* A finished batch on its way from a model's owner worker back to the lcore that submitted it. */
 struct app_completion {
@@ -28,7 +35,8 @@ struct app_completion {
 	uint32_t valid_outputs;
 };
 
-/* Counters of a model's executor side: written by its owner worker only, read by telemetry. */
+/* Counters of a model's executor side: written by its owner worker only (device gpu: one set per
+ * polling lcore, written by that lcore), read by telemetry. */
 struct app_exec_stats {
 	uint64_t batches_started;
 	uint64_t batches_done;
@@ -49,7 +57,10 @@ struct app_model {
 	struct rt_model spec;           /* registered; MODEL_INFO describes it */
 	struct app_model_config cfg;
 	struct bat_limiter *limiter;    /* in-flight limit shared by every polling lcore */
-	/* ONNX */
+	/* ONNX on the GPU: the program, compiled and loaded once; each polling lcore has its executor */
+	struct gpu_compiled *gpu_compiled;
+	struct gpu_loaded *gpu_loaded;
+	/* ONNX on the CPU */
 	struct rt_executor *executor;
 	struct rte_ring *submit_ring;   /* MP: polling lcores; SC: the owner worker */
 	unsigned int ring_size;         /* of the submit and the completion rings: > every batch in flight */
@@ -67,7 +78,15 @@ struct app_channel {
 	struct app_lcore *lcore;
 	struct app_model *model;
 	struct bat_queue *queue;
-	struct rte_ring *completions;   /* ONNX: SP from the owner worker, SC by this lcore */
+	struct rte_ring *completions;   /* ONNX on the CPU: SP from the owner worker, SC by this lcore */
+	struct gpu_executor *gpu;       /* ONNX on the GPU: made on this lcore's thread (app_service_lcore_start) */
+	struct app_exec_stats gpu_stats;
+};
+
+/* A batch finished on its polling lcore without leaving it (echo, a GPU launch that failed). */
+struct app_deferred {
+	struct bw_batch *batch;
+	enum bw_status status;
 };
 
 /* One polling lcore's part of the service: written only by that lcore (telemetry reads stats). */
@@ -75,14 +94,67 @@ struct app_lcore {
 	struct dp_lcore *dp;
 	unsigned int nb_channels;
 	struct app_channel channels[APP_MODELS_MAX]; /* index: the model's id */
-	/* batches the echo executor has finished, waiting for the completion poller: SP/SC on one lcore */
-	struct bw_batch *echo_done[APP_ECHO_COMPLETIONS];
-	uint32_t echo_done_head;
-	uint32_t echo_done_count;
+	/* batches finished at submit, waiting for the completion poller: SP/SC on one lcore */
+	struct app_deferred deferred[APP_ECHO_COMPLETIONS];
+	uint32_t deferred_head;
+	uint32_t deferred_count;
+	/* the GPU, when a model of this lcore runs on it */
+	struct gpu_stream *gpu_stream;
+	uint64_t now_tsc;               /* the completion poller's clock, for the GPU executor's callbacks */
+	uint64_t gpu_progress_tsc;      /* last GPU completion, or last health check */
+	uint64_t gpu_health_checks;
 } __rte_cache_aligned;
+
+/*
+ * The device the models with device = gpu run on, opened at init before any lcore runs; hd.ops NULL
+ * when no model does. The first lcore to see a sticky error marks it lost: its models answer
+ * UNAVAILABLE from then on, and each lcore fails its own batches in flight.
+ */
+struct app_gpu {
+	struct gpu_host_device hd;
+	unsigned int nb_regions;
+	void *regions[GPU_REGIONS_MAX]; /* host memory registered with it (the mbuf pools) */
+	uint64_t registered_bytes;
+	uint32_t lost;                  /* 0 healthy, 1 being marked, 2 lost (lost_why written) */
+	char lost_why[GPU_ERR_MAX];
+};
 
 static struct app_lcore g_lcores[RTE_MAX_LCORE];
 static struct app_service *g_service;
+static struct app_gpu g_gpu;
+
+/* (hot) \return true once the GPU was found unhealthy: a plain load. */
+static inline bool gpu_lost(void)
+{
+	return __atomic_load_n(&g_gpu.lost, __ATOMIC_RELAXED) != 0;
+}
+
+static const char *gpu_lost_why(void)
+{
+	return __atomic_load_n(&g_gpu.lost, __ATOMIC_ACQUIRE) == 2 ? g_gpu.lost_why : "";
+}
+
+/* The cold path: the first lcore to see it says why; the others see the flag. */
+static void gpu_mark_lost(const char *why)
+{
+	uint32_t healthy = 0;
+
+	if (!__atomic_compare_exchange_n(&g_gpu.lost, &healthy, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	snprintf(g_gpu.lost_why, sizeof(g_gpu.lost_why), "%s", why);
+	__atomic_store_n(&g_gpu.lost, 2, __ATOMIC_RELEASE);
+	PLAT_LOG(ERR, app, "GPU %d (%s) is unhealthy: %s; the models on it answer UNAVAILABLE from now on",
+		 g_gpu.hd.index, g_gpu.hd.info.name, why);
+}
+
+/* Off the hot path (a failed launch, a stall): asks the device and marks it lost when it is. */
+static void gpu_health_check(void)
+{
+	char why[GPU_ERR_MAX];
+
+	if (g_gpu.hd.ops->health(g_gpu.hd.dev, why, sizeof(why)) != 0)
+		gpu_mark_lost(why);
+}
 
 /* ---- the dataplane's view ----------------------------------------------------------------------- */
 
@@ -321,6 +393,11 @@ static enum bw_status service_infer(void *ctx __rte_unused, const void *handle, 
 		*reply_tensors = req->num_tensors;
 		return echo_submit(ch, req, msg, msg_cap);
 	case RT_MODEL_ONNX:
+		if (unlikely(ch->gpu != NULL && gpu_lost())) {
+			snprintf(msg, msg_cap, "model '%s' is unavailable: its GPU is unhealthy (%s)", model->name,
+				 gpu_lost_why());
+			return BW_STATUS_UNAVAILABLE;
+		}
 		return onnx_submit(ch, req, body_cap, msg, msg_cap);
 	}
 	snprintf(msg, msg_cap, "model '%s' has a kind this server cannot run", model->name);
@@ -333,7 +410,7 @@ static const char *job_error_message(enum bw_status status)
 	case BW_STATUS_DEADLINE_EXCEEDED:
 		return "the request's deadline passed before its batch ran";
 	case BW_STATUS_UNAVAILABLE:
-		return "the model could not take its batch (its executor queue was full)";
+		return "the model could not take its batch (its executor was full, or its GPU is unhealthy)";
 	case BW_STATUS_INTERNAL:
 		return "the model failed on its batch; the server log names the node";
 	default:
@@ -392,16 +469,21 @@ static void onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 
 /* ---- executors ---------------------------------------------------------------------------------- */
 
-/* The echo executor: nothing to compute, so a batch is finished as soon as it is submitted; it
- * completes from the completion poller, never inside submit, like a real executor's would. */
+/* A batch finished at submit completes from the completion poller, never inside submit (the batcher
+ * is still dispatching it), as a real executor's would. \return 0, or -ENOBUFS (UNAVAILABLE). */
+static int deferred_push(struct app_lcore *al, struct bw_batch *batch, enum bw_status status)
+{
+	if (al->deferred_count == APP_ECHO_COMPLETIONS)
+		return -ENOBUFS;
+	al->deferred[(al->deferred_head + al->deferred_count++) % APP_ECHO_COMPLETIONS] =
+		(struct app_deferred){batch, status};
+	return 0;
+}
+
+/* The echo executor: nothing to compute, so a batch is finished as soon as it is submitted. */
 static int echo_executor_submit(void *ctx, struct bw_batch *batch)
 {
-	struct app_lcore *al = ctx;
-
-	if (al->echo_done_count == APP_ECHO_COMPLETIONS)
-		return -ENOBUFS;
-	al->echo_done[(al->echo_done_head + al->echo_done_count++) % APP_ECHO_COMPLETIONS] = batch;
-	return 0;
+	return deferred_push(ctx, batch, BW_STATUS_OK);
 }
 
 /* An ONNX batch leaves its polling lcore for the model's owner worker; the ring says where it returns. */
@@ -424,11 +506,17 @@ static void completion_send(struct rte_ring *ring, struct bw_batch *batch, enum 
 		rte_pause();
 }
 
+/* Rate-limited: the first 10 failures of a counter set, then one in APP_FAIL_LOG_EVERY. */
+static void failure_log(const struct app_model *m, const struct app_exec_stats *st, const char *msg)
+{
+	if (st->batches_failed <= 10 || st->batches_failed % APP_FAIL_LOG_EVERY == 0)
+		PLAT_LOG(WARNING, app, "model '%s': batch failed (%" PRIu64 " so far%s): %s", m->spec.name,
+			 st->batches_failed, st == &m->stats ? "" : " on this lcore", msg);
+}
+
 static void model_failure_log(struct app_model *m, const char *msg)
 {
-	if (m->stats.batches_failed <= 10 || m->stats.batches_failed % APP_FAIL_LOG_EVERY == 0)
-		PLAT_LOG(WARNING, app, "model '%s': batch failed (%" PRIu64 " so far): %s", m->spec.name,
-			 m->stats.batches_failed, msg);
+	failure_log(m, &m->stats, msg);
 }
 
 static void model_completion(void *ctx, const struct rt_completion *c)
@@ -512,27 +600,114 @@ static enum plat_poll_result model_worker_poll(void *arg)
 	return rt_executor_work(w->model->executor, w->index) != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
 }
 
+/* ---- the GPU executor: on the polling lcore itself --------------------------------------------- */
+
+/*
+ * (hot) A batch on the GPU starts where it was batched, at once: the batch table written and one
+ * graph launched. A launch that fails completes its batch with INTERNAL (from the completion poller)
+ * and has the device asked whether it is lost.
+ */
+static int gpu_channel_submit(void *ctx, struct bw_batch *batch)
+{
+	struct app_channel *ch = ctx;
+	struct app_exec_stats *st = &ch->gpu_stats;
+	const char *why;
+	int rc;
+
+	if (unlikely(gpu_lost()))
+		return -ENODEV; /* UNAVAILABLE, as the model now is */
+	batch->started_tsc = plat_tsc_now();
+	rc = gpu_executor_submit(ch->gpu, batch);
+	if (likely(rc == 0)) {
+		st->batches_started++;
+		return 0;
+	}
+	if (rc == -EBUSY) {
+		/* slots >= the in-flight limit (config.c) makes this a bug; the batch is refused, not lost */
+		st->busy_waits++;
+		return rc;
+	}
+	st->batches_started++;
+	st->batches_done++;
+	st->batches_failed++;
+	why = rc == -EIO ? gpu_executor_error(ch->gpu) :
+	      rc == -EFAULT ? "a request's memory is not registered with the GPU" :
+	      "the GPU executor has no graph for the batch's size";
+	failure_log(ch->model, st, why);
+	if (rc == -EIO)
+		gpu_health_check();
+	return deferred_push(ch->lcore, batch, BW_STATUS_INTERNAL);
+}
+
+static void gpu_batch_done(void *ctx, const struct rt_completion *c)
+{
+	struct app_channel *ch = ctx;
+	struct app_exec_stats *st = &ch->gpu_stats;
+	uint64_t now = ch->lcore->now_tsc;
+	struct bw_batch *b = c->batch;
+
+	st->batches_done++;
+	st->compute_us += now > b->started_tsc ? plat_tsc_to_us(now - b->started_tsc) : 0;
+	if (c->status != BW_STATUS_OK) {
+		st->batches_failed++;
+		failure_log(ch->model, st, c->msg);
+	}
+	bat_batch_complete(b, c->status, now);
+}
+
+/* (hot) This lcore's finished launches of one model; all of them at once when the device is lost. */
+static unsigned int gpu_channel_poll(struct app_channel *ch)
+{
+	if (unlikely(gpu_lost()) && gpu_executor_in_flight(ch->gpu) > 0)
+		return gpu_executor_fail_all(ch->gpu, gpu_batch_done, ch,
+					     "the GPU is unhealthy: the batch's launch will never finish");
+	return gpu_executor_poll(ch->gpu, gpu_batch_done, ch, APP_COMPLETION_BURST);
+}
+
+/* Launches in flight and none finishing for APP_GPU_HEALTH_CHECK_US: is the device still there? */
+static void gpu_stall_check(struct app_lcore *al, unsigned int completed)
+{
+	bool in_flight = false;
+
+	for (unsigned int c = 0; c < al->nb_channels && !in_flight; c++)
+		in_flight = al->channels[c].gpu != NULL && gpu_executor_in_flight(al->channels[c].gpu) > 0;
+	if (completed != 0 || !in_flight || gpu_lost()) {
+		al->gpu_progress_tsc = al->now_tsc;
+		return;
+	}
+	if (al->now_tsc - al->gpu_progress_tsc < plat_us_to_tsc(APP_GPU_HEALTH_CHECK_US))
+		return;
+	al->gpu_progress_tsc = al->now_tsc;
+	al->gpu_health_checks++;
+	gpu_health_check();
+}
+
 /* ---- the polling lcore's pollers ---------------------------------------------------------------- */
 
 static enum plat_poll_result completions_poll(void *arg)
 {
 	struct app_lcore *al = arg;
 	struct app_completion done[APP_COMPLETION_BURST];
-	unsigned int total = 0;
+	unsigned int total = 0, on_gpu = 0;
 	uint64_t now = plat_tsc_now();
 
-	while (al->echo_done_count != 0) {
-		struct bw_batch *batch = al->echo_done[al->echo_done_head];
+	al->now_tsc = now;
+	while (al->deferred_count != 0) {
+		struct app_deferred d = al->deferred[al->deferred_head];
 
-		al->echo_done_head = (al->echo_done_head + 1) % APP_ECHO_COMPLETIONS;
-		al->echo_done_count--;
-		bat_batch_complete(batch, BW_STATUS_OK, now);
+		al->deferred_head = (al->deferred_head + 1) % APP_ECHO_COMPLETIONS;
+		al->deferred_count--;
+		bat_batch_complete(d.batch, d.status, now);
 		total++;
 	}
 	for (unsigned int c = 0; c < al->nb_channels; c++) {
 		struct rte_ring *ring = al->channels[c].completions;
 		unsigned int n;
 
+		if (al->channels[c].gpu != NULL) {
+			on_gpu += gpu_channel_poll(&al->channels[c]);
+			continue;
+		}
 		if (ring == NULL)
 			continue;
 		n = rte_ring_sc_dequeue_burst_elem(ring, done, sizeof(done[0]), APP_COMPLETION_BURST, NULL);
@@ -540,6 +715,9 @@ static enum plat_poll_result completions_poll(void *arg)
 			bat_batch_complete(done[i].batch, (enum bw_status)done[i].status, now);
 		total += n;
 	}
+	if (al->gpu_stream != NULL)
+		gpu_stall_check(al, on_gpu);
+	total += on_gpu;
 	return total != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
 }
 
@@ -560,17 +738,14 @@ static void model_free(struct app_model *m)
 {
 	if (m == NULL)
 		return;
+	if (m->gpu_loaded != NULL)
+		g_gpu.hd.ops->program_unload(m->gpu_loaded);
+	gpu_compiled_free(m->gpu_compiled);
 	rt_executor_destroy(m->executor);
 	rte_ring_free(m->submit_ring);
 	bat_limiter_destroy(m->limiter);
 	rt_model_fini(&m->spec);
 	rte_free(m);
-}
-
-/* Batches one model can have in flight at most, over every polling lcore: its in-flight limit. */
-static unsigned int model_inflight_max(const struct bat_options *o)
-{
-	return o->num_batch_threads > 0 ? (unsigned int)o->num_batch_threads : o->max_inflight_batches;
 }
 
 static void batching_to_spec(struct rt_model *spec, const struct bat_options *o)
@@ -616,29 +791,82 @@ static void load_report(const struct app_model *m, const struct rt_opt_report *r
 		 sizes[nb_sizes - 1], m->cfg.slots, arena * m->cfg.slots / 1024, m->cfg.nb_workers, m->cfg.workers[0]);
 }
 
+/* The reply's fixed parts: every reply carries the output descriptors with their names. */
+static void reply_layout(struct app_model *m)
+{
+	for (uint16_t o = 0; o < m->spec.num_outputs; o++) {
+		m->reply_desc_bytes += (uint32_t)sizeof(struct bw_tensor_desc) +
+				       bw_pad8((uint32_t)strlen(m->spec.outputs[o].name));
+		m->output_row_bytes += m->spec.output_row_bytes[o];
+	}
+}
+
+/*
+ * device = gpu: compiles the graph into a device program (one op list per allowed size) and loads it
+ * on the device once; each polling lcore makes its executor (arenas, tables, graphs) on its own thread.
+ */
+static int gpu_model_create(struct app_model *m, FILE *err)
+{
+	struct app_model_config *mc = &m->cfg;
+	const struct bat_options *o = &mc->batching;
+	int64_t sizes[BAT_ALLOWED_SIZES_MAX];
+	char why[GPU_ERR_MAX * 2];
+	size_t arena = 0;
+	int ret;
+
+	for (unsigned int i = 0; i < o->num_allowed_batch_sizes; i++)
+		sizes[i] = o->allowed_batch_sizes[i];
+	ret = gpu_compile(m->spec.graph, sizes, o->num_allowed_batch_sizes, &m->gpu_compiled, why, sizeof(why));
+	if (ret != 0) {
+		fprintf(err, "batchwire: model '%s' (%s): on the GPU: %s\n", mc->name, mc->path, why);
+		return ret;
+	}
+	ret = g_gpu.hd.ops->program_load(g_gpu.hd.dev, &m->gpu_compiled->prog, &m->gpu_loaded, why, sizeof(why));
+	if (ret != 0) {
+		fprintf(err, "batchwire: model '%s' (%s): loading its program on GPU %d: %s\n", mc->name, mc->path,
+			g_gpu.hd.index, why);
+		return ret;
+	}
+	/* a slot per batch the in-flight limit lets through: a dispatched batch always finds one */
+	if (mc->slots == 0)
+		mc->slots = app_model_inflight_max(mc);
+	for (uint32_t i = 0; i < m->gpu_compiled->prog.nb_sizes; i++)
+		arena += m->gpu_compiled->prog.sizes[i].arena_bytes;
+	reply_layout(m);
+	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s on GPU %d (%s): %u inputs, %u outputs, %u nodes, %u device "
+		 "ops at size %" PRId64 ", %u batch sizes up to %" PRId64 ", %u slots each per polling lcore (%zu KiB "
+		 "of device arenas per lcore), %zu KiB of constants", m->spec.name, m->spec.id, mc->path,
+		 g_gpu.hd.index, g_gpu.hd.info.name, m->spec.num_inputs, m->spec.num_outputs,
+		 m->spec.graph->num_nodes, m->gpu_compiled->prog.sizes[o->num_allowed_batch_sizes - 1].nb_ops,
+		 sizes[o->num_allowed_batch_sizes - 1], o->num_allowed_batch_sizes,
+		 sizes[o->num_allowed_batch_sizes - 1], mc->slots, arena * mc->slots / 1024,
+		 m->gpu_compiled->prog.const_bytes / 1024);
+	return 0;
+}
+
 static int onnx_model_create(struct app_model *m, FILE *err)
 {
 	struct app_model_config *mc = &m->cfg;
 	const struct bat_options *o = &mc->batching;
 	int64_t sizes[BAT_BATCH_SIZE_MAX];
-	unsigned int nb_sizes = 0, inflight = model_inflight_max(o);
+	unsigned int nb_sizes = 0, inflight = app_model_inflight_max(mc);
+	bool on_gpu = mc->device == APP_DEVICE_GPU;
 	struct rt_opt_report rep;
 	char why[RT_ERR_MAX * 2], name[RTE_RING_NAMESIZE];
 	int ret;
 
-	if (mc->device != APP_DEVICE_CPU) {
-		fprintf(err, "batchwire: model '%s': device gpu: this build has no GPU runtime yet; expected device = "
-			"cpu\n", mc->name);
-		return -ENOTSUP;
-	}
-	ret = workers_check(mc, err);
+	ret = on_gpu ? 0 : workers_check(mc, err);
 	if (ret != 0)
 		return ret;
-	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, RT_DEVICE_CPU, &rep, why, sizeof(why));
+	/* on the GPU: the graph as the file has it (the CPU's fused ops are CPU kernels) */
+	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, on_gpu ? RT_DEVICE_GPU : RT_DEVICE_CPU,
+				 &rep, why, sizeof(why));
 	if (ret != 0) {
 		fprintf(err, "batchwire: model '%s' (%s): %s\n", mc->name, mc->path, why);
 		return ret;
 	}
+	if (on_gpu)
+		return gpu_model_create(m, err);
 	if (o->num_allowed_batch_sizes > 0) {
 		for (unsigned int i = 0; i < o->num_allowed_batch_sizes; i++)
 			sizes[nb_sizes++] = o->allowed_batch_sizes[i];
@@ -665,11 +893,7 @@ static int onnx_model_create(struct app_model *m, FILE *err)
 	}
 	for (unsigned int w = 0; w < mc->nb_workers; w++)
 		m->workers[w] = (struct app_worker){m, w};
-	for (uint16_t o = 0; o < m->spec.num_outputs; o++) {
-		m->reply_desc_bytes += (uint32_t)sizeof(struct bw_tensor_desc) +
-				       bw_pad8((uint32_t)strlen(m->spec.outputs[o].name));
-		m->output_row_bytes += m->spec.output_row_bytes[o];
-	}
+	reply_layout(m);
 	snprintf(m->poller_name, sizeof(m->poller_name), "model_%s", mc->name);
 	load_report(m, &rep, sizes, nb_sizes);
 	return 0;
@@ -706,11 +930,41 @@ static int model_create(struct app_service *svc, struct app_model_config *mc, ui
 	return 0;
 }
 
+/* Opens the device when a model runs on it: a host without one stops here, saying why. */
+static int gpu_open(const struct app_config *cfg, FILE *err)
+{
+	const char *user = NULL, *module = cfg->gpu_module[0] != '\0' ? cfg->gpu_module : NULL;
+	char why[GPU_ERR_MAX * 2];
+	int ret;
+
+	for (unsigned int i = 0; i < cfg->nb_models && user == NULL; i++)
+		if (cfg->models[i].device == APP_DEVICE_GPU)
+			user = cfg->models[i].name;
+	if (user == NULL)
+		return 0;
+	ret = gpu_kernels_register();
+	if (ret == 0)
+		ret = gpu_host_device_open(module, cfg->gpu_index, &g_gpu.hd, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "registering the GPU kernels: %s", strerror(-ret));
+	if (ret != 0) {
+		fprintf(err, "batchwire: model '%s' has device = gpu, but the GPU cannot be used: %s\n", user, why);
+		return ret;
+	}
+	PLAT_LOG(INFO, app, "GPU %d: %s (compute capability %d.%d, %" PRIu64 " MiB, %d SMs) through the %s module%s%s",
+		 g_gpu.hd.index, g_gpu.hd.info.name, g_gpu.hd.info.cc_major, g_gpu.hd.info.cc_minor,
+		 g_gpu.hd.info.total_mem_bytes >> 20, g_gpu.hd.info.multiprocessors, g_gpu.hd.ops->name,
+		 g_gpu.hd.module.handle != NULL ? " " : "", g_gpu.hd.module.handle != NULL ? g_gpu.hd.module.path : "");
+	return 0;
+}
+
 int app_service_init(struct app_service *svc, struct app_config *cfg, FILE *err)
 {
-	int ret = 0;
+	int ret;
 
 	memset(svc, 0, sizeof(*svc));
+	memset(&g_gpu, 0, sizeof(g_gpu));
+	ret = gpu_open(cfg, err);
 	/* echo first: it keeps id 0 whatever the configuration lists */
 	for (unsigned int pass = 0; pass < 2 && ret == 0; pass++) {
 		for (unsigned int i = 0; i < cfg->nb_models && ret == 0; i++) {
@@ -733,11 +987,35 @@ int app_service_init(struct app_service *svc, struct app_config *cfg, FILE *err)
 	return 0;
 }
 
+/* The GPU's per-lcore parts, on the main thread at exit: the lcores have stopped launching. */
+static void gpu_lcores_fini(void)
+{
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		struct app_lcore *al = &g_lcores[l];
+
+		for (unsigned int c = 0; c < al->nb_channels; c++) {
+			gpu_executor_destroy(al->channels[c].gpu);
+			al->channels[c].gpu = NULL;
+		}
+		if (al->gpu_stream != NULL)
+			g_gpu.hd.ops->stream_destroy(al->gpu_stream);
+		al->gpu_stream = NULL;
+	}
+}
+
 void app_service_fini(struct app_service *svc)
 {
+	if (g_gpu.hd.ops != NULL)
+		gpu_lcores_fini();
 	for (unsigned int i = 0; i < svc->nb_models; i++)
 		model_free(svc->models[i]);
 	svc->nb_models = 0;
+	if (g_gpu.hd.ops != NULL) {
+		for (unsigned int r = 0; r < g_gpu.nb_regions; r++)
+			g_gpu.hd.ops->host_unregister(g_gpu.hd.dev, g_gpu.regions[r], NULL, 0);
+		gpu_host_device_close(&g_gpu.hd);
+		memset(&g_gpu, 0, sizeof(g_gpu));
+	}
 	/* The registry and the ops point at the models just freed. */
 	memset(&svc->registry, 0, sizeof(svc->registry));
 	memset(&svc->ops, 0, sizeof(svc->ops));
@@ -763,6 +1041,10 @@ int app_service_lcore_init(struct app_service *svc, struct dp_lcore *dp)
 		if (m->spec.kind == RT_MODEL_ECHO) {
 			ex = (struct bw_executor){.submit = echo_executor_submit, .ctx = al};
 			done = echo_job_done;
+		} else if (m->gpu_loaded != NULL) {
+			/* its executor is made on the lcore's own thread, by app_service_lcore_start */
+			ex = (struct bw_executor){.submit = gpu_channel_submit, .ctx = ch};
+			done = onnx_job_done;
 		} else {
 			char name[RTE_RING_NAMESIZE];
 
@@ -780,6 +1062,116 @@ int app_service_lcore_init(struct app_service *svc, struct dp_lcore *dp)
 			return -ENOMEM;
 		al->nb_channels = i + 1;
 	}
+	return 0;
+}
+
+int app_service_lcore_start(unsigned int lcore_id, char *err, size_t cap)
+{
+	struct app_lcore *al = &g_lcores[lcore_id];
+	char why[GPU_ERR_MAX * 2];
+	int ret;
+
+	for (unsigned int c = 0; c < al->nb_channels; c++) {
+		struct app_channel *ch = &al->channels[c];
+		struct app_model *m = ch->model;
+
+		if (m->gpu_loaded == NULL || ch->gpu != NULL)
+			continue;
+		if (al->gpu_stream == NULL) {
+			ret = g_gpu.hd.ops->stream_create(g_gpu.hd.dev, APP_GPU_STREAM_WORDS, &al->gpu_stream, why,
+							  sizeof(why));
+			if (ret != 0) {
+				snprintf(err, cap, "lcore %u: a stream on GPU %d: %s", lcore_id, g_gpu.hd.index, why);
+				return ret;
+			}
+		}
+		ch->gpu = gpu_executor_create(g_gpu.hd.ops, g_gpu.hd.dev, m->gpu_loaded, m->gpu_compiled, al->gpu_stream,
+					      m->cfg.slots, why, sizeof(why));
+		if (ch->gpu == NULL) {
+			snprintf(err, cap, "lcore %u: model '%s' on GPU %d: %s", lcore_id, m->spec.name, g_gpu.hd.index,
+				 why);
+			return -ENOMEM;
+		}
+	}
+	al->gpu_progress_tsc = plat_tsc_now();
+	return 0;
+}
+
+/* A mempool's memory chunks, page-aligned, for the device to register. */
+struct region_list {
+	unsigned int count;
+	bool overflow;
+	struct {
+		uintptr_t start, end;
+	} r[GPU_REGIONS_MAX];
+};
+
+static void region_add(struct rte_mempool *mp __rte_unused, void *opaque, struct rte_mempool_memhdr *memhdr,
+		       unsigned int mem_idx __rte_unused)
+{
+	struct region_list *list = opaque;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (list->count == GPU_REGIONS_MAX) {
+		list->overflow = true;
+		return;
+	}
+	list->r[list->count].start = (uintptr_t)memhdr->addr & ~(page - 1);
+	list->r[list->count].end = ((uintptr_t)memhdr->addr + memhdr->len + page - 1) & ~(page - 1);
+	list->count++;
+}
+
+static int region_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int app_service_memory_register(struct rte_mempool *const *pools, unsigned int nb_pools, FILE *err)
+{
+	struct region_list list = {0};
+	char why[GPU_ERR_MAX];
+	unsigned int merged = 0;
+
+	if (g_gpu.hd.ops == NULL)
+		return 0;
+	for (unsigned int p = 0; p < nb_pools; p++) {
+		bool seen = false;
+
+		for (unsigned int q = 0; q < p; q++)
+			seen |= pools[q] == pools[p];
+		if (!seen)
+			rte_mempool_mem_iter(pools[p], region_add, &list);
+	}
+	/* Chunks rounded out to pages may touch or overlap: one registration per run of them. */
+	qsort(list.r, list.count, sizeof(list.r[0]), region_cmp);
+	for (unsigned int i = 0; i < list.count; i++) {
+		if (merged > 0 && list.r[i].start <= list.r[merged - 1].end)
+			list.r[merged - 1].end = RTE_MAX(list.r[merged - 1].end, list.r[i].end);
+		else
+			list.r[merged++] = list.r[i];
+	}
+	if (list.overflow) {
+		fprintf(err, "batchwire: the mbuf pools have more than %d memory chunks: the GPU cannot register them "
+			"all (expected hugepages, or fewer pools)\n", GPU_REGIONS_MAX);
+		return -ENOSPC;
+	}
+	for (unsigned int i = 0; i < merged; i++) {
+		void *addr = (void *)list.r[i].start, *dev_addr;
+		size_t len = list.r[i].end - list.r[i].start;
+		int ret = g_gpu.hd.ops->host_register(g_gpu.hd.dev, addr, len, &dev_addr, why, sizeof(why));
+
+		if (ret != 0) {
+			fprintf(err, "batchwire: registering %zu KiB of mbuf pool memory with GPU %d: %s\n", len >> 10,
+				g_gpu.hd.index, why);
+			return ret;
+		}
+		g_gpu.regions[g_gpu.nb_regions++] = addr;
+		g_gpu.registered_bytes += len;
+	}
+	PLAT_LOG(INFO, app, "GPU %d reads requests from and writes replies into the mbuf pools: %u regions, %" PRIu64
+		 " MiB registered", g_gpu.hd.index, g_gpu.nb_regions, g_gpu.registered_bytes >> 20);
 	return 0;
 }
 
@@ -948,6 +1340,72 @@ void app_service_telemetry(struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "batch_inflight", inflight);
 }
 
+/* A model on the GPU: the executor keys of a CPU model, summed over its polling lcores, and the GPU's. */
+static void gpu_model_keys_add(struct rte_tel_data *d, const struct app_model *m)
+{
+	struct app_exec_stats sum = {0};
+	struct gpu_executor_stats gs = {0};
+	uint64_t in_flight = 0;
+
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct app_lcore *al = &g_lcores[l];
+		const struct app_channel *ch = m->spec.id < al->nb_channels ? &al->channels[m->spec.id] : NULL;
+		struct gpu_executor_stats one;
+
+		if (ch == NULL || ch->gpu == NULL)
+			continue;
+		sum.batches_started += ch->gpu_stats.batches_started;
+		sum.batches_done += ch->gpu_stats.batches_done;
+		sum.batches_failed += ch->gpu_stats.batches_failed;
+		sum.compute_us += ch->gpu_stats.compute_us;
+		sum.busy_waits += ch->gpu_stats.busy_waits;
+		gpu_executor_stats(ch->gpu, &one);
+		gs.launched += one.launched;
+		gs.completed += one.completed;
+		gs.faulted += one.faulted;
+		gs.launch_errors += one.launch_errors;
+		in_flight += gpu_executor_in_flight(ch->gpu);
+	}
+	rte_tel_data_add_dict_u64(d, "available", gpu_lost() ? 0 : 1);
+	rte_tel_data_add_dict_u64(d, "exec_batches_started", sum.batches_started);
+	rte_tel_data_add_dict_u64(d, "exec_batches_done", sum.batches_done);
+	rte_tel_data_add_dict_u64(d, "exec_batches_failed", sum.batches_failed);
+	rte_tel_data_add_dict_u64(d, "exec_queue_wait_us", 0); /* launched where it was batched, at once */
+	rte_tel_data_add_dict_u64(d, "exec_compute_us", sum.compute_us);
+	rte_tel_data_add_dict_u64(d, "exec_busy_waits", sum.busy_waits);
+	rte_tel_data_add_dict_u64(d, "gpu_launched", gs.launched);
+	rte_tel_data_add_dict_u64(d, "gpu_completed", gs.completed);
+	rte_tel_data_add_dict_u64(d, "gpu_faulted", gs.faulted);
+	rte_tel_data_add_dict_u64(d, "gpu_launch_errors", gs.launch_errors);
+	rte_tel_data_add_dict_u64(d, "gpu_in_flight", in_flight);
+}
+
+/* /batchwire/gpu: the device the models with device = gpu run on, and whether it is healthy. */
+static int gpu_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	uint64_t checks = 0;
+	char cc[16];
+
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "in_use", g_gpu.hd.ops != NULL);
+	if (g_gpu.hd.ops == NULL)
+		return 0;
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
+		checks += g_lcores[l].gpu_health_checks;
+	snprintf(cc, sizeof(cc), "%d.%d", g_gpu.hd.info.cc_major, g_gpu.hd.info.cc_minor);
+	rte_tel_data_add_dict_string(d, "module", g_gpu.hd.ops->name);
+	rte_tel_data_add_dict_u64(d, "index", (uint64_t)g_gpu.hd.index);
+	rte_tel_data_add_dict_string(d, "name", g_gpu.hd.info.name);
+	rte_tel_data_add_dict_string(d, "compute_capability", cc);
+	rte_tel_data_add_dict_u64(d, "memory_mib", g_gpu.hd.info.total_mem_bytes >> 20);
+	rte_tel_data_add_dict_u64(d, "healthy", gpu_lost() ? 0 : 1);
+	rte_tel_data_add_dict_string(d, "reason", gpu_lost() ? gpu_lost_why() : "");
+	rte_tel_data_add_dict_u64(d, "regions", g_gpu.nb_regions);
+	rte_tel_data_add_dict_u64(d, "registered_bytes", g_gpu.registered_bytes);
+	rte_tel_data_add_dict_u64(d, "stall_health_checks", checks);
+	return 0;
+}
+
 static int models_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
 {
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
@@ -978,6 +1436,8 @@ static int model_cb(const char *cmd __rte_unused, const char *params, struct rte
 	batch_keys_add(d, &sum, "");
 	rte_tel_data_add_dict_u64(d, "inflight", bat_limiter_in_flight(m->limiter));
 	rte_tel_data_add_dict_u64(d, "inflight_limit_milli", (uint64_t)(bat_limiter_limit(m->limiter) * 1000));
+	if (m->gpu_loaded != NULL)
+		gpu_model_keys_add(d, m);
 	if (m->executor != NULL) {
 		struct rt_executor_stats es;
 
@@ -1002,5 +1462,9 @@ int app_service_telemetry_register(void)
 		ret = rte_telemetry_register_cmd("/batchwire/model", model_cb,
 						 "One model's counters: requests, batches by size, padding, window and queue "
 						 "wait, compute time. Parameter: the model's name.");
+	if (ret == 0)
+		ret = rte_telemetry_register_cmd("/batchwire/gpu", gpu_cb,
+						 "The GPU of the models with device = gpu: name, health and the reason "
+						 "when unhealthy, host memory registered. No parameters.");
 	return ret;
 }

@@ -11,6 +11,10 @@
  *   polling lcore: completion ring -> bat_batch_complete -> each request's reply built in its own
  *                  mbuf (outputs sliced per request, padding dropped) -> TX
  *
+ * A model with device = gpu has no workers: its polling lcore launches a closed batch on the GPU at
+ * once (gpu/host.h's executor, one per model and polling lcore: the batch table written, one CUDA
+ * graph launched) and sees it finish by reading a completion word the GPU writes into host memory.
+ *
  * The built-in echo model is its own executor on each polling lcore (outputs = inputs). Nothing on
  * these paths locks, allocates or makes a system call; docs/architecture.md has the ownership rules.
  */
@@ -23,7 +27,10 @@
 #include "platform.h"
 #include "runtime.h"
 
-#define APP_ECHO_COMPLETIONS 1024 /* >= BAT_INFLIGHT_MAX: a batch in flight always has a slot */
+struct rte_mempool;
+
+#define APP_ECHO_COMPLETIONS 1024 /* batches finished at submit (echo, failed GPU launches) an lcore holds:
+				   * >= BAT_INFLIGHT_MAX, so one model's batches in flight always fit */
 
 struct app_model;
 
@@ -37,7 +44,8 @@ struct app_service {
 /**
  * Loads and registers every configured model (after EAL: worker lcores are checked against it):
  * loads and optimises each ONNX file, plans every batch size, creates its executor, its in-flight
- * limiter and its submit ring. On failure it prints one line to err naming the model and the reason
+ * limiter and its submit ring. When a model has device = gpu it first opens the GPU (cfg->gpu_module,
+ * cfg->gpu_index) and compiles and loads that model's program on it; no device stops start-up. On failure it prints one line to err naming the model and the reason
  * (the loader's error for a bad file) and frees what it made: the daemon never starts half-configured.
  * \return 0 or a negative errno.
  */
@@ -50,6 +58,21 @@ void app_service_fini(struct app_service *svc);
  * \return 0 or a negative errno.
  */
 int app_service_lcore_init(struct app_service *svc, struct dp_lcore *dp);
+
+/**
+ * Registers the mbuf pools' memory with the GPU, so that its kernels read requests from and write
+ * replies into packet buffers (nothing to do when no model runs on a GPU). After app_service_init,
+ * before any lcore starts; app_service_fini unregisters it (call it before the pools are freed).
+ * \return 0 or a negative errno, with one line on err.
+ */
+int app_service_memory_register(struct rte_mempool *const *pools, unsigned int nb_pools, FILE *err);
+
+/**
+ * On a polling lcore's own thread, before its poll loop: makes what must belong to that thread, its
+ * GPU stream and a GPU executor per model with device = gpu (CUDA graphs are captured on the stream
+ * of the thread that will launch them). \return 0, or a negative errno with one line in err.
+ */
+int app_service_lcore_start(unsigned int lcore_id, char *err, size_t cap);
 
 /** \return true when lcore_id runs steps of some model (a worker lcore). */
 bool app_service_is_worker(unsigned int lcore_id);
@@ -73,7 +96,7 @@ bool app_service_lcore_drain(unsigned int lcore_id, uint64_t max_us);
 /** Adds the batch counters, summed over every model, to /batchwire/stats (dp_telemetry_extra_fn). */
 void app_service_telemetry(struct rte_tel_data *dict);
 
-/** Registers /batchwire/models and /batchwire/model,NAME. \return 0 or a negative errno. */
+/** Registers /batchwire/models, /batchwire/model,NAME and /batchwire/gpu. \return 0 or a negative errno. */
 int app_service_telemetry_register(void);
 
 #endif /* BW_APP_SERVICE_H */

@@ -52,6 +52,31 @@ void gpu_compiled_free(struct gpu_compiled *c);
 /** \return the name of the node op op_index of size size_idx came from ("?" when out of range). */
 const char *gpu_compiled_op_node(const struct gpu_compiled *c, uint32_t size_idx, uint32_t op_index);
 
+/* ---- opening a device ------------------------------------------------------------------------------ */
+
+#define GPU_HOST_FAKE_MODULE "fake" /* the module name that selects the fake device (gpu/fake.h) */
+
+/* A device as a host-side program holds it: the module it came from, the device, what the probe said. */
+struct gpu_host_device {
+	struct gpu_module module;      /* handle NULL for the fake device */
+	const struct gpu_ops *ops;
+	struct gpu_dev *dev;
+	int index;
+	struct gpu_device_info info;   /* name, compute capability, memory */
+};
+
+/**
+ * Loads a module (or the fake device when module is GPU_HOST_FAKE_MODULE), probes it and opens device
+ * index.
+ * \param module  the module file; NULL: libbwgpu.so where gpu_module_load looks
+ * \param err     one line: the module not found, "no CUDA device present: ...", the index out of range
+ * eturn 0; -ENOENT, -ENOEXEC, -EPROTO (the module); -ENODEV (no such device); dev_open's error.
+ */
+int gpu_host_device_open(const char *module, int index, struct gpu_host_device *hd, char *err, size_t cap);
+
+/** Closes the device and unloads its module (its streams, programs and regions must be gone). */
+void gpu_host_device_close(struct gpu_host_device *hd);
+
 /* ---- the executor: one per (model, polling lcore) ------------------------------------------------- */
 
 struct gpu_executor;

@@ -126,6 +126,7 @@ static const struct int_option g_int_options[] = {
 	 "expected an integer in 64..16384"},
 	{"--mbufs-held", "mbufs_held", 0, 1u << 20, 8192, DP_MBUFS_HELD_DEFAULT, FIELD32(dp.mbufs_held),
 	 "expected an integer in 0..1048576"},
+	{"--gpu-index", "gpu_index", 0, 15, 1, 0, FIELD16(gpu_index), "expected an integer in 0..15"},
 };
 
 #define NB_INT_OPTIONS (sizeof(g_int_options) / sizeof(g_int_options[0]))
@@ -430,7 +431,7 @@ static void test_help_and_version(void)
 {
 	static const char *const flags[] = {
 		"--ip", "--udp-port", "--mtu", "--port", "--poll-lcores", "--tx-drain-us", "--rx-desc",
-		"--tx-desc", "--mbufs-held", "--config", "--help", "--version",
+		"--tx-desc", "--mbufs-held", "--gpu-module", "--gpu-index", "--config", "--help", "--version",
 	};
 
 	CU_ASSERT_EQUAL(PARSE("--help"), APP_CONFIG_HELP);
@@ -954,6 +955,58 @@ static const struct app_model_config *model_named(const char *name)
 	return NULL;
 }
 
+/* device = gpu: the module and index, what a GPU model needs, and what it refuses. */
+static void test_gpu_models(void)
+{
+	static const struct {
+		const char *opt[3];
+		const char *says;
+	} refused[] = {
+		{{"mlp.max_batch_size=8", "mlp.num_batch_threads=2", "mlp.batch_timeout_micros=10"},
+		 "device = gpu needs allowed_batch_sizes"},
+		{{"mlp.allowed_batch_sizes=1,2,4,8", "mlp.workers=1", "mlp.num_batch_threads=2"},
+		 "device = gpu runs on the polling lcores that batch it"},
+		{{"mlp.allowed_batch_sizes=1,2,4,8", "mlp.slots=1", "mlp.num_batch_threads=2"},
+		 "slots 1 is below its in-flight limit 2"},
+		{{"mlp.allowed_batch_sizes=1,2,4,8", "mlp.num_batch_threads=0", "mlp.max_inflight_batches=100"},
+		 "its in-flight limit is 100"},
+	};
+	const struct app_model_config *m;
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--gpu-module", "fake", "--gpu-index", "2", "--model", "mlp=/m/mlp.onnx",
+			      "--model-opt", "mlp.device=gpu", "--model-opt", "mlp.max_batch_size=8",
+			      "--model-opt", "mlp.allowed_batch_sizes=1,4,8", "--model-opt", "mlp.num_batch_threads=3"),
+			APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(g_run.cfg.gpu_module, "fake");
+	CU_ASSERT_EQUAL(g_run.cfg.gpu_index, 2);
+	m = model_named("mlp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL(m->device, APP_DEVICE_GPU);
+	CU_ASSERT_EQUAL(m->nb_workers, 0);
+	CU_ASSERT_EQUAL(m->slots, 0); /* derived when the service starts: the in-flight limit */
+	CU_ASSERT_EQUAL(app_model_inflight_max(m), 3);
+	/* the module in the file, the default otherwise */
+	ini_write("[dataplane]\nip = 10.0.0.1\ngpu_module = /opt/bw/libbwgpu.so\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(g_run.cfg.gpu_module, "/opt/bw/libbwgpu.so");
+	ini_remove();
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP), APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(g_run.cfg.gpu_module, "");
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--gpu-module", ""), -EINVAL);
+	CU_ASSERT_TRUE(err_has("invalid --gpu-module '': expected a file path"));
+
+	for (unsigned int i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.device=gpu",
+				      "--model-opt", "mlp.max_batch_size=8", "--model-opt", refused[i].opt[0],
+				      "--model-opt", refused[i].opt[1], "--model-opt", refused[i].opt[2]),
+				-EINVAL);
+		CU_ASSERT_TRUE(err_is_one_line());
+		CU_ASSERT_TRUE(err_has(refused[i].says));
+		if (!err_has(refused[i].says))
+			printf("\n  gpu case %u: %s", i, g_run.err);
+	}
+}
+
 static void test_onnx_models(void)
 {
 	const struct app_model_config *m;
@@ -1056,6 +1109,7 @@ int main(void)
 		{"--model-opt rejected", test_model_opt_rejected},
 		{"[model NAME] sections", test_model_section},
 		{"ONNX models: --model, path, device, workers, slots", test_onnx_models},
+		{"GPU models: --gpu-module, --gpu-index, allowed sizes, no workers, slots", test_gpu_models},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {

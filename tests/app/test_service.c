@@ -15,6 +15,11 @@
  * included): the executor runs the same kernels on the same plan shapes, so the only way to differ
  * is a row landing in the wrong place or being overwritten.
  *
+ * A fourth MLP, "mlpg", has device = gpu on the fake device (gpu/fake.h, a CPU behind the GPU
+ * interface): the pool's memory is registered with it, the lcore's GPU executor is made on this
+ * thread, and its replies are compared with the runtime within a tolerance; a refused launch and a
+ * lost device are injected into the fake.
+ *
  * service.c is #included (SPDK style) to reach its statics: the per-model executor counters and the
  * per-lcore batchers that telemetry reads, the completion rings and the stash. So the executable is
  * built from the sources (this file, app/config.c) with app_dep's include directories only, rather
@@ -24,6 +29,7 @@
  * (exit 77). Cases of one suite run in order and share the service the first one sets up.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +46,7 @@
 #include "../dataplane/dp_test.h"
 
 #include "../../app/service.c"
+#include "fake.h"
 #include "onnx.pb-c.h"
 
 #define T_SKIP 77                   /* meson's exit status for a skipped test */
@@ -52,6 +59,7 @@
 #define MLP_ROW_OUT_BYTES (MLP_OUT * 4u)
 #define T_REF_BATCH_MAX 4
 #define T_RELU_MODEL "/usr/share/libonnx-testdata/data/node/test_relu/model.onnx"
+#define T_GPU_TOLERANCE 1e-5f       /* of the largest |logit|: the fake's GEMM sums in its own order */
 
 static const char *g_mlp_path;
 
@@ -249,7 +257,7 @@ static bool g_svc_up;               /* app_service_init succeeded: app_service_f
 static bool g_ready;                /* every piece up: the serving cases can run */
 static struct plat_poller g_pollers[PLAT_POLLERS_MAX];
 static unsigned int g_nb_pollers;
-static uint32_t g_id_mlp, g_id_split, g_id_one, g_id_wide; /* the models' ids, looked up by name */
+static uint32_t g_id_mlp, g_id_split, g_id_one, g_id_wide, g_id_gpu; /* the models' ids, looked up by name */
 
 static struct msg g_m;
 static struct frame g_f[T_REPLIES_MAX];      /* the requests of the case running, in injection order */
@@ -435,10 +443,11 @@ static void refusal_check_at(const struct frame *f, enum bw_status status, const
 
 /*
  * An OK reply to f carrying one output, name [rows,cols] float: its descriptor exactly as the model
- * declares it, and rows whose floats equal expect (rows * cols) bit for bit.
+ * declares it, and rows whose floats equal expect (rows * cols) bit for bit (tol 0), or within
+ * tol * the largest |expect| (another device's kernels sum in another order).
  */
 static void output_check_at(const struct frame *f, const char *name, unsigned int rows, unsigned int cols,
-			    const float *expect, const char *file, int line)
+			    const float *expect, float tol, const char *file, int line)
 {
 	const struct bw_hdr *h = reply_at(f, BW_STATUS_OK, file, line);
 	uint32_t name_len = (uint32_t)strlen(name), data_off = (uint32_t)sizeof(struct bw_tensor_desc) + bw_pad8(name_len);
@@ -447,6 +456,7 @@ static void output_check_at(const struct frame *f, const char *name, unsigned in
 	unsigned int differ = 0, first = 0;
 	struct bw_tensor_desc d;
 	const uint8_t *body;
+	float scale = 0;
 
 	if (h == NULL)
 		return;
@@ -464,16 +474,22 @@ static void output_check_at(const struct frame *f, const char *name, unsigned in
 	t_check(memcmp(body + sizeof(d), name, name_len) == 0, file, line, "output name '%.*s', expected '%s'",
 		(int)name_len, (const char *)(body + sizeof(d)), name);
 	memcpy(got, body + data_off, data_len);
+	for (unsigned int i = 0; i < rows * cols; i++)
+		scale = RTE_MAX(scale, fabsf(expect[i]));
 	for (unsigned int i = 0; i < rows * cols; i++) {
-		if (memcmp(&got[i], &expect[i], sizeof(float)) != 0 && differ++ == 0)
+		bool same = tol == 0 ? memcmp(&got[i], &expect[i], sizeof(float)) == 0
+				     : fabsf(got[i] - expect[i]) <= tol * scale;
+		if (!same && differ++ == 0)
 			first = i;
 	}
 	t_check(differ == 0, file, line, "%u of %u outputs differ from the runtime's; the first, row %u column %u: "
 		"%.9g, expected %.9g", differ, rows * cols, first / cols, first % cols, (double)got[first],
 		(double)expect[first]);
 }
-#define LOGITS(f, rows, expect) output_check_at(f, "logits", rows, MLP_OUT, expect, __FILE__, __LINE__)
-#define WIDE_Y(f, rows, expect) output_check_at(f, "y", rows, WIDE_OUT, expect, __FILE__, __LINE__)
+#define LOGITS(f, rows, expect) output_check_at(f, "logits", rows, MLP_OUT, expect, 0, __FILE__, __LINE__)
+#define LOGITS_NEAR(f, rows, expect) \
+	output_check_at(f, "logits", rows, MLP_OUT, expect, T_GPU_TOLERANCE, __FILE__, __LINE__)
+#define WIDE_Y(f, rows, expect) output_check_at(f, "y", rows, WIDE_OUT, expect, 0, __FILE__, __LINE__)
 
 /* One model's batch counters on this lcore, and its executor's. */
 struct model_counts {
@@ -485,8 +501,11 @@ static struct model_counts g_before[APP_MODELS_MAX];
 
 static void counts_take(uint32_t id, struct model_counts *c)
 {
+	const struct app_model *m = g_svc.models[id];
+
 	stats_sum((int)id, &c->bat);
-	c->exec = g_svc.models[id]->stats;
+	/* on the GPU the executor is the polling lcore's: its counters are the channel's */
+	c->exec = m->gpu_loaded != NULL ? g_lcores[rte_lcore_id()].channels[id].gpu_stats : m->stats;
 }
 
 static void counts_mark(void)
@@ -619,7 +638,13 @@ static void test_init_gpu(void)
 	char model[APP_PATH_MAX + 8];
 
 	snprintf(model, sizeof(model), "mlp=%s", g_mlp_path);
-	INIT_REFUSAL("mlp", "device gpu", "--ip", "10.0.0.1", "--model", model, "--model-opt", "mlp.device=gpu");
+	/* the default module: not beside this test (or no device, where it is found) */
+	INIT_REFUSAL("mlp", "has device = gpu, but the GPU cannot be used: ", "--ip", "10.0.0.1", "--model", model,
+		     "--model-opt", "mlp.device=gpu", "--model-opt", "mlp.max_batch_size=2", "--model-opt",
+		     "mlp.allowed_batch_sizes=1,2");
+	INIT_REFUSAL("mlp", "GPU index 3: this host has 1 device(s)", "--ip", "10.0.0.1", "--gpu-module", "fake",
+		     "--gpu-index", "3", "--model", model, "--model-opt", "mlp.device=gpu", "--model-opt",
+		     "mlp.max_batch_size=2", "--model-opt", "mlp.allowed_batch_sizes=1,2");
 }
 
 /* A good model made first and a bad one after it: the good one (its executor, submit ring, limiter and
@@ -638,6 +663,7 @@ static void test_init_second_model_bad(void)
 static void test_setup(void)
 {
 	char mlp[APP_PATH_MAX + 8], split[APP_PATH_MAX + 8], one[APP_PATH_MAX + 8], wide[APP_PATH_MAX + 8];
+	char gpu[APP_PATH_MAX + 8], err[512];
 	struct rte_mempool *pools[1] = { g_pool };
 	int sockets[1] = { (int)rte_socket_id() };
 	static const char *const names[] = { "rx", "batch_windows", "completions", "model_mlp", "model_mlps",
@@ -647,9 +673,10 @@ static void test_setup(void)
 	snprintf(split, sizeof(split), "mlps=%s", g_mlp_path);
 	snprintf(one, sizeof(one), "mlp1=%s", g_mlp_path);
 	snprintf(wide, sizeof(wide), "wide=%s", g_wide_path);
+	snprintf(gpu, sizeof(gpu), "mlpg=%s", g_mlp_path);
 	/* mlp: batches of 1, 2 or 4, no splitting. mlps: splitting, batches of at most 2 (a 2-row request
 	 * that finds a window with one row left is cut in two). mlp1: one row at most, no splitting.
-	 * wide: requests of up to 2 rows run one row per batch. */
+	 * wide: requests of up to 2 rows run one row per batch. mlpg: mlp's batching, on the fake GPU. */
 	CU_ASSERT_EQUAL_FATAL(CONFIG_PARSE(&g_cfg, stderr, "--ip", "10.0.0.1", "--mtu", "9000", "--tx-drain-us", "10",
 					   "--model", mlp, "--model-opt", "mlp.max_batch_size=4",
 					   "--model-opt", "mlp.allowed_batch_sizes=1,2,4",
@@ -660,20 +687,28 @@ static void test_setup(void)
 					   "--model", one, "--model-opt", "mlp1.max_batch_size=1",
 					   "--model", wide, "--model-opt", "wide.max_batch_size=2",
 					   "--model-opt", "wide.enable_large_batch_splitting=true",
-					   "--model-opt", "wide.max_execution_batch_size=1"),
+					   "--model-opt", "wide.max_execution_batch_size=1",
+					   "--gpu-module", "fake", "--model", gpu, "--model-opt", "mlpg.device=gpu",
+					   "--model-opt", "mlpg.max_batch_size=4", "--model-opt", "mlpg.allowed_batch_sizes=1,2,4"),
 			      APP_CONFIG_RUN);
 	CU_ASSERT_EQUAL_FATAL(app_service_init(&g_svc, &g_cfg, stderr), 0);
 	g_svc_up = true;
-	CU_ASSERT_EQUAL_FATAL(g_svc.nb_models, 5);
+	CU_ASSERT_EQUAL_FATAL(g_svc.nb_models, 6);
 	CU_ASSERT_PTR_EQUAL(g_service, &g_svc);
 	g_id_mlp = model_id("mlp");
 	g_id_split = model_id("mlps");
 	g_id_one = model_id("mlp1");
 	g_id_wide = model_id("wide");
+	g_id_gpu = model_id("mlpg");
 	CU_ASSERT_EQUAL(model_id("echo"), 0);
 	/* configuration order after echo */
-	CU_ASSERT(g_id_mlp == 1 && g_id_split == 2 && g_id_one == 3 && g_id_wide == 4);
-	CU_ASSERT_FATAL(g_id_mlp < 5 && g_id_split < 5 && g_id_one < 5 && g_id_wide < 5);
+	CU_ASSERT(g_id_mlp == 1 && g_id_split == 2 && g_id_one == 3 && g_id_wide == 4 && g_id_gpu == 5);
+	CU_ASSERT_FATAL(g_id_mlp < 6 && g_id_split < 6 && g_id_one < 6 && g_id_wide < 6 && g_id_gpu < 6);
+	/* the GPU model: compiled and loaded on the fake, no workers, a slot per batch in flight */
+	CU_ASSERT_PTR_NOT_NULL(g_svc.models[g_id_gpu]->gpu_loaded);
+	CU_ASSERT_PTR_NULL(g_svc.models[g_id_gpu]->executor);
+	CU_ASSERT_EQUAL(g_svc.models[g_id_gpu]->cfg.slots, 1); /* num_batch_threads 1 */
+	CU_ASSERT_STRING_EQUAL(g_gpu.hd.ops->name, "fake");
 	/* the workers default to the main lcore: this thread */
 	CU_ASSERT_EQUAL(g_svc.models[g_id_mlp]->cfg.nb_workers, 1);
 	CU_ASSERT_EQUAL(g_svc.models[g_id_mlp]->cfg.workers[0], rte_get_main_lcore());
@@ -686,6 +721,12 @@ static void test_setup(void)
 					    &g_svc.ops),
 			      0);
 	CU_ASSERT_EQUAL_FATAL(app_service_lcore_init(&g_svc, &g_lc), 0);
+	/* the pool's memory registered with the device; this lcore's executor made on this thread */
+	CU_ASSERT_EQUAL_FATAL(app_service_memory_register(pools, 1, stderr), 0);
+	CU_ASSERT(g_gpu.nb_regions >= 1 && g_gpu.registered_bytes >= (uint64_t)g_pool->size * g_pool->elt_size);
+	CU_ASSERT_EQUAL_FATAL(app_service_lcore_start(rte_lcore_id(), err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g_lcores[rte_lcore_id()].channels[g_id_gpu].gpu);
+	CU_ASSERT_PTR_NULL(g_lcores[rte_lcore_id()].channels[g_id_mlp].gpu);
 	g_nb_pollers = app_service_pollers(rte_lcore_id(), true, true, g_pollers);
 	CU_ASSERT_EQUAL_FATAL(g_nb_pollers, RTE_DIM(names));
 	for (unsigned int i = 0; i < g_nb_pollers; i++)
@@ -886,6 +927,88 @@ static void test_wide_split(void)
 	       REASON(BW_DISPATCH_FULL, 3));
 }
 
+/* 5a. On the GPU (the fake): rows 1 and 2 make a batch of 3 run at 4, gathered from the request mbufs
+ * and scattered into them by the device; the padding row is zeros, and no real row depends on it. */
+static void test_gpu_padded(void)
+{
+	static float a[MLP_IN], b[2 * MLP_IN], ref[4 * MLP_OUT];
+	const float *rows[4] = { a, b, b + MLP_IN, a };
+	struct frame *fa, *fb;
+
+	NEED_SERVICE();
+	rows_fill(a, MLP_IN, 61);
+	rows_fill(b, 2 * MLP_IN, 62);
+	ref_run(&g_ref_mlp, 4, rows, ref);
+	fa = infer_rows_add(g_id_gpu, 1, a);
+	fb = infer_rows_add(g_id_gpu, 2, b);
+	inject_all();
+	CU_ASSERT_FATAL(replies_wait(2));
+	LOGITS_NEAR(fa, 1, ref);
+	LOGITS_NEAR(fb, 2, ref + MLP_OUT);
+	COUNTS(g_id_gpu, .jobs = 2, .batches = 1, .rows = 3, .padding = 1, .size = 4, .size_batches = 1,
+	       REASON(BW_DISPATCH_TIMEOUT, 1));
+	CU_ASSERT_EQUAL(gpu_executor_in_flight(g_lcores[rte_lcore_id()].channels[g_id_gpu].gpu), 0);
+}
+
+/* 5b. A launch the device refuses fails its batch's requests with INTERNAL; the device stays healthy
+ * and the next request is served. */
+static void test_gpu_launch_refused(void)
+{
+	static float a[MLP_IN], ref[MLP_OUT];
+	const float *rows[1] = { a };
+	struct app_exec_stats *st = &g_lcores[rte_lcore_id()].channels[g_id_gpu].gpu_stats;
+	uint64_t failed = st->batches_failed;
+	struct frame *f;
+
+	NEED_SERVICE();
+	gpu_fake_inject(g_gpu.hd.dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "injected: launch refused");
+	rows_fill(a, MLP_IN, 71);
+	f = infer_rows_add(g_id_gpu, 1, a);
+	inject(f);
+	CU_ASSERT_FATAL(replies_wait(1));
+	refusal_check_at(f, BW_STATUS_INTERNAL, "the model failed on its batch", __FILE__, __LINE__);
+	CU_ASSERT_EQUAL(st->batches_failed, failed + 1);
+	CU_ASSERT_FALSE(gpu_lost());
+
+	replies_free();
+	g_nb_f = 0;
+	ref_run(&g_ref_mlp, 1, rows, ref);
+	f = infer_rows_add(g_id_gpu, 1, a);
+	inject(f);
+	CU_ASSERT_FATAL(replies_wait(1));
+	LOGITS_NEAR(f, 1, ref);
+}
+
+/* 5c. The device is lost: the batch whose launch finds out fails with INTERNAL, the model answers
+ * UNAVAILABLE from then on, saying why, and the models on the CPU go on. Last of the GPU cases. */
+static void test_gpu_lost(void)
+{
+	static float a[MLP_IN], ref[MLP_OUT];
+	const float *rows[1] = { a };
+	struct frame *f_lost, *f_after, *f_cpu;
+
+	NEED_SERVICE();
+	gpu_fake_inject(g_gpu.hd.dev, GPU_FAKE_FAULT_STICKY, "injected: device lost");
+	rows_fill(a, MLP_IN, 81);
+	f_lost = infer_rows_add(g_id_gpu, 1, a);
+	inject(f_lost);
+	CU_ASSERT_FATAL(replies_wait(1));
+	refusal_check_at(f_lost, BW_STATUS_INTERNAL, "the model failed on its batch", __FILE__, __LINE__);
+	CU_ASSERT_TRUE(gpu_lost());
+	CU_ASSERT(strstr(gpu_lost_why(), "injected: device lost") != NULL);
+
+	ref_run(&g_ref_mlp, 1, rows, ref);
+	f_after = infer_rows_add(g_id_gpu, 1, a);
+	f_cpu = infer_rows_add(g_id_mlp, 1, a);
+	inject(f_after);
+	inject(f_cpu);
+	CU_ASSERT_FATAL(replies_wait(3));
+	refusal_check_at(f_after, BW_STATUS_UNAVAILABLE, "model 'mlpg' is unavailable: its GPU is unhealthy", __FILE__,
+			 __LINE__);
+	refusal_check_at(f_after, BW_STATUS_UNAVAILABLE, "injected: device lost", __FILE__, __LINE__);
+	LOGITS(f_cpu, 1, ref);
+}
+
 /* 4. Refusals, answered at RX with the rule they break; and an input addressed by name, accepted. */
 static void test_refusals(void)
 {
@@ -976,7 +1099,7 @@ static void test_drain_balance(void)
 
 	al = &g_lcores[rte_lcore_id()];
 	CU_ASSERT_EQUAL(al->nb_channels, g_svc.nb_models);
-	CU_ASSERT_EQUAL(al->echo_done_count, 0);
+	CU_ASSERT_EQUAL(al->deferred_count, 0);
 	for (uint32_t id = 0; id < g_svc.nb_models; id++) {
 		const struct app_model *m = g_svc.models[id];
 		const struct app_channel *ch = &al->channels[id];
@@ -986,11 +1109,18 @@ static void test_drain_balance(void)
 		CU_ASSERT(bat_queue_empty(ch->queue));
 		CU_ASSERT_EQUAL(bat_limiter_in_flight(m->limiter), 0);
 		CU_ASSERT_EQUAL(sum.jobs, sum.jobs_done);
-		CU_ASSERT_EQUAL(sum.batches_failed, 0);
+		/* the GPU's refused launch and the one that found the device lost */
+		CU_ASSERT_EQUAL(sum.batches_failed, id == g_id_gpu ? 2 : 0);
 		CU_ASSERT_EQUAL(sum.deadline_expired, 0);
 		CU_ASSERT_EQUAL(sum.rejected_full, 0);
+		if (m->gpu_loaded != NULL) {
+			CU_ASSERT_EQUAL(ch->gpu_stats.batches_started, sum.batches);
+			CU_ASSERT_EQUAL(ch->gpu_stats.batches_done, sum.batches);
+			CU_ASSERT_EQUAL(ch->gpu_stats.batches_failed, 2);
+			CU_ASSERT_EQUAL(gpu_executor_in_flight(ch->gpu), 0);
+		}
 		if (m->executor == NULL)
-			continue; /* echo */
+			continue; /* echo, and the GPU's */
 		CU_ASSERT_PTR_NULL(m->stash);
 		CU_ASSERT_EQUAL(rte_ring_count(m->submit_ring), 0);
 		CU_ASSERT_EQUAL(rte_ring_count(ch->completions), 0);
@@ -999,8 +1129,9 @@ static void test_drain_balance(void)
 		CU_ASSERT_EQUAL(m->stats.batches_failed, 0);
 		CU_ASSERT_EQUAL(m->stats.busy_waits, 0); /* one batch in flight, one slot: never a wait */
 	}
-	/* the totals of the cases above: mlp ran 1 + 1 + 1 + 1 batches, mlps 2, mlp1 none, wide 3 */
-	CU_ASSERT_EQUAL(g_svc.models[g_id_mlp]->stats.batches_done, 4);
+	/* the totals of the cases above: mlp ran 1 + 1 + 1 + 1 + 1 (the GPU lost) batches, mlps 2, mlp1
+	 * none, wide 3 */
+	CU_ASSERT_EQUAL(g_svc.models[g_id_mlp]->stats.batches_done, 5);
 	CU_ASSERT_EQUAL(g_svc.models[g_id_split]->stats.batches_done, 2);
 	CU_ASSERT_EQUAL(g_svc.models[g_id_one]->stats.batches_done, 0);
 	CU_ASSERT_EQUAL(g_svc.models[g_id_wide]->stats.batches_done, 3);
@@ -1020,13 +1151,13 @@ static void test_drain_balance(void)
 static CU_TestInfo g_init_tests[] = {
 	{ "refused: a file that does not exist (the loader's error)", test_init_missing_file },
 	{ "refused: an input whose first dimension is fixed", test_init_fixed_batch },
-	{ "refused: device gpu", test_init_gpu },
+	{ "refused: device gpu without a usable GPU", test_init_gpu },
 	{ "refused: the second model; the first one freed", test_init_second_model_bad },
 	CU_TEST_INFO_NULL,
 };
 
 static CU_TestInfo g_serve_tests[] = {
-	{ "set-up: three MLPs and wide, a ring port, lcore 0 polling and working", test_setup },
+	{ "set-up: four MLPs (one on the fake GPU) and wide, a ring port, lcore 0 polling and working", test_setup },
 	{ "MODEL_INFO by name: inputs, outputs, batch sizes", test_model_info },
 	{ "INFER 1 row: the runtime's logits, bit for bit", test_infer_one_row },
 	{ "INFER rows 1,2,1: one full batch of 4", test_infer_burst_full },
@@ -1034,6 +1165,9 @@ static CU_TestInfo g_serve_tests[] = {
 	{ "INFER split: rows 1,2,1 over batches of 2", test_infer_split },
 	{ "INFER split, outputs wider than inputs: rows 2,1 over batches of 1", test_wide_split },
 	{ "refusals at RX naming their rule; an input by name", test_refusals },
+	{ "GPU (fake): rows 1,2 padded to 4, gathered from and scattered into the mbufs", test_gpu_padded },
+	{ "GPU (fake): a refused launch fails its batch INTERNAL, the next one is served", test_gpu_launch_refused },
+	{ "GPU (fake): the device lost, its model UNAVAILABLE, the CPU models served", test_gpu_lost },
 	{ "drain: nothing left, the counters balance", test_drain_balance },
 	CU_TEST_INFO_NULL,
 };

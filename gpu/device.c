@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Opening a device the way every host-side program does (bwrun, the daemon): the module by path (or
+ * the fake device by the name "fake"), a probe, the index checked against what the probe found, and
+ * one line that says why when any of it fails, e.g. "no CUDA device present: cudaGetDeviceCount: ...".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake.h"
+#include "host.h"
+
+int gpu_host_device_open(const char *module, int index, struct gpu_host_device *hd, char *err, size_t cap)
+{
+	struct gpu_probe probe;
+	int rc;
+
+	memset(hd, 0, sizeof(*hd));
+	hd->index = index;
+	if (module != NULL && strcmp(module, GPU_HOST_FAKE_MODULE) == 0) {
+		/* one device whose own thread finishes queued work, as a GPU would */
+		struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 1 };
+
+		gpu_fake_configure(&cfg);
+		hd->ops = gpu_fake_ops();
+	} else {
+		rc = gpu_module_load(module, &hd->module, err, cap);
+		if (rc != 0)
+			return rc;
+		hd->ops = hd->module.ops;
+	}
+	rc = hd->ops->probe(&probe);
+	if (rc == 0 && probe.count == 0) {
+		snprintf(err, cap, "%s", probe.reason);
+		rc = -ENODEV;
+	} else if (rc == 0 && (index < 0 || index >= probe.count)) {
+		snprintf(err, cap, "GPU index %d: this host has %d device(s) (0..%d)", index, probe.count,
+			 probe.count - 1);
+		rc = -ENODEV;
+	} else if (rc != 0) {
+		snprintf(err, cap, "probing for devices: %s", strerror(-rc));
+	}
+	if (rc == 0) {
+		hd->info = probe.devices[index];
+		rc = hd->ops->dev_open(index, &hd->dev, err, cap);
+	}
+	if (rc != 0)
+		gpu_host_device_close(hd);
+	return rc;
+}
+
+void gpu_host_device_close(struct gpu_host_device *hd)
+{
+	if (hd->dev != NULL)
+		hd->ops->dev_close(hd->dev);
+	if (hd->module.handle != NULL)
+		gpu_module_unload(&hd->module);
+	memset(hd, 0, sizeof(*hd));
+}
