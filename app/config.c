@@ -153,8 +153,8 @@ static const struct app_option g_options[] = {
 	 "an integer in 0..1048576",
 	 "extra mbufs per socket for requests held in queued batches (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
 	{"gpu-module", "gpu_module", parse_gpu_module, 0, 0, 0, 0, "a file path below 4096 bytes, or 'fake'",
-	 "device module of the models with device = gpu (default libbwgpu.so beside batchwire, then the\n"
-	 "                   install's libdir/batchwire); 'fake': the CPU fake device, for tests"},
+	 "device module of the models with device = gpu (default libbwgpu.so\n"
+	 "                   beside batchwire, then libdir/batchwire); 'fake': the CPU fake device, for tests"},
 	{"gpu-index", "gpu_index", parse_uint, 0, APP_GPU_INDEX_MAX, U16_FIELD(gpu_index),
 	 "an integer in 0.." XSTR(APP_GPU_INDEX_MAX), "CUDA device of the models with device = gpu (default 0)"},
 };
@@ -184,7 +184,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		"Example (af_packet on a veth end, polling on lcore 1):\n"
 		"  %s -l 0-1 --no-huge -m 1024 --file-prefix bw --vdev net_af_packet0,iface=veth0 -- --ip 10.0.0.1 \\\n"
 		"      --model mlp=models/mlp.onnx --model-opt mlp.allowed_batch_sizes=1,2,4,8\n"
-		"Telemetry: dpdk-telemetry.py -f PREFIX, then /batchwire/stats and /batchwire/lcores.\n"
+		"Telemetry: dpdk-telemetry.py -f PREFIX, then /batchwire/stats, /batchwire/lcores,\n"
+		"  /batchwire/model,NAME and /batchwire/gpu.\n"
 		"Exit status: 0 after a clean stop (SIGINT/SIGTERM), 1 on a bad parameter or a start-up failure.\n",
 		prgname);
 }
