@@ -27,7 +27,7 @@
 #include "program.h"
 
 /* Bumped whenever struct gpu_ops or the structs it passes change. */
-#define GPU_ABI_VERSION 2u
+#define GPU_ABI_VERSION 3u
 
 /* The one symbol a module exports: gpu_module_entry_fn. */
 #define GPU_MODULE_SYMBOL "bw_gpu_module_ops"

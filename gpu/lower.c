@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/fused.h"  /* the runtime's window geometry and fused activations: one reading of them */
 #include "lower.h"
 #include "program_math.h"
 
@@ -531,6 +532,113 @@ static int gpu_infer(const struct rt_node *n, const struct rt_tensor *in, struct
 	return k == NULL ? -ENOTSUP : k->infer(n, in, out, err, cap);
 }
 
+/* The window geometry of a 2-D NCHW Conv or pool, as the CPU kernels read it (rt_k_window_init). */
+static int window_fill(struct gpu_op *op, const struct rt_node *n, const struct rt_tensor *x, const int64_t *kernel,
+		       bool pooling, char *why, size_t cap)
+{
+	struct rt_k_window win;
+	int rc;
+
+	if (x->rank != 4)
+		return refuse(why, cap, "a %u-D window: the GPU runs 2-D (NCHW)", x->rank >= 2 ? x->rank - 2 : 0);
+	rc = rt_k_window_init(n, x, kernel, pooling, true, &win, why, cap);
+	if (rc < 0)
+		return rc;
+	op->u.conv.n = x->dims[0];
+	op->u.conv.c = x->dims[1];
+	op->u.conv.h = x->dims[2];
+	op->u.conv.w = x->dims[3];
+	op->u.conv.oh = win.out[0];
+	op->u.conv.ow = win.out[1];
+	op->u.conv.kh = win.kernel[0];
+	op->u.conv.kw = win.kernel[1];
+	op->u.conv.stride_h = win.stride[0];
+	op->u.conv.stride_w = win.stride[1];
+	op->u.conv.pad_h = win.pad_begin[0];
+	op->u.conv.pad_w = win.pad_begin[1];
+	op->u.conv.dil_h = win.dilation[0];
+	op->u.conv.dil_w = win.dilation[1];
+	return 0;
+}
+
+/*
+ * Conv, and the runtime's FusedConv (a Conv with a BatchNormalization folded into its weights, a
+ * residual Z and an activation): one CONV op, Relu in its epilogue; another activation runs after it
+ * in place as a UNARY op.
+ */
+static int lower_conv(struct builder *b, const struct rt_node *n, const struct gpu_lower_operand *in,
+		      const struct gpu_lower_operand *out, char *why, size_t cap)
+{
+	const struct rt_tensor *x = &in[0].tensor, *w = &in[1].tensor;
+	bool fused = strcmp(n->op_type, "FusedConv") == 0;
+	struct rt_k_act_spec act = { .kind = RT_K_ACT_NONE };
+	struct gpu_op op = op_new(GPU_OP_CONV, out), post;
+	int rc;
+
+	if ((rc = need_float(in, n->num_inputs, why, cap)) < 0)
+		return rc;
+	if (fused && rt_attr_int(n, "packed_weights", 0) != 0)
+		return refuse(why, cap, "its weights are packed for the CPU's kernels");
+	if (w->rank != 4)
+		return refuse(why, cap, "weights of rank %u: the GPU runs 2-D convolutions", w->rank);
+	if ((rc = window_fill(&op, n, x, &w->dims[2], false, why, cap)) < 0)
+		return rc;
+	if (fused && (rc = rt_k_act_read(n, &act, why, cap)) < 0)
+		return rc;
+	op.u.conv.m = w->dims[0];
+	op.u.conv.group = rt_attr_int(n, "group", 1);
+	if (op.u.conv.group <= 0 || x->dims[1] != w->dims[1] * op.u.conv.group)
+		return refuse(why, cap, "%lld input channels, weights for %lld per group of %lld", (long long)x->dims[1],
+			      (long long)w->dims[1], (long long)op.u.conv.group);
+	op.in[0] = in[0].ref;
+	op.in[1] = in[1].ref;
+	if (n->num_inputs > 2 && in[2].present)
+		op.in[2] = in[2].ref;
+	if (fused && n->num_inputs > 3 && in[3].present)
+		op.in[3] = in[3].ref;
+	op.fn = act.kind == RT_K_ACT_RELU ? GPU_ACT_RELU : GPU_ACT_NONE;
+	if ((rc = gpu_lower_emit(b, &op)) < 0 || act.kind == RT_K_ACT_NONE || act.kind == RT_K_ACT_RELU)
+		return rc;
+	post = op_new(GPU_OP_UNARY, out);
+	post.in[0] = out[0].ref;
+	post.fn = act.kind == RT_K_ACT_LEAKY_RELU ? GPU_UNARY_LEAKY_RELU :
+		  act.kind == RT_K_ACT_CLIP ? GPU_UNARY_CLIP : GPU_UNARY_GELU;
+	post.alpha = act.a;
+	post.beta = act.b;
+	return gpu_lower_emit(b, &post);
+}
+
+/* MaxPool (output 0 only), AveragePool, GlobalAveragePool (a window of the whole image). */
+static int lower_pool(struct builder *b, const struct rt_node *n, const struct gpu_lower_operand *in,
+		      const struct gpu_lower_operand *out, char *why, size_t cap)
+{
+	const struct rt_tensor *x = &in[0].tensor;
+	struct gpu_op op = op_new(GPU_OP_POOL, out);
+	int rc;
+
+	if ((rc = need_float(in, 1, why, cap)) < 0)
+		return rc;
+	if (n->num_outputs > 1 && n->outputs[1] != RT_VALUE_NONE)
+		return refuse(why, cap, "MaxPool's Indices output: the GPU computes values only");
+	if (strcmp(n->op_type, "GlobalAveragePool") == 0) {
+		if (x->rank != 4)
+			return refuse(why, cap, "a %u-D pool: the GPU runs 2-D (NCHW)", x->rank >= 2 ? x->rank - 2 : 0);
+		op.u.conv = (typeof(op.u.conv)){ .n = x->dims[0], .c = x->dims[1], .h = x->dims[2], .w = x->dims[3],
+						 .oh = 1, .ow = 1, .kh = x->dims[2], .kw = x->dims[3], .stride_h = 1,
+						 .stride_w = 1, .dil_h = 1, .dil_w = 1 };
+		op.fn = GPU_POOL_AVG;
+	} else {
+		if ((rc = window_fill(&op, n, x, NULL, true, why, cap)) < 0)
+			return rc;
+		op.fn = strcmp(n->op_type, "MaxPool") == 0 ? GPU_POOL_MAX : GPU_POOL_AVG;
+		op.u.conv.count_include_pad = rt_attr_int(n, "count_include_pad", 0) != 0;
+	}
+	op.u.conv.m = op.u.conv.c;
+	op.u.conv.group = op.u.conv.c;
+	op.in[0] = in[0].ref;
+	return gpu_lower_emit(b, &op);
+}
+
 static const struct gpu_lowering g_lower_unary = { lower_unary };
 static const struct gpu_lowering g_lower_binary = { lower_binary };
 static const struct gpu_lowering g_lower_where = { lower_where };
@@ -544,6 +652,8 @@ static const struct gpu_lowering g_lower_layernorm = { lower_layernorm };
 static const struct gpu_lowering g_lower_reduce = { lower_reduce };
 static const struct gpu_lowering g_lower_matmul = { lower_matmul };
 static const struct gpu_lowering g_lower_gemm = { lower_gemm };
+static const struct gpu_lowering g_lower_conv = { lower_conv };
+static const struct gpu_lowering g_lower_pool = { lower_pool };
 
 #define GPU_KERNEL(OP, DTYPES, LOWERING) \
 	{ .op_type = OP, .domain = "", .opset_min = 1, .opset_max = INT64_MAX, .dtypes = DTYPES, \
@@ -587,6 +697,14 @@ static const struct rt_kernel g_gpu_kernels[] = {
 	GPU_KERNEL("ReduceMin", F32, g_lower_reduce),
 	GPU_KERNEL("MatMul", F32, g_lower_matmul),
 	GPU_KERNEL("Gemm", F32, g_lower_gemm),
+	GPU_KERNEL("Conv", F32, g_lower_conv),
+	GPU_KERNEL("MaxPool", F32, g_lower_pool),
+	GPU_KERNEL("AveragePool", F32, g_lower_pool),
+	GPU_KERNEL("GlobalAveragePool", F32, g_lower_pool),
+	/* rt_graph_optimize's Conv + BatchNormalization + Add + activation, its weights left unpacked for
+	 * the GPU */
+	{ .op_type = "FusedConv", .domain = RT_K_DOMAIN, .opset_min = 1, .opset_max = INT64_MAX, .dtypes = F32,
+	  .device = RT_DEVICE_GPU, .infer = gpu_infer, .device_impl = &g_lower_conv },
 };
 
 int gpu_kernels_register(void)

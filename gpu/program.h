@@ -26,6 +26,7 @@
 #define GPU_PROG_TENSORS_MAX 8   /* BW_BATCH_TENSORS_MAX: graph inputs, and outputs */
 #define GPU_PROG_SIZES_MAX 32    /* RT_BATCH_SIZES_MAX */
 #define GPU_PROG_NAME_MAX 64
+#define GPU_OP_INPUTS_MAX 4      /* CONV's x, weights, bias and residual */
 #define GPU_PROG_ALIGN 256       /* bytes: arenas, the constants blob and each constant in it */
 #define GPU_PROG_TENSOR_ALIGN 64 /* bytes: arena offsets of graph inputs and outputs (the runtime's
 				  * planner puts every tensor on 64 bytes) */
@@ -55,6 +56,10 @@ enum gpu_op_code {
 	GPU_OP_LAYERNORM,  /* over the last axis: in1 scale, in2 bias (or NONE); alpha = epsilon; u.rows */
 	GPU_OP_REDUCE,     /* u.reduce: out[o, i] = fn over r of in0[o, r, i] */
 	GPU_OP_GEMM,       /* u.gemm: out[b] = act(alpha * op(A[b]) op(B[b]) + bias), A in0, B in1, bias in2 */
+	GPU_OP_CONV,       /* u.conv, 2-D NCHW: out = act(conv(in0, in1 weights [m][c/group][kh][kw]) + in2
+			    * (bias, m floats, or NONE) + in3 (a residual of out's shape, or NONE)); fn:
+			    * gpu_activation */
+	GPU_OP_POOL,       /* u.conv's geometry (m = c, group = c), 2-D NCHW: fn gpu_pool_fn over each window */
 	GPU_OP_CODE_COUNT
 };
 
@@ -73,6 +78,9 @@ enum gpu_reduce_fn { GPU_REDUCE_SUM, GPU_REDUCE_MEAN, GPU_REDUCE_MAX, GPU_REDUCE
 
 enum gpu_activation { GPU_ACT_NONE, GPU_ACT_RELU, GPU_ACT_COUNT };
 
+/* POOL: MAX skips padding; AVG divides by the window (count_include_pad) or by its cells inside. */
+enum gpu_pool_fn { GPU_POOL_MAX, GPU_POOL_AVG, GPU_POOL_COUNT };
+
 /* Faults kernels raise in gpu_batch_table.fault (the first one wins; fault_op says which op). */
 enum gpu_fault {
 	GPU_FAULT_NONE = 0,
@@ -85,8 +93,9 @@ enum gpu_fault {
  */
 struct gpu_op {
 	uint32_t code;            /* enum gpu_op_code */
-	uint32_t fn;              /* gpu_unary_fn, gpu_binary_fn, gpu_reduce_fn; GEMM: gpu_activation */
-	struct gpu_ref in[3];
+	uint32_t fn;              /* gpu_unary_fn, gpu_binary_fn, gpu_reduce_fn, gpu_pool_fn; GEMM, CONV:
+				   * gpu_activation */
+	struct gpu_ref in[GPU_OP_INPUTS_MAX];
 	struct gpu_ref out;
 	uint64_t count;           /* output elements (COPY: bytes) */
 	float alpha, beta;        /* UNARY: LeakyRelu alpha, Clip lo (alpha) and hi (beta); LAYERNORM: epsilon
@@ -121,6 +130,16 @@ struct gpu_op {
 			int64_t stride_a, stride_b, stride_c;
 			uint32_t trans_a, trans_b;
 		} gemm;
+		/* CONV and POOL: input [n][c][h][w], output [n][m][oh][ow]; a window's cell (ky, kx) of output
+		 * (y, x) reads input (y * stride_h - pad_h + ky * dil_h, x * stride_w - pad_w + kx * dil_w),
+		 * outside the input: padding (zero for CONV, skipped or counted for POOL) */
+		struct {
+			int64_t n, c, h, w;
+			int64_t m, oh, ow;
+			int64_t kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+			int64_t group;              /* CONV: c and m are multiples of it */
+			uint32_t count_include_pad; /* POOL AVG */
+		} conv;
 	} u;
 };
 

@@ -32,7 +32,7 @@ static const char *const g_code_names[GPU_OP_CODE_COUNT] = {
 	[GPU_OP_UNARY] = "UNARY", [GPU_OP_BINARY] = "BINARY", [GPU_OP_WHERE] = "WHERE",
 	[GPU_OP_CAST] = "CAST", [GPU_OP_COPY] = "COPY", [GPU_OP_PERMUTE] = "PERMUTE",
 	[GPU_OP_GATHER] = "GATHER", [GPU_OP_SOFTMAX] = "SOFTMAX", [GPU_OP_LAYERNORM] = "LAYERNORM",
-	[GPU_OP_REDUCE] = "REDUCE", [GPU_OP_GEMM] = "GEMM",
+	[GPU_OP_REDUCE] = "REDUCE", [GPU_OP_GEMM] = "GEMM", [GPU_OP_CONV] = "CONV", [GPU_OP_POOL] = "POOL",
 };
 
 static int op_fail(const struct check_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -66,18 +66,20 @@ static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 	return !__builtin_mul_overflow(a, b, out);
 }
 
+#define OUT GPU_OP_INPUTS_MAX /* the operand index check_ref and check_float give the output */
+
 /*
- * Checks that operand k (0-2; 3: the output) spans elems elements of elem_bytes bytes from its offset,
+ * Checks that operand k (an input, or OUT) spans elems elements of elem_bytes bytes from its offset,
  * inside its space, aligned to the element. required: NONE is refused.
  */
 static int check_ref(const struct check_ctx *c, int k, uint64_t elems, uint32_t elem_bytes, bool required)
 {
 	const struct gpu_op *op = &c->sz->ops[c->op_index];
-	const struct gpu_ref *r = k == 3 ? &op->out : &op->in[k];
+	const struct gpu_ref *r = k == OUT ? &op->out : &op->in[k];
 	char name[8];
 	uint64_t bytes, end, limit;
 
-	snprintf(name, sizeof(name), k == 3 ? "out" : "in%d", k);
+	snprintf(name, sizeof(name), k == OUT ? "out" : "in%d", k);
 	if (r->space == GPU_SPACE_NONE) {
 		if (required)
 			return op_fail(c, "%s is required and missing", name);
@@ -85,7 +87,7 @@ static int check_ref(const struct check_ctx *c, int k, uint64_t elems, uint32_t 
 	}
 	if (r->space != GPU_SPACE_ARENA && r->space != GPU_SPACE_CONST)
 		return op_fail(c, "%s: unknown space %u", name, r->space);
-	if (k == 3 && r->space != GPU_SPACE_ARENA)
+	if (k == OUT && r->space != GPU_SPACE_ARENA)
 		return op_fail(c, "out must be in the arena (the constants are read-only)");
 	if (!mul_ok(elems, elem_bytes, &bytes) || __builtin_add_overflow(r->offset, bytes, &end))
 		return op_fail(c, "%s: %llu elements of %u bytes at %llu overflow", name, (unsigned long long)elems,
@@ -104,10 +106,10 @@ static int check_ref(const struct check_ctx *c, int k, uint64_t elems, uint32_t 
 static int check_float(const struct check_ctx *c, int k)
 {
 	const struct gpu_op *op = &c->sz->ops[c->op_index];
-	const struct gpu_ref *r = k == 3 ? &op->out : &op->in[k];
+	const struct gpu_ref *r = k == OUT ? &op->out : &op->in[k];
 
 	if (r->space != GPU_SPACE_NONE && r->dtype != BW_DTYPE_F32) {
-		if (k == 3)
+		if (k == OUT)
 			return op_fail(c, "out: dtype %u, this op computes float (1)", r->dtype);
 		return op_fail(c, "in%d: dtype %u, this op computes float (1)", k, r->dtype);
 	}
@@ -211,12 +213,71 @@ static int check_gemm(const struct check_ctx *c)
 	    !mul_ok((uint64_t)(batch - 1), (uint64_t)op->u.gemm.stride_b, &rest) || __builtin_add_overflow(rest, kn, &eb))
 		return op_fail(c, "batch strides overflow");
 	if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0 ||
-	    (rc = check_float(c, 3)) < 0)
+	    (rc = check_float(c, OUT)) < 0)
 		return rc;
 	if ((rc = check_ref(c, 0, ea, 4, true)) < 0 || (rc = check_ref(c, 1, eb, 4, true)) < 0 ||
 	    (rc = check_ref(c, 2, (uint64_t)n, 4, false)) < 0)
 		return rc;
-	return check_ref(c, 3, total / (uint64_t)k, 4, true);
+	return check_ref(c, OUT, total / (uint64_t)k, 4, true);
+}
+
+/*
+ * CONV and POOL: positive extents whose products fit, strides and dilations >= 1, padding that leaves
+ * every window at least one cell of the input (so MAX never returns its -inf start), the output dims
+ * the geometry gives, and operands the items read inside their spaces.
+ */
+static int check_window(const struct check_ctx *c)
+{
+	const struct gpu_op *op = &c->sz->ops[c->op_index];
+	bool conv = op->code == GPU_OP_CONV;
+	int64_t in_ext[4] = { op->u.conv.n, op->u.conv.c, op->u.conv.h, op->u.conv.w };
+	int64_t out_ext[4] = { op->u.conv.n, op->u.conv.m, op->u.conv.oh, op->u.conv.ow };
+	int64_t geo[8] = { op->u.conv.kh, op->u.conv.kw, op->u.conv.stride_h, op->u.conv.stride_w, op->u.conv.dil_h,
+			   op->u.conv.dil_w, op->u.conv.group, 1 };
+	uint64_t in_n, out_n, geo_n, w_n;
+	int64_t span_h, span_w;
+	int rc;
+
+	if (op->fn >= (conv ? (uint32_t)GPU_ACT_COUNT : (uint32_t)GPU_POOL_COUNT))
+		return op_fail(c, "%s %u unknown", conv ? "activation" : "function", op->fn);
+	if ((rc = positive_product(c, "n, c, h, w", in_ext, 4, &in_n)) < 0 ||
+	    (rc = positive_product(c, "n, m, oh, ow", out_ext, 4, &out_n)) < 0 ||
+	    (rc = positive_product(c, "kernel, strides, dilations, group", geo, 8, &geo_n)) < 0)
+		return rc;
+	if (out_n != op->count)
+		return op_fail(c, "count %llu is not n * m * oh * ow = %llu", (unsigned long long)op->count,
+			       (unsigned long long)out_n);
+	if (op->u.conv.pad_h < 0 || op->u.conv.pad_w < 0 || op->u.conv.pad_h >= op->u.conv.kh * op->u.conv.dil_h ||
+	    op->u.conv.pad_w >= op->u.conv.kw * op->u.conv.dil_w)
+		return op_fail(c, "padding %lld, %lld: negative, or a window wholly in it", (long long)op->u.conv.pad_h,
+			       (long long)op->u.conv.pad_w);
+	span_h = (op->u.conv.kh - 1) * op->u.conv.dil_h + 1;
+	span_w = (op->u.conv.kw - 1) * op->u.conv.dil_w + 1;
+	/* the last window starts inside the input (with its begin padding): else MAX could see no cell */
+	if ((op->u.conv.oh - 1) * op->u.conv.stride_h - op->u.conv.pad_h >= op->u.conv.h ||
+	    (op->u.conv.ow - 1) * op->u.conv.stride_w - op->u.conv.pad_w >= op->u.conv.w || span_h <= 0 || span_w <= 0)
+		return op_fail(c, "output %lld x %lld: its last windows start past the %lld x %lld input",
+			       (long long)op->u.conv.oh, (long long)op->u.conv.ow, (long long)op->u.conv.h,
+			       (long long)op->u.conv.w);
+	if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0 || (rc = check_ref(c, 0, in_n, 4, true)) < 0)
+		return rc;
+	if (!conv) {
+		if (op->u.conv.m != op->u.conv.c)
+			return op_fail(c, "pooling keeps the channels: m %lld, c %lld", (long long)op->u.conv.m,
+				       (long long)op->u.conv.c);
+		return check_ref(c, OUT, out_n, 4, true);
+	}
+	if (op->u.conv.c % op->u.conv.group != 0 || op->u.conv.m % op->u.conv.group != 0)
+		return op_fail(c, "c %lld and m %lld are not multiples of group %lld", (long long)op->u.conv.c,
+			       (long long)op->u.conv.m, (long long)op->u.conv.group);
+	if (!mul_ok((uint64_t)op->u.conv.m, (uint64_t)(op->u.conv.c / op->u.conv.group), &w_n) ||
+	    !mul_ok(w_n, (uint64_t)(op->u.conv.kh * op->u.conv.kw), &w_n))
+		return op_fail(c, "weights overflow");
+	if ((rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0 || (rc = check_float(c, 3)) < 0 ||
+	    (rc = check_ref(c, 1, w_n, 4, true)) < 0 || (rc = check_ref(c, 2, (uint64_t)op->u.conv.m, 4, false)) < 0 ||
+	    (rc = check_ref(c, 3, out_n, 4, false)) < 0)
+		return rc;
+	return check_ref(c, OUT, out_n, 4, true);
 }
 
 static int check_op(const struct check_ctx *c)
@@ -229,29 +290,29 @@ static int check_op(const struct check_ctx *c)
 	case GPU_OP_UNARY:
 		if (op->fn >= GPU_UNARY_COUNT)
 			return op_fail(c, "function %u unknown", op->fn);
-		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, 3)) < 0)
+		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0)
 			return rc;
 		if ((rc = check_ref(c, 0, op->count, 4, true)) < 0)
 			return rc;
-		return check_ref(c, 3, op->count, 4, true);
+		return check_ref(c, OUT, op->count, 4, true);
 	case GPU_OP_BINARY:
 		if (op->fn >= GPU_BINARY_COUNT)
 			return op_fail(c, "function %u unknown", op->fn);
-		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, 1)) < 0 || (rc = check_float(c, 3)) < 0)
+		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, 1)) < 0 || (rc = check_float(c, OUT)) < 0)
 			return rc;
 		if ((rc = check_bcast_inputs(c, 2, f4)) < 0)
 			return rc;
-		return check_ref(c, 3, op->count, 4, true);
+		return check_ref(c, OUT, op->count, 4, true);
 	case GPU_OP_WHERE: {
 		static const uint32_t where_bytes[3] = { 1, 4, 4 };
 
 		if (op->in[0].dtype != BW_DTYPE_BOOL && op->in[0].dtype != BW_DTYPE_U8)
 			return op_fail(c, "in0: condition dtype %u, not bool (9) or uint8 (2)", op->in[0].dtype);
-		if ((rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0 || (rc = check_float(c, 3)) < 0)
+		if ((rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0 || (rc = check_float(c, OUT)) < 0)
 			return rc;
 		if ((rc = check_bcast_inputs(c, 3, where_bytes)) < 0)
 			return rc;
-		return check_ref(c, 3, op->count, 4, true);
+		return check_ref(c, OUT, op->count, 4, true);
 	}
 	case GPU_OP_CAST:
 		if (!gpu_cast_dtype_ok(op->u.cast.from) || !gpu_cast_dtype_ok(op->u.cast.to))
@@ -262,7 +323,7 @@ static int check_op(const struct check_ctx *c)
 				       op->out.dtype, op->u.cast.from, op->u.cast.to);
 		if ((rc = check_ref(c, 0, op->count, dtype_bytes(op->u.cast.from), true)) < 0)
 			return rc;
-		return check_ref(c, 3, op->count, dtype_bytes(op->u.cast.to), true);
+		return check_ref(c, OUT, op->count, dtype_bytes(op->u.cast.to), true);
 	case GPU_OP_COPY: {
 		/* whole 4-byte words when count allows (gpu_op_item), so then 4-byte alignment too */
 		uint32_t unit = op->count % 4 == 0 ? 4 : 1;
@@ -271,7 +332,7 @@ static int check_op(const struct check_ctx *c)
 			return op_fail(c, "count 0");
 		if ((rc = check_ref(c, 0, op->count / unit, unit, true)) < 0)
 			return rc;
-		return check_ref(c, 3, op->count / unit, unit, true);
+		return check_ref(c, OUT, op->count / unit, unit, true);
 	}
 	case GPU_OP_PERMUTE: {
 		/* gpu_op_item moves 1 byte for uint8/int8/bool, 8 for int64/double, else 4: only dtypes
@@ -285,7 +346,7 @@ static int check_op(const struct check_ctx *c)
 			return op_fail(c, "in0 dtype %u differs from out's %u", op->in[0].dtype, op->out.dtype);
 		if ((rc = check_bcast_inputs(c, 1, in_bytes)) < 0)
 			return rc;
-		return check_ref(c, 3, op->count, eb, true);
+		return check_ref(c, OUT, op->count, eb, true);
 	}
 	case GPU_OP_GATHER: {
 		int64_t data_ext[3] = { op->u.gather.outer, op->u.gather.axis_len, op->u.gather.inner };
@@ -309,7 +370,7 @@ static int check_op(const struct check_ctx *c)
 		if ((rc = check_ref(c, 0, data_n, eb, true)) < 0 ||
 		    (rc = check_ref(c, 1, (uint64_t)op->u.gather.nb_idx, dtype_bytes(op->in[1].dtype), true)) < 0)
 			return rc;
-		return check_ref(c, 3, out_n, eb, true);
+		return check_ref(c, OUT, out_n, eb, true);
 	}
 	case GPU_OP_SOFTMAX:
 	case GPU_OP_LAYERNORM: {
@@ -319,7 +380,7 @@ static int check_op(const struct check_ctx *c)
 		if ((rc = positive_product(c, "rows, cols", ext, 2, &n)) < 0)
 			return rc;
 		/* SOFTMAX reads no in1/in2: whatever they say is ignored */
-		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, 3)) < 0 ||
+		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0 ||
 		    (op->code == GPU_OP_LAYERNORM && ((rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0)))
 			return rc;
 		if ((rc = check_ref(c, 0, n, 4, true)) < 0)
@@ -328,7 +389,7 @@ static int check_op(const struct check_ctx *c)
 		    ((rc = check_ref(c, 1, (uint64_t)op->u.rows.cols, 4, true)) < 0 ||
 		     (rc = check_ref(c, 2, (uint64_t)op->u.rows.cols, 4, false)) < 0))
 			return rc;
-		return check_ref(c, 3, n, 4, true);
+		return check_ref(c, OUT, n, 4, true);
 	}
 	case GPU_OP_REDUCE: {
 		int64_t ext[3] = { op->u.reduce.outer, op->u.reduce.reduced, op->u.reduce.inner };
@@ -340,14 +401,17 @@ static int check_op(const struct check_ctx *c)
 		if ((rc = positive_product(c, "outer, reduced, inner", ext, 3, &n)) < 0 ||
 		    (rc = positive_product(c, "outer, inner", out_ext, 2, &out_n)) < 0)
 			return rc;
-		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, 3)) < 0)
+		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0)
 			return rc;
 		if ((rc = check_ref(c, 0, n, 4, true)) < 0)
 			return rc;
-		return check_ref(c, 3, out_n, 4, true);
+		return check_ref(c, OUT, out_n, 4, true);
 	}
 	case GPU_OP_GEMM:
 		return check_gemm(c);
+	case GPU_OP_CONV:
+	case GPU_OP_POOL:
+		return check_window(c);
 	default:
 		return op_fail(c, "unknown op code %u", op->code);
 	}

@@ -9,6 +9,8 @@
  *   SOFTMAX, LAYERNORM                            row i (one thread per row: correct first; issue 7 tunes)
  *   REDUCE                                        output element i
  *   GEMM                                          output element i (the fake's; the CUDA module calls cuBLASLt)
+ *   CONV, POOL                                    output element i (a direct convolution / window: the
+ *                                                 fake's, and the CUDA module's when cuDNN is absent)
  * and the segments of a batch table are copied by gpu_segment_byte.
  */
 #ifndef BW_GPU_PROGRAM_MATH_H
@@ -244,6 +246,65 @@ static inline BW_HD float gpu_gemm_item(const struct gpu_op *op, const float *a,
 	return op->fn == GPU_ACT_RELU ? bw_relu(acc) : acc;
 }
 
+/* CONV's output element i: [n][m][oh][ow]. */
+static inline BW_HD float gpu_conv_item(const struct gpu_op *op, const float *x, const float *w, const float *bias,
+					const float *z, uint64_t i)
+{
+	int64_t ow = op->u.conv.ow, oh = op->u.conv.oh, m = op->u.conv.m, c = op->u.conv.c;
+	int64_t h = op->u.conv.h, wd = op->u.conv.w, kh = op->u.conv.kh, kw = op->u.conv.kw;
+	int64_t cpg = c / op->u.conv.group, mpg = m / op->u.conv.group;
+	int64_t ox = (int64_t)(i % (uint64_t)ow), oy = (int64_t)((i / (uint64_t)ow) % (uint64_t)oh);
+	int64_t co = (int64_t)((i / (uint64_t)(ow * oh)) % (uint64_t)m), b = (int64_t)(i / (uint64_t)(ow * oh * m));
+	const float *xg = x + (b * c + (co / mpg) * cpg) * h * wd, *wk = w + co * cpg * kh * kw;
+	float acc = 0.0f;
+
+	for (int64_t ci = 0; ci < cpg; ci++) {
+		for (int64_t ky = 0; ky < kh; ky++) {
+			int64_t iy = oy * op->u.conv.stride_h - op->u.conv.pad_h + ky * op->u.conv.dil_h;
+
+			if (iy < 0 || iy >= h)
+				continue;
+			for (int64_t kx = 0; kx < kw; kx++) {
+				int64_t ix = ox * op->u.conv.stride_w - op->u.conv.pad_w + kx * op->u.conv.dil_w;
+
+				if (ix >= 0 && ix < wd)
+					acc += xg[(ci * h + iy) * wd + ix] * wk[(ci * kh + ky) * kw + kx];
+			}
+		}
+	}
+	if (bias != NULL)
+		acc += bias[co];
+	if (z != NULL)
+		acc += z[i];
+	return op->fn == GPU_ACT_RELU ? bw_relu(acc) : acc;
+}
+
+/* POOL's output element i: [n][c][oh][ow], over the window of input channel (b, ch). */
+static inline BW_HD float gpu_pool_item(const struct gpu_op *op, const float *x, uint64_t i)
+{
+	int64_t ow = op->u.conv.ow, oh = op->u.conv.oh, h = op->u.conv.h, wd = op->u.conv.w;
+	int64_t ox = (int64_t)(i % (uint64_t)ow), oy = (int64_t)((i / (uint64_t)ow) % (uint64_t)oh);
+	const float *xc = x + (int64_t)(i / (uint64_t)(ow * oh)) * h * wd;
+	float acc = op->fn == GPU_POOL_MAX ? -INFINITY : 0.0f;
+	int64_t cells = 0;
+
+	for (int64_t ky = 0; ky < op->u.conv.kh; ky++) {
+		int64_t iy = oy * op->u.conv.stride_h - op->u.conv.pad_h + ky * op->u.conv.dil_h;
+
+		for (int64_t kx = 0; kx < op->u.conv.kw; kx++) {
+			int64_t ix = ox * op->u.conv.stride_w - op->u.conv.pad_w + kx * op->u.conv.dil_w;
+
+			if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
+				continue;
+			acc = op->fn == GPU_POOL_MAX ? bw_max(acc, xc[iy * wd + ix]) : acc + xc[iy * wd + ix];
+			cells++;
+		}
+	}
+	if (op->fn == GPU_POOL_MAX)
+		return acc;
+	return acc / (float)(op->u.conv.count_include_pad ? op->u.conv.kh * op->u.conv.kw : (cells > 0 ? cells : 1));
+}
+
 /**
  * Runs work item i of op (op_index: its place in the program, for faults) over one arena; data faults
  * go to the launch's fault pair (gpu_raise_fault).
@@ -255,6 +316,7 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 	const uint8_t *in0 = gpu_ref_addr(&op->in[0], arena, consts);
 	const uint8_t *in1 = gpu_ref_addr(&op->in[1], arena, consts);
 	const uint8_t *in2 = gpu_ref_addr(&op->in[2], arena, consts);
+	const uint8_t *in3 = gpu_ref_addr(&op->in[3], arena, consts);
 	uint8_t *out = gpu_ref_addr(&op->out, arena, consts);
 
 	switch (op->code) {
@@ -318,6 +380,13 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 			gpu_gemm_item(op, (const float *)in0, (const float *)in1, (const float *)in2, i);
 		break;
 	}
+	case GPU_OP_CONV:
+		((float *)out)[i] = gpu_conv_item(op, (const float *)in0, (const float *)in1, (const float *)in2,
+						  (const float *)in3, i);
+		break;
+	case GPU_OP_POOL:
+		((float *)out)[i] = gpu_pool_item(op, (const float *)in0, i);
+		break;
 	default:
 		break;
 	}

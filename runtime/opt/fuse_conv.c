@@ -280,7 +280,8 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	float *ap;
 
 	*packed = RT_VALUE_NONE;
-	if (!rt_sg_available() || !float_const(c, w, -1) || wt.rank != 4 || group < 1 || wt.dims[0] % group != 0)
+	/* the GPU's convolutions read ONNX's layout */
+	if (c->dev != RT_DEVICE_CPU || !rt_sg_available() || !float_const(c, w, -1) || wt.rank != 4 || group < 1 || wt.dims[0] % group != 0)
 		return 0;
 	winograd = group == 1 && wt.dims[2] == 3 && wt.dims[3] == 3 && all_ones(conv, "strides") &&
 		   all_ones(conv, "dilations") && wt.dims[1] >= OPT_WINOGRAD_CHANNELS_MIN;
@@ -360,7 +361,7 @@ int opt_fuse_conv(struct opt_ctx *c)
 		if (!opt_is_op(c, (int32_t)n, "Conv") || conv->num_inputs < 2 || conv->num_outputs != 1)
 			continue;
 		w_const = float_const(c, conv->inputs[1], -1) && g->values[conv->inputs[1]].tensor.rank >= 3;
-		if (w_const && conv_is_gemm(c, conv))
+		if (w_const && c->dev == RT_DEVICE_CPU && conv_is_gemm(c, conv))
 			as_gemm++;
 		b_const = conv->num_inputs < 3 || conv->inputs[2] == RT_VALUE_NONE ||
 			  float_const(c, conv->inputs[2], -1);

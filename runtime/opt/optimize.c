@@ -16,7 +16,9 @@
  *  7. dead nodes and values nothing reads any more (the weights step 3 replaced) dropped.
  *
  * Every rewrite computes the same function up to float rounding; test_opt checks each against the
- * unrewritten graph on random data. Other devices get no rewrites (the fused ops are CPU kernels).
+ * unrewritten graph on random data. The GPU gets steps 1-3 and 7, step 3 without the CPU's weight
+ * packing (its FusedConv reads ONNX's weight layout; the GPU's kernel registry lowers it): FusedGemm's
+ * and FusedMatMul's layouts, and the fast paths, are the CPU kernels'.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,8 +39,6 @@ int rt_graph_optimize(struct rt_graph *graph, enum rt_device device, struct rt_o
 		report->nodes_before = graph->num_nodes;
 		report->nodes_after = graph->num_nodes;
 	}
-	if (device != RT_DEVICE_CPU)
-		return 0;
 	rc = opt_fold_constants(&c);
 	if (rc == 0)
 		rc = opt_compact(&c);
@@ -46,6 +46,10 @@ int rt_graph_optimize(struct rt_graph *graph, enum rt_device device, struct rt_o
 		rc = opt_shapes(&c);
 	if (rc == 0)
 		rc = opt_fuse_conv(&c);
+	if (rc == 0 && device != RT_DEVICE_CPU) {
+		rc = opt_compact(&c);
+		goto done;
+	}
 	if (rc == 0)
 		rc = opt_fuse_gemm(&c);
 	if (rc == 0)
@@ -54,6 +58,7 @@ int rt_graph_optimize(struct rt_graph *graph, enum rt_device device, struct rt_o
 		rc = opt_fast_paths(&c);
 	if (rc == 0)
 		rc = opt_compact(&c);
+done:
 	free(c.reader_start);
 	free(c.readers);
 	free(c.dead);

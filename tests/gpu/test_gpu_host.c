@@ -5,8 +5,9 @@
  * plan on the same padded batch. Also: refusals at compile time, slots, out-of-order completion on two
  * streams, unregistered memory, a kernel fault, a lost device.
  *
- * argv[1], argv[2]: models/mlp.onnx and models/minilm.onnx (built by models/; a missing one fails the
- * tests that need it with its path named).
+ * argv[1], argv[2], argv[3]: models/mlp.onnx, models/minilm.onnx and models/cnn.onnx (built by models/;
+ * a missing one fails the tests that need it with its path named). The CNN is optimised for the GPU
+ * first (its Conv + BatchNormalization + Relu become FusedConv, weights left in ONNX's layout).
  */
 #include <errno.h>
 #include <math.h>
@@ -29,6 +30,7 @@
 
 static const char *g_mlp_path = "models/mlp.onnx";
 static const char *g_minilm_path = "models/minilm.onnx";
+static const char *g_cnn_path = "models/cnn.onnx";
 
 /* The device side of a test: the fake, opened, with one or two streams. */
 struct rig {
@@ -277,18 +279,19 @@ static void test_compile_refusals(void)
 {
 	const int64_t sizes[] = { 1, 2 }, bad_sizes[] = { 2, 1 };
 	Onnx__ModelProto *m = onnx_build_model_new("test", 8, 17);
-	const int64_t dims[] = { -1, 1, 4, 4 }, w_dims[] = { 1, 1, 3, 3 }, o_dims[] = { -1, 1, 2, 2 };
+	/* a 1-D convolution: the GPU runs 2-D ones */
+	const int64_t dims[] = { -1, 1, 4 }, w_dims[] = { 1, 1, 3 }, o_dims[] = { -1, 1, 2 };
 	struct gpu_compiled *c = NULL;
 	char err[GPU_ERR_MAX] = "";
 	struct rt_graph *g;
 	uint8_t *buf;
 	size_t len;
 
-	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 4, dims);
-	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 4, o_dims);
-	Onnx__TensorProto *w = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 4, w_dims);
-	w->n_float_data = 9;
-	w->float_data = calloc(9, sizeof(float));
+	onnx_build_input(m, "x", BW_DTYPE_FLOAT, 3, dims);
+	onnx_build_output(m, "y", BW_DTYPE_FLOAT, 3, o_dims);
+	Onnx__TensorProto *w = onnx_build_initializer(m, "w", BW_DTYPE_FLOAT, 3, w_dims);
+	w->n_float_data = 3;
+	w->float_data = calloc(3, sizeof(float));
 	onnx_build_node(m, "the_conv", "Conv", "x,w", "y");
 	buf = onnx_build_pack(m, &len);
 	CU_ASSERT_EQUAL(rt_cpu_kernels_register(), 0);
@@ -296,7 +299,7 @@ static void test_compile_refusals(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	CU_ASSERT_EQUAL(gpu_compile(g, sizes, 2, &c, err, sizeof(err)), -ENOTSUP);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "the_conv"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not supported"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "the GPU runs 2-D"));
 	CU_ASSERT_EQUAL(gpu_compile(g, bad_sizes, 2, &c, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "ascending"));
 	CU_ASSERT_EQUAL(gpu_compile(g, sizes, 0, &c, err, sizeof(err)), -EINVAL);
@@ -354,6 +357,47 @@ static void test_minilm_batch(void)
 
 	rig_open(&r, load(g_minilm_path), sizes, 2, 1, 1 << 20);
 	make_batch(&r, &batch, tasks, ptrs, rows, 1, 2, &off, 7); /* one row padded to 2 */
+	CU_ASSERT_EQUAL_FATAL(gpu_executor_submit(r.ex[0], &batch), 0);
+	gpu_fake_complete_all(r.dev);
+	CU_ASSERT_EQUAL(gpu_executor_poll(r.ex[0], on_done, &d, 8), 1);
+	CU_ASSERT_EQUAL(d.status[0], BW_STATUS_OK);
+	check_against_cpu(&r, &batch, 1e-4);
+	rig_close(&r);
+}
+
+/* The CNN, optimised for the GPU: FusedConv (Conv + BatchNormalization + Relu), MaxPool, Gemm; rows 1
+ * and 2 run at 4. */
+static void test_cnn_batch(void)
+{
+	const int64_t sizes[] = { 2, 4 };
+	const uint32_t rows[] = { 1, 2 };
+	struct bw_batch_task tasks[2], *ptrs[2];
+	struct rt_opt_report rep;
+	unsigned int convs = 0, pools = 0;
+	struct bw_batch batch;
+	struct done d = { 0 };
+	char err[RT_ERR_MAX] = "";
+	struct rt_graph *g;
+	struct rig r;
+	size_t off = 0;
+
+	g = load(g_cnn_path);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
+	CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, &rep, err, sizeof(err)), 0);
+	CU_ASSERT(rep.nodes_after < rep.nodes_before); /* the BatchNormalizations and Relus folded in */
+	rig_open(&r, g, sizes, 2, 1, 1 << 20);
+	for (uint32_t o = 0; o < r.compiled->prog.sizes[1].nb_ops; o++) {
+		const struct gpu_op *op = &r.compiled->prog.sizes[1].ops[o];
+
+		convs += op->code == GPU_OP_CONV;
+		pools += op->code == GPU_OP_POOL;
+		if (op->code == GPU_OP_CONV)
+			CU_ASSERT(op->fn == GPU_ACT_RELU && op->in[2].space == GPU_SPACE_CONST);
+	}
+	CU_ASSERT_EQUAL(convs, 2);
+	CU_ASSERT_EQUAL(pools, 2);
+	make_batch(&r, &batch, tasks, ptrs, rows, 2, 4, &off, 9); /* 3 rows padded to 4 */
 	CU_ASSERT_EQUAL_FATAL(gpu_executor_submit(r.ex[0], &batch), 0);
 	gpu_fake_complete_all(r.dev);
 	CU_ASSERT_EQUAL(gpu_executor_poll(r.ex[0], on_done, &d, 8), 1);
@@ -481,6 +525,7 @@ int main(int argc, char **argv)
 	CU_TestInfo exec_tests[] = {
 		{ "MLP batches (full, padded, 4 tasks) equal the CPU's", test_mlp_batches },
 		{ "MiniLM encoder, one row padded to 2, equals the CPU's", test_minilm_batch },
+		{ "CNN (FusedConv, MaxPool), rows 1,2 padded to 4, equals the CPU's", test_cnn_batch },
 		{ "two streams out of order, slots, refusals", test_out_of_order_and_slots },
 		{ "a Gather index out of range fails the batch; a lost device", test_kernel_fault },
 		CU_TEST_INFO_NULL,
@@ -495,5 +540,7 @@ int main(int argc, char **argv)
 		g_mlp_path = argv[1];
 	if (argc > 2)
 		g_minilm_path = argv[2];
+	if (argc > 3)
+		g_cnn_path = argv[3];
 	return bw_cunit_run(suites);
 }

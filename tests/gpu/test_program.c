@@ -50,6 +50,7 @@
 #define CANARY 0xee
 #define CANARY_BYTES 64
 #define MAX_IN 4
+#define DIM(a) (sizeof(a) / sizeof((a)[0]))
 
 static const struct gpu_ops *g_ops;
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
@@ -891,6 +892,123 @@ static void test_gemm(void)
 	gemm_case(false, true); /* GPU_ACT_RELU: Gemm then Relu on the CPU */
 }
 
+/*
+ * Conv, grouped, strided, padded and dilated: x [2,4,7,6], w [6,2,3,3], group 2, strides (2,1), pads
+ * 1, dilations (2,1) -> y [2,6,3,6]; with a bias, and (fused) a residual and Relu after it.
+ */
+static void conv_case(bool fused)
+{
+	static const int64_t xd[4] = { 2, 4, 7, 6 }, wd[4] = { 6, 2, 3, 3 }, bd[1] = { 6 }, yd[4] = { 2, 6, 3, 6 };
+	static const int64_t strides[2] = { 2, 1 }, pads[4] = { 1, 1, 1, 1 }, dil[2] = { 2, 1 };
+	static float x[2 * 4 * 7 * 6], w[6 * 2 * 9], bias[6], z[2 * 6 * 3 * 6], want[2 * 6 * 3 * 6], got[2 * 6 * 3 * 6];
+	const void *ins[4] = { x, w, bias, z };
+	Onnx__ModelProto *m = model_new();
+	Onnx__NodeProto *node;
+	struct dev_case c = { .nb_in = fused ? 4 : 3, .in = { x, w, bias, z },
+			      .in_bytes = { sizeof(x), sizeof(w), sizeof(bias), sizeof(z) }, .out_bytes = sizeof(got) };
+	struct gpu_op op;
+
+	fill_rnd(x, DIM(x), 2, 0);
+	fill_rnd(w, DIM(w), 1, 0);
+	fill_rnd(bias, DIM(bias), 1, 0);
+	fill_rnd(z, DIM(z), 2, 0);
+	in_f32(m, "x", 4, xd);
+	in_f32(m, "w", 4, wd);
+	in_f32(m, "b", 1, bd);
+	if (fused)
+		in_f32(m, "z", 4, yd);
+	out_any(m, "y", BW_DTYPE_F32);
+	node = onnx_build_node(m, NULL, "Conv", "x,w,b", fused ? "c" : "y");
+	onnx_build_attr_int(node, "group", 2);
+	onnx_build_attr_ints(node, "strides", strides, 2);
+	onnx_build_attr_ints(node, "pads", pads, 4);
+	onnx_build_attr_ints(node, "dilations", dil, 2);
+	if (fused) {
+		onnx_build_node(m, NULL, "Add", "c,z", "s");
+		onnx_build_node(m, NULL, "Relu", "s", "y");
+	}
+	cpu_run(m, ins, c.nb_in, want, sizeof(want));
+
+	case_layout(&c);
+	memset(&op, 0, sizeof(op));
+	op.code = GPU_OP_CONV;
+	op.fn = fused ? GPU_ACT_RELU : GPU_ACT_NONE;
+	for (unsigned int i = 0; i < c.nb_in; i++)
+		op.in[i] = arena_in(&c, i, BW_DTYPE_F32);
+	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.count = DIM(got);
+	op.u.conv = (typeof(op.u.conv)){ .n = 2, .c = 4, .h = 7, .w = 6, .m = 6, .oh = 3, .ow = 6, .kh = 3, .kw = 3,
+					 .stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 1, .dil_h = 2, .dil_w = 1,
+					 .group = 2 };
+	CU_ASSERT_EQUAL(dev_run(&c, &op, 1, got, NULL), GPU_FAULT_NONE);
+	expect_close(fused ? "Conv (grouped, strided, dilated) + Add + Relu" : "Conv (grouped, strided, dilated)", got,
+		     want, DIM(got));
+}
+
+static void test_conv(void)
+{
+	conv_case(false);
+	conv_case(true);
+}
+
+/* MaxPool and AveragePool (3x3, stride 2, pads 1; with and without the padding counted) on
+ * x [2,3,7,7] -> [2,3,4,4], and GlobalAveragePool -> [2,3,1,1]. */
+static void pool_case(const char *onnx, uint32_t fn, int count_include_pad)
+{
+	static const int64_t xd[4] = { 2, 3, 7, 7 }, k[2] = { 3, 3 }, strides[2] = { 2, 2 }, pads[4] = { 1, 1, 1, 1 };
+	static float x[2 * 3 * 7 * 7], want[2 * 3 * 4 * 4], got[2 * 3 * 4 * 4];
+	bool global = strcmp(onnx, "GlobalAveragePool") == 0;
+	size_t n = global ? 6 : DIM(got);
+	const void *ins[1] = { x };
+	Onnx__ModelProto *m = model_new();
+	Onnx__NodeProto *node;
+	struct dev_case c = { .nb_in = 1, .in = { x }, .in_bytes = { sizeof(x) }, .out_bytes = n * sizeof(float) };
+	struct gpu_op op;
+	char what[64];
+
+	fill_rnd(x, DIM(x), 2, 0);
+	in_f32(m, "x", 4, xd);
+	out_any(m, "y", BW_DTYPE_F32);
+	node = onnx_build_node(m, NULL, onnx, "x", "y");
+	if (!global) {
+		onnx_build_attr_ints(node, "kernel_shape", k, 2);
+		onnx_build_attr_ints(node, "strides", strides, 2);
+		onnx_build_attr_ints(node, "pads", pads, 4);
+		if (count_include_pad)
+			onnx_build_attr_int(node, "count_include_pad", 1);
+	}
+	cpu_run(m, ins, 1, want, n * sizeof(float));
+
+	case_layout(&c);
+	memset(&op, 0, sizeof(op));
+	op.code = GPU_OP_POOL;
+	op.fn = fn;
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
+	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.count = n;
+	if (global)
+		op.u.conv = (typeof(op.u.conv)){ .n = 2, .c = 3, .h = 7, .w = 7, .m = 3, .oh = 1, .ow = 1, .kh = 7, .kw = 7,
+						 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 3 };
+	else
+		op.u.conv = (typeof(op.u.conv)){ .n = 2, .c = 3, .h = 7, .w = 7, .m = 3, .oh = 4, .ow = 4, .kh = 3, .kw = 3,
+						 .stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1, .dil_h = 1,
+						 .dil_w = 1, .group = 3, .count_include_pad = (uint32_t)count_include_pad };
+	CU_ASSERT_EQUAL(dev_run(&c, &op, 1, got, NULL), GPU_FAULT_NONE);
+	snprintf(what, sizeof(what), "%s%s", onnx, count_include_pad ? " count_include_pad" : "");
+	if (fn == GPU_POOL_MAX)
+		expect_bits(what, got, want, n * sizeof(float)); /* a max is exact */
+	else
+		expect_close(what, got, want, n);
+}
+
+static void test_pool(void)
+{
+	pool_case("MaxPool", GPU_POOL_MAX, 0);
+	pool_case("AveragePool", GPU_POOL_AVG, 0);
+	pool_case("AveragePool", GPU_POOL_AVG, 1);
+	pool_case("GlobalAveragePool", GPU_POOL_AVG, 0);
+}
+
 static void test_copy(void)
 {
 	/* COPY has no ONNX node of its own here (Reshape & co. become it): whole words, then odd bytes */
@@ -1498,6 +1616,42 @@ static void test_program_check(void)
 	ap.ops[0].u.gemm.stride_c = 5;
 	expect_refused("GEMM's stride_c", &ap, "stride_c 5");
 
+	ap = base, fix_ops(&ap);
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_CONV, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
+				     .in[1] = { GPU_SPACE_CONST, BW_DTYPE_F32, 0 },
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 9,
+				     .u.conv = { .n = 1, .c = 1, .h = 4, .w = 4, .m = 1, .oh = 3, .ow = 3, .kh = 2, .kw = 2,
+						 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1 } };
+	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
+	ap.ops[0].u.conv.group = 2;
+	expect_refused("CONV's group", &ap, "size 2 op 0 (CONV): c 1 and m 1 are not multiples of group 2");
+	ap.ops[0].u.conv.group = 1;
+	ap.ops[0].u.conv.kw = 3; /* weights 1 x 1 x 2 x 3: 24 bytes in 16 of constants */
+	ap.ops[0].u.conv.ow = 2;
+	ap.ops[0].count = 6;
+	expect_refused("CONV's weights past the constants", &ap, "in1: bytes [0, 24) past the constants");
+	ap.ops[0].u.conv.kw = 2;
+	ap.ops[0].u.conv.ow = 3;
+	ap.ops[0].count = 9;
+	ap.ops[0].u.conv.pad_h = 2; /* a window of 2 rows wholly in the padding */
+	expect_refused("CONV's padding", &ap, "padding 2, 0");
+	ap.ops[0].u.conv.pad_h = 0;
+	ap.ops[0].u.conv.oh = 5; /* the last windows would start past the input */
+	ap.ops[0].count = 15;
+	expect_refused("CONV's output dims", &ap, "its last windows start past");
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_MAX, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 9,
+				     .u.conv = { .n = 1, .c = 1, .h = 4, .w = 4, .m = 2, .oh = 3, .ow = 3, .kh = 2, .kw = 2,
+						 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1 } };
+	expect_refused("POOL's count", &ap, "count 9 is not n * m * oh * ow = 18");
+	ap.ops[0].count = 18;
+	expect_refused("POOL's channels", &ap, "pooling keeps the channels: m 2, c 1");
+	ap.ops[0].u.conv.m = 1;
+	ap.ops[0].count = 9;
+	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
+	ap.ops[0].fn = GPU_POOL_COUNT;
+	expect_refused("POOL's function", &ap, "function 2 unknown");
+
 	/* program_load refuses what the check refuses, with its line */
 	ap = base, fix_ops(&ap);
 	ap.ops[0].fn = 42;
@@ -1540,6 +1694,8 @@ int main(void)
 		{ "ReduceSum, ReduceMean", test_reduce },
 		{ "MatMul", test_matmul },
 		{ "Gemm", test_gemm },
+		{ "Conv: grouped, strided, padded, dilated; bias, residual, Relu", test_conv },
+		{ "MaxPool, AveragePool (with and without pads counted), GlobalAveragePool", test_pool },
 		{ "Copy", test_copy },
 		CU_TEST_INFO_NULL,
 	};
