@@ -710,7 +710,7 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 		[GPU_OP_UNARY] = "unary", [GPU_OP_BINARY] = "binary", [GPU_OP_WHERE] = "where", [GPU_OP_CAST] = "cast",
 		[GPU_OP_COPY] = "copy", [GPU_OP_PERMUTE] = "permute", [GPU_OP_GATHER] = "gather",
 		[GPU_OP_SOFTMAX] = "softmax", [GPU_OP_LAYERNORM] = "layernorm", [GPU_OP_REDUCE] = "reduce",
-		[GPU_OP_GEMM] = "gemm",
+		[GPU_OP_GEMM] = "gemm", [GPU_OP_CONV] = "conv", [GPU_OP_POOL] = "pool",
 	};
 	unsigned int counts[GPU_OP_CODE_COUNT] = { 0 };
 	char err[GPU_ERR_MAX * 2], a[32], b[32];

@@ -65,7 +65,8 @@ static int fold_node(struct opt_ctx *c, uint32_t ni)
 		in[j] = g->values[n->inputs[j]].tensor;
 		dtype = dtype != 0 ? dtype : in[j].dtype;
 	}
-	k = rt_kernel_find(n->op_type, n->domain, n->opset, dtype, c->dev, why, sizeof(why));
+	/* constants are computed here, on the host, whatever device runs the rest */
+	k = rt_kernel_find(n->op_type, n->domain, n->opset, dtype, RT_DEVICE_CPU, why, sizeof(why));
 	if (k == NULL || k->infer(n, in, out, why, sizeof(why)) != 0)
 		return 0; /* the planner will say what is wrong, naming the node */
 	for (uint16_t j = 0; j < n->num_outputs; j++) {
@@ -142,12 +143,14 @@ int opt_shapes(struct opt_ctx *c)
 
 	opt_shapes_free(c);
 	c->shapes_distinct = true;
-	p = rt_plan_create(c->g, OPT_SHAPE_BATCH, c->dev, why, sizeof(why));
+	/* on the CPU whatever the device: shapes are the same on every device, and before the rewrites
+	 * the graph may hold nodes only the CPU runs (a BatchNormalization the GPU gets folded) */
+	p = rt_plan_create(c->g, OPT_SHAPE_BATCH, RT_DEVICE_CPU, why, sizeof(why));
 	if (p == NULL) {
 		/* a model made for batch 1 only (a Reshape to [1, -1]...): its shapes at 1 still say ranks
 		 * and dtypes, but a batch dim cannot be told from a broadcast one there */
 		c->shapes_distinct = false;
-		p = rt_plan_create(c->g, 1, c->dev, why, sizeof(why));
+		p = rt_plan_create(c->g, 1, RT_DEVICE_CPU, why, sizeof(why));
 	}
 	if (p == NULL)
 		return 0;
