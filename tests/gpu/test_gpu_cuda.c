@@ -10,7 +10,8 @@
  * instantiated and launched as graphs, their batches gathered from and scattered into registered host
  * memory, the results compared with program_math.h's per-item functions run here on a host copy of
  * the arena (what the fake device does), and a Gather index out of range reported in the table's
- * fault word. argv[1]: the module.
+ * fault word. argv[1]: the module, or --fake: the same tests on the fake device (gpu/fake.h, its own
+ * thread finishing the work), which CI runs so that this test is known right before a GPU runs it.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 
 #include "../bw_cunit.h"
 
+#include "fake.h"
 #include "gpu.h"
 #include "program_math.h"
 
@@ -137,6 +139,7 @@ static struct gpu_op gemm_op(struct gpu_ref a, struct gpu_ref b, struct gpu_ref 
 	op.u.gemm.n = n;
 	op.u.gemm.k = k;
 	op.u.gemm.trans_b = trans_b;
+	op.u.gemm.stride_c = m * n; /* the output is dense (gpu_program_check) */
 	return op;
 }
 
@@ -467,6 +470,84 @@ static void test_program_gather_fault(void)
 	prog_env_close(&env);
 }
 
+/*
+ * A CNN block at batch 2 and 4 (3 rows: a padding row): x [b,2,5,5] -> CONV 3x3 pad 1 + bias + Relu
+ * (weights and bias constants) -> t [b,4,5,5] -> POOL max 2x2 stride 2 -> y [b,4,2,2]; and t -> POOL
+ * average over the whole image -> z [b,4,1,1]. The CUDA module runs CONV and POOL with its per-item
+ * kernel (cuDNN comes with issue 7): the same functions as the host reference.
+ */
+enum { K_X = 0, K_T = 1024, K_Y = 2816, K_Z = 3072, K_BYTES = 3328, K_W = 0, K_B = 512, K_CONST_BYTES = 528 };
+
+static uint32_t cnn_ops(uint32_t b, struct gpu_op *ops)
+{
+	ops[0] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
+				  .in = { arena_ref(BW_DTYPE_F32, K_X), const_ref(BW_DTYPE_F32, K_W),
+					  const_ref(BW_DTYPE_F32, K_B) },
+				  .out = arena_ref(BW_DTYPE_F32, K_T), .count = b * 100u };
+	ops[0].u.conv.n = b, ops[0].u.conv.c = 2, ops[0].u.conv.h = 5, ops[0].u.conv.w = 5;
+	ops[0].u.conv.m = 4, ops[0].u.conv.oh = 5, ops[0].u.conv.ow = 5, ops[0].u.conv.kh = 3, ops[0].u.conv.kw = 3;
+	ops[0].u.conv.stride_h = 1, ops[0].u.conv.stride_w = 1, ops[0].u.conv.pad_h = 1, ops[0].u.conv.pad_w = 1;
+	ops[0].u.conv.dil_h = 1, ops[0].u.conv.dil_w = 1, ops[0].u.conv.group = 1;
+	ops[1] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_MAX, .in = { arena_ref(BW_DTYPE_F32, K_T) },
+				  .out = arena_ref(BW_DTYPE_F32, K_Y), .count = b * 16u };
+	ops[1].u.conv = ops[0].u.conv;
+	ops[1].u.conv.c = 4, ops[1].u.conv.group = 4, ops[1].u.conv.oh = 2, ops[1].u.conv.ow = 2;
+	ops[1].u.conv.kh = 2, ops[1].u.conv.kw = 2, ops[1].u.conv.stride_h = 2, ops[1].u.conv.stride_w = 2;
+	ops[1].u.conv.pad_h = 0, ops[1].u.conv.pad_w = 0;
+	ops[2] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_AVG, .in = { arena_ref(BW_DTYPE_F32, K_T) },
+				  .out = arena_ref(BW_DTYPE_F32, K_Z), .count = b * 4u };
+	ops[2].u.conv = ops[1].u.conv;
+	ops[2].u.conv.oh = 1, ops[2].u.conv.ow = 1, ops[2].u.conv.kh = 5, ops[2].u.conv.kw = 5;
+	ops[2].u.conv.stride_h = 1, ops[2].u.conv.stride_w = 1;
+	return 3;
+}
+
+static void test_program_cnn(void)
+{
+	static const uint32_t batches[] = { 2, PROG_BATCH_MAX };
+	static const uint32_t out_rows[] = { 16 * sizeof(float), 4 * sizeof(float) };
+	struct gpu_op ops[2][4];
+	float consts[K_CONST_BYTES / sizeof(float)], in[PROG_BATCH_MAX * 50];
+	struct gpu_program prog;
+	struct gpu_loaded *lp = NULL;
+	struct gpu_instance *inst = NULL;
+	struct prog_env env;
+	char err[GPU_ERR_MAX];
+	uint32_t s, gen = 0;
+
+	CU_ASSERT_EQUAL_FATAL(prog_env_open(&env), 0);
+	prog_header(&prog, "cnn", 50 * sizeof(float), 2, out_rows);
+	for (s = 0; s < 2; s++)
+		prog.sizes[s] = (struct gpu_program_size){ .batch = batches[s], .ops = ops[s],
+							   .nb_ops = cnn_ops(batches[s], ops[s]), .arena_bytes = K_BYTES,
+							   .input_offset = { K_X }, .output_offset = { K_Y, K_Z } };
+	prog.nb_sizes = 2;
+	for (s = 0; s < K_CONST_BYTES / sizeof(float); s++)
+		consts[s] = next_value();
+	prog.consts = consts;
+	prog.const_bytes = K_CONST_BYTES;
+	CU_ASSERT_EQUAL(g_ops->program_load(g_dev, &prog, &lp, err, sizeof(err)), 0);
+	if (lp == NULL) {
+		fprintf(stderr, "\n    program_load: %s\n", err);
+		prog_env_close(&env);
+		return;
+	}
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, &inst, err, sizeof(err)), 0);
+	if (inst != NULL) {
+		for (s = 0; s < 2; s++) {
+			for (uint32_t e = 0; e < PROG_BATCH_MAX * 50; e++)
+				in[e] = next_value();
+			CU_ASSERT_EQUAL(run_and_compare(&env, &prog, inst, s, 0, (const uint8_t *)in, s == 1 ? 3 : 2, ++gen),
+					GPU_FAULT_NONE);
+		}
+		g_ops->instance_destroy(inst);
+	} else {
+		fprintf(stderr, "\n    instance_create: %s\n", err);
+	}
+	g_ops->program_unload(lp);
+	prog_env_close(&env);
+}
+
 /* A program the checks refuse is -EINVAL with a reason, and costs the device nothing. */
 static void test_program_refused(void)
 {
@@ -488,6 +569,7 @@ int main(int argc, char **argv)
 		{ "register, fill, signal, poll", test_fill_and_signal },
 		{ "program: relu, gemm+bias+relu, broadcast add, softmax, batched gemm", test_program_mlp },
 		{ "program: gather index out of range raises the fault word", test_program_gather_fault },
+		{ "program: conv + bias + relu, max pool, global average pool", test_program_cnn },
 		{ "program: refused by the checks", test_program_refused },
 		CU_TEST_INFO_NULL,
 	};
@@ -495,36 +577,46 @@ int main(int argc, char **argv)
 		{ "cuda device 0", NULL, NULL, NULL, NULL, tests },
 		CU_SUITE_INFO_NULL,
 	};
-	struct gpu_module mod;
+	struct gpu_module mod = { 0 };
 	struct gpu_probe probe;
 	char err[GPU_ERR_MAX];
 	int rc;
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s MODULE\n", argv[0]);
+		fprintf(stderr, "usage: %s MODULE|--fake\n", argv[0]);
 		return 1;
 	}
-	rc = gpu_module_load(argv[1], &mod, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "cannot load the CUDA module: %s\n", err);
-		return 1; /* it was built: failing to load it is a failure, not a skip */
+	if (strcmp(argv[1], "--fake") == 0) {
+		struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 1 };
+
+		gpu_fake_configure(&cfg);
+		g_ops = gpu_fake_ops();
+	} else {
+		rc = gpu_module_load(argv[1], &mod, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "cannot load the CUDA module: %s\n", err);
+			return 1; /* it was built: failing to load it is a failure, not a skip */
+		}
+		g_ops = mod.ops;
 	}
-	g_ops = mod.ops;
 	g_ops->probe(&probe);
 	if (probe.count == 0) {
 		printf("SKIP: %s\n", probe.reason);
-		gpu_module_unload(&mod);
+		if (mod.handle != NULL)
+			gpu_module_unload(&mod);
 		return EXIT_SKIP;
 	}
 	printf("device 0: %s, compute capability %d.%d\n", probe.devices[0].name, probe.devices[0].cc_major,
 	       probe.devices[0].cc_minor);
 	if (g_ops->dev_open(0, &g_dev, err, sizeof(err)) < 0) {
 		fprintf(stderr, "device 0: %s\n", err);
-		gpu_module_unload(&mod);
+		if (mod.handle != NULL)
+			gpu_module_unload(&mod);
 		return 1;
 	}
 	rc = bw_cunit_run(suites);
 	g_ops->dev_close(g_dev);
-	gpu_module_unload(&mod);
+	if (mod.handle != NULL)
+		gpu_module_unload(&mod);
 	return rc;
 }
