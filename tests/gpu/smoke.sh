@@ -7,8 +7,9 @@
 #  1. bwgpu-info finds a device;
 #  2. test_gpu_cuda: host registration, completion words, programs captured as graphs and launched,
 #     results against program_math.h on the CPU (a SKIP is a failure here);
-#  3. the MLP and the MiniLM-shaped encoder at batch 1 and 8, on the GPU (bwrun --device gpu) and on
-#     the CPU (bwrun), compared output by output: max abs error within 1e-4 of the output's scale.
+#  3. the MLP, the small CNN and the MiniLM-shaped encoder at batch 1 and 8, on the GPU (bwrun
+#     --device gpu) and on the CPU (bwrun), compared output by output: max abs error within 1e-4 of
+#     the output's scale.
 # Each stage appends to RESULTS_DIR/smoke.txt as it goes, so a later failure keeps earlier results.
 # cuBLASLt: libcublasLt.so.13 from the loader's path, or pip's nvidia-cublas package (found here).
 set -u
@@ -42,8 +43,8 @@ grep -E "Run Summary|asserts|tests|Test:.*FAILED" "$log" | tail -4
 
 say "== 3. models: GPU against CPU"
 mkdir -p "$res/models"
-python3 models/gen_models.py --out "$res/models" mlp minilm >> "$log" 2>&1 || { say "smoke: gen_models.py failed"; exit 1; }
-for model in mlp minilm; do
+python3 models/gen_models.py --out "$res/models" mlp cnn minilm >> "$log" 2>&1 || { say "smoke: gen_models.py failed"; exit 1; }
+for model in mlp cnn minilm; do
 	for batch in 1 8; do
 		d="$res/$model-b$batch"
 		mkdir -p "$d/cpu" "$d/gpu"
