@@ -95,7 +95,7 @@ struct app_lcore {
 	unsigned int nb_channels;
 	struct app_channel channels[APP_MODELS_MAX]; /* index: the model's id */
 	/* batches finished at submit, waiting for the completion poller: SP/SC on one lcore */
-	struct app_deferred deferred[APP_ECHO_COMPLETIONS];
+	struct app_deferred deferred[APP_DEFERRED_MAX];
 	uint32_t deferred_head;
 	uint32_t deferred_count;
 	/* the GPU, when a model of this lcore runs on it */
@@ -473,9 +473,9 @@ static void onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
  * is still dispatching it), as a real executor's would. \return 0, or -ENOBUFS (UNAVAILABLE). */
 static int deferred_push(struct app_lcore *al, struct bw_batch *batch, enum bw_status status)
 {
-	if (al->deferred_count == APP_ECHO_COMPLETIONS)
+	if (al->deferred_count == APP_DEFERRED_MAX)
 		return -ENOBUFS;
-	al->deferred[(al->deferred_head + al->deferred_count++) % APP_ECHO_COMPLETIONS] =
+	al->deferred[(al->deferred_head + al->deferred_count++) % APP_DEFERRED_MAX] =
 		(struct app_deferred){batch, status};
 	return 0;
 }
@@ -665,12 +665,8 @@ static unsigned int gpu_channel_poll(struct app_channel *ch)
 }
 
 /* Launches in flight and none finishing for APP_GPU_HEALTH_CHECK_US: is the device still there? */
-static void gpu_stall_check(struct app_lcore *al, unsigned int completed)
+static void gpu_stall_check(struct app_lcore *al, unsigned int completed, bool in_flight)
 {
-	bool in_flight = false;
-
-	for (unsigned int c = 0; c < al->nb_channels && !in_flight; c++)
-		in_flight = al->channels[c].gpu != NULL && gpu_executor_in_flight(al->channels[c].gpu) > 0;
 	if (completed != 0 || !in_flight || gpu_lost()) {
 		al->gpu_progress_tsc = al->now_tsc;
 		return;
@@ -689,13 +685,14 @@ static enum plat_poll_result completions_poll(void *arg)
 	struct app_lcore *al = arg;
 	struct app_completion done[APP_COMPLETION_BURST];
 	unsigned int total = 0, on_gpu = 0;
+	bool gpu_in_flight = false;
 	uint64_t now = plat_tsc_now();
 
 	al->now_tsc = now;
 	while (al->deferred_count != 0) {
 		struct app_deferred d = al->deferred[al->deferred_head];
 
-		al->deferred_head = (al->deferred_head + 1) % APP_ECHO_COMPLETIONS;
+		al->deferred_head = (al->deferred_head + 1) % APP_DEFERRED_MAX;
 		al->deferred_count--;
 		bat_batch_complete(d.batch, d.status, now);
 		total++;
@@ -706,6 +703,7 @@ static enum plat_poll_result completions_poll(void *arg)
 
 		if (al->channels[c].gpu != NULL) {
 			on_gpu += gpu_channel_poll(&al->channels[c]);
+			gpu_in_flight |= gpu_executor_in_flight(al->channels[c].gpu) > 0;
 			continue;
 		}
 		if (ring == NULL)
@@ -716,7 +714,7 @@ static enum plat_poll_result completions_poll(void *arg)
 		total += n;
 	}
 	if (al->gpu_stream != NULL)
-		gpu_stall_check(al, on_gpu);
+		gpu_stall_check(al, on_gpu, gpu_in_flight);
 	total += on_gpu;
 	return total != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
 }

@@ -29,8 +29,8 @@
 
 struct rte_mempool;
 
-#define APP_ECHO_COMPLETIONS 1024 /* batches finished at submit (echo, failed GPU launches) an lcore holds:
-				   * >= BAT_INFLIGHT_MAX, so one model's batches in flight always fit */
+#define APP_DEFERRED_MAX 1024 /* batches finished at submit (echo, failed GPU launches) an lcore holds:
+			       * >= BAT_INFLIGHT_MAX, so one model's batches in flight always fit */
 
 struct app_model;
 

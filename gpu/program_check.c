@@ -235,7 +235,6 @@ static int check_window(const struct check_ctx *c)
 	int64_t geo[8] = { op->u.conv.kh, op->u.conv.kw, op->u.conv.stride_h, op->u.conv.stride_w, op->u.conv.dil_h,
 			   op->u.conv.dil_w, op->u.conv.group, 1 };
 	uint64_t in_n, out_n, geo_n, w_n;
-	int64_t span_h, span_w;
 	int rc;
 
 	if (op->fn >= (conv ? (uint32_t)GPU_ACT_COUNT : (uint32_t)GPU_POOL_COUNT))
@@ -251,11 +250,9 @@ static int check_window(const struct check_ctx *c)
 	    op->u.conv.pad_w >= op->u.conv.kw * op->u.conv.dil_w)
 		return op_fail(c, "padding %lld, %lld: negative, or a window wholly in it", (long long)op->u.conv.pad_h,
 			       (long long)op->u.conv.pad_w);
-	span_h = (op->u.conv.kh - 1) * op->u.conv.dil_h + 1;
-	span_w = (op->u.conv.kw - 1) * op->u.conv.dil_w + 1;
 	/* the last window starts inside the input (with its begin padding): else MAX could see no cell */
 	if ((op->u.conv.oh - 1) * op->u.conv.stride_h - op->u.conv.pad_h >= op->u.conv.h ||
-	    (op->u.conv.ow - 1) * op->u.conv.stride_w - op->u.conv.pad_w >= op->u.conv.w || span_h <= 0 || span_w <= 0)
+	    (op->u.conv.ow - 1) * op->u.conv.stride_w - op->u.conv.pad_w >= op->u.conv.w)
 		return op_fail(c, "output %lld x %lld: its last windows start past the %lld x %lld input",
 			       (long long)op->u.conv.oh, (long long)op->u.conv.ow, (long long)op->u.conv.h,
 			       (long long)op->u.conv.w);
