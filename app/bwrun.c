@@ -723,7 +723,7 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	rc = gpu_host_device_open(o->gpu_module, o->gpu_index, &r->gpu, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	rc = gpu_compile(g, &o->batch, 1, &r->compiled, err, sizeof(err));
+	rc = gpu_compile(g, &o->batch, 1, GPU_PRECISION_FP32, &r->compiled, err, sizeof(err));
 	if (rc != 0)
 		die("%s: on the GPU: %s", o->model, err);
 	rc = r->gpu.ops->program_load(r->gpu.dev, &r->compiled->prog, &r->loaded, err, sizeof(err));
@@ -732,7 +732,8 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	rc = r->gpu.ops->stream_create(r->gpu.dev, GPU_WORDS, &r->gstream, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->loaded, r->compiled, r->gstream, 1, err, sizeof(err));
+	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->loaded, r->compiled, r->gstream, 1, GPU_LAUNCH_GRAPH, err,
+				     sizeof(err));
 	if (r->gex == NULL)
 		die("%s: %s", o->model, err);
 	for (uint32_t i = 0; i < r->compiled->prog.sizes[0].nb_ops; i++)

@@ -814,7 +814,8 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 
 	for (unsigned int i = 0; i < o->num_allowed_batch_sizes; i++)
 		sizes[i] = o->allowed_batch_sizes[i];
-	ret = gpu_compile(m->spec.graph, sizes, o->num_allowed_batch_sizes, &m->gpu_compiled, why, sizeof(why));
+	ret = gpu_compile(m->spec.graph, sizes, o->num_allowed_batch_sizes, GPU_PRECISION_FP32, &m->gpu_compiled, why,
+			  sizeof(why));
 	if (ret != 0) {
 		fprintf(err, "batchwire: model '%s' (%s): on the GPU: %s\n", mc->name, mc->path, why);
 		return ret;
@@ -1084,7 +1085,7 @@ int app_service_lcore_start(unsigned int lcore_id, char *err, size_t cap)
 			}
 		}
 		ch->gpu = gpu_executor_create(g_gpu.hd.ops, g_gpu.hd.dev, m->gpu_loaded, m->gpu_compiled, al->gpu_stream,
-					      m->cfg.slots, why, sizeof(why));
+					      m->cfg.slots, GPU_LAUNCH_GRAPH, why, sizeof(why));
 		if (ch->gpu == NULL) {
 			snprintf(err, cap, "lcore %u: model '%s' on GPU %d: %s", lcore_id, m->spec.name, g_gpu.hd.index,
 				 why);

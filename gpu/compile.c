@@ -293,8 +293,8 @@ static int compile_size(struct builder *b, const struct rt_graph *g, int64_t bat
 	return rc;
 }
 
-int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, struct gpu_compiled **out,
-		char *err, size_t cap)
+int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, uint32_t precision,
+		struct gpu_compiled **out, char *err, size_t cap)
 {
 	struct builder b;
 	struct gpu_compiled *c;
@@ -315,6 +315,14 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 				 (long long)sizes[i]);
 			return -EINVAL;
 		}
+	if (precision >= GPU_PRECISION_COUNT) {
+		snprintf(err, cap, "precision %u unknown", precision);
+		return -EINVAL;
+	}
+	if (precision == GPU_PRECISION_FP16) {
+		snprintf(err, cap, "precision fp16: not built yet");
+		return -ENOTSUP;
+	}
 	rc = gpu_kernels_register();
 	if (rc < 0) {
 		snprintf(err, cap, "registering the GPU kernels: error %d", rc);

@@ -378,6 +378,7 @@ static const struct gpu_ops g_cuda_ops = {
 	.instance_table = cuda_instance_table,
 	.instance_word = cuda_instance_word,
 	.instance_launch = cuda_instance_launch,
+	.instance_time = cuda_instance_time,
 };
 
 __attribute__((visibility("default"))) const struct gpu_ops *bw_gpu_module_ops(uint32_t abi_version);

@@ -79,12 +79,14 @@ void cublaslt_close(struct gpu_dev *dev);
 int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struct gpu_loaded **out, char *err,
 		      size_t cap);
 void cuda_program_unload(struct gpu_loaded *lp);
-int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint32_t nb_slots,
+int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint32_t nb_slots, uint32_t mode,
 			 struct gpu_instance **out, char *err, size_t cap);
 void cuda_instance_destroy(struct gpu_instance *inst);
 struct gpu_batch_table *cuda_instance_table(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot);
 volatile uint32_t *cuda_instance_word(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot);
 int cuda_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap);
+int cuda_instance_time(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
+		       double *ms_per_launch, char *err, size_t cap);
 
 /* program_kernels.cu: each returns a cudaError_t as an int (cudaGetLastError after the launch) */
 /** Gather (scatter == 0) or scatter segments of table into/out of arena; blocks fixed at capture. */

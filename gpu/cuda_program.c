@@ -466,7 +466,7 @@ static int mapped_alloc(struct gpu_dev *dev, const char *what, size_t bytes, voi
 	return 0;
 }
 
-int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint32_t nb_slots,
+int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint32_t nb_slots, uint32_t mode,
 			 struct gpu_instance **out, char *err, size_t cap)
 {
 	struct gpu_dev *dev = lp->dev;
@@ -481,6 +481,14 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 	if (nb_slots == 0 || nb_slots > GPU_STREAM_WORDS_MAX) {
 		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_STREAM_WORDS_MAX);
 		return -EINVAL;
+	}
+	if (mode >= GPU_LAUNCH_MODE_COUNT) {
+		gpu_err(err, cap, "instance of %s: launch mode %u unknown", prog->name, mode);
+		return -EINVAL;
+	}
+	if (mode != GPU_LAUNCH_GRAPH) {
+		gpu_err(err, cap, "instance of %s: the doorbell launch mode is not built yet", prog->name);
+		return -ENOTSUP;
 	}
 	if (stream->dev != dev) {
 		gpu_err(err, cap, "instance of %s: the stream belongs to device %d, the program to device %d",
@@ -566,6 +574,14 @@ volatile uint32_t *cuda_instance_word(struct gpu_instance *inst, uint32_t size_i
 	if (size_idx >= inst->nb_sizes || slot >= inst->nb_slots)
 		return NULL;
 	return &inst->words[graph_index(inst, size_idx, slot)];
+}
+
+int cuda_instance_time(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
+		       double *ms_per_launch, char *err, size_t cap)
+{
+	(void)inst; (void)size_idx; (void)slot; (void)iters; (void)ms_per_launch;
+	gpu_err(err, cap, "instance_time: not built yet");
+	return -ENOTSUP;
 }
 
 /* (hot) One graph launch: the table and everything else were fixed when the graph was captured. */

@@ -53,7 +53,7 @@ struct gpu_executor {
 
 struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_dev *dev, struct gpu_loaded *loaded,
 					 const struct gpu_compiled *compiled, struct gpu_stream *stream,
-					 uint32_t nb_slots, char *err, size_t cap)
+					 uint32_t nb_slots, uint32_t launch_mode, char *err, size_t cap)
 {
 	struct gpu_executor *ex;
 	bool ok;
@@ -74,7 +74,7 @@ struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_d
 	ex->compiled = compiled;
 	ex->nb_slots = nb_slots;
 	ex->nb_sizes = compiled->prog.nb_sizes;
-	rc = ops->instance_create(loaded, stream, nb_slots, &ex->inst, err, cap);
+	rc = ops->instance_create(loaded, stream, nb_slots, launch_mode, &ex->inst, err, cap);
 	if (rc < 0) {
 		free(ex);
 		return NULL;

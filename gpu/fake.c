@@ -586,7 +586,7 @@ static size_t round_up(size_t n, size_t align)
 	return (n + align - 1) & ~(align - 1);
 }
 
-static int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream, uint32_t nb_slots,
+static int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream, uint32_t nb_slots, uint32_t mode,
 				struct gpu_instance **out, char *err, size_t cap)
 {
 	const struct gpu_program *prog = l->prog;
@@ -597,6 +597,14 @@ static int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream,
 	if (nb_slots == 0 || nb_slots > GPU_STREAM_WORDS_MAX) {
 		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_STREAM_WORDS_MAX);
 		return -EINVAL;
+	}
+	if (mode >= GPU_LAUNCH_MODE_COUNT) {
+		gpu_err(err, cap, "instance of %s: launch mode %u unknown", prog->name, mode);
+		return -EINVAL;
+	}
+	if (mode != GPU_LAUNCH_GRAPH) {
+		gpu_err(err, cap, "instance of %s: the fake device has no doorbell launch mode yet", prog->name);
+		return -ENOTSUP;
 	}
 	if (stream->dev != l->dev) {
 		gpu_err(err, cap, "instance of %s: the stream is on another device", prog->name);
@@ -773,6 +781,14 @@ void gpu_fake_inject(struct gpu_dev *dev, enum gpu_fake_fault fault, const char 
 	pthread_mutex_unlock(&dev->lock);
 }
 
+static int fake_instance_time(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
+			      double *ms_per_launch, char *err, size_t cap)
+{
+	(void)inst; (void)size_idx; (void)slot; (void)iters; (void)ms_per_launch;
+	gpu_err(err, cap, "instance_time: not in the fake device yet");
+	return -ENOTSUP;
+}
+
 static const struct gpu_ops g_fake_ops = {
 	.abi_version = GPU_ABI_VERSION,
 	.name = "fake",
@@ -796,6 +812,7 @@ static const struct gpu_ops g_fake_ops = {
 	.instance_table = fake_instance_table,
 	.instance_word = fake_instance_word,
 	.instance_launch = fake_instance_launch,
+	.instance_time = fake_instance_time,
 };
 
 const struct gpu_ops *gpu_fake_ops(void)

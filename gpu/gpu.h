@@ -27,7 +27,7 @@
 #include "program.h"
 
 /* Bumped whenever struct gpu_ops or the structs it passes change. */
-#define GPU_ABI_VERSION 3u
+#define GPU_ABI_VERSION 4u
 
 /* The one symbol a module exports: gpu_module_entry_fn. */
 #define GPU_MODULE_SYMBOL "bw_gpu_module_ops"
@@ -55,6 +55,18 @@ struct gpu_probe {
 	int runtime_version;                      /* e.g. 13000; 0 when unknown */
 	int driver_version;                       /* 0 when there is no driver */
 	char reason[GPU_ERR_MAX];                 /* "" when count > 0 */
+};
+
+/*
+ * How an instance's graphs are started (instance_create's mode). Either way instance_launch keeps its
+ * contract: the batch table is written, the word reaches the generation when the graph is done.
+ */
+enum gpu_launch_mode {
+	GPU_LAUNCH_GRAPH = 0,    /* instance_launch calls the driver: one graph launch per batch */
+	GPU_LAUNCH_DOORBELL = 1, /* instance_launch is memory writes: a dispatcher the module keeps on the
+				  * stream reads launch requests from mapped memory and starts each (size,
+				  * slot)'s graph from the device; no driver call per batch */
+	GPU_LAUNCH_MODE_COUNT
 };
 
 struct gpu_dev;      /* an opened device: the module's */
@@ -147,9 +159,12 @@ struct gpu_ops {
 	 * every (size, slot) a device arena, a batch table and a completion word in mapped pinned host
 	 * memory, and one CUDA graph (gather, the ops, scatter, completion write) captured and
 	 * instantiated now, so that a launch is a single graph launch. Call it on the stream's thread.
-	 * \return 0 and *out; -EINVAL (nb_slots 0 or above GPU_STREAM_WORDS_MAX); -ENOMEM; -EIO.
+	 * \param mode  enum gpu_launch_mode
+	 * \return 0 and *out; -EINVAL (nb_slots 0 or above GPU_STREAM_WORDS_MAX, an unknown mode);
+	 *         -ENOTSUP (the mode is not available on this device or driver: err says why); -ENOMEM;
+	 *         -EIO.
 	 */
-	int (*instance_create)(struct gpu_loaded *prog, struct gpu_stream *stream, uint32_t nb_slots,
+	int (*instance_create)(struct gpu_loaded *prog, struct gpu_stream *stream, uint32_t nb_slots, uint32_t mode,
 			       struct gpu_instance **out, char *err, size_t cap);
 	/** Destroys an instance, waiting for its launches to finish. */
 	void (*instance_destroy)(struct gpu_instance *inst);
@@ -166,6 +181,16 @@ struct gpu_ops {
 	 *         also marks the device unhealthy).
 	 */
 	int (*instance_launch)(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap);
+
+	/**
+	 * For benchmarks, never on a polling lcore (it waits): launches the graph of (size index, slot)
+	 * iters times back to back, as instance_launch does, and measures the device's time from the first
+	 * launch's start to the last one's end (CUDA events on the instance's stream; the fake: its host
+	 * clock). The slot's table must be written and the slot idle. *ms_per_launch: that time / iters.
+	 * \return 0; -EINVAL (index out of range, iters 0); -EIO.
+	 */
+	int (*instance_time)(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
+			     double *ms_per_launch, char *err, size_t cap);
 };
 
 /*

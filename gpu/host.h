@@ -37,16 +37,25 @@ struct gpu_compiled {
 	uint32_t max_tasks;                      /* tasks one batch may have (the largest size) */
 };
 
+/* The precision a model runs in on the device ([model] precision). */
+enum gpu_precision {
+	GPU_PRECISION_FP32 = 0,
+	GPU_PRECISION_FP16 = 1, /* float tensors and weights in half precision (converted at compile),
+				 * accumulation in fp32; graph inputs and outputs stay fp32 */
+	GPU_PRECISION_COUNT
+};
+
 /**
  * Compiles a graph (loaded, not optimised for the CPU) for the device at each batch size: plans it
  * with RT_DEVICE_GPU (the planner folds constants on the host), lowers every remaining node through
  * its GPU kernel, gathers the constants into one blob, and lays out the batch table's segments.
- * \param sizes  the allowed batch sizes, ascending
- * \param err    one line: the node that cannot run on the device and why
+ * \param sizes      the allowed batch sizes, ascending
+ * \param precision  enum gpu_precision
+ * \param err        one line: the node that cannot run on the device and why
  * \return 0 and *out, or a negative errno (-ENOTSUP for an op or shape the device does not run).
  */
-int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, struct gpu_compiled **out,
-		char *err, size_t cap);
+int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, uint32_t precision,
+		struct gpu_compiled **out, char *err, size_t cap);
 void gpu_compiled_free(struct gpu_compiled *c);
 
 /** \return the name of the node op op_index of size size_idx came from ("?" when out of range). */
@@ -70,7 +79,8 @@ struct gpu_host_device {
  * index.
  * \param module  the module file; NULL: libbwgpu.so where gpu_module_load looks
  * \param err     one line: the module not found, "no CUDA device present: ...", the index out of range
- * eturn 0; -ENOENT, -ENOEXEC, -EPROTO (the module); -ENODEV (no such device); dev_open's error.
+ * 
+eturn 0; -ENOENT, -ENOEXEC, -EPROTO (the module); -ENODEV (no such device); dev_open's error.
  */
 int gpu_host_device_open(const char *module, int index, struct gpu_host_device *hd, char *err, size_t cap);
 
@@ -84,12 +94,13 @@ struct gpu_executor;
 /**
  * Makes an instance of a loaded program on the caller's stream and the bookkeeping around it. Call it
  * on the thread that will submit and poll (the instance's graphs are captured on its stream).
- * \param nb_slots  batches of one size in flight at once
+ * \param nb_slots     batches of one size in flight at once
+ * \param launch_mode  enum gpu_launch_mode (instance_create's)
  * \return the executor, or NULL with err.
  */
 struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_dev *dev, struct gpu_loaded *loaded,
 					 const struct gpu_compiled *compiled, struct gpu_stream *stream,
-					 uint32_t nb_slots, char *err, size_t cap);
+					 uint32_t nb_slots, uint32_t launch_mode, char *err, size_t cap);
 void gpu_executor_destroy(struct gpu_executor *ex);
 
 /**

@@ -381,8 +381,8 @@ static void test_program_mlp(void)
 	memset(ops, 0, sizeof(ops)); /* the module keeps its own copy */
 	mlp_ops(batches[0], ops[0]);
 	mlp_ops(batches[1], ops[1]);
-	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 0, &inst, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, PROG_SLOTS, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 0, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, PROG_SLOTS, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 	if (inst == NULL) {
 		fprintf(stderr, "\n    instance_create: %s\n", err);
 		g_ops->program_unload(lp);
@@ -452,7 +452,7 @@ static void test_program_gather_fault(void)
 		prog_env_close(&env);
 		return;
 	}
-	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 	if (inst != NULL) {
 		CU_ASSERT_EQUAL(run_and_compare(&env, &prog, inst, 0, 0, (const uint8_t *)bad_idx, PROG_BATCH_MAX, 1),
 				GPU_FAULT_INDEX);
@@ -532,7 +532,7 @@ static void test_program_cnn(void)
 		prog_env_close(&env);
 		return;
 	}
-	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 	if (inst != NULL) {
 		for (s = 0; s < 2; s++) {
 			for (uint32_t e = 0; e < PROG_BATCH_MAX * 50; e++)

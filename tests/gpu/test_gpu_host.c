@@ -60,7 +60,7 @@ static int rig_open(struct rig *r, struct rt_graph *g, const int64_t *sizes, uns
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	rc = r->ops->dev_open(0, &r->dev, err, sizeof(err));
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
-	rc = gpu_compile(g, sizes, nb_sizes, &r->compiled, err, sizeof(err));
+	rc = gpu_compile(g, sizes, nb_sizes, GPU_PRECISION_FP32, &r->compiled, err, sizeof(err));
 	if (rc != 0)
 		printf("\n  gpu_compile: %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -70,7 +70,8 @@ static int rig_open(struct rig *r, struct rt_graph *g, const int64_t *sizes, uns
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	for (unsigned int s = 0; s < nb_streams; s++) {
 		CU_ASSERT_EQUAL_FATAL(r->ops->stream_create(r->dev, WORDS, &r->stream[s], err, sizeof(err)), 0);
-		r->ex[s] = gpu_executor_create(r->ops, r->dev, r->loaded, r->compiled, r->stream[s], SLOTS, err,
+		r->ex[s] = gpu_executor_create(r->ops, r->dev, r->loaded, r->compiled, r->stream[s], SLOTS,
+						 GPU_LAUNCH_GRAPH, err,
 					       sizeof(err));
 		if (r->ex[s] == NULL)
 			printf("\n  gpu_executor_create: %s\n", err);
@@ -254,7 +255,7 @@ static void test_compile_mlp(void)
 	char err[GPU_ERR_MAX] = "";
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	CU_ASSERT_EQUAL_FATAL(gpu_compile(g, sizes, 3, &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(gpu_compile(g, sizes, 3, GPU_PRECISION_FP32, &c, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(c->prog.nb_sizes, 3);
 	CU_ASSERT_EQUAL(c->prog.nb_inputs, 1);
 	CU_ASSERT_EQUAL(c->prog.input_row_bytes[0], 784 * sizeof(float));
@@ -297,12 +298,12 @@ static void test_compile_refusals(void)
 	CU_ASSERT_EQUAL(rt_cpu_kernels_register(), 0);
 	g = rt_graph_load_buffer(buf, len, NULL, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	CU_ASSERT_EQUAL(gpu_compile(g, sizes, 2, &c, err, sizeof(err)), -ENOTSUP);
+	CU_ASSERT_EQUAL(gpu_compile(g, sizes, 2, GPU_PRECISION_FP32, &c, err, sizeof(err)), -ENOTSUP);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "the_conv"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "the GPU runs 2-D"));
-	CU_ASSERT_EQUAL(gpu_compile(g, bad_sizes, 2, &c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(gpu_compile(g, bad_sizes, 2, GPU_PRECISION_FP32, &c, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "ascending"));
-	CU_ASSERT_EQUAL(gpu_compile(g, sizes, 0, &c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(gpu_compile(g, sizes, 0, GPU_PRECISION_FP32, &c, err, sizeof(err)), -EINVAL);
 	rt_graph_free(g);
 	free(buf);
 	onnx_build_model_free(m);

@@ -281,7 +281,7 @@ static uint32_t dev_run(const struct dev_case *c, const struct gpu_op *ops, uint
 	if (rc != 0)
 		fprintf(stderr, "program_load: %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 
 	t = g_ops->instance_table(inst, 0, 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -1143,7 +1143,7 @@ static void test_batch_table(void)
 	rep = dev_addr_of(dev, replies, sizeof(replies));
 	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 
 	/* batch 4 (size 1), slot 1: task A's row at row 0, task B's two at rows 1-2, row 3 padding */
 	t = g_ops->instance_table(inst, 1, 1);
@@ -1219,7 +1219,7 @@ static void test_two_streams(void)
 		struct gpu_batch_table *t;
 
 		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &s[k], err, sizeof(err)), 0);
-		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], 1, &inst[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], 1, GPU_LAUNCH_GRAPH, &inst[k], err, sizeof(err)), 0);
 		fill_rnd(x[k], 2 * ROW_FLOATS, 2, 0);
 		memcpy(mem + k * 64, x[k], sizeof(x[k]));
 		t = g_ops->instance_table(inst[k], 0, 0);
@@ -1280,7 +1280,7 @@ static void test_threaded(void)
 	memset(gen, 0, sizeof(gen));
 	for (int k = 0; k < 2; k++) {
 		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &s[k], err, sizeof(err)), 0);
-		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], THREAD_SLOTS, &inst[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], THREAD_SLOTS, GPU_LAUNCH_GRAPH, &inst[k], err, sizeof(err)), 0);
 	}
 	while ((done[0] < THREAD_LAUNCHES || done[1] < THREAD_LAUNCHES) && time(NULL) - start < THREAD_TIMEOUT_S) {
 		for (int k = 0; k < 2; k++) {
@@ -1380,8 +1380,8 @@ static void test_launch_errors(void)
 	add_program_init(&ap);
 	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->instance_create(loaded, stream, 0, &inst, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_create(loaded, stream, 0, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 
 	/* host_to_dev: registered memory only, whole ranges only */
 	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, mem, 16, &a), -EFAULT);
@@ -1450,7 +1450,7 @@ static void test_bad_segment(void)
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 	t = g_ops->instance_table(inst, 0, 0);
 	t->segments[0] = seg((uint64_t)(uintptr_t)mem, 0, 2 * ROW_BYTES);
 	t->segments[1] = seg((uint64_t)(uintptr_t)unregistered, 0, 2 * ROW_BYTES);
