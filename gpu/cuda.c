@@ -166,6 +166,7 @@ static void cuda_dev_close(struct gpu_dev *dev)
 		gpu_regions_remove(&dev->regions, dev->regions.n - 1);
 	}
 	cublaslt_close(dev);
+	cudnn_close(dev);
 	free(dev);
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CUDA module's private declarations, shared by its files: cuda.c (devices, registration,
- * streams), cuda_program.c (programs, instances, launch), cublaslt.c (cuBLASLt, opened with dlopen)
- * and the launchers of program_kernels.cu. C: the .cu side sees only the extern "C" launchers.
+ * streams), cuda_program.c (programs, instances, launch), cublaslt.c (cuBLASLt, opened with dlopen),
+ * cudnn.c (cuDNN for CONV ops, opened with dlopen) and the launchers of program_kernels.cu. C: the .cu
+ * side sees only the extern "C" launchers.
  */
 #ifndef BW_GPU_CUDA_DEFS_H
 #define BW_GPU_CUDA_DEFS_H
@@ -14,6 +15,7 @@
 #include <cuda.h>              /* types and flags only: no -lcuda */
 #include <cuda_runtime_api.h>
 #include <cublasLt.h>          /* types only: the functions come from dlopen (struct cublaslt_api) */
+#include <cudnn.h>             /* types only: the functions come from dlopen (struct cudnn_api) */
 
 #include "defs.h"
 
@@ -43,12 +45,50 @@ struct cublaslt_api {
 	__typeof__(&cublasLtMatmul) matmul;
 };
 
+/*
+ * The cuDNN functions the module calls (cudnn.c), resolved with dlsym like struct cublaslt_api. They are
+ * cuDNN's legacy (descriptor) API, which cuDNN 9 still exports from libcudnn.so.9 and marks deprecated
+ * (no warning unless CUDNN_WARN_DEPRECATED is defined).
+ */
+struct cudnn_api {
+	void *lib;             /* dlopen's handle; NULL until the first program with a CONV op */
+	char path[4096];       /* the file it came from */
+	size_t version;        /* cudnnGetVersion(): 90100 is 9.1.0 */
+	__typeof__(&cudnnGetVersion) get_version;
+	__typeof__(&cudnnGetErrorString) status_string;
+	__typeof__(&cudnnCreate) create;
+	__typeof__(&cudnnDestroy) destroy;
+	__typeof__(&cudnnSetStream) set_stream;
+	__typeof__(&cudnnCreateTensorDescriptor) tensor_create;
+	__typeof__(&cudnnSetTensor4dDescriptor) tensor_set;
+	__typeof__(&cudnnDestroyTensorDescriptor) tensor_destroy;
+	__typeof__(&cudnnCreateFilterDescriptor) filter_create;
+	__typeof__(&cudnnSetFilter4dDescriptor) filter_set;
+	__typeof__(&cudnnDestroyFilterDescriptor) filter_destroy;
+	__typeof__(&cudnnCreateConvolutionDescriptor) conv_create;
+	__typeof__(&cudnnSetConvolution2dDescriptor) conv_set;
+	__typeof__(&cudnnSetConvolutionGroupCount) conv_set_groups;
+	__typeof__(&cudnnSetConvolutionMathType) conv_set_math;
+	__typeof__(&cudnnDestroyConvolutionDescriptor) conv_destroy;
+	__typeof__(&cudnnCreateActivationDescriptor) act_create;
+	__typeof__(&cudnnSetActivationDescriptor) act_set;
+	__typeof__(&cudnnDestroyActivationDescriptor) act_destroy;
+	__typeof__(&cudnnFindConvolutionForwardAlgorithmEx) fwd_find;
+	__typeof__(&cudnnConvolutionForward) conv_fwd;
+	__typeof__(&cudnnConvolutionBiasActivationForward) conv_bias_act_fwd;
+	__typeof__(&cudnnAddTensor) add_tensor;
+	__typeof__(&cudnnActivationForward) act_fwd;
+};
+
 struct gpu_dev {
 	int index;
 	struct gpu_regions regions;
 	pfn_write_value32 write_value32;
 	pfn_get_error_string get_error_string;
 	struct cublaslt_api lt;     /* opened by the first program that needs it, closed by dev_close */
+	struct cudnn_api dnn;       /* likewise for CONV ops; optional: without it CONV runs the generic kernel */
+	bool dnn_tried;             /* cudnn_open looked once: it does not retry per program */
+	char dnn_why[GPU_ERR_MAX];  /* why CONV ops do not use cuDNN on this device ("" when they may) */
 	bool lost;
 	char fault[GPU_ERR_MAX];
 };
@@ -74,6 +114,38 @@ int cuda_check(const struct gpu_dev *dev, char *err, size_t cap);
  */
 int cublaslt_open(struct gpu_dev *dev, char *err, size_t cap);
 void cublaslt_close(struct gpu_dev *dev);
+
+/* cudnn.c */
+struct cudnn_prog; /* a loaded program's cuDNN handle and per-CONV-op plans */
+
+/**
+ * Opens cuDNN for dev once: BW_CUDNN=0 disables it; $BW_CUDNN_LIB (a file), then "libcudnn.so.9" on
+ * the loader's path, then BW_CUDA_ROOT/lib64; every function resolved, version 9.x. Never an error to
+ * the program: \return 0 when cuDNN may be used, else -ENOTSUP with dev->dnn_why saying why (disabled,
+ * the files tried, a missing symbol, another major version). Later calls return the first answer.
+ */
+int cudnn_open(struct gpu_dev *dev);
+void cudnn_close(struct gpu_dev *dev);
+/**
+ * Plans every CONV op of prog (the loaded copy) that cuDNN can run: descriptors, the algorithm found by
+ * timing (cudnnFindConvolutionForwardAlgorithmEx) within a workspace cap, a warm-up run. Ops it cannot
+ * plan keep the generic kernel. *out stays NULL when the program has no CONV op or cuDNN is absent.
+ * \param workspace_bytes  raised to the largest workspace a plan needs (the instance allocates it)
+ * \return 0; -ENOMEM or -EIO (a CUDA failure: err says which call).
+ */
+int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, const uint8_t *consts_dev,
+		       struct cudnn_prog **out, size_t *workspace_bytes, char *err, size_t cap);
+void cudnn_program_free(struct gpu_dev *dev, struct cudnn_prog *dp);
+/** \return true when op i of size s has a cuDNN plan (NULL dp: none has). */
+bool cudnn_planned(const struct cudnn_prog *dp, uint32_t s, uint32_t i);
+/**
+ * Records op i of size s into the capture of (s, slot) on stream: cudnnSetStream and the plan's calls
+ * with the arena's addresses and the instance's workspace (at least the plans' largest). The caller
+ * serialises it with every other user of the program's handle.
+ * \return 0; -EIO or -ENOMEM with err naming the op and the call.
+ */
+int cudnn_record(struct cudnn_prog *dp, uint32_t s, uint32_t slot, uint32_t i, uint8_t *arena, void *workspace,
+		 cudaStream_t stream, char *err, size_t cap);
 
 /* cuda_program.c: the ops table's program, instance and launch entries */
 int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struct gpu_loaded **out, char *err,

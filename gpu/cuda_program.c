@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device programs on the CUDA module (issue 6, step 4): load (check, copy, constants to the device,
- * a cuBLASLt plan per GEMM op), instances (per (size, slot) an arena, a mapped batch table, a mapped
+ * a cuBLASLt plan per GEMM op, a cuDNN plan per CONV op cuDNN can run: cudnn.c), instances (per (size, slot) an arena, a mapped batch table, a mapped
  * completion word and one CUDA graph: gather, the ops, scatter, completion write), and the launch,
  * which is one cudaGraphLaunch. Everything that allocates or asks the library anything happens at
  * load or instance creation, so the polling lcore's launch does nothing else.
@@ -39,8 +39,11 @@ struct gpu_loaded {
 	uint8_t *consts_dev;                  /* NULL when the program has no constants */
 	cublasLtHandle_t lt;                  /* NULL when the program has no GEMM op */
 	struct gemm_plan *plans[GPU_PROG_SIZES_MAX]; /* per size, nb_ops entries; GEMM ops' filled */
+	struct cudnn_prog *dnn;               /* NULL when no CONV op runs on cuDNN (cudnn.c) */
+	size_t workspace_bytes;               /* each instance's: cuBLASLt's and the largest cuDNN plan's */
 	/* two lcores creating instances at once would both set an arena bias pointer on a shared
-	 * descriptor between setting it and recording the matmul (start-up only) */
+	 * descriptor between setting it and recording the matmul, or the cuDNN handle's stream between
+	 * setting it and recording a convolution (start-up only) */
 	pthread_mutex_t capture_lock;
 };
 
@@ -58,7 +61,8 @@ struct gpu_instance {
 	uint8_t *tables_dev;               /* their device address */
 	volatile uint32_t *words;          /* host: word (size, slot) at size * nb_slots + slot */
 	uint32_t *words_dev;
-	void *workspace;                   /* cuBLASLt's; shared by the graphs: the stream serialises them */
+	void *workspace;                   /* cuBLASLt's and cuDNN's (lp->workspace_bytes); shared by the
+					    * graphs and the ops: the stream serialises them */
 	struct instance_graph graphs[];    /* nb_sizes * nb_slots */
 };
 
@@ -224,6 +228,7 @@ void cuda_program_unload(struct gpu_loaded *lp)
 	}
 	if (lp->lt != NULL)
 		lp->dev->lt.destroy(lp->lt);
+	cudnn_program_free(lp->dev, lp->dnn);
 	cudaFree(lp->consts_dev);
 	gpu_program_free(lp->prog);
 	pthread_mutex_destroy(&lp->capture_lock);
@@ -291,7 +296,12 @@ int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struc
 					goto fail;
 			}
 		}
+		lp->workspace_bytes = CUBLASLT_WORKSPACE_BYTES;
 	}
+	/* CONV ops cuDNN can run get a plan; the others (or all, without cuDNN) keep the generic kernel */
+	rc = cudnn_program_plan(dev, lp->prog, lp->consts_dev, &lp->dnn, &lp->workspace_bytes, err, cap);
+	if (rc < 0)
+		goto fail;
 	*out = lp;
 	return 0;
 fail:
@@ -371,6 +381,13 @@ static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, c
 
 		if (op->code == GPU_OP_GEMM) {
 			rc = gemm_record(inst, s, slot, i, g->arena, err, cap);
+			continue;
+		}
+		if (op->code == GPU_OP_CONV && cudnn_planned(lp->dnn, s, i)) {
+			/* the handle is the program's: its stream is set per recording */
+			pthread_mutex_lock(&lp->capture_lock);
+			rc = cudnn_record(lp->dnn, s, slot, i, g->arena, inst->workspace, stream, err, cap);
+			pthread_mutex_unlock(&lp->capture_lock);
 			continue;
 		}
 		e = (cudaError_t)bwgpu_op_launch(stream, op, i, g->arena, lp->consts_dev, FAULT_PAIR(g->arena, size));
@@ -523,11 +540,11 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 	if (rc < 0)
 		goto fail;
 	inst->words_dev = words_dev;
-	if (lp->lt != NULL) {
-		e = cudaMalloc(&inst->workspace, CUBLASLT_WORKSPACE_BYTES);
+	if (lp->workspace_bytes > 0) {
+		e = cudaMalloc(&inst->workspace, lp->workspace_bytes);
 		if (e != cudaSuccess) {
 			inst->workspace = NULL;
-			rc = alloc_fail(dev, "cudaMalloc (cuBLASLt workspace)", e, err, cap);
+			rc = alloc_fail(dev, "cudaMalloc (workspace)", e, err, cap);
 			goto fail;
 		}
 	}
