@@ -15,6 +15,9 @@
 #include "program_math.h"
 
 #define CUBLASLT_WORKSPACE_BYTES (4u << 20) /* per instance; what the heuristic may pick algorithms for */
+#ifndef BW_DTYPE_F16
+#define BW_DTYPE_F16 10                     /* ONNX TensorProto.FLOAT16 */
+#endif
 #define SEGMENT_BLOCKS_MAX 1024u            /* gather/scatter grid: one block per segment up to this */
 #define TABLE_ALIGN_BYTES 64                /* batch tables start on a cache line */
 #define WORDS_ALIGN_BYTES 64
@@ -88,20 +91,20 @@ static int lt_fail(const struct gpu_dev *dev, uint32_t s, uint32_t i, const char
  * offset, and every batch's stride. The heuristic assumes 256 unless told, and an algorithm picked
  * for 256 would refuse an operand at, say, offset 64 when the matmul runs.
  */
-static uint32_t operand_align_bytes(const struct gpu_ref *r, int64_t batch, int64_t stride_elems)
+static uint32_t operand_align_bytes(const struct gpu_ref *r, int64_t batch, int64_t stride_elems, uint32_t elem_bytes)
 {
 	uint64_t bits = r->offset | GPU_PROG_ALIGN;
 
 	if (batch > 1)
-		bits |= (uint64_t)stride_elems * sizeof(float);
+		bits |= (uint64_t)stride_elems * elem_bytes;
 	return (uint32_t)(bits & (~bits + 1)); /* the lowest bit set: at most GPU_PROG_ALIGN */
 }
 
-static int layout_make(const struct gpu_dev *dev, uint32_t s, uint32_t i, cublasLtMatrixLayout_t *l,
+static int layout_make(const struct gpu_dev *dev, uint32_t s, uint32_t i, cublasLtMatrixLayout_t *l, cudaDataType_t type,
 		       int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride, char *err, size_t cap)
 {
 	const struct cublaslt_api *lt = &dev->lt;
-	cublasStatus_t st = lt->layout_create(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, ld);
+	cublasStatus_t st = lt->layout_create(l, type, (uint64_t)rows, (uint64_t)cols, ld);
 
 	if (st == CUBLAS_STATUS_SUCCESS && batch > 1) {
 		int32_t count = (int32_t)batch;
@@ -111,6 +114,29 @@ static int layout_make(const struct gpu_dev *dev, uint32_t s, uint32_t i, cublas
 			st = lt->layout_set(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
 	}
 	return st == CUBLAS_STATUS_SUCCESS ? 0 : lt_fail(dev, s, i, "cublasLtMatrixLayout", st, err, cap);
+}
+
+/*
+ * The data type of a GEMM op: float32, or float16 (fp16 programs: A, B, C/D and the bias all 16F, the
+ * compute and alpha/beta still float). The compiler never mixes them within one GEMM (fp16 mode
+ * converts every float tensor, and CAST ops meet the graph's float32 inputs and outputs).
+ * \return 0 and *type, *elem_bytes; -EINVAL naming the op.
+ */
+static int gemm_dtype(const struct gpu_op *op, uint32_t s, uint32_t i, cudaDataType_t *type, uint32_t *elem_bytes,
+		      char *err, size_t cap)
+{
+	uint32_t d = op->out.dtype;
+
+	if ((d != BW_DTYPE_F32 && d != BW_DTYPE_F16) || op->in[0].dtype != d || op->in[1].dtype != d ||
+	    (op->in[2].space != GPU_SPACE_NONE && op->in[2].dtype != d)) {
+		gpu_err(err, cap, "size %u op %u (GEMM): dtypes A %u, B %u, bias %u, out %u: cuBLASLt plans all float32 "
+			"(1) or all float16 (10)", s, i, op->in[0].dtype, op->in[1].dtype,
+			op->in[2].space != GPU_SPACE_NONE ? op->in[2].dtype : d, d);
+		return -EINVAL;
+	}
+	*type = d == BW_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+	*elem_bytes = d == BW_DTYPE_F16 ? 2 : 4;
+	return 0;
 }
 
 static int gemm_plan_make(struct gpu_loaded *lp, uint32_t s, uint32_t i, char *err, size_t cap)
@@ -126,14 +152,20 @@ static int gemm_plan_make(struct gpu_loaded *lp, uint32_t s, uint32_t i, char *e
 	uint32_t epilogue = bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS) :
 				   (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
 	uint64_t workspace = CUBLASLT_WORKSPACE_BYTES;
-	uint32_t align_a = operand_align_bytes(&op->in[1], batch, op->u.gemm.stride_b);
-	uint32_t align_b = operand_align_bytes(&op->in[0], batch, op->u.gemm.stride_a);
-	uint32_t align_d = operand_align_bytes(&op->out, batch, op->u.gemm.stride_c);
+	uint32_t align_a, align_b, align_d, eb;
 	cublasLtMatmulPreference_t pref = NULL;
 	cublasLtMatmulHeuristicResult_t found;
+	cudaDataType_t type;
 	int nb_found = 0, rc;
 	cublasStatus_t st;
 
+	rc = gemm_dtype(op, s, i, &type, &eb, err, cap);
+	if (rc < 0)
+		return rc;
+	align_a = operand_align_bytes(&op->in[1], batch, op->u.gemm.stride_b, eb);
+	align_b = operand_align_bytes(&op->in[0], batch, op->u.gemm.stride_a, eb);
+	align_d = operand_align_bytes(&op->out, batch, op->u.gemm.stride_c, eb);
+	/* FP32 accumulation and float alpha/beta for both types: 16F data is 16F storage only */
 	st = lt->desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
 	if (st == CUBLAS_STATUS_SUCCESS)
 		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a));
@@ -141,6 +173,12 @@ static int gemm_plan_make(struct gpu_loaded *lp, uint32_t s, uint32_t i, char *e
 		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b));
 	if (st == CUBLAS_STATUS_SUCCESS && epilogue != CUBLASLT_EPILOGUE_DEFAULT)
 		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+	if (st == CUBLAS_STATUS_SUCCESS && bias && type == CUDA_R_16F) {
+		/* said, not left to the default (D's type, the same): the float32 path stays as it was run */
+		int32_t bias_type = (int32_t)type;
+
+		st = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
+	}
 	if (st == CUBLAS_STATUS_SUCCESS && bias && op->in[2].space == GPU_SPACE_CONST) {
 		/* a constant: one address for every slot of every instance, set once */
 		const void *bias_dev = lp->consts_dev + op->in[2].offset;
@@ -152,14 +190,15 @@ static int gemm_plan_make(struct gpu_loaded *lp, uint32_t s, uint32_t i, char *e
 	p->bias_in_arena = bias && op->in[2].space == GPU_SPACE_ARENA;
 
 	/* column-major views of the row-major buffers: a stored [r x c] row-major is [c x r] column-major */
-	rc = op->u.gemm.trans_b ? layout_make(dev, s, i, &p->lt_a, k, n, k, batch, op->u.gemm.stride_b, err, cap) :
-				  layout_make(dev, s, i, &p->lt_a, n, k, n, batch, op->u.gemm.stride_b, err, cap);
+	rc = op->u.gemm.trans_b ?
+		layout_make(dev, s, i, &p->lt_a, type, k, n, k, batch, op->u.gemm.stride_b, err, cap) :
+		layout_make(dev, s, i, &p->lt_a, type, n, k, n, batch, op->u.gemm.stride_b, err, cap);
 	if (rc == 0)
 		rc = op->u.gemm.trans_a ?
-			layout_make(dev, s, i, &p->lt_b, m, k, m, batch, op->u.gemm.stride_a, err, cap) :
-			layout_make(dev, s, i, &p->lt_b, k, m, k, batch, op->u.gemm.stride_a, err, cap);
+			layout_make(dev, s, i, &p->lt_b, type, m, k, m, batch, op->u.gemm.stride_a, err, cap) :
+			layout_make(dev, s, i, &p->lt_b, type, k, m, k, batch, op->u.gemm.stride_a, err, cap);
 	if (rc == 0)
-		rc = layout_make(dev, s, i, &p->lt_d, n, m, n, batch, op->u.gemm.stride_c, err, cap);
+		rc = layout_make(dev, s, i, &p->lt_d, type, n, m, n, batch, op->u.gemm.stride_c, err, cap);
 	if (rc < 0)
 		return rc;
 

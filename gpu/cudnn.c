@@ -58,7 +58,9 @@
 #define CUDNN_ENV_LOG "BW_CUDNN_LOG" /* "1": one line per CONV op's plan on stderr, at load */
 #define CUDNN_MAJOR_WANTED 9
 #define CUDNN_WORKSPACE_CAP_BYTES ((size_t)64 << 20) /* the most workspace one CONV plan may use */
+#ifndef BW_DTYPE_F16
 #define BW_DTYPE_F16 10                              /* ONNX TensorProto.FLOAT16 */
+#endif
 
 #ifndef BW_CUDA_ROOT
 #define BW_CUDA_ROOT "/usr/local/cuda"
