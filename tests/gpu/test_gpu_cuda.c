@@ -10,7 +10,8 @@
  * instantiated and launched as graphs, their batches gathered from and scattered into registered host
  * memory, the results compared with program_math.h's per-item functions run here on a host copy of
  * the arena (what the fake device does), and a Gather index out of range reported in the table's
- * fault word. argv[1]: the module, or --fake: the same tests on the fake device (gpu/fake.h, its own
+ * fault word. CONV ops go through cuDNN where the module finds it (BW_CUDNN_LOG=1 prints each plan;
+ * BW_CUDNN=0 runs the same tests on the generic kernel). argv[1]: the module, or --fake: the same tests on the fake device (gpu/fake.h, its own
  * thread finishing the work), which CI runs so that this test is known right before a GPU runs it.
  */
 #include <errno.h>
@@ -109,6 +110,9 @@ static void test_fill_and_signal(void)
 #define PROG_BATCH_MAX 4
 #define PROG_SLOTS 2
 #define REL_TOLERANCE 1e-5f
+/* CONV through cuDNN: its algorithms (Winograd, FFT, implicit GEMM) sum in other orders than
+ * gpu_conv_item, and some transform the data first */
+#define CONV_REL_TOLERANCE 1e-3f
 /* where the batch's request rows and replies lie in the registered region: one page per tensor */
 #define REQ_AREA_OFF 0
 #define REPLY_AREA_OFF (GPU_PROG_TENSORS_MAX * PAGE_BYTES)
@@ -245,8 +249,9 @@ static void prog_env_close(struct prog_env *env)
  * area. Then the same batch through program_math.h on a host arena; the replies must match it.
  * \return the table's fault after the launch, or -1 when the word never came.
  */
-static int run_and_compare(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
-			   uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t generation)
+static int run_and_compare_tol(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
+			       uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t generation,
+			       float rel_tol)
 {
 	const struct gpu_program_size *sz = &prog->sizes[size_idx];
 	struct gpu_batch_table *t = g_ops->instance_table(inst, size_idx, slot);
@@ -323,7 +328,7 @@ static int run_and_compare(struct prog_env *env, const struct gpu_program *prog,
 		const float *got = (const float *)(env->mem + REPLY_AREA_OFF + o * PAGE_BYTES);
 
 		for (uint32_t e = 0; e < n; e++) {
-			float tol = REL_TOLERANCE * fmaxf(fabsf(want[e]), 1.0f);
+			float tol = rel_tol * fmaxf(fabsf(want[e]), 1.0f);
 
 			if (!(fabsf(got[e] - want[e]) <= tol)) {
 				if (bad++ < 8)
@@ -338,6 +343,12 @@ static int run_and_compare(struct prog_env *env, const struct gpu_program *prog,
 	free(arena);
 	free(ref_table);
 	return fault;
+}
+
+static int run_and_compare(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
+			   uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t generation)
+{
+	return run_and_compare_tol(env, prog, inst, size_idx, slot, in, nb_rows, generation, REL_TOLERANCE);
 }
 
 static void test_program_mlp(void)
@@ -473,10 +484,22 @@ static void test_program_gather_fault(void)
 /*
  * A CNN block at batch 2 and 4 (3 rows: a padding row): x [b,2,5,5] -> CONV 3x3 pad 1 + bias + Relu
  * (weights and bias constants) -> t [b,4,5,5] -> POOL max 2x2 stride 2 -> y [b,4,2,2]; and t -> POOL
- * average over the whole image -> z [b,4,1,1]. The CUDA module runs CONV and POOL with its per-item
- * kernel (cuDNN comes with issue 7): the same functions as the host reference.
+ * average over the whole image -> z [b,4,1,1]. The CUDA module runs CONV with cuDNN when it finds it
+ * (cudnn.c; else, and for POOL, its per-item kernel); the host reference is gpu_conv_item.
  */
 enum { K_X = 0, K_T = 1024, K_Y = 2816, K_Z = 3072, K_BYTES = 3328, K_W = 0, K_B = 512, K_CONST_BYTES = 528 };
+
+static void conv_geometry(struct gpu_op *op, int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride,
+			  int64_t pad, int64_t dil, int64_t group)
+{
+	op->u.conv.n = n, op->u.conv.c = c, op->u.conv.h = hw, op->u.conv.w = hw, op->u.conv.m = m;
+	op->u.conv.kh = k, op->u.conv.kw = k, op->u.conv.stride_h = stride, op->u.conv.stride_w = stride;
+	op->u.conv.pad_h = pad, op->u.conv.pad_w = pad, op->u.conv.dil_h = dil, op->u.conv.dil_w = dil;
+	op->u.conv.group = group;
+	op->u.conv.oh = (hw + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+	op->u.conv.ow = op->u.conv.oh;
+	op->count = (uint64_t)(n * m * op->u.conv.oh * op->u.conv.ow);
+}
 
 static uint32_t cnn_ops(uint32_t b, struct gpu_op *ops)
 {
@@ -502,12 +525,60 @@ static uint32_t cnn_ops(uint32_t b, struct gpu_op *ops)
 	return 3;
 }
 
-static void test_program_cnn(void)
+/*
+ * Every CONV feature, at batch 2 and 4 (3 rows), x [b,4,7,7] in:
+ *   z  = POOL avg 3x3 stride 2 (x)                                       [b,4,3,3]
+ *   ya = relu(CONV 3x3 group 2 stride 2 pad 1 dilation 2 (x) + bias + z)  [b,4,3,3]  output 0
+ *   yb = relu(CONV 3x3 (x)), no bias, no residual                         [b,6,5,5]  output 1
+ *   p  = SQRT(x): NaN where x < 0, then
+ *   p  = CONV 1x1 (x) + bias, no Relu, no residual, written over p         [b,4,7,7]  output 2
+ * On cuDNN: ya and yb take the fused call (a zero bias for yb, z = y with alpha2 = 0); p the fused call
+ * with an IDENTITY activation (IMPLICIT_PRECOMP_GEMM) or the separate calls, and the NaN that p held
+ * shows whether alpha2 = 0 keeps cuDNN from reading z.
+ */
+enum { F_X = 0, F_Z = 3328, F_YA = 4096, F_YB = 4864, F_P = 7424, F_BYTES = 10752,
+       F_WA = 0, F_BA = 512, F_WB = 768, F_WC = 1792, F_BC = 2048, F_CONST_BYTES = 2064 };
+
+static uint32_t conv_features_ops(uint32_t b, struct gpu_op *ops)
+{
+	struct gpu_ref none = { 0 };
+
+	ops[0] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_AVG, .in = { arena_ref(BW_DTYPE_F32, F_X) },
+				  .out = arena_ref(BW_DTYPE_F32, F_Z) };
+	conv_geometry(&ops[0], b, 4, 7, 4, 3, 2, 0, 1, 4);
+	ops[1] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
+				  .in = { arena_ref(BW_DTYPE_F32, F_X), const_ref(BW_DTYPE_F32, F_WA),
+					  const_ref(BW_DTYPE_F32, F_BA), arena_ref(BW_DTYPE_F32, F_Z) },
+				  .out = arena_ref(BW_DTYPE_F32, F_YA) };
+	conv_geometry(&ops[1], b, 4, 7, 4, 3, 2, 1, 2, 2);
+	ops[2] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
+				  .in = { arena_ref(BW_DTYPE_F32, F_X), const_ref(BW_DTYPE_F32, F_WB), none, none },
+				  .out = arena_ref(BW_DTYPE_F32, F_YB) };
+	conv_geometry(&ops[2], b, 4, 7, 6, 3, 1, 0, 1, 1);
+	ops[3] = (struct gpu_op){ .code = GPU_OP_UNARY, .fn = GPU_UNARY_SQRT, .in = { arena_ref(BW_DTYPE_F32, F_X) },
+				  .out = arena_ref(BW_DTYPE_F32, F_P), .count = b * 196u };
+	ops[4] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_NONE,
+				  .in = { arena_ref(BW_DTYPE_F32, F_X), const_ref(BW_DTYPE_F32, F_WC),
+					  const_ref(BW_DTYPE_F32, F_BC), none },
+				  .out = arena_ref(BW_DTYPE_F32, F_P) };
+	conv_geometry(&ops[4], b, 4, 7, 4, 1, 1, 0, 1, 1);
+	return 5;
+}
+
+/* One CONV program: its ops at batch 2 and PROG_BATCH_MAX, random constants and inputs. */
+struct conv_case {
+	const char *name;
+	uint32_t (*ops)(uint32_t b, struct gpu_op *ops);
+	uint32_t in_row, nb_outputs;
+	uint32_t out_rows[3];
+	uint64_t arena_bytes, input_offset, output_offset[3], const_bytes;
+};
+
+static void conv_case_run(const struct conv_case *cc)
 {
 	static const uint32_t batches[] = { 2, PROG_BATCH_MAX };
-	static const uint32_t out_rows[] = { 16 * sizeof(float), 4 * sizeof(float) };
-	struct gpu_op ops[2][4];
-	float consts[K_CONST_BYTES / sizeof(float)], in[PROG_BATCH_MAX * 50];
+	struct gpu_op ops[2][8];
+	float consts[F_CONST_BYTES / sizeof(float)], in[PROG_BATCH_MAX * 196];
 	struct gpu_program prog;
 	struct gpu_loaded *lp = NULL;
 	struct gpu_instance *inst = NULL;
@@ -515,17 +586,20 @@ static void test_program_cnn(void)
 	char err[GPU_ERR_MAX];
 	uint32_t s, gen = 0;
 
+	CU_ASSERT_FATAL(cc->const_bytes <= sizeof(consts) && cc->in_row <= sizeof(in) / PROG_BATCH_MAX);
 	CU_ASSERT_EQUAL_FATAL(prog_env_open(&env), 0);
-	prog_header(&prog, "cnn", 50 * sizeof(float), 2, out_rows);
-	for (s = 0; s < 2; s++)
+	prog_header(&prog, cc->name, cc->in_row, cc->nb_outputs, cc->out_rows);
+	for (s = 0; s < 2; s++) {
 		prog.sizes[s] = (struct gpu_program_size){ .batch = batches[s], .ops = ops[s],
-							   .nb_ops = cnn_ops(batches[s], ops[s]), .arena_bytes = K_BYTES,
-							   .input_offset = { K_X }, .output_offset = { K_Y, K_Z } };
+							   .nb_ops = cc->ops(batches[s], ops[s]),
+							   .arena_bytes = cc->arena_bytes, .input_offset = { cc->input_offset } };
+		memcpy(prog.sizes[s].output_offset, cc->output_offset, sizeof(cc->output_offset));
+	}
 	prog.nb_sizes = 2;
-	for (s = 0; s < K_CONST_BYTES / sizeof(float); s++)
+	for (s = 0; s < cc->const_bytes / sizeof(float); s++)
 		consts[s] = next_value();
 	prog.consts = consts;
-	prog.const_bytes = K_CONST_BYTES;
+	prog.const_bytes = cc->const_bytes;
 	CU_ASSERT_EQUAL(g_ops->program_load(g_dev, &prog, &lp, err, sizeof(err)), 0);
 	if (lp == NULL) {
 		fprintf(stderr, "\n    program_load: %s\n", err);
@@ -535,9 +609,10 @@ static void test_program_cnn(void)
 	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
 	if (inst != NULL) {
 		for (s = 0; s < 2; s++) {
-			for (uint32_t e = 0; e < PROG_BATCH_MAX * 50; e++)
+			for (uint32_t e = 0; e < PROG_BATCH_MAX * cc->in_row / sizeof(float); e++)
 				in[e] = next_value();
-			CU_ASSERT_EQUAL(run_and_compare(&env, &prog, inst, s, 0, (const uint8_t *)in, s == 1 ? 3 : 2, ++gen),
+			CU_ASSERT_EQUAL(run_and_compare_tol(&env, &prog, inst, s, 0, (const uint8_t *)in, s == 1 ? 3 : 2,
+							    ++gen, CONV_REL_TOLERANCE),
 					GPU_FAULT_NONE);
 		}
 		g_ops->instance_destroy(inst);
@@ -546,6 +621,26 @@ static void test_program_cnn(void)
 	}
 	g_ops->program_unload(lp);
 	prog_env_close(&env);
+}
+
+static void test_program_cnn(void)
+{
+	static const struct conv_case cc = { .name = "cnn", .ops = cnn_ops, .in_row = 50 * sizeof(float),
+					     .nb_outputs = 2, .out_rows = { 16 * sizeof(float), 4 * sizeof(float) },
+					     .arena_bytes = K_BYTES, .input_offset = K_X, .output_offset = { K_Y, K_Z },
+					     .const_bytes = K_CONST_BYTES };
+
+	conv_case_run(&cc);
+}
+
+static void test_program_conv_features(void)
+{
+	static const struct conv_case cc = {
+		.name = "conv-features", .ops = conv_features_ops, .in_row = 196 * sizeof(float), .nb_outputs = 3,
+		.out_rows = { 36 * sizeof(float), 150 * sizeof(float), 196 * sizeof(float) }, .arena_bytes = F_BYTES,
+		.input_offset = F_X, .output_offset = { F_YA, F_YB, F_P }, .const_bytes = F_CONST_BYTES };
+
+	conv_case_run(&cc);
 }
 
 /* A program the checks refuse is -EINVAL with a reason, and costs the device nothing. */
@@ -570,6 +665,8 @@ int main(int argc, char **argv)
 		{ "program: relu, gemm+bias+relu, broadcast add, softmax, batched gemm", test_program_mlp },
 		{ "program: gather index out of range raises the fault word", test_program_gather_fault },
 		{ "program: conv + bias + relu, max pool, global average pool", test_program_cnn },
+		{ "program: conv with group, stride, pad, dilation, bias, residual, relu; without bias; "
+		  "bias only over NaN", test_program_conv_features },
 		{ "program: refused by the checks", test_program_refused },
 		CU_TEST_INFO_NULL,
 	};
