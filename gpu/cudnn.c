@@ -822,7 +822,10 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 			plan_log(dp, s, i, why);
 		}
 	}
-	/* the warm-up runs went on the handle's stream (the legacy one): their faults show here */
+	/* a refused warm-up may leave a launch error behind, which the next kernel launch's
+	 * cudaGetLastError would report as its own: clear it; a sticky one stays, and shows in the
+	 * synchronisation (the warm-up runs went on the handle's stream, the legacy one) */
+	cudaGetLastError();
 	e = cudaDeviceSynchronize();
 	if (e != cudaSuccess) {
 		rc = cuda_fail(dev, "cuDNN warm-up (cudaDeviceSynchronize)", e, err, cap);
