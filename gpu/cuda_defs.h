@@ -15,7 +15,12 @@
 #include <cuda.h>              /* types and flags only: no -lcuda */
 #include <cuda_runtime_api.h>
 #include <cublasLt.h>          /* types only: the functions come from dlopen (struct cublaslt_api) */
+#ifndef BW_HAVE_CUDNN
+#define BW_HAVE_CUDNN 1        /* meson says 0 when the toolkit has no cudnn.h */
+#endif
+#if BW_HAVE_CUDNN
 #include <cudnn.h>             /* types only: the functions come from dlopen (struct cudnn_api) */
+#endif
 
 #include "defs.h"
 
@@ -54,6 +59,7 @@ struct cudnn_api {
 	void *lib;             /* dlopen's handle; NULL until the first program with a CONV op */
 	char path[4096];       /* the file it came from */
 	size_t version;        /* cudnnGetVersion(): 90100 is 9.1.0 */
+#if BW_HAVE_CUDNN
 	__typeof__(&cudnnGetVersion) get_version;
 	__typeof__(&cudnnGetErrorString) status_string;
 	__typeof__(&cudnnCreate) create;
@@ -78,6 +84,7 @@ struct cudnn_api {
 	__typeof__(&cudnnConvolutionBiasActivationForward) conv_bias_act_fwd;
 	__typeof__(&cudnnAddTensor) add_tensor;
 	__typeof__(&cudnnActivationForward) act_fwd;
+#endif
 };
 
 struct gpu_dev {

@@ -52,6 +52,12 @@
 #include "cuda_defs.h"
 #include "program_math.h"
 
+#ifndef BW_CUDA_ROOT
+#define BW_CUDA_ROOT "/usr/local/cuda"
+#endif
+
+#if BW_HAVE_CUDNN
+
 #define CUDNN_SONAME "libcudnn.so.9"
 #define CUDNN_ENV_LIB "BW_CUDNN_LIB"
 #define CUDNN_ENV_SWITCH "BW_CUDNN" /* "0": never use cuDNN */
@@ -60,10 +66,6 @@
 #define CUDNN_WORKSPACE_CAP_BYTES ((size_t)64 << 20) /* the most workspace one CONV plan may use */
 #ifndef BW_DTYPE_F16
 #define BW_DTYPE_F16 10                              /* ONNX TensorProto.FLOAT16 */
-#endif
-
-#ifndef BW_CUDA_ROOT
-#define BW_CUDA_ROOT "/usr/local/cuda"
 #endif
 
 /* What makes two CONV ops the same problem to cuDNN: one algorithm search serves both. */
@@ -875,3 +877,48 @@ int cudnn_record(struct cudnn_prog *dp, uint32_t s, uint32_t slot, uint32_t i, u
 		p->fused ? "cudnnConvolutionBiasActivationForward" : "convolution", a->status_string(st));
 	return st == CUDNN_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
 }
+
+#else /* !BW_HAVE_CUDNN: built against a toolkit without cudnn.h; every CONV op on the generic kernel */
+
+int cudnn_open(struct gpu_dev *dev)
+{
+	dev->dnn_tried = true;
+	gpu_err(dev->dnn_why, sizeof(dev->dnn_why), "the module was built without cuDNN (no cudnn.h in %s/include)",
+		BW_CUDA_ROOT);
+	return -ENOTSUP;
+}
+
+void cudnn_close(struct gpu_dev *dev)
+{
+	dev->dnn_tried = false;
+}
+
+int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, const uint8_t *consts_dev,
+		       struct cudnn_prog **out, size_t *workspace_bytes, char *err, size_t cap)
+{
+	(void)prog, (void)consts_dev, (void)workspace_bytes, (void)err, (void)cap;
+	*out = NULL;
+	cudnn_open(dev);
+	return 0;
+}
+
+void cudnn_program_free(struct gpu_dev *dev, struct cudnn_prog *dp)
+{
+	(void)dev, (void)dp;
+}
+
+bool cudnn_planned(const struct cudnn_prog *dp, uint32_t s, uint32_t i)
+{
+	(void)dp, (void)s, (void)i;
+	return false;
+}
+
+int cudnn_record(struct cudnn_prog *dp, uint32_t s, uint32_t slot, uint32_t i, uint8_t *arena, void *workspace,
+		 cudaStream_t stream, char *err, size_t cap)
+{
+	(void)dp, (void)arena, (void)workspace, (void)stream;
+	gpu_err(err, cap, "size %u slot %u op %u (CONV): the module was built without cuDNN", s, slot, i);
+	return -ENOTSUP;
+}
+
+#endif /* BW_HAVE_CUDNN */
