@@ -11,7 +11,9 @@
 #     --device gpu) and on the CPU (bwrun), compared output by output: max abs error within 1e-4 of
 #     the output's scale.
 # Each stage appends to RESULTS_DIR/smoke.txt as it goes, so a later failure keeps earlier results.
-# cuBLASLt: libcublasLt.so.13 from the loader's path, or pip's nvidia-cublas package (found here).
+# cuBLASLt: libcublasLt.so.13 from the loader's path, or pip's nvidia-cublas package (found here);
+# cuDNN likewise (libcudnn.so.9, pip's nvidia-cudnn-cu13), optional: BW_CUDNN_LOG=1 has the module
+# print each CONV op's plan, or why CONV runs on the generic kernel, into the log.
 set -u
 bin="${1:-build}"
 res="${2:-/tmp/bw-smoke}"
@@ -36,7 +38,7 @@ say "$info"
 [ $rc -eq 0 ] || { say "smoke: bwgpu-info found no device (exit $rc)"; exit 1; }
 
 say "== 2. test_gpu_cuda"
-"$(find_bin test_gpu_cuda)" "$module" >> "$log" 2>&1
+BW_CUDNN_LOG=1 "$(find_bin test_gpu_cuda)" "$module" >> "$log" 2>&1
 rc=$?
 grep -E "Run Summary|asserts|tests|Test:.*FAILED" "$log" | tail -4
 [ $rc -eq 0 ] || { say "smoke: test_gpu_cuda exit $rc (77 = no device)"; fail=1; }
@@ -50,10 +52,11 @@ for model in mlp cnn minilm; do
 		mkdir -p "$d/cpu" "$d/gpu"
 		"$bwrun" --batch $batch --seed 1 --output-dir "$d/cpu" "$res/models/$model.onnx" > "$d/cpu.txt" 2>&1 ||
 			{ say "smoke: $model b$batch CPU: $(tail -1 "$d/cpu.txt")"; fail=1; continue; }
-		"$bwrun" --device gpu --gpu-module "$module" --batch $batch --seed 1 --warmup 5 --repeat 50 \
-			--output-dir "$d/gpu" "$res/models/$model.onnx" > "$d/gpu.txt" 2>&1 ||
+		BW_CUDNN_LOG=1 "$bwrun" --device gpu --gpu-module "$module" --batch $batch --seed 1 --warmup 5 \
+			--repeat 50 --output-dir "$d/gpu" "$res/models/$model.onnx" > "$d/gpu.txt" 2>&1 ||
 			{ say "smoke: $model b$batch GPU: $(tail -1 "$d/gpu.txt")"; fail=1; continue; }
 		grep "^device" "$d/gpu.txt" | tee -a "$log"
+		grep "^cudnn: .*CONV ops planned" "$d/gpu.txt" | tee -a "$log"
 		tail -1 "$d/gpu.txt" | tee -a "$log"
 		python3 - "$d" "$model" "$batch" > "$d/compare.txt" 2>&1 <<'PY' || fail=1
 import glob, os, sys
