@@ -768,8 +768,14 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 	for (uint32_t s = 0; s < prog->nb_sizes; s++)
 		for (uint32_t i = 0; i < prog->sizes[s].nb_ops; i++)
 			nb_conv += prog->sizes[s].ops[i].code == GPU_OP_CONV;
-	if (nb_conv == 0 || cudnn_open(dev) < 0)
-		return 0; /* no CONV op, or no cuDNN (dev->dnn_why): the generic kernel */
+	if (nb_conv == 0)
+		return 0;
+	if (cudnn_open(dev) < 0) {
+		/* no cuDNN: the generic kernel, dev->dnn_why says why */
+		if (log != NULL && strcmp(log, "1") == 0)
+			fprintf(stderr, "cudnn: %s: 0 of %u CONV ops planned: %s\n", prog->name, nb_conv, dev->dnn_why);
+		return 0;
+	}
 	dp = calloc(1, sizeof(*dp));
 	if (dp == NULL) {
 		gpu_err(err, cap, "program %s: out of memory", prog->name);
@@ -786,7 +792,7 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 		dp->handle = NULL;
 		gpu_err(dev->dnn_why, sizeof(dev->dnn_why), "cudnnCreate: %s", dev->dnn.status_string(st));
 		if (dp->log)
-			fprintf(stderr, "cudnn: %s: %s\n", prog->name, dev->dnn_why);
+			fprintf(stderr, "cudnn: %s: 0 of %u CONV ops planned: %s\n", prog->name, nb_conv, dev->dnn_why);
 		cudnn_program_free(dev, dp);
 		return 0;
 	}
