@@ -755,7 +755,7 @@ void cudnn_program_free(struct gpu_dev *dev, struct cudnn_prog *dp)
 int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, const uint8_t *consts_dev,
 		       struct cudnn_prog **out, size_t *workspace_bytes, char *err, size_t cap)
 {
-	const char *log = getenv(CUDNN_ENV_LOG);
+	const char *log_env = getenv(CUDNN_ENV_LOG);
 	struct scratch sc = { 0 };
 	struct cudnn_prog *dp;
 	char why[GPU_ERR_MAX];
@@ -772,7 +772,7 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 		return 0;
 	if (cudnn_open(dev) < 0) {
 		/* no cuDNN: the generic kernel, dev->dnn_why says why */
-		if (log != NULL && strcmp(log, "1") == 0)
+		if (log_env != NULL && strcmp(log_env, "1") == 0)
 			fprintf(stderr, "cudnn: %s: 0 of %u CONV ops planned: %s\n", prog->name, nb_conv, dev->dnn_why);
 		return 0;
 	}
@@ -785,7 +785,7 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 	dp->prog = prog;
 	dp->consts_dev = consts_dev;
 	dp->nb_conv = nb_conv;
-	dp->log = log != NULL && strcmp(log, "1") == 0;
+	dp->log = log_env != NULL && strcmp(log_env, "1") == 0;
 	st = dev->dnn.create(&dp->handle);
 	if (st != CUDNN_STATUS_SUCCESS) {
 		/* e.g. a sub-library missing beside libcudnn.so.9: the program runs without cuDNN */
