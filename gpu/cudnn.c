@@ -370,6 +370,11 @@ static bool conv_supported(const struct gpu_op *op, struct conv_key *k, char *wh
 			(long long)g[6], (long long)want_oh, (long long)want_ow);
 		return false;
 	}
+	/* cuDNN's tensors hold at most 2^31 - 1 elements */
+	if (g[0] * g[1] * g[2] * g[3] > INT_MAX || g[0] * g[4] * g[5] * g[6] > INT_MAX) {
+		gpu_err(why, cap, "a tensor of more than %d elements", INT_MAX);
+		return false;
+	}
 	y_bytes = (uint64_t)(g[0] * g[4] * g[5] * g[6]) * eb;
 	if (refs_overlap(&op->in[0], (uint64_t)(g[0] * g[1] * g[2] * g[3]) * eb, &op->out, y_bytes)) {
 		gpu_err(why, cap, "the input overlaps the output");
