@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device programs on the CUDA module (issue 6, step 4): load (check, copy, constants to the device,
- * a cuBLASLt plan per GEMM op, a cuDNN plan per CONV op cuDNN can run: cudnn.c), instances (per (size, slot) an arena, a mapped batch table, a mapped
+ * a cuBLASLt plan per GEMM op), instances (per (size, slot) an arena, a mapped batch table, a mapped
  * completion word and one CUDA graph: gather, the ops, scatter, completion write), and the launch,
  * which is one cudaGraphLaunch. Everything that allocates or asks the library anything happens at
  * load or instance creation, so the polling lcore's launch does nothing else.
