@@ -100,8 +100,9 @@ static uint32_t operand_align_bytes(const struct gpu_ref *r, int64_t batch, int6
 	return (uint32_t)(bits & (~bits + 1)); /* the lowest bit set: at most GPU_PROG_ALIGN */
 }
 
-static int layout_make(const struct gpu_dev *dev, uint32_t s, uint32_t i, cublasLtMatrixLayout_t *l, cudaDataType_t type,
-		       int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride, char *err, size_t cap)
+static int layout_make(const struct gpu_dev *dev, uint32_t s, uint32_t i, cublasLtMatrixLayout_t *l,
+		       cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride,
+		       char *err, size_t cap)
 {
 	const struct cublaslt_api *lt = &dev->lt;
 	cublasStatus_t st = lt->layout_create(l, type, (uint64_t)rows, (uint64_t)cols, ld);

@@ -11,8 +11,9 @@
  * memory, the results compared with program_math.h's per-item functions run here on a host copy of
  * the arena (what the fake device does), and a Gather index out of range reported in the table's
  * fault word. CONV ops go through cuDNN where the module finds it (BW_CUDNN_LOG=1 prints each plan;
- * BW_CUDNN=0 runs the same tests on the generic kernel). argv[1]: the module, or --fake: the same tests on the fake device (gpu/fake.h, its own
- * thread finishing the work), which CI runs so that this test is known right before a GPU runs it.
+ * BW_CUDNN=0 runs the same tests on the generic kernel). argv[1]: the module, or --fake: the same
+ * tests on the fake device (gpu/fake.h, its own thread finishing the work), which CI runs so that
+ * this test is known right before a GPU runs it.
  */
 #include <errno.h>
 #include <math.h>
