@@ -5,6 +5,11 @@
  * sequential order, which is the order a stream runs ops in), then each remaining step is lowered to
  * device ops by its GPU kernel's lowering function (lower.c). Constants the ops read (initializers,
  * folded values) are gathered into one blob, each once.
+ *
+ * GPU_PRECISION_FP16 is a pass over the float32 program: every float operand becomes float16 where it
+ * lies (a tensor keeps its float32-sized place and uses its first half), the float constants are
+ * converted in the blob, and the graph's float inputs and outputs, which travel as float32 rows, get a
+ * CAST op from/to a float32 area added to the arena. Kernels compute in float whatever they store.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,13 +19,17 @@
 #include "exec/plan.h"
 #include "graph.h"
 #include "lower.h"
+#include "program_math.h"
 
 #define OPS_INITIAL 64
+#define OP_NOT_FROM_A_NODE UINT32_MAX /* op_node of ops the compiler adds */
 #define CONSTS_INITIAL (1u << 20)
 
 struct const_entry {
 	const void *data;
 	uint64_t offset;
+	uint64_t nbytes;
+	bool to_half;   /* read as float by some op of an fp16 program: converted once, at the end */
 };
 
 struct builder {
@@ -35,6 +44,7 @@ struct builder {
 	struct const_entry *entries;
 	uint32_t nb_entries, cap_entries;
 	uint64_t arena_bytes;      /* the plan's, grown by areas the compiler adds */
+	uint32_t precision;        /* enum gpu_precision */
 };
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
@@ -116,7 +126,7 @@ static int const_ref(struct builder *b, const void *data, size_t nbytes, uint64_
 	if (nbytes > 0)
 		memcpy(b->consts + off, data, nbytes);
 	b->const_bytes = off + nbytes;
-	b->entries[b->nb_entries++] = (struct const_entry){ .data = data, .offset = off };
+	b->entries[b->nb_entries++] = (struct const_entry){ .data = data, .offset = off, .nbytes = nbytes };
 	*offset = off;
 	return 0;
 }
@@ -224,7 +234,7 @@ static int place_output(struct builder *b, const struct rt_plan *p, int32_t valu
 	op.out.offset = gpu_lower_arena_area(b, o.nbytes);
 	op.count = o.nbytes;
 	*offset = op.out.offset;
-	b->node = UINT32_MAX;
+	b->node = OP_NOT_FROM_A_NODE;
 	return gpu_lower_emit(b, &op);
 }
 
@@ -244,6 +254,135 @@ static int row_bytes_set(uint32_t *row_bytes, bool first, size_t nbytes, int64_t
 	}
 	*row_bytes = (uint32_t)row;
 	return 0;
+}
+
+/* ---- GPU_PRECISION_FP16 --------------------------------------------------------------------------- */
+
+/* A float32 operand becomes float16 in place; a constant's entry is marked for conversion. */
+static int ref_to_half(struct builder *b, struct gpu_ref *r)
+{
+	if (r->space == GPU_SPACE_NONE || r->dtype != BW_DTYPE_F32)
+		return 0;
+	r->dtype = BW_DTYPE_F16;
+	if (r->space != GPU_SPACE_CONST)
+		return 0;
+	for (uint32_t i = 0; i < b->nb_entries; i++)
+		if (b->entries[i].offset == r->offset) {
+			b->entries[i].to_half = true;
+			return 0;
+		}
+	return -EINVAL; /* lowerings refer to constants by their start: const_ref's offsets */
+}
+
+static int op_to_half(struct builder *b, struct gpu_op *op)
+{
+	bool float_copy = op->code == GPU_OP_COPY && op->in[0].dtype == BW_DTYPE_F32;
+	bool float_gather = op->code == GPU_OP_GATHER && op->in[0].dtype == BW_DTYPE_F32;
+	int rc = ref_to_half(b, &op->out);
+
+	for (unsigned int k = 0; k < GPU_OP_INPUTS_MAX && rc == 0; k++)
+		rc = ref_to_half(b, &op->in[k]);
+	if (float_copy)
+		op->count /= 2; /* bytes */
+	if (float_gather)
+		op->u.gather.elem_bytes = 2;
+	if (op->code == GPU_OP_CAST) {
+		op->u.cast.from = op->in[0].dtype;
+		op->u.cast.to = op->out.dtype;
+	}
+	return rc;
+}
+
+/* A CAST of count elements, added by the compiler. */
+static struct gpu_op cast_op(uint64_t from_offset, uint32_t from, uint64_t to_offset, uint32_t to, uint64_t count)
+{
+	struct gpu_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.code = GPU_OP_CAST;
+	op.in[0] = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = from, .offset = from_offset };
+	op.out = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = to, .offset = to_offset };
+	op.count = count;
+	op.u.cast.from = from;
+	op.u.cast.to = to;
+	return op;
+}
+
+/*
+ * The fp16 pass over one size's ops (see the top of this file). Graph input i: the gather now fills a
+ * new float32 area, and a CAST at the start writes its float16 copy where the ops read the input.
+ * Output i: a CAST at the end reads the ops' float16 result into a new float32 area the scatter reads.
+ */
+static int size_to_half(struct builder *b, const struct rt_graph *g, struct gpu_program_size *sz, int64_t batch,
+			char *err, size_t cap)
+{
+	struct gpu_op casts[GPU_PROG_TENSORS_MAX];
+	uint32_t nb_casts = 0, first = b->nb_ops;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < b->nb_ops && rc == 0; i++)
+		rc = op_to_half(b, &b->ops[i]);
+	if (rc < 0) {
+		snprintf(err, cap, "batch %lld: fp16: an op refers into the middle of a constant", (long long)batch);
+		return rc;
+	}
+	for (uint32_t i = 0; i < g->num_inputs; i++) {
+		const struct rt_tensor *v = &g->values[g->inputs[i]].tensor;
+		uint64_t bytes = (uint64_t)b->c->prog.input_row_bytes[i] * (uint64_t)batch, f32;
+
+		if (v->dtype != BW_DTYPE_F32)
+			continue;
+		f32 = gpu_lower_arena_area(b, bytes);
+		casts[nb_casts++] = cast_op(f32, BW_DTYPE_F32, sz->input_offset[i], BW_DTYPE_F16, bytes / 4);
+		sz->input_offset[i] = f32;
+	}
+	/* the input casts go first: make room at the front of the op list */
+	b->node = OP_NOT_FROM_A_NODE;
+	for (uint32_t k = 0; k < nb_casts && rc == 0; k++)
+		rc = gpu_lower_emit(b, &casts[k]);
+	if (rc < 0)
+		return rc;
+	if (nb_casts > 0) {
+		memmove(b->ops + nb_casts, b->ops, (size_t)first * sizeof(*b->ops));
+		memmove(b->op_node + nb_casts, b->op_node, (size_t)first * sizeof(*b->op_node));
+		memcpy(b->ops, casts, (size_t)nb_casts * sizeof(*b->ops));
+		for (uint32_t k = 0; k < nb_casts; k++)
+			b->op_node[k] = OP_NOT_FROM_A_NODE;
+	}
+	for (uint32_t i = 0; i < g->num_outputs && rc == 0; i++) {
+		const struct rt_tensor *v = &g->values[g->outputs[i]].tensor;
+		uint64_t bytes = (uint64_t)b->c->prog.output_row_bytes[i] * (uint64_t)batch, f32;
+		struct gpu_op op;
+
+		if (v->dtype != BW_DTYPE_F32)
+			continue;
+		f32 = gpu_lower_arena_area(b, bytes);
+		op = cast_op(sz->output_offset[i], BW_DTYPE_F16, f32, BW_DTYPE_F32, bytes / 4);
+		sz->output_offset[i] = f32;
+		rc = gpu_lower_emit(b, &op);
+	}
+	return rc;
+}
+
+/* Each constant some fp16 op reads as float: float32 to float16 in place, in its first half. */
+static void consts_to_half(struct builder *b)
+{
+	for (uint32_t i = 0; i < b->nb_entries; i++) {
+		const struct const_entry *e = &b->entries[i];
+		uint8_t *p = b->consts + e->offset;
+
+		if (!e->to_half)
+			continue;
+		/* element j's half goes to bytes [2j, 2j + 2), which element j's float has already left */
+		for (uint64_t j = 0; j < e->nbytes / 4; j++) {
+			float f;
+			uint16_t h;
+
+			memcpy(&f, p + j * 4, sizeof(f));
+			h = gpu_float_to_half(f);
+			memcpy(p + j * 2, &h, sizeof(h));
+		}
+	}
 }
 
 static int compile_size(struct builder *b, const struct rt_graph *g, int64_t batch, char *err, size_t cap)
@@ -283,6 +422,8 @@ static int compile_size(struct builder *b, const struct rt_graph *g, int64_t bat
 			rc = row_bytes_set(&b->c->prog.output_row_bytes[i], b->size_idx == 0, nbytes, batch, "output",
 					   g->values[g->outputs[i]].name, err, cap);
 	}
+	if (rc == 0 && b->precision == GPU_PRECISION_FP16)
+		rc = size_to_half(b, g, sz, batch, err, cap);
 	rt_plan_free(p);
 	sz->ops = b->ops;
 	sz->nb_ops = b->nb_ops;
@@ -319,10 +460,6 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 		snprintf(err, cap, "precision %u unknown", precision);
 		return -EINVAL;
 	}
-	if (precision == GPU_PRECISION_FP16) {
-		snprintf(err, cap, "precision fp16: not built yet");
-		return -ENOTSUP;
-	}
 	rc = gpu_kernels_register();
 	if (rc < 0) {
 		snprintf(err, cap, "registering the GPU kernels: error %d", rc);
@@ -343,11 +480,14 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 
 	memset(&b, 0, sizeof(b));
 	b.c = c;
+	b.precision = precision;
 	for (unsigned int i = 0; i < nb_sizes && rc == 0; i++) {
 		b.size_idx = i;
 		c->prog.nb_sizes = i + 1;
 		rc = compile_size(&b, g, sizes[i], err, cap);
 	}
+	if (rc == 0 && precision == GPU_PRECISION_FP16)
+		consts_to_half(&b);
 	c->prog.consts = b.consts;
 	c->prog.const_bytes = b.const_bytes;
 	free(b.entries);
@@ -378,5 +518,5 @@ const char *gpu_compiled_op_node(const struct gpu_compiled *c, uint32_t size_idx
 	if (c == NULL || size_idx >= c->prog.nb_sizes || op_index >= c->prog.sizes[size_idx].nb_ops)
 		return "?";
 	node = c->op_node[size_idx][op_index];
-	return node < c->graph->num_nodes ? c->graph->nodes[node].name : "(graph output copy)";
+	return node < c->graph->num_nodes ? c->graph->nodes[node].name : "(added by the compiler: a copy or cast)";
 }
