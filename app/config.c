@@ -11,6 +11,7 @@
 #include <rte_cfgfile.h>
 
 #include "config.h"
+#include "host.h"
 
 #define APP_INI_SECTION "dataplane"
 
@@ -177,7 +178,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
 		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
 		"                   cpu only), slots, and the batching options of docs/batching.md\n"
-		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes\n"
+		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes and takes\n"
+		"                   precision (fp32, fp16) and launch_mode (graph, doorbell)\n"
 		"  The built-in model 'echo' replies with its inputs; [model echo] sets its batching.\n"
 		"  --help           this text\n"
 		"  --version        print the version\n\n"
@@ -356,7 +358,8 @@ static struct app_model_config *model_get(struct app_config *cfg, const char *na
 }
 
 /*
- * Sets one key of a model: its own (path, device, workers, slots) or a batching option. A relative
+ * Sets one key of a model: its own (path, device, workers, slots, precision, launch_mode) or a
+ * batching option. A relative
  * path in a file is taken relative to the file's directory (base), on the command line to the
  * working directory (base NULL). \return 0, or -EINVAL with one line in msg.
  */
@@ -419,6 +422,22 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 			return -EINVAL;
 		}
 		model->slots = (unsigned int)v;
+		return 0;
+	}
+	if (strcmp(key, "precision") == 0 || strcmp(key, "launch_mode") == 0) {
+		bool precision = key[0] == 'p';
+		int v = precision ? gpu_precision_parse(value) : gpu_launch_mode_parse(value);
+
+		if (v < 0) {
+			snprintf(msg, cap, "invalid %s '%s': expected %s", key, value,
+				 precision ? "fp32 or fp16" : "graph or doorbell");
+			return -EINVAL;
+		}
+		if (precision)
+			model->precision = (uint32_t)v;
+		else
+			model->launch_mode = (uint32_t)v;
+		model->gpu_keys_set = true;
 		return 0;
 	}
 	return bat_option_set(&model->batching, key, value, msg, cap);
@@ -660,6 +679,11 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		}
 		if (m->device == APP_DEVICE_GPU && gpu_model_check(m, err) != 0)
 			return -EINVAL;
+		if (m->device != APP_DEVICE_GPU && m->gpu_keys_set) {
+			fprintf(err, "batchwire: model '%s': precision and launch_mode are the GPU's: expected device = "
+				"gpu, or neither key\n", m->name);
+			return -EINVAL;
+		}
 	}
 	if (!cfg->have_ip) {
 		fprintf(err, "batchwire: missing --ip (or ip in [" APP_INI_SECTION "]): expected the appliance's "

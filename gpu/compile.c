@@ -499,6 +499,43 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 	return 0;
 }
 
+static const char *const g_precision_names[GPU_PRECISION_COUNT] = {
+	[GPU_PRECISION_FP32] = "fp32",
+	[GPU_PRECISION_FP16] = "fp16",
+};
+static const char *const g_launch_mode_names[GPU_LAUNCH_MODE_COUNT] = {
+	[GPU_LAUNCH_GRAPH] = "graph",
+	[GPU_LAUNCH_DOORBELL] = "doorbell",
+};
+
+static int name_parse(const char *const *names, unsigned int n, const char *name)
+{
+	for (unsigned int i = 0; name != NULL && i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+const char *gpu_precision_name(uint32_t precision)
+{
+	return precision < GPU_PRECISION_COUNT ? g_precision_names[precision] : "?";
+}
+
+int gpu_precision_parse(const char *name)
+{
+	return name_parse(g_precision_names, GPU_PRECISION_COUNT, name);
+}
+
+const char *gpu_launch_mode_name(uint32_t mode)
+{
+	return mode < GPU_LAUNCH_MODE_COUNT ? g_launch_mode_names[mode] : "?";
+}
+
+int gpu_launch_mode_parse(const char *name)
+{
+	return name_parse(g_launch_mode_names, GPU_LAUNCH_MODE_COUNT, name);
+}
+
 void gpu_compiled_free(struct gpu_compiled *c)
 {
 	if (c == NULL)

@@ -58,6 +58,15 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 		struct gpu_compiled **out, char *err, size_t cap);
 void gpu_compiled_free(struct gpu_compiled *c);
 
+/** \return "fp32", "fp16": the names configs and options use; "?" for another value. */
+const char *gpu_precision_name(uint32_t precision);
+/** \return the enum gpu_precision of a name ("fp32", "fp16"), or -EINVAL. */
+int gpu_precision_parse(const char *name);
+/** \return "graph", "doorbell": enum gpu_launch_mode's names; "?" for another value. */
+const char *gpu_launch_mode_name(uint32_t mode);
+/** \return the enum gpu_launch_mode of a name ("graph", "doorbell"), or -EINVAL. */
+int gpu_launch_mode_parse(const char *name);
+
 /** \return the name of the node op op_index of size size_idx came from ("?" when out of range). */
 const char *gpu_compiled_op_node(const struct gpu_compiled *c, uint32_t size_idx, uint32_t op_index);
 
