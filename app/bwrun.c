@@ -69,6 +69,7 @@ struct opts {
 	int gpu_index;
 	uint32_t precision;             /* enum gpu_precision */
 	uint32_t launch_mode;           /* enum gpu_launch_mode */
+	uint32_t layout;                /* enum gpu_layout */
 	const char *output_dir, *save_inputs;
 	struct input_file inputs[INPUT_FILES_MAX];
 	unsigned int num_inputs;
@@ -143,6 +144,8 @@ static void usage(FILE *f)
 		"  --gpu-index N        the device to use (default 0)\n"
 		"  --precision P        fp32 (default) or fp16: float tensors and weights in half precision on\n"
 		"                       the device, fp32 accumulation; inputs and outputs stay fp32\n"
+		"  --layout L           auto (default: nhwc for fp16, nchw for fp32), nchw or nhwc: where the\n"
+		"                       device's convolutions keep their channels\n"
 		"  --launch-mode M      graph (default): one graph launch per batch; doorbell: the launch is a\n"
 		"                       memory write the device's dispatcher picks up\n"
 		"  -h, --help           this text\n"
@@ -168,7 +171,8 @@ static unsigned long long parse_uint(const char *opt, const char *s, unsigned lo
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_BATCH = 256, OPT_INPUT, OPT_SEED, OPT_SAVE_INPUTS, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_WARMUP,
-	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_PRECISION, OPT_LAUNCH_MODE };
+	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_PRECISION, OPT_LAUNCH_MODE,
+	       OPT_LAYOUT };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "input", required_argument, NULL, OPT_INPUT },
@@ -184,6 +188,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "gpu-index", required_argument, NULL, OPT_GPU_INDEX },
 		{ "precision", required_argument, NULL, OPT_PRECISION },
 		{ "launch-mode", required_argument, NULL, OPT_LAUNCH_MODE },
+		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -252,6 +257,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->precision = (uint32_t)rc;
 			gpu_only = true;
 			break;
+		case OPT_LAYOUT:
+			rc = gpu_layout_parse(optarg);
+			if (rc < 0)
+				die("--layout: '%s' is none of auto, nchw, nhwc", optarg);
+			o->layout = (uint32_t)rc;
+			gpu_only = true;
+			break;
 		case OPT_LAUNCH_MODE:
 			rc = gpu_launch_mode_parse(optarg);
 			if (rc < 0)
@@ -274,7 +286,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	if (optind != argc - 1)
 		die(optind == argc ? "no model file given (see --help)" : "one model file at a time (see --help)");
 	if (!o->gpu && (o->gpu_module != NULL || o->gpu_index != 0 || gpu_only))
-		die("--gpu-module, --gpu-index, --precision and --launch-mode go with --device gpu");
+		die("--gpu-module, --gpu-index, --precision, --layout and --launch-mode go with --device gpu");
 	if (o->gpu && o->workers != 1)
 		die("--workers is the CPU executor's: --device gpu runs on one polling thread");
 	o->model = argv[optind];
@@ -748,7 +760,8 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	rc = gpu_host_device_open(o->gpu_module, o->gpu_index, &r->gpu, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	rc = gpu_compile(g, &o->batch, 1, o->precision, &r->compiled, err, sizeof(err));
+	rc = gpu_compile_with(g, &o->batch, 1, &(struct gpu_compile_options){ o->precision, o->layout }, &r->compiled,
+			      err, sizeof(err));
 	if (rc != 0)
 		die("%s: on the GPU: %s", o->model, err);
 	rc = r->gpu.ops->program_load(r->gpu.dev, &r->compiled->prog, &r->loaded, err, sizeof(err));
@@ -763,8 +776,9 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 		die("%s: %s", o->model, err);
 	for (uint32_t i = 0; i < r->compiled->prog.sizes[0].nb_ops; i++)
 		counts[r->compiled->prog.sizes[0].ops[i].code]++;
-	printf("device %s (%s module, %s, %s launch): %u ops:", r->gpu.info.name, r->gpu.ops->name,
-	       gpu_precision_name(o->precision), gpu_launch_mode_name(o->launch_mode), r->compiled->prog.sizes[0].nb_ops);
+	printf("device %s (%s module, %s, %s, %s launch): %u ops:", r->gpu.info.name, r->gpu.ops->name,
+	       gpu_precision_name(o->precision), gpu_layout_name(r->compiled->layout),
+	       gpu_launch_mode_name(o->launch_mode), r->compiled->prog.sizes[0].nb_ops);
 	for (unsigned int c = 1; c < GPU_OP_CODE_COUNT; c++)
 		if (counts[c] > 0)
 			printf(" %s %u", op_names[c], counts[c]);

@@ -42,7 +42,8 @@ struct app_model_config {
 				       * lcore); 0: derived */
 	uint32_t precision;           /* device gpu: enum gpu_precision (fp32 unless set) */
 	uint32_t launch_mode;         /* device gpu: enum gpu_launch_mode (graph unless set) */
-	bool gpu_keys_set;            /* precision or launch_mode given: refused for a CPU model */
+	uint32_t layout;              /* device gpu: enum gpu_layout (auto unless set) */
+	bool gpu_keys_set;            /* precision, layout or launch_mode given: refused for a CPU model */
 	struct bat_options batching;
 };
 

@@ -10,6 +10,12 @@
  * lies (a tensor keeps its float32-sized place and uses its first half), the float constants are
  * converted in the blob, and the graph's float inputs and outputs, which travel as float32 rows, get a
  * CAST op from/to a float32 area added to the arena. Kernels compute in float whatever they store.
+ *
+ * GPU_LAYOUT_NHWC is a pass before it: every CONV (with constant weights) and POOL op computes in NHWC,
+ * its weights permuted in the blob; the tensors they produce stay NHWC while only such ops read them,
+ * and a PERMUTE op gives any other reader (and the graph's outputs) the NCHW copy it expects, once per
+ * tensor. A tensor of 1x1 spatial size is the same in both layouts and never permuted: ResNet-50 needs
+ * one PERMUTE in all, of its input.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,6 +36,8 @@ struct const_entry {
 	uint64_t offset;
 	uint64_t nbytes;
 	bool to_half;   /* read as float by some op of an fp16 program: converted once, at the end */
+	bool to_nhwc;   /* the weights of an NHWC CONV: [m][cpg][kh][kw] permuted to [m][kh][kw][cpg] */
+	int64_t m, cpg, kh, kw;
 };
 
 struct builder {
@@ -45,6 +53,8 @@ struct builder {
 	uint32_t nb_entries, cap_entries;
 	uint64_t arena_bytes;      /* the plan's, grown by areas the compiler adds */
 	uint32_t precision;        /* enum gpu_precision */
+	uint32_t layout;           /* GPU_LAYOUT_NCHW or GPU_LAYOUT_NHWC (AUTO resolved) */
+	uint32_t nhwc_ops;         /* CONV and POOL ops the NHWC pass converted, all sizes */
 };
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
@@ -256,6 +266,243 @@ static int row_bytes_set(uint32_t *row_bytes, bool first, size_t nbytes, int64_t
 	return 0;
 }
 
+/* ---- GPU_LAYOUT_NHWC ------------------------------------------------------------------------------ */
+
+#define NHWC_REGIONS_MAX 64 /* NHWC tensors alive at once; past it, a CONV or POOL stays NCHW */
+
+/* A tensor a converted op wrote in NHWC, alive until an op writes over its bytes. */
+struct nhwc_region {
+	uint64_t offset, bytes;
+	int64_t n, c, h, w;
+	bool has_copy;
+	uint64_t copy;          /* its NCHW copy's arena offset, made for the first reader that needs it */
+};
+
+struct nhwc_pass {
+	struct builder *b;
+	struct nhwc_region regions[NHWC_REGIONS_MAX];
+	uint32_t nb_regions;
+};
+
+/* A PERMUTE of a float tensor [n][c][h][w] into NHWC (to_nhwc) or of an NHWC one back to NCHW. */
+static struct gpu_op permute_op(uint64_t from, uint64_t to, int64_t n, int64_t c, int64_t h, int64_t w, bool to_nhwc)
+{
+	struct gpu_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.code = GPU_OP_PERMUTE;
+	op.in[0] = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_F32, .offset = from };
+	op.out = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_F32, .offset = to };
+	op.count = (uint64_t)(n * c * h * w);
+	op.u.bcast.rank = 4;
+	if (to_nhwc) { /* out [n][h][w][c] reads in (n, c, h, w) */
+		int64_t dims[4] = { n, h, w, c }, strides[4] = { c * h * w, w, 1, h * w };
+
+		memcpy(op.u.bcast.dims, dims, sizeof(dims));
+		memcpy(op.u.bcast.strides[0], strides, sizeof(strides));
+	} else { /* out [n][c][h][w] reads in (n, h, w, c) */
+		int64_t dims[4] = { n, c, h, w }, strides[4] = { h * w * c, 1, w * c, c };
+
+		memcpy(op.u.bcast.dims, dims, sizeof(dims));
+		memcpy(op.u.bcast.strides[0], strides, sizeof(strides));
+	}
+	return op;
+}
+
+/* Bytes an op writes from its output's offset (an upper bound is enough: it only retires regions). */
+static uint64_t op_out_bytes(const struct gpu_op *op)
+{
+	switch (op->code) {
+	case GPU_OP_COPY: return op->count;
+	case GPU_OP_GEMM: return (uint64_t)(op->u.gemm.batch * op->u.gemm.stride_c) * 8;
+	case GPU_OP_SOFTMAX:
+	case GPU_OP_LAYERNORM: return (uint64_t)(op->u.rows.rows * op->u.rows.cols) * 8;
+	case GPU_OP_REDUCE: return (uint64_t)(op->u.reduce.outer * op->u.reduce.inner) * 8;
+	default: return op->count * 8; /* elements of at most 8 bytes */
+	}
+}
+
+static struct nhwc_region *region_at(struct nhwc_pass *ps, uint64_t offset)
+{
+	for (uint32_t i = 0; i < ps->nb_regions; i++)
+		if (offset >= ps->regions[i].offset && offset < ps->regions[i].offset + ps->regions[i].bytes)
+			return &ps->regions[i];
+	return NULL;
+}
+
+/* An op writing [offset, offset + bytes) ends the NHWC tensors there. */
+static void regions_retire(struct nhwc_pass *ps, uint64_t offset, uint64_t bytes)
+{
+	for (uint32_t i = 0; i < ps->nb_regions;) {
+		const struct nhwc_region *r = &ps->regions[i];
+
+		if (r->offset < offset + bytes && offset < r->offset + r->bytes)
+			ps->regions[i] = ps->regions[--ps->nb_regions];
+		else
+			i++;
+	}
+}
+
+/* The NCHW copy of region r, made (by a PERMUTE emitted now) the first time a reader needs it. */
+static int region_nchw(struct nhwc_pass *ps, struct nhwc_region *r, uint64_t *offset)
+{
+	struct gpu_op op;
+	int rc;
+
+	if (!r->has_copy) {
+		r->copy = gpu_lower_arena_area(ps->b, r->bytes);
+		op = permute_op(r->offset, r->copy, r->n, r->c, r->h, r->w, false);
+		rc = gpu_lower_emit(ps->b, &op);
+		if (rc < 0)
+			return rc;
+		r->has_copy = true;
+	}
+	*offset = r->copy;
+	return 0;
+}
+
+/* Marks CONV op's constant weights for the permutation to [m][kh][kw][cpg]. */
+static int weights_to_nhwc(struct builder *b, const struct gpu_op *op)
+{
+	int64_t m = op->u.conv.m, cpg = op->u.conv.c / op->u.conv.group, kh = op->u.conv.kh, kw = op->u.conv.kw;
+
+	for (uint32_t i = 0; i < b->nb_entries; i++) {
+		struct const_entry *e = &b->entries[i];
+
+		if (e->offset != op->in[1].offset)
+			continue;
+		if (e->to_nhwc && (e->m != m || e->cpg != cpg || e->kh != kh || e->kw != kw))
+			return -EINVAL; /* one blob of weights read as two convolutions' */
+		e->to_nhwc = true;
+		e->m = m, e->cpg = cpg, e->kh = kh, e->kw = kw;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* One op of the pass: its operands made to agree with its layout, then the op itself. */
+static int nhwc_op(struct nhwc_pass *ps, struct gpu_op op)
+{
+	bool window = op.code == GPU_OP_CONV || op.code == GPU_OP_POOL;
+	bool convert = window && ps->nb_regions < NHWC_REGIONS_MAX && op.in[0].dtype == BW_DTYPE_F32 &&
+		       (op.code == GPU_OP_POOL || op.in[1].space == GPU_SPACE_CONST);
+	int rc = 0;
+
+	for (unsigned int k = 0; k < GPU_OP_INPUTS_MAX && rc == 0; k++) {
+		struct gpu_ref *r = &op.in[k];
+		bool nhwc_operand = convert && (k == 0 || (k == 3 && op.code == GPU_OP_CONV));
+		struct nhwc_region *reg;
+
+		if (r->space != GPU_SPACE_ARENA)
+			continue;
+		reg = region_at(ps, r->offset);
+		if (nhwc_operand && reg != NULL && reg->offset == r->offset)
+			continue; /* NHWC already */
+		if (nhwc_operand) {
+			/* an NCHW tensor (or the NCHW copy of part of one): into NHWC, unless 1x1 */
+			int64_t n = op.u.conv.n, c = k == 0 ? op.u.conv.c : op.u.conv.m;
+			int64_t h = k == 0 ? op.u.conv.h : op.u.conv.oh, w = k == 0 ? op.u.conv.w : op.u.conv.ow;
+			uint64_t from = r->offset;
+			struct gpu_op p;
+
+			if (reg != NULL) { /* part of an NHWC tensor, read as NCHW: from its copy */
+				rc = region_nchw(ps, reg, &from);
+				from += r->offset - reg->offset;
+			}
+			if (rc < 0 || h * w == 1) {
+				r->offset = from;
+				continue;
+			}
+			r->offset = gpu_lower_arena_area(ps->b, (uint64_t)(n * c * h * w) * 4);
+			p = permute_op(from, r->offset, n, c, h, w, true);
+			rc = gpu_lower_emit(ps->b, &p);
+			continue;
+		}
+		if (reg != NULL) { /* an NCHW reader of an NHWC tensor: its copy, at the same place in it */
+			uint64_t copy;
+
+			rc = region_nchw(ps, reg, &copy);
+			r->offset = copy + (r->offset - reg->offset);
+		}
+	}
+	if (rc < 0)
+		return rc;
+	regions_retire(ps, op.out.offset, op_out_bytes(&op));
+	if (convert) {
+		op.u.conv.nhwc = 1;
+		if (op.code == GPU_OP_CONV && (rc = weights_to_nhwc(ps->b, &op)) < 0)
+			return rc;
+		ps->b->nhwc_ops++;
+		if (op.u.conv.oh * op.u.conv.ow > 1)
+			ps->regions[ps->nb_regions++] = (struct nhwc_region){
+				.offset = op.out.offset, .bytes = op.count * 4, .n = op.u.conv.n, .c = op.u.conv.m,
+				.h = op.u.conv.oh, .w = op.u.conv.ow };
+	}
+	return gpu_lower_emit(ps->b, &op);
+}
+
+/* The NHWC pass over one size's ops (see the top of this file): a new op list, op by op. */
+static int size_to_nhwc(struct builder *b, struct gpu_program_size *sz, const struct rt_graph *g, char *err,
+			size_t cap)
+{
+	struct gpu_op *old = b->ops;
+	uint32_t *old_node = b->op_node, nb_old = b->nb_ops;
+	struct nhwc_pass *ps = calloc(1, sizeof(*ps));
+	int rc = 0;
+
+	if (ps == NULL)
+		return -ENOMEM;
+	ps->b = b;
+	b->ops = NULL;
+	b->op_node = NULL;
+	b->nb_ops = b->cap_ops = 0;
+	for (uint32_t i = 0; i < nb_old && rc == 0; i++) {
+		b->node = old_node[i]; /* a PERMUTE made for an op is charged to its node */
+		rc = nhwc_op(ps, old[i]);
+	}
+	/* the scatter reads outputs as NCHW */
+	b->node = OP_NOT_FROM_A_NODE;
+	for (uint32_t i = 0; i < g->num_outputs && rc == 0; i++) {
+		struct nhwc_region *reg = region_at(ps, sz->output_offset[i]);
+
+		if (reg != NULL)
+			rc = region_nchw(ps, reg, &sz->output_offset[i]);
+	}
+	free(old);
+	free(old_node);
+	free(ps);
+	if (rc == -EINVAL)
+		snprintf(err, cap, "nhwc: a CONV's weights are not one constant of their own");
+	return rc;
+}
+
+/* Each NHWC CONV's weights: [m][cpg][kh][kw] to [m][kh][kw][cpg], in place (through a copy). */
+static int consts_to_nhwc(struct builder *b)
+{
+	for (uint32_t i = 0; i < b->nb_entries; i++) {
+		const struct const_entry *e = &b->entries[i];
+		float *w = (float *)(void *)(b->consts + e->offset), *src;
+		size_t n = (size_t)(e->m * e->cpg * e->kh * e->kw);
+
+		if (!e->to_nhwc)
+			continue;
+		if (n * sizeof(float) != e->nbytes)
+			return -EINVAL;
+		src = malloc(e->nbytes);
+		if (src == NULL)
+			return -ENOMEM;
+		memcpy(src, w, e->nbytes);
+		for (int64_t co = 0; co < e->m; co++)
+			for (int64_t ci = 0; ci < e->cpg; ci++)
+				for (int64_t ky = 0; ky < e->kh; ky++)
+					for (int64_t kx = 0; kx < e->kw; kx++)
+						w[((co * e->kh + ky) * e->kw + kx) * e->cpg + ci] =
+							src[((co * e->cpg + ci) * e->kh + ky) * e->kw + kx];
+		free(src);
+	}
+	return 0;
+}
+
 /* ---- GPU_PRECISION_FP16 --------------------------------------------------------------------------- */
 
 /* A float32 operand becomes float16 in place; a constant's entry is marked for conversion. */
@@ -422,6 +669,8 @@ static int compile_size(struct builder *b, const struct rt_graph *g, int64_t bat
 			rc = row_bytes_set(&b->c->prog.output_row_bytes[i], b->size_idx == 0, nbytes, batch, "output",
 					   g->values[g->outputs[i]].name, err, cap);
 	}
+	if (rc == 0 && b->layout == GPU_LAYOUT_NHWC)
+		rc = size_to_nhwc(b, sz, g, err, cap);
 	if (rc == 0 && b->precision == GPU_PRECISION_FP16)
 		rc = size_to_half(b, g, sz, batch, err, cap);
 	rt_plan_free(p);
@@ -437,6 +686,15 @@ static int compile_size(struct builder *b, const struct rt_graph *g, int64_t bat
 int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, uint32_t precision,
 		struct gpu_compiled **out, char *err, size_t cap)
 {
+	struct gpu_compile_options o = { .precision = precision, .layout = GPU_LAYOUT_AUTO };
+
+	return gpu_compile_with(g, sizes, nb_sizes, &o, out, err, cap);
+}
+
+int gpu_compile_with(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes,
+		     const struct gpu_compile_options *o, struct gpu_compiled **out, char *err, size_t cap)
+{
+	uint32_t precision = o->precision, layout = o->layout;
 	struct builder b;
 	struct gpu_compiled *c;
 	int rc = 0;
@@ -456,10 +714,14 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 				 (long long)sizes[i]);
 			return -EINVAL;
 		}
-	if (precision >= GPU_PRECISION_COUNT) {
-		snprintf(err, cap, "precision %u unknown", precision);
+	if (precision >= GPU_PRECISION_COUNT || layout >= GPU_LAYOUT_COUNT) {
+		snprintf(err, cap, "precision %u or layout %u unknown", precision, layout);
 		return -EINVAL;
 	}
+	/* tensor cores read half-precision convolutions channels-innermost: NHWC for fp16, NCHW (the
+	 * model's own) for fp32 */
+	if (layout == GPU_LAYOUT_AUTO)
+		layout = precision == GPU_PRECISION_FP16 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW;
 	rc = gpu_kernels_register();
 	if (rc < 0) {
 		snprintf(err, cap, "registering the GPU kernels: error %d", rc);
@@ -481,13 +743,18 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 	memset(&b, 0, sizeof(b));
 	b.c = c;
 	b.precision = precision;
+	b.layout = layout;
 	for (unsigned int i = 0; i < nb_sizes && rc == 0; i++) {
 		b.size_idx = i;
 		c->prog.nb_sizes = i + 1;
 		rc = compile_size(&b, g, sizes[i], err, cap);
 	}
+	if (rc == 0 && layout == GPU_LAYOUT_NHWC && (rc = consts_to_nhwc(&b)) < 0)
+		snprintf(err, cap, rc == -ENOMEM ? "out of memory" : "nhwc: CONV weights of an unexpected size");
 	if (rc == 0 && precision == GPU_PRECISION_FP16)
 		consts_to_half(&b);
+	c->precision = precision;
+	c->layout = b.nhwc_ops > 0 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW;
 	c->prog.consts = b.consts;
 	c->prog.const_bytes = b.const_bytes;
 	free(b.entries);
@@ -502,6 +769,11 @@ int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_
 static const char *const g_precision_names[GPU_PRECISION_COUNT] = {
 	[GPU_PRECISION_FP32] = "fp32",
 	[GPU_PRECISION_FP16] = "fp16",
+};
+static const char *const g_layout_names[GPU_LAYOUT_COUNT] = {
+	[GPU_LAYOUT_AUTO] = "auto",
+	[GPU_LAYOUT_NCHW] = "nchw",
+	[GPU_LAYOUT_NHWC] = "nhwc",
 };
 static const char *const g_launch_mode_names[GPU_LAUNCH_MODE_COUNT] = {
 	[GPU_LAUNCH_GRAPH] = "graph",
@@ -524,6 +796,16 @@ const char *gpu_precision_name(uint32_t precision)
 int gpu_precision_parse(const char *name)
 {
 	return name_parse(g_precision_names, GPU_PRECISION_COUNT, name);
+}
+
+const char *gpu_layout_name(uint32_t layout)
+{
+	return layout < GPU_LAYOUT_COUNT ? g_layout_names[layout] : "?";
+}
+
+int gpu_layout_parse(const char *name)
+{
+	return name_parse(g_layout_names, GPU_LAYOUT_COUNT, name);
 }
 
 const char *gpu_launch_mode_name(uint32_t mode)

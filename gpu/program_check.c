@@ -244,6 +244,8 @@ static int check_window(const struct check_ctx *c)
 
 	if (op->fn >= (conv ? (uint32_t)GPU_ACT_COUNT : (uint32_t)GPU_POOL_COUNT))
 		return op_fail(c, "%s %u unknown", conv ? "activation" : "function", op->fn);
+	if (op->u.conv.nhwc > 1)
+		return op_fail(c, "layout %u unknown (0 NCHW, 1 NHWC)", op->u.conv.nhwc);
 	if ((rc = positive_product(c, "n, c, h, w", in_ext, 4, &in_n)) < 0 ||
 	    (rc = positive_product(c, "n, m, oh, ow", out_ext, 4, &out_n)) < 0 ||
 	    (rc = positive_product(c, "kernel, strides, dilations, group", geo, 8, &geo_n)) < 0)

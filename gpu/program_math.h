@@ -335,20 +335,48 @@ static inline BW_HD float gpu_gemm_item(const struct gpu_op *op, const uint8_t *
 	return op->fn == GPU_ACT_RELU ? bw_relu(acc) : acc;
 }
 
-/* CONV's output element i: [n][m][oh][ow]. */
+/* Output element i's coordinates: NCHW [n][ch][y][x] or NHWC [n][y][x][ch]. */
+static inline BW_HD void gpu_window_coords(const struct gpu_op *op, int64_t channels, uint64_t i, int64_t *b,
+					   int64_t *ch, int64_t *y, int64_t *x)
+{
+	uint64_t ow = (uint64_t)op->u.conv.ow, oh = (uint64_t)op->u.conv.oh, nc = (uint64_t)channels;
+
+	if (op->u.conv.nhwc) {
+		*ch = (int64_t)(i % nc);
+		*x = (int64_t)((i / nc) % ow);
+		*y = (int64_t)((i / nc / ow) % oh);
+		*b = (int64_t)(i / nc / ow / oh);
+	} else {
+		*x = (int64_t)(i % ow);
+		*y = (int64_t)((i / ow) % oh);
+		*ch = (int64_t)((i / ow / oh) % nc);
+		*b = (int64_t)(i / ow / oh / nc);
+	}
+}
+
+/* The input element (b, ch, iy, ix) of a window op, in its layout. */
+static inline BW_HD uint64_t gpu_window_input(const struct gpu_op *op, int64_t b, int64_t ch, int64_t iy, int64_t ix)
+{
+	int64_t c = op->u.conv.c, h = op->u.conv.h, wd = op->u.conv.w;
+
+	return (uint64_t)(op->u.conv.nhwc ? ((b * h + iy) * wd + ix) * c + ch : ((b * c + ch) * h + iy) * wd + ix);
+}
+
+/* CONV's output element i: [n][m][oh][ow] (NHWC: [n][oh][ow][m]). The sum runs in the same order in
+ * both layouts, so they agree bit for bit. */
 static inline BW_HD float gpu_conv_item(const struct gpu_op *op, const uint8_t *x, const uint8_t *w,
 					const uint8_t *bias, const uint8_t *z, uint64_t i)
 {
 	uint32_t xt = op->in[0].dtype, wt = op->in[1].dtype;
-	int64_t ow = op->u.conv.ow, oh = op->u.conv.oh, m = op->u.conv.m, c = op->u.conv.c;
-	int64_t h = op->u.conv.h, wd = op->u.conv.w, kh = op->u.conv.kh, kw = op->u.conv.kw;
-	int64_t cpg = c / op->u.conv.group, mpg = m / op->u.conv.group;
-	int64_t ox = (int64_t)(i % (uint64_t)ow), oy = (int64_t)((i / (uint64_t)ow) % (uint64_t)oh);
-	int64_t co = (int64_t)((i / (uint64_t)(ow * oh)) % (uint64_t)m), b = (int64_t)(i / (uint64_t)(ow * oh * m));
-	uint64_t xg = (uint64_t)((b * c + (co / mpg) * cpg) * h * wd), wk = (uint64_t)(co * cpg * kh * kw);
+	int64_t m = op->u.conv.m, c = op->u.conv.c, h = op->u.conv.h, wd = op->u.conv.w;
+	int64_t kh = op->u.conv.kh, kw = op->u.conv.kw;
+	int64_t cpg = c / op->u.conv.group, mpg = m / op->u.conv.group, b, co, oy, ox;
 	float acc = 0.0f;
 
+	gpu_window_coords(op, m, i, &b, &co, &oy, &ox);
 	for (int64_t ci = 0; ci < cpg; ci++) {
+		int64_t cin = (co / mpg) * cpg + ci;
+
 		for (int64_t ky = 0; ky < kh; ky++) {
 			int64_t iy = oy * op->u.conv.stride_h - op->u.conv.pad_h + ky * op->u.conv.dil_h;
 
@@ -356,10 +384,11 @@ static inline BW_HD float gpu_conv_item(const struct gpu_op *op, const uint8_t *
 				continue;
 			for (int64_t kx = 0; kx < kw; kx++) {
 				int64_t ix = ox * op->u.conv.stride_w - op->u.conv.pad_w + kx * op->u.conv.dil_w;
+				uint64_t wi = (uint64_t)(op->u.conv.nhwc ? ((co * kh + ky) * kw + kx) * cpg + ci :
+									   ((co * cpg + ci) * kh + ky) * kw + kx);
 
 				if (ix >= 0 && ix < wd)
-					acc += gpu_ldf(xt, x, xg + (uint64_t)((ci * h + iy) * wd + ix)) *
-					       gpu_ldf(wt, w, wk + (uint64_t)((ci * kh + ky) * kw + kx));
+					acc += gpu_ldf(xt, x, gpu_window_input(op, b, cin, iy, ix)) * gpu_ldf(wt, w, wi);
 			}
 		}
 	}
@@ -370,15 +399,16 @@ static inline BW_HD float gpu_conv_item(const struct gpu_op *op, const uint8_t *
 	return op->fn == GPU_ACT_RELU ? bw_relu(acc) : acc;
 }
 
-/* POOL's output element i: [n][c][oh][ow], over the window of input channel (b, ch). */
+/* POOL's output element i: [n][c][oh][ow] (NHWC: [n][oh][ow][c]), over the window of input channel
+ * (b, ch). */
 static inline BW_HD float gpu_pool_item(const struct gpu_op *op, const uint8_t *x, uint64_t i)
 {
 	uint32_t xt = op->in[0].dtype;
-	int64_t ow = op->u.conv.ow, oh = op->u.conv.oh, h = op->u.conv.h, wd = op->u.conv.w;
-	int64_t ox = (int64_t)(i % (uint64_t)ow), oy = (int64_t)((i / (uint64_t)ow) % (uint64_t)oh);
-	uint64_t xc = (i / (uint64_t)(ow * oh)) * (uint64_t)(h * wd);
+	int64_t h = op->u.conv.h, wd = op->u.conv.w, b, ch, oy, ox;
 	float acc = op->fn == GPU_POOL_MAX ? -INFINITY : 0.0f;
 	int64_t cells = 0;
+
+	gpu_window_coords(op, op->u.conv.c, i, &b, &ch, &oy, &ox);
 
 	for (int64_t ky = 0; ky < op->u.conv.kh; ky++) {
 		int64_t iy = oy * op->u.conv.stride_h - op->u.conv.pad_h + ky * op->u.conv.dil_h;
@@ -389,7 +419,7 @@ static inline BW_HD float gpu_pool_item(const struct gpu_op *op, const uint8_t *
 
 			if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
 				continue;
-			v = gpu_ldf(xt, x, xc + (uint64_t)(iy * wd + ix));
+			v = gpu_ldf(xt, x, gpu_window_input(op, b, ch, iy, ix));
 			acc = op->fn == GPU_POOL_MAX ? bw_max(acc, v) : acc + v;
 			cells++;
 		}

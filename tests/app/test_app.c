@@ -975,6 +975,8 @@ static void test_gpu_models(void)
 		 "invalid precision 'fp8': expected fp32 or fp16"},
 		{{"mlp.allowed_batch_sizes=1,2", "mlp.launch_mode=ring", "mlp.num_batch_threads=1"},
 		 "invalid launch_mode 'ring': expected graph or doorbell"},
+		{{"mlp.allowed_batch_sizes=1,2", "mlp.layout=chwn", "mlp.num_batch_threads=1"},
+		 "invalid layout 'chwn': expected auto, nchw or nhwc"},
 	};
 	const struct app_model_config *m;
 
@@ -1002,18 +1004,20 @@ static void test_gpu_models(void)
 	CU_ASSERT_EQUAL(m->precision, GPU_PRECISION_FP16);
 	CU_ASSERT_EQUAL(m->launch_mode, GPU_LAUNCH_DOORBELL);
 	ini_write("[dataplane]\nip = 10.0.0.1\n[model mlp]\npath = /m/mlp.onnx\ndevice = gpu\n"
-		  "max_batch_size = 4\nallowed_batch_sizes = 1,4\nprecision = fp16\nlaunch_mode = graph\n");
+		  "max_batch_size = 4\nallowed_batch_sizes = 1,4\nprecision = fp16\nlaunch_mode = graph\n"
+		  "layout = nchw\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
 	m = model_named("mlp");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
 	CU_ASSERT_EQUAL(m->precision, GPU_PRECISION_FP16);
 	CU_ASSERT_EQUAL(m->launch_mode, GPU_LAUNCH_GRAPH);
+	CU_ASSERT_EQUAL(m->layout, GPU_LAYOUT_NCHW);
 	ini_remove();
 	/* on a CPU model they would be ignored: refused instead */
 	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.precision=fp16"),
 			-EINVAL);
 	CU_ASSERT_TRUE(err_is_one_line());
-	CU_ASSERT_TRUE(err_has("precision and launch_mode are the GPU's: expected device = gpu"));
+	CU_ASSERT_TRUE(err_has("precision, layout and launch_mode are the GPU's: expected device = gpu"));
 	/* the module in the file, the default otherwise */
 	ini_write("[dataplane]\nip = 10.0.0.1\ngpu_module = /opt/bw/libbwgpu.so\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
