@@ -1794,6 +1794,11 @@ static void test_program_check(void)
 				     .u.conv = { .n = 1, .c = 1, .h = 4, .w = 4, .m = 1, .oh = 3, .ow = 3, .kh = 2, .kw = 2,
 						 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1 } };
 	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
+	ap.ops[0].u.conv.nhwc = 2;
+	expect_refused("CONV's layout", &ap, "layout 2 unknown (0 NCHW, 1 NHWC)");
+	ap.ops[0].u.conv.nhwc = 1;
+	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
+	ap.ops[0].u.conv.nhwc = 0;
 	ap.ops[0].u.conv.group = 2;
 	expect_refused("CONV's group", &ap, "size 2 op 0 (CONV): c 1 and m 1 are not multiples of group 2");
 	ap.ops[0].u.conv.group = 1;
