@@ -309,16 +309,31 @@ static struct gpu_op permute_op(uint64_t from, uint64_t to, int64_t n, int64_t c
 	return op;
 }
 
-/* Bytes an op writes from its output's offset (an upper bound is enough: it only retires regions). */
+/*
+ * Bytes an op writes from its output's offset, exactly: too many would retire a live NHWC tensor
+ * beside the output (and a later CONV would permute it a second time), too few would keep one whose
+ * bytes were overwritten.
+ */
 static uint64_t op_out_bytes(const struct gpu_op *op)
 {
+	uint32_t d = op->out.dtype;
+	uint64_t elem = d == BW_DTYPE_F16 ? 2 : d == BW_DTYPE_I64 || d == BW_DTYPE_F64 ? 8 :
+			d == BW_DTYPE_U8 || d == BW_DTYPE_I8 || d == BW_DTYPE_BOOL ? 1 : 4;
+
 	switch (op->code) {
-	case GPU_OP_COPY: return op->count;
-	case GPU_OP_GEMM: return (uint64_t)(op->u.gemm.batch * op->u.gemm.stride_c) * 8;
+	case GPU_OP_COPY:
+		return op->count;
+	case GPU_OP_GATHER:
+		return op->count * op->u.gather.elem_bytes;
+	case GPU_OP_GEMM:
+		return (uint64_t)((op->u.gemm.batch - 1) * op->u.gemm.stride_c + op->u.gemm.m * op->u.gemm.n) * elem;
 	case GPU_OP_SOFTMAX:
-	case GPU_OP_LAYERNORM: return (uint64_t)(op->u.rows.rows * op->u.rows.cols) * 8;
-	case GPU_OP_REDUCE: return (uint64_t)(op->u.reduce.outer * op->u.reduce.inner) * 8;
-	default: return op->count * 8; /* elements of at most 8 bytes */
+	case GPU_OP_LAYERNORM:
+		return (uint64_t)(op->u.rows.rows * op->u.rows.cols) * elem;
+	case GPU_OP_REDUCE:
+		return (uint64_t)(op->u.reduce.outer * op->u.reduce.inner) * elem;
+	default:
+		return op->count * elem;
 	}
 }
 
