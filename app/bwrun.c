@@ -48,6 +48,8 @@
 #define OP_TYPES_MAX 256
 #define TENSORS_MAX 64          /* graph inputs, and outputs, bwrun handles */
 #define GPU_WAIT_S 30           /* a launch not finished by then is reported, not waited for */
+#define FAKE_WAIT_S 900         /* the fake runs programs naively on one CPU thread: an encoder at fp16
+				 * takes minutes on a loaded 2-core host */
 #define GPU_WORDS 8             /* completion words of bwrun's stream (one slot) */
 
 struct input_file {
@@ -65,6 +67,9 @@ struct opts {
 	bool gpu;                       /* --device gpu */
 	const char *gpu_module;         /* NULL: libbwgpu.so where the loader looks; "fake": the fake device */
 	int gpu_index;
+	uint32_t precision;             /* enum gpu_precision */
+	uint32_t launch_mode;           /* enum gpu_launch_mode */
+	uint32_t layout;                /* enum gpu_layout */
 	const char *output_dir, *save_inputs;
 	struct input_file inputs[INPUT_FILES_MAX];
 	unsigned int num_inputs;
@@ -137,6 +142,12 @@ static void usage(FILE *f)
 		"  --gpu-module PATH    the device module for --device gpu (default: libbwgpu.so beside bwrun or\n"
 		"                       in the build or install tree); 'fake': the fake device, on the CPU\n"
 		"  --gpu-index N        the device to use (default 0)\n"
+		"  --precision P        fp32 (default) or fp16: float tensors and weights in half precision on\n"
+		"                       the device, fp32 accumulation; inputs and outputs stay fp32\n"
+		"  --layout L           auto (default: nhwc for fp16, nchw for fp32), nchw or nhwc: where the\n"
+		"                       device's convolutions keep their channels\n"
+		"  --launch-mode M      graph (default): one graph launch per batch; doorbell: the launch is a\n"
+		"                       memory write the device's dispatcher picks up\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"File names: a tensor name's characters other than [A-Za-z0-9._-] become '_'.\n"
@@ -160,7 +171,8 @@ static unsigned long long parse_uint(const char *opt, const char *s, unsigned lo
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_BATCH = 256, OPT_INPUT, OPT_SEED, OPT_SAVE_INPUTS, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_WARMUP,
-	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX };
+	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_PRECISION, OPT_LAUNCH_MODE,
+	       OPT_LAYOUT };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "input", required_argument, NULL, OPT_INPUT },
@@ -174,10 +186,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "device", required_argument, NULL, OPT_DEVICE },
 		{ "gpu-module", required_argument, NULL, OPT_GPU_MODULE },
 		{ "gpu-index", required_argument, NULL, OPT_GPU_INDEX },
+		{ "precision", required_argument, NULL, OPT_PRECISION },
+		{ "launch-mode", required_argument, NULL, OPT_LAUNCH_MODE },
+		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	bool gpu_only = false; /* an option only --device gpu takes was given */
+	int c, rc;
 
 	*o = (struct opts){ .batch = 1, .seed = SEED_DEFAULT, .repeat = 1, .workers = 1, .optimize = true };
 	opterr = 0; /* our own one-line messages */
@@ -234,6 +250,27 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_GPU_INDEX:
 			o->gpu_index = (int)parse_uint("--gpu-index", optarg, 0, GPU_DEVICES_MAX - 1);
 			break;
+		case OPT_PRECISION:
+			rc = gpu_precision_parse(optarg);
+			if (rc < 0)
+				die("--precision: '%s' is neither fp32 nor fp16", optarg);
+			o->precision = (uint32_t)rc;
+			gpu_only = true;
+			break;
+		case OPT_LAYOUT:
+			rc = gpu_layout_parse(optarg);
+			if (rc < 0)
+				die("--layout: '%s' is none of auto, nchw, nhwc", optarg);
+			o->layout = (uint32_t)rc;
+			gpu_only = true;
+			break;
+		case OPT_LAUNCH_MODE:
+			rc = gpu_launch_mode_parse(optarg);
+			if (rc < 0)
+				die("--launch-mode: '%s' is neither graph nor doorbell", optarg);
+			o->launch_mode = (uint32_t)rc;
+			gpu_only = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -248,8 +285,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc - 1)
 		die(optind == argc ? "no model file given (see --help)" : "one model file at a time (see --help)");
-	if (!o->gpu && (o->gpu_module != NULL || o->gpu_index != 0))
-		die("--gpu-module and --gpu-index go with --device gpu");
+	if (!o->gpu && (o->gpu_module != NULL || o->gpu_index != 0 || gpu_only))
+		die("--gpu-module, --gpu-index, --precision, --layout and --launch-mode go with --device gpu");
 	if (o->gpu && o->workers != 1)
 		die("--workers is the CPU executor's: --device gpu runs on one polling thread");
 	o->model = argv[optind];
@@ -723,7 +760,8 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	rc = gpu_host_device_open(o->gpu_module, o->gpu_index, &r->gpu, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	rc = gpu_compile(g, &o->batch, 1, GPU_PRECISION_FP32, &r->compiled, err, sizeof(err));
+	rc = gpu_compile_with(g, &o->batch, 1, &(struct gpu_compile_options){ o->precision, o->layout }, &r->compiled,
+			      err, sizeof(err));
 	if (rc != 0)
 		die("%s: on the GPU: %s", o->model, err);
 	rc = r->gpu.ops->program_load(r->gpu.dev, &r->compiled->prog, &r->loaded, err, sizeof(err));
@@ -732,13 +770,15 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	rc = r->gpu.ops->stream_create(r->gpu.dev, GPU_WORDS, &r->gstream, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->loaded, r->compiled, r->gstream, 1, GPU_LAUNCH_GRAPH, err,
+	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->loaded, r->compiled, r->gstream, 1, o->launch_mode, err,
 				     sizeof(err));
 	if (r->gex == NULL)
 		die("%s: %s", o->model, err);
 	for (uint32_t i = 0; i < r->compiled->prog.sizes[0].nb_ops; i++)
 		counts[r->compiled->prog.sizes[0].ops[i].code]++;
-	printf("device %s (%s module): %u ops:", r->gpu.info.name, r->gpu.ops->name, r->compiled->prog.sizes[0].nb_ops);
+	printf("device %s (%s module, %s, %s, %s launch): %u ops:", r->gpu.info.name, r->gpu.ops->name,
+	       gpu_precision_name(o->precision), gpu_layout_name(r->compiled->layout),
+	       gpu_launch_mode_name(o->launch_mode), r->compiled->prog.sizes[0].nb_ops);
 	for (unsigned int c = 1; c < GPU_OP_CODE_COUNT; c++)
 		if (counts[c] > 0)
 			printf(" %s %u", op_names[c], counts[c]);
@@ -773,6 +813,7 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 static double run_once_gpu(struct runner *r, const struct opts *o)
 {
 	char why[GPU_ERR_MAX];
+	int wait_s = r->gpu.module.handle == NULL ? FAKE_WAIT_S : GPU_WAIT_S;
 	double t0, t;
 	int rc;
 
@@ -783,9 +824,9 @@ static double run_once_gpu(struct runner *r, const struct opts *o)
 		die("%s: launching on %s: %s%s%s", o->model, r->gpu.info.name, strerror(-rc), rc == -EIO ? ": " : "",
 		    rc == -EIO ? gpu_executor_error(r->gex) : "");
 	while (gpu_executor_poll(r->gex, on_done, r, 1) == 0) {
-		if (now_us() - t0 > GPU_WAIT_S * 1e6) {
+		if (now_us() - t0 > wait_s * 1e6) {
 			r->gpu.ops->health(r->gpu.dev, why, sizeof(why));
-			die("%s: no completion from %s after %d s (device: %s)", o->model, r->gpu.info.name, GPU_WAIT_S, why);
+			die("%s: no completion from %s after %d s (device: %s)", o->model, r->gpu.info.name, wait_s, why);
 		}
 	}
 	t = now_us() - t0;

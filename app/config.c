@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <rte_cfgfile.h>
 
 #include "config.h"
+#include "host.h"
 
 #define APP_INI_SECTION "dataplane"
 
@@ -177,7 +179,9 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
 		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
 		"                   cpu only), slots, and the batching options of docs/batching.md\n"
-		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes\n"
+		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes and takes\n"
+		"                   precision (fp32, fp16), layout (auto, nchw, nhwc) and launch_mode\n"
+		"                   (graph, doorbell)\n"
 		"  The built-in model 'echo' replies with its inputs; [model echo] sets its batching.\n"
 		"  --help           this text\n"
 		"  --version        print the version\n\n"
@@ -356,7 +360,8 @@ static struct app_model_config *model_get(struct app_config *cfg, const char *na
 }
 
 /*
- * Sets one key of a model: its own (path, device, workers, slots) or a batching option. A relative
+ * Sets one key of a model: its own (path, device, workers, slots, precision, layout, launch_mode) or
+ * a batching option. A relative
  * path in a file is taken relative to the file's directory (base), on the command line to the
  * working directory (base NULL). \return 0, or -EINVAL with one line in msg.
  */
@@ -419,6 +424,34 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 			return -EINVAL;
 		}
 		model->slots = (unsigned int)v;
+		return 0;
+	}
+	if (strcmp(key, "precision") == 0 || strcmp(key, "launch_mode") == 0 || strcmp(key, "layout") == 0) {
+		static const struct {
+			const char *key;
+			int (*parse)(const char *name);
+			const char *expected;
+			size_t field;
+		} gpu_keys[] = {
+			{ "precision", gpu_precision_parse, "fp32 or fp16", offsetof(struct app_model_config, precision) },
+			{ "layout", gpu_layout_parse, "auto, nchw or nhwc", offsetof(struct app_model_config, layout) },
+			{ "launch_mode", gpu_launch_mode_parse, "graph or doorbell",
+			  offsetof(struct app_model_config, launch_mode) },
+		};
+
+		for (unsigned int i = 0; i < sizeof(gpu_keys) / sizeof(gpu_keys[0]); i++) {
+			int v;
+
+			if (strcmp(key, gpu_keys[i].key) != 0)
+				continue;
+			v = gpu_keys[i].parse(value);
+			if (v < 0) {
+				snprintf(msg, cap, "invalid %s '%s': expected %s", key, value, gpu_keys[i].expected);
+				return -EINVAL;
+			}
+			*(uint32_t *)(void *)((char *)model + gpu_keys[i].field) = (uint32_t)v;
+			model->gpu_keys_set = true;
+		}
 		return 0;
 	}
 	return bat_option_set(&model->batching, key, value, msg, cap);
@@ -660,6 +693,11 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		}
 		if (m->device == APP_DEVICE_GPU && gpu_model_check(m, err) != 0)
 			return -EINVAL;
+		if (m->device != APP_DEVICE_GPU && m->gpu_keys_set) {
+			fprintf(err, "batchwire: model '%s': precision, layout and launch_mode are the GPU's: expected "
+				"device = gpu, or none of them\n", m->name);
+			return -EINVAL;
+		}
 	}
 	if (!cfg->have_ip) {
 		fprintf(err, "batchwire: missing --ip (or ip in [" APP_INI_SECTION "]): expected the appliance's "

@@ -814,8 +814,8 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 
 	for (unsigned int i = 0; i < o->num_allowed_batch_sizes; i++)
 		sizes[i] = o->allowed_batch_sizes[i];
-	ret = gpu_compile(m->spec.graph, sizes, o->num_allowed_batch_sizes, GPU_PRECISION_FP32, &m->gpu_compiled, why,
-			  sizeof(why));
+	ret = gpu_compile_with(m->spec.graph, sizes, o->num_allowed_batch_sizes,
+			       &(struct gpu_compile_options){ mc->precision, mc->layout }, &m->gpu_compiled, why, sizeof(why));
 	if (ret != 0) {
 		fprintf(err, "batchwire: model '%s' (%s): on the GPU: %s\n", mc->name, mc->path, why);
 		return ret;
@@ -832,10 +832,11 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 	for (uint32_t i = 0; i < m->gpu_compiled->prog.nb_sizes; i++)
 		arena += m->gpu_compiled->prog.sizes[i].arena_bytes;
 	reply_layout(m);
-	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s on GPU %d (%s): %u inputs, %u outputs, %u nodes, %u device "
-		 "ops at size %" PRId64 ", %u batch sizes up to %" PRId64 ", %u slots each per polling lcore (%zu KiB "
-		 "of device arenas per lcore), %zu KiB of constants", m->spec.name, m->spec.id, mc->path,
-		 g_gpu.hd.index, g_gpu.hd.info.name, m->spec.num_inputs, m->spec.num_outputs,
+	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s on GPU %d (%s), %s, %s, %s launch: %u inputs, %u outputs, %u "
+		 "nodes, %u device ops at size %" PRId64 ", %u batch sizes up to %" PRId64 ", %u slots each per polling "
+		 "lcore (%zu KiB of device arenas per lcore), %zu KiB of constants", m->spec.name, m->spec.id, mc->path,
+		 g_gpu.hd.index, g_gpu.hd.info.name, gpu_precision_name(mc->precision),
+		 gpu_layout_name(m->gpu_compiled->layout), gpu_launch_mode_name(mc->launch_mode), m->spec.num_inputs, m->spec.num_outputs,
 		 m->spec.graph->num_nodes, m->gpu_compiled->prog.sizes[o->num_allowed_batch_sizes - 1].nb_ops,
 		 sizes[o->num_allowed_batch_sizes - 1], o->num_allowed_batch_sizes,
 		 sizes[o->num_allowed_batch_sizes - 1], mc->slots, arena * mc->slots / 1024,
@@ -1085,7 +1086,7 @@ int app_service_lcore_start(unsigned int lcore_id, char *err, size_t cap)
 			}
 		}
 		ch->gpu = gpu_executor_create(g_gpu.hd.ops, g_gpu.hd.dev, m->gpu_loaded, m->gpu_compiled, al->gpu_stream,
-					      m->cfg.slots, GPU_LAUNCH_GRAPH, why, sizeof(why));
+					      m->cfg.slots, m->cfg.launch_mode, why, sizeof(why));
 		if (ch->gpu == NULL) {
 			snprintf(err, cap, "lcore %u: model '%s' on GPU %d: %s", lcore_id, m->spec.name, g_gpu.hd.index,
 				 why);
@@ -1366,6 +1367,9 @@ static void gpu_model_keys_add(struct rte_tel_data *d, const struct app_model *m
 		in_flight += gpu_executor_in_flight(ch->gpu);
 	}
 	rte_tel_data_add_dict_u64(d, "available", gpu_lost() ? 0 : 1);
+	rte_tel_data_add_dict_string(d, "precision", gpu_precision_name(m->cfg.precision));
+	rte_tel_data_add_dict_string(d, "layout", gpu_layout_name(m->gpu_compiled->layout));
+	rte_tel_data_add_dict_string(d, "launch_mode", gpu_launch_mode_name(m->cfg.launch_mode));
 	rte_tel_data_add_dict_u64(d, "exec_batches_started", sum.batches_started);
 	rte_tel_data_add_dict_u64(d, "exec_batches_done", sum.batches_done);
 	rte_tel_data_add_dict_u64(d, "exec_batches_failed", sum.batches_failed);

@@ -32,6 +32,8 @@ int gpu_kernels_register(void);
 /* A model compiled for the device: the program a module loads, and where each op came from. */
 struct gpu_compiled {
 	struct gpu_program prog;                 /* its ops and constants are owned here */
+	uint32_t precision;                      /* enum gpu_precision */
+	uint32_t layout;                         /* GPU_LAYOUT_NHWC when some CONV or POOL op runs NHWC */
 	uint32_t *op_node[GPU_PROG_SIZES_MAX];   /* per size: the graph node index of each op */
 	const struct rt_graph *graph;            /* for node names in error messages */
 	uint32_t max_tasks;                      /* tasks one batch may have (the largest size) */
@@ -45,18 +47,48 @@ enum gpu_precision {
 	GPU_PRECISION_COUNT
 };
 
+/* Where convolutions keep their channels ([model] layout). */
+enum gpu_layout {
+	GPU_LAYOUT_AUTO = 0,  /* NHWC for fp16 (tensor cores' layout), NCHW for fp32 */
+	GPU_LAYOUT_NCHW = 1,  /* the model's own */
+	GPU_LAYOUT_NHWC = 2,  /* CONV and POOL in NHWC, weights permuted at compile; a PERMUTE where an op
+			       * that is neither reads their tensors */
+	GPU_LAYOUT_COUNT
+};
+
+struct gpu_compile_options {
+	uint32_t precision; /* enum gpu_precision */
+	uint32_t layout;    /* enum gpu_layout */
+};
+
 /**
  * Compiles a graph (loaded, not optimised for the CPU) for the device at each batch size: plans it
  * with RT_DEVICE_GPU (the planner folds constants on the host), lowers every remaining node through
  * its GPU kernel, gathers the constants into one blob, and lays out the batch table's segments.
  * \param sizes      the allowed batch sizes, ascending
- * \param precision  enum gpu_precision
+ * \param precision  enum gpu_precision (the layout is GPU_LAYOUT_AUTO's: gpu_compile_with sets both)
  * \param err        one line: the node that cannot run on the device and why
  * \return 0 and *out, or a negative errno (-ENOTSUP for an op or shape the device does not run).
  */
 int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, uint32_t precision,
 		struct gpu_compiled **out, char *err, size_t cap);
+/** gpu_compile with every option: precision and layout. */
+int gpu_compile_with(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes,
+		     const struct gpu_compile_options *o, struct gpu_compiled **out, char *err, size_t cap);
 void gpu_compiled_free(struct gpu_compiled *c);
+
+/** \return "fp32", "fp16": the names configs and options use; "?" for another value. */
+const char *gpu_precision_name(uint32_t precision);
+/** \return the enum gpu_precision of a name ("fp32", "fp16"), or -EINVAL. */
+int gpu_precision_parse(const char *name);
+/** \return "auto", "nchw", "nhwc": enum gpu_layout's names; "?" for another value. */
+const char *gpu_layout_name(uint32_t layout);
+/** \return the enum gpu_layout of a name, or -EINVAL. */
+int gpu_layout_parse(const char *name);
+/** \return "graph", "doorbell": enum gpu_launch_mode's names; "?" for another value. */
+const char *gpu_launch_mode_name(uint32_t mode);
+/** \return the enum gpu_launch_mode of a name ("graph", "doorbell"), or -EINVAL. */
+int gpu_launch_mode_parse(const char *name);
 
 /** \return the name of the node op op_index of size size_idx came from ("?" when out of range). */
 const char *gpu_compiled_op_node(const struct gpu_compiled *c, uint32_t size_idx, uint32_t op_index);

@@ -56,10 +56,11 @@ enum gpu_op_code {
 	GPU_OP_LAYERNORM,  /* over the last axis: in1 scale, in2 bias (or NONE); alpha = epsilon; u.rows */
 	GPU_OP_REDUCE,     /* u.reduce: out[o, i] = fn over r of in0[o, r, i] */
 	GPU_OP_GEMM,       /* u.gemm: out[b] = act(alpha * op(A[b]) op(B[b]) + bias), A in0, B in1, bias in2 */
-	GPU_OP_CONV,       /* u.conv, 2-D NCHW: out = act(conv(in0, in1 weights [m][c/group][kh][kw]) + in2
+	GPU_OP_CONV,       /* u.conv, 2-D NCHW (or NHWC: u.conv.nhwc): out = act(conv(in0, in1 weights [m][c/group][kh][kw]) + in2
 			    * (bias, m floats, or NONE) + in3 (a residual of out's shape, or NONE)); fn:
 			    * gpu_activation */
-	GPU_OP_POOL,       /* u.conv's geometry (m = c, group = c), 2-D NCHW: fn gpu_pool_fn over each window */
+	GPU_OP_POOL,       /* u.conv's geometry (m = c, group = c), 2-D NCHW or NHWC: fn gpu_pool_fn over each
+			    * window */
 	GPU_OP_CODE_COUNT
 };
 
@@ -132,13 +133,16 @@ struct gpu_op {
 		} gemm;
 		/* CONV and POOL: input [n][c][h][w], output [n][m][oh][ow]; a window's cell (ky, kx) of output
 		 * (y, x) reads input (y * stride_h - pad_h + ky * dil_h, x * stride_w - pad_w + kx * dil_w),
-		 * outside the input: padding (zero for CONV, skipped or counted for POOL) */
+		 * outside the input: padding (zero for CONV, skipped or counted for POOL). nhwc: the input,
+		 * the residual and the output are stored [n][h][w][c] instead, CONV's weights
+		 * [m][kh][kw][c/group] (channels innermost: tensor cores' native layout) */
 		struct {
 			int64_t n, c, h, w;
 			int64_t m, oh, ow;
 			int64_t kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
 			int64_t group;              /* CONV: c and m are multiples of it */
 			uint32_t count_include_pad; /* POOL AVG */
+			uint32_t nhwc;              /* 0: NCHW, 1: NHWC (see above) */
 		} conv;
 	} u;
 };

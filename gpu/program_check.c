@@ -55,6 +55,7 @@ static uint32_t dtype_bytes(uint32_t dtype)
 {
 	switch (dtype) {
 	case BW_DTYPE_U8: case BW_DTYPE_I8: case BW_DTYPE_BOOL: return 1;
+	case BW_DTYPE_F16: return 2;
 	case BW_DTYPE_F32: case BW_DTYPE_I32: return 4;
 	case BW_DTYPE_I64: case BW_DTYPE_F64: return 8;
 	default: return 0;
@@ -67,10 +68,12 @@ static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 }
 
 #define OUT GPU_OP_INPUTS_MAX /* the operand index check_ref and check_float give the output */
+#define FLT 0u /* check_ref's elem_bytes for a float operand: its own dtype's, 4 (float32) or 2 (float16) */
 
 /*
  * Checks that operand k (an input, or OUT) spans elems elements of elem_bytes bytes from its offset,
- * inside its space, aligned to the element. required: NONE is refused.
+ * inside its space, aligned to the element (FLT: the element of its float dtype). required: NONE is
+ * refused.
  */
 static int check_ref(const struct check_ctx *c, int k, uint64_t elems, uint32_t elem_bytes, bool required)
 {
@@ -79,6 +82,8 @@ static int check_ref(const struct check_ctx *c, int k, uint64_t elems, uint32_t 
 	char name[8];
 	uint64_t bytes, end, limit;
 
+	if (elem_bytes == FLT)
+		elem_bytes = r->dtype == BW_DTYPE_F16 ? 2 : 4;
 	snprintf(name, sizeof(name), k == OUT ? "out" : "in%d", k);
 	if (r->space == GPU_SPACE_NONE) {
 		if (required)
@@ -108,10 +113,10 @@ static int check_float(const struct check_ctx *c, int k)
 	const struct gpu_op *op = &c->sz->ops[c->op_index];
 	const struct gpu_ref *r = k == OUT ? &op->out : &op->in[k];
 
-	if (r->space != GPU_SPACE_NONE && r->dtype != BW_DTYPE_F32) {
+	if (r->space != GPU_SPACE_NONE && r->dtype != BW_DTYPE_F32 && r->dtype != BW_DTYPE_F16) {
 		if (k == OUT)
-			return op_fail(c, "out: dtype %u, this op computes float (1)", r->dtype);
-		return op_fail(c, "in%d: dtype %u, this op computes float (1)", k, r->dtype);
+			return op_fail(c, "out: dtype %u, this op computes float (1) or float16 (10)", r->dtype);
+		return op_fail(c, "in%d: dtype %u, this op computes float (1) or float16 (10)", k, r->dtype);
 	}
 	return 0;
 }
@@ -215,10 +220,10 @@ static int check_gemm(const struct check_ctx *c)
 	if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0 ||
 	    (rc = check_float(c, OUT)) < 0)
 		return rc;
-	if ((rc = check_ref(c, 0, ea, 4, true)) < 0 || (rc = check_ref(c, 1, eb, 4, true)) < 0 ||
-	    (rc = check_ref(c, 2, (uint64_t)n, 4, false)) < 0)
+	if ((rc = check_ref(c, 0, ea, FLT, true)) < 0 || (rc = check_ref(c, 1, eb, FLT, true)) < 0 ||
+	    (rc = check_ref(c, 2, (uint64_t)n, FLT, false)) < 0)
 		return rc;
-	return check_ref(c, OUT, total / (uint64_t)k, 4, true);
+	return check_ref(c, OUT, total / (uint64_t)k, FLT, true);
 }
 
 /*
@@ -239,6 +244,8 @@ static int check_window(const struct check_ctx *c)
 
 	if (op->fn >= (conv ? (uint32_t)GPU_ACT_COUNT : (uint32_t)GPU_POOL_COUNT))
 		return op_fail(c, "%s %u unknown", conv ? "activation" : "function", op->fn);
+	if (op->u.conv.nhwc > 1)
+		return op_fail(c, "layout %u unknown (0 NCHW, 1 NHWC)", op->u.conv.nhwc);
 	if ((rc = positive_product(c, "n, c, h, w", in_ext, 4, &in_n)) < 0 ||
 	    (rc = positive_product(c, "n, m, oh, ow", out_ext, 4, &out_n)) < 0 ||
 	    (rc = positive_product(c, "kernel, strides, dilations, group", geo, 8, &geo_n)) < 0)
@@ -256,13 +263,13 @@ static int check_window(const struct check_ctx *c)
 		return op_fail(c, "output %lld x %lld: its last windows start past the %lld x %lld input",
 			       (long long)op->u.conv.oh, (long long)op->u.conv.ow, (long long)op->u.conv.h,
 			       (long long)op->u.conv.w);
-	if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0 || (rc = check_ref(c, 0, in_n, 4, true)) < 0)
+	if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0 || (rc = check_ref(c, 0, in_n, FLT, true)) < 0)
 		return rc;
 	if (!conv) {
 		if (op->u.conv.m != op->u.conv.c)
 			return op_fail(c, "pooling keeps the channels: m %lld, c %lld", (long long)op->u.conv.m,
 				       (long long)op->u.conv.c);
-		return check_ref(c, OUT, out_n, 4, true);
+		return check_ref(c, OUT, out_n, FLT, true);
 	}
 	if (op->u.conv.c % op->u.conv.group != 0 || op->u.conv.m % op->u.conv.group != 0)
 		return op_fail(c, "c %lld and m %lld are not multiples of group %lld", (long long)op->u.conv.c,
@@ -271,16 +278,16 @@ static int check_window(const struct check_ctx *c)
 	    !mul_ok(w_n, (uint64_t)(op->u.conv.kh * op->u.conv.kw), &w_n))
 		return op_fail(c, "weights overflow");
 	if ((rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0 || (rc = check_float(c, 3)) < 0 ||
-	    (rc = check_ref(c, 1, w_n, 4, true)) < 0 || (rc = check_ref(c, 2, (uint64_t)op->u.conv.m, 4, false)) < 0 ||
-	    (rc = check_ref(c, 3, out_n, 4, false)) < 0)
+	    (rc = check_ref(c, 1, w_n, FLT, true)) < 0 || (rc = check_ref(c, 2, (uint64_t)op->u.conv.m, FLT, false)) < 0 ||
+	    (rc = check_ref(c, 3, out_n, FLT, false)) < 0)
 		return rc;
-	return check_ref(c, OUT, out_n, 4, true);
+	return check_ref(c, OUT, out_n, FLT, true);
 }
 
 static int check_op(const struct check_ctx *c)
 {
 	const struct gpu_op *op = &c->sz->ops[c->op_index];
-	static const uint32_t f4[3] = { 4, 4, 4 };
+	static const uint32_t f4[3] = { FLT, FLT, FLT };
 	int rc = 0;
 
 	switch (op->code) {
@@ -289,9 +296,9 @@ static int check_op(const struct check_ctx *c)
 			return op_fail(c, "function %u unknown", op->fn);
 		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0)
 			return rc;
-		if ((rc = check_ref(c, 0, op->count, 4, true)) < 0)
+		if ((rc = check_ref(c, 0, op->count, FLT, true)) < 0)
 			return rc;
-		return check_ref(c, OUT, op->count, 4, true);
+		return check_ref(c, OUT, op->count, FLT, true);
 	case GPU_OP_BINARY:
 		if (op->fn >= GPU_BINARY_COUNT)
 			return op_fail(c, "function %u unknown", op->fn);
@@ -299,9 +306,9 @@ static int check_op(const struct check_ctx *c)
 			return rc;
 		if ((rc = check_bcast_inputs(c, 2, f4)) < 0)
 			return rc;
-		return check_ref(c, OUT, op->count, 4, true);
+		return check_ref(c, OUT, op->count, FLT, true);
 	case GPU_OP_WHERE: {
-		static const uint32_t where_bytes[3] = { 1, 4, 4 };
+		static const uint32_t where_bytes[3] = { 1, FLT, FLT };
 
 		if (op->in[0].dtype != BW_DTYPE_BOOL && op->in[0].dtype != BW_DTYPE_U8)
 			return op_fail(c, "in0: condition dtype %u, not bool (9) or uint8 (2)", op->in[0].dtype);
@@ -309,7 +316,7 @@ static int check_op(const struct check_ctx *c)
 			return rc;
 		if ((rc = check_bcast_inputs(c, 3, where_bytes)) < 0)
 			return rc;
-		return check_ref(c, OUT, op->count, 4, true);
+		return check_ref(c, OUT, op->count, FLT, true);
 	}
 	case GPU_OP_CAST:
 		if (!gpu_cast_dtype_ok(op->u.cast.from) || !gpu_cast_dtype_ok(op->u.cast.to))
@@ -332,13 +339,13 @@ static int check_op(const struct check_ctx *c)
 		return check_ref(c, OUT, op->count / unit, unit, true);
 	}
 	case GPU_OP_PERMUTE: {
-		/* gpu_op_item moves 1 byte for uint8/int8/bool, 8 for int64/double, else 4: only dtypes
-		 * whose size is the one it moves */
+		/* gpu_op_item moves 1 byte for uint8/int8/bool, 2 for float16, 8 for int64/double, else 4:
+		 * only dtypes whose size is the one it moves */
 		uint32_t eb = dtype_bytes(op->out.dtype);
 		uint32_t in_bytes[1] = { eb };
 
 		if (eb == 0)
-			return op_fail(c, "out: dtype %u, not one of 1, 4 or 8 bytes the kernel moves", op->out.dtype);
+			return op_fail(c, "out: dtype %u, not one of 1, 2, 4 or 8 bytes the kernel moves", op->out.dtype);
 		if (op->in[0].dtype != op->out.dtype)
 			return op_fail(c, "in0 dtype %u differs from out's %u", op->in[0].dtype, op->out.dtype);
 		if ((rc = check_bcast_inputs(c, 1, in_bytes)) < 0)
@@ -380,13 +387,13 @@ static int check_op(const struct check_ctx *c)
 		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0 ||
 		    (op->code == GPU_OP_LAYERNORM && ((rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0)))
 			return rc;
-		if ((rc = check_ref(c, 0, n, 4, true)) < 0)
+		if ((rc = check_ref(c, 0, n, FLT, true)) < 0)
 			return rc;
 		if (op->code == GPU_OP_LAYERNORM &&
-		    ((rc = check_ref(c, 1, (uint64_t)op->u.rows.cols, 4, true)) < 0 ||
-		     (rc = check_ref(c, 2, (uint64_t)op->u.rows.cols, 4, false)) < 0))
+		    ((rc = check_ref(c, 1, (uint64_t)op->u.rows.cols, FLT, true)) < 0 ||
+		     (rc = check_ref(c, 2, (uint64_t)op->u.rows.cols, FLT, false)) < 0))
 			return rc;
-		return check_ref(c, OUT, n, 4, true);
+		return check_ref(c, OUT, n, FLT, true);
 	}
 	case GPU_OP_REDUCE: {
 		int64_t ext[3] = { op->u.reduce.outer, op->u.reduce.reduced, op->u.reduce.inner };
@@ -400,9 +407,9 @@ static int check_op(const struct check_ctx *c)
 			return rc;
 		if ((rc = check_float(c, 0)) < 0 || (rc = check_float(c, OUT)) < 0)
 			return rc;
-		if ((rc = check_ref(c, 0, n, 4, true)) < 0)
+		if ((rc = check_ref(c, 0, n, FLT, true)) < 0)
 			return rc;
-		return check_ref(c, OUT, out_n, 4, true);
+		return check_ref(c, OUT, out_n, FLT, true);
 	}
 	case GPU_OP_GEMM:
 		return check_gemm(c);

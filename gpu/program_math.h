@@ -12,6 +12,10 @@
  *   CONV, POOL                                    output element i (a direct convolution / window: the
  *                                                 fake's, and the CUDA module's when cuDNN is absent)
  * and the segments of a batch table are copied by gpu_segment_byte.
+ *
+ * Float operands are float32 or float16 (a model compiled with GPU_PRECISION_FP16), each operand by its
+ * own dtype: items load them into float (gpu_ldf), compute in float and round the result once when
+ * they store it (gpu_stf), so half precision costs storage, never accumulation.
  */
 #ifndef BW_GPU_PROGRAM_MATH_H
 #define BW_GPU_PROGRAM_MATH_H
@@ -29,7 +33,77 @@
 #define BW_DTYPE_I32 6
 #define BW_DTYPE_I64 7
 #define BW_DTYPE_BOOL 9
+#define BW_DTYPE_F16 10
 #define BW_DTYPE_F64 11
+
+/* IEEE half <-> float by their bits, the same on the host and the device (no __half, no _Float16):
+ * widening is exact; narrowing rounds to nearest even, overflows to infinity, keeps NaN a NaN. */
+static inline BW_HD float gpu_half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+	float f;
+
+	if (exp == 0x1f)
+		bits = sign | 0x7f800000u | (man << 13);
+	else if (exp != 0)
+		bits = sign | ((exp + 112u) << 23) | (man << 13);
+	else if (man == 0)
+		bits = sign;
+	else { /* subnormal: man * 2^-24, normalised for float */
+		exp = 113;
+		while ((man & 0x400u) == 0) {
+			man <<= 1;
+			exp--;
+		}
+		bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
+	}
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+static inline BW_HD uint16_t gpu_float_to_half(float f)
+{
+	uint32_t x, sign, ax, e, m, shift, q, rem, half;
+
+	memcpy(&x, &f, sizeof(x));
+	sign = (x >> 16) & 0x8000u;
+	ax = x & 0x7fffffffu;
+	if (ax >= 0x7f800000u) /* infinity, NaN (quiet) */
+		return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+	if (ax >= 0x477ff000u) /* 65520 and up round past the largest half, 65504 */
+		return (uint16_t)(sign | 0x7c00u);
+	if (ax >= 0x38800000u) { /* a normal half: rebias the exponent, round the 13 dropped bits */
+		uint32_t r = ax - 0x38000000u;
+
+		r += 0xfffu + ((r >> 13) & 1u);
+		return (uint16_t)(sign | (r >> 13));
+	}
+	if (ax < 0x33000000u) /* below 2^-25: nearer 0 than the smallest subnormal */
+		return (uint16_t)sign;
+	/* a subnormal half, in units of 2^-24: the 24-bit significand shifted right, rounded to even */
+	e = ax >> 23;
+	m = (ax & 0x7fffffu) | 0x800000u;
+	shift = 126u - e;
+	q = m >> shift;
+	rem = m & ((1u << shift) - 1u);
+	half = 1u << (shift - 1u);
+	q += rem > half || (rem == half && (q & 1u));
+	return (uint16_t)(sign | q);
+}
+
+/* Element i of a float operand (float32 or float16), as float. */
+static inline BW_HD float gpu_ldf(uint32_t dtype, const uint8_t *p, uint64_t i)
+{
+	return dtype == BW_DTYPE_F16 ? gpu_half_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static inline BW_HD void gpu_stf(uint32_t dtype, uint8_t *p, uint64_t i, float v)
+{
+	if (dtype == BW_DTYPE_F16)
+		((uint16_t *)p)[i] = gpu_float_to_half(v);
+	else
+		((float *)p)[i] = v;
+}
 
 static inline BW_HD uint8_t *gpu_ref_addr(const struct gpu_ref *r, uint8_t *arena, const uint8_t *consts)
 {
@@ -126,6 +200,7 @@ static inline BW_HD double gpu_load_scalar(uint32_t dtype, const uint8_t *p, uin
 {
 	switch (dtype) {
 	case BW_DTYPE_F32: return ((const float *)p)[i];
+	case BW_DTYPE_F16: return gpu_half_to_float(((const uint16_t *)p)[i]);
 	case BW_DTYPE_F64: return ((const double *)p)[i];
 	case BW_DTYPE_I64: return (double)((const int64_t *)p)[i];
 	case BW_DTYPE_I32: return ((const int32_t *)p)[i];
@@ -139,6 +214,7 @@ static inline BW_HD void gpu_store_scalar(uint32_t dtype, uint8_t *p, uint64_t i
 {
 	switch (dtype) {
 	case BW_DTYPE_F32: ((float *)p)[i] = (float)v; break;
+	case BW_DTYPE_F16: ((uint16_t *)p)[i] = gpu_float_to_half((float)v); break;
 	case BW_DTYPE_F64: ((double *)p)[i] = v; break;
 	case BW_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)v; break;
 	case BW_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)v; break;
@@ -151,7 +227,7 @@ static inline BW_HD void gpu_store_scalar(uint32_t dtype, uint8_t *p, uint64_t i
 /* A float cast keeps float's own rounding (no detour through double would change it: exact). */
 static inline BW_HD int gpu_cast_dtype_ok(uint32_t d)
 {
-	return d == BW_DTYPE_F32 || d == BW_DTYPE_F64 || d == BW_DTYPE_I64 || d == BW_DTYPE_I32 ||
+	return d == BW_DTYPE_F32 || d == BW_DTYPE_F16 || d == BW_DTYPE_F64 || d == BW_DTYPE_I64 || d == BW_DTYPE_I32 ||
 	       d == BW_DTYPE_I8 || d == BW_DTYPE_U8 || d == BW_DTYPE_BOOL;
 }
 
@@ -177,44 +253,56 @@ static inline BW_HD void gpu_gather_item(const struct gpu_op *op, const uint8_t 
 		out[i * eb + b] = src[b];
 }
 
-static inline BW_HD void gpu_softmax_row(const float *x, float *y, int64_t cols)
+/* Softmax of row r: exp is computed twice rather than stored, so a float16 output rounds once. */
+static inline BW_HD void gpu_softmax_row(const struct gpu_op *op, const uint8_t *x, uint8_t *y, uint64_t r)
 {
-	float max = x[0], sum = 0.0f;
+	uint32_t xt = op->in[0].dtype, yt = op->out.dtype;
+	uint64_t cols = (uint64_t)op->u.rows.cols, base = r * cols;
+	float max = gpu_ldf(xt, x, base), sum = 0.0f;
 
-	for (int64_t c = 1; c < cols; c++)
-		max = x[c] > max ? x[c] : max;
-	for (int64_t c = 0; c < cols; c++) {
-		y[c] = expf(x[c] - max);
-		sum += y[c];
+	for (uint64_t c = 1; c < cols; c++) {
+		float v = gpu_ldf(xt, x, base + c);
+
+		max = v > max ? v : max;
 	}
-	for (int64_t c = 0; c < cols; c++)
-		y[c] /= sum;
+	for (uint64_t c = 0; c < cols; c++)
+		sum += expf(gpu_ldf(xt, x, base + c) - max);
+	for (uint64_t c = 0; c < cols; c++)
+		gpu_stf(yt, y, base + c, expf(gpu_ldf(xt, x, base + c) - max) / sum);
 }
 
-static inline BW_HD void gpu_layernorm_row(const float *x, const float *scale, const float *bias, float *y,
-					   int64_t cols, float epsilon)
+static inline BW_HD void gpu_layernorm_row(const struct gpu_op *op, const uint8_t *x, const uint8_t *scale,
+					   const uint8_t *bias, uint8_t *y, uint64_t r)
 {
+	uint32_t xt = op->in[0].dtype, st = op->in[1].dtype, bt = op->in[2].dtype, yt = op->out.dtype;
+	uint64_t cols = (uint64_t)op->u.rows.cols, base = r * cols;
 	float mean = 0.0f, var = 0.0f, inv;
 
-	for (int64_t c = 0; c < cols; c++)
-		mean += x[c];
+	for (uint64_t c = 0; c < cols; c++)
+		mean += gpu_ldf(xt, x, base + c);
 	mean /= (float)cols;
-	for (int64_t c = 0; c < cols; c++)
-		var += (x[c] - mean) * (x[c] - mean);
+	for (uint64_t c = 0; c < cols; c++) {
+		float d = gpu_ldf(xt, x, base + c) - mean;
+
+		var += d * d;
+	}
 	var /= (float)cols;
-	inv = 1.0f / sqrtf(var + epsilon);
-	for (int64_t c = 0; c < cols; c++)
-		y[c] = (x[c] - mean) * inv * scale[c] + (bias != NULL ? bias[c] : 0.0f);
+	inv = 1.0f / sqrtf(var + op->alpha);
+	for (uint64_t c = 0; c < cols; c++)
+		gpu_stf(yt, y, base + c,
+			(gpu_ldf(xt, x, base + c) - mean) * inv * gpu_ldf(st, scale, c) +
+				(bias != NULL ? gpu_ldf(bt, bias, c) : 0.0f));
 }
 
-static inline BW_HD float gpu_reduce_item(const struct gpu_op *op, const float *x, uint64_t i)
+static inline BW_HD float gpu_reduce_item(const struct gpu_op *op, const uint8_t *x, uint64_t i)
 {
+	uint32_t xt = op->in[0].dtype;
 	uint64_t inner = (uint64_t)op->u.reduce.inner, o = i / inner, in_i = i % inner;
-	const float *p = x + o * (uint64_t)op->u.reduce.reduced * inner + in_i;
-	float acc = p[0];
+	uint64_t base = o * (uint64_t)op->u.reduce.reduced * inner + in_i;
+	float acc = gpu_ldf(xt, x, base);
 
 	for (int64_t r = 1; r < op->u.reduce.reduced; r++) {
-		float v = p[(uint64_t)r * inner];
+		float v = gpu_ldf(xt, x, base + (uint64_t)r * inner);
 
 		switch (op->fn) {
 		case GPU_REDUCE_MAX: acc = bw_max(acc, v); break;
@@ -225,40 +313,70 @@ static inline BW_HD float gpu_reduce_item(const struct gpu_op *op, const float *
 	return op->fn == GPU_REDUCE_MEAN ? acc / (float)op->u.reduce.reduced : acc;
 }
 
-static inline BW_HD float gpu_gemm_item(const struct gpu_op *op, const float *a, const float *b, const float *bias,
-					uint64_t i)
+static inline BW_HD float gpu_gemm_item(const struct gpu_op *op, const uint8_t *a, const uint8_t *b,
+					const uint8_t *bias, uint64_t i)
 {
+	uint32_t at = op->in[0].dtype, bt = op->in[1].dtype;
 	int64_t m = op->u.gemm.m, n = op->u.gemm.n, k = op->u.gemm.k;
 	int64_t col = (int64_t)(i % (uint64_t)n), row = (int64_t)((i / (uint64_t)n) % (uint64_t)m);
 	int64_t bat = (int64_t)(i / (uint64_t)n / (uint64_t)m);
-	const float *ab = a + bat * op->u.gemm.stride_a, *bb = b + bat * op->u.gemm.stride_b;
+	uint64_t ab = (uint64_t)(bat * op->u.gemm.stride_a), bb = (uint64_t)(bat * op->u.gemm.stride_b);
 	float acc = 0.0f;
 
 	for (int64_t kk = 0; kk < k; kk++) {
-		float av = op->u.gemm.trans_a ? ab[kk * m + row] : ab[row * k + kk];
-		float bv = op->u.gemm.trans_b ? bb[col * k + kk] : bb[kk * n + col];
+		float av = gpu_ldf(at, a, ab + (uint64_t)(op->u.gemm.trans_a ? kk * m + row : row * k + kk));
+		float bv = gpu_ldf(bt, b, bb + (uint64_t)(op->u.gemm.trans_b ? col * k + kk : kk * n + col));
 
 		acc += av * bv;
 	}
 	acc *= op->alpha;
 	if (bias != NULL)
-		acc += bias[col];
+		acc += gpu_ldf(op->in[2].dtype, bias, (uint64_t)col);
 	return op->fn == GPU_ACT_RELU ? bw_relu(acc) : acc;
 }
 
-/* CONV's output element i: [n][m][oh][ow]. */
-static inline BW_HD float gpu_conv_item(const struct gpu_op *op, const float *x, const float *w, const float *bias,
-					const float *z, uint64_t i)
+/* Output element i's coordinates: NCHW [n][ch][y][x] or NHWC [n][y][x][ch]. */
+static inline BW_HD void gpu_window_coords(const struct gpu_op *op, int64_t channels, uint64_t i, int64_t *b,
+					   int64_t *ch, int64_t *y, int64_t *x)
 {
-	int64_t ow = op->u.conv.ow, oh = op->u.conv.oh, m = op->u.conv.m, c = op->u.conv.c;
-	int64_t h = op->u.conv.h, wd = op->u.conv.w, kh = op->u.conv.kh, kw = op->u.conv.kw;
-	int64_t cpg = c / op->u.conv.group, mpg = m / op->u.conv.group;
-	int64_t ox = (int64_t)(i % (uint64_t)ow), oy = (int64_t)((i / (uint64_t)ow) % (uint64_t)oh);
-	int64_t co = (int64_t)((i / (uint64_t)(ow * oh)) % (uint64_t)m), b = (int64_t)(i / (uint64_t)(ow * oh * m));
-	const float *xg = x + (b * c + (co / mpg) * cpg) * h * wd, *wk = w + co * cpg * kh * kw;
+	uint64_t ow = (uint64_t)op->u.conv.ow, oh = (uint64_t)op->u.conv.oh, nc = (uint64_t)channels;
+
+	if (op->u.conv.nhwc) {
+		*ch = (int64_t)(i % nc);
+		*x = (int64_t)((i / nc) % ow);
+		*y = (int64_t)((i / nc / ow) % oh);
+		*b = (int64_t)(i / nc / ow / oh);
+	} else {
+		*x = (int64_t)(i % ow);
+		*y = (int64_t)((i / ow) % oh);
+		*ch = (int64_t)((i / ow / oh) % nc);
+		*b = (int64_t)(i / ow / oh / nc);
+	}
+}
+
+/* The input element (b, ch, iy, ix) of a window op, in its layout. */
+static inline BW_HD uint64_t gpu_window_input(const struct gpu_op *op, int64_t b, int64_t ch, int64_t iy, int64_t ix)
+{
+	int64_t c = op->u.conv.c, h = op->u.conv.h, wd = op->u.conv.w;
+
+	return (uint64_t)(op->u.conv.nhwc ? ((b * h + iy) * wd + ix) * c + ch : ((b * c + ch) * h + iy) * wd + ix);
+}
+
+/* CONV's output element i: [n][m][oh][ow] (NHWC: [n][oh][ow][m]). The sum runs in the same order in
+ * both layouts, so they agree bit for bit. */
+static inline BW_HD float gpu_conv_item(const struct gpu_op *op, const uint8_t *x, const uint8_t *w,
+					const uint8_t *bias, const uint8_t *z, uint64_t i)
+{
+	uint32_t xt = op->in[0].dtype, wt = op->in[1].dtype;
+	int64_t m = op->u.conv.m, c = op->u.conv.c, h = op->u.conv.h, wd = op->u.conv.w;
+	int64_t kh = op->u.conv.kh, kw = op->u.conv.kw;
+	int64_t cpg = c / op->u.conv.group, mpg = m / op->u.conv.group, b, co, oy, ox;
 	float acc = 0.0f;
 
+	gpu_window_coords(op, m, i, &b, &co, &oy, &ox);
 	for (int64_t ci = 0; ci < cpg; ci++) {
+		int64_t cin = (co / mpg) * cpg + ci;
+
 		for (int64_t ky = 0; ky < kh; ky++) {
 			int64_t iy = oy * op->u.conv.stride_h - op->u.conv.pad_h + ky * op->u.conv.dil_h;
 
@@ -266,37 +384,43 @@ static inline BW_HD float gpu_conv_item(const struct gpu_op *op, const float *x,
 				continue;
 			for (int64_t kx = 0; kx < kw; kx++) {
 				int64_t ix = ox * op->u.conv.stride_w - op->u.conv.pad_w + kx * op->u.conv.dil_w;
+				uint64_t wi = (uint64_t)(op->u.conv.nhwc ? ((co * kh + ky) * kw + kx) * cpg + ci :
+									   ((co * cpg + ci) * kh + ky) * kw + kx);
 
 				if (ix >= 0 && ix < wd)
-					acc += xg[(ci * h + iy) * wd + ix] * wk[(ci * kh + ky) * kw + kx];
+					acc += gpu_ldf(xt, x, gpu_window_input(op, b, cin, iy, ix)) * gpu_ldf(wt, w, wi);
 			}
 		}
 	}
 	if (bias != NULL)
-		acc += bias[co];
+		acc += gpu_ldf(op->in[2].dtype, bias, (uint64_t)co);
 	if (z != NULL)
-		acc += z[i];
+		acc += gpu_ldf(op->in[3].dtype, z, i);
 	return op->fn == GPU_ACT_RELU ? bw_relu(acc) : acc;
 }
 
-/* POOL's output element i: [n][c][oh][ow], over the window of input channel (b, ch). */
-static inline BW_HD float gpu_pool_item(const struct gpu_op *op, const float *x, uint64_t i)
+/* POOL's output element i: [n][c][oh][ow] (NHWC: [n][oh][ow][c]), over the window of input channel
+ * (b, ch). */
+static inline BW_HD float gpu_pool_item(const struct gpu_op *op, const uint8_t *x, uint64_t i)
 {
-	int64_t ow = op->u.conv.ow, oh = op->u.conv.oh, h = op->u.conv.h, wd = op->u.conv.w;
-	int64_t ox = (int64_t)(i % (uint64_t)ow), oy = (int64_t)((i / (uint64_t)ow) % (uint64_t)oh);
-	const float *xc = x + (int64_t)(i / (uint64_t)(ow * oh)) * h * wd;
+	uint32_t xt = op->in[0].dtype;
+	int64_t h = op->u.conv.h, wd = op->u.conv.w, b, ch, oy, ox;
 	float acc = op->fn == GPU_POOL_MAX ? -INFINITY : 0.0f;
 	int64_t cells = 0;
+
+	gpu_window_coords(op, op->u.conv.c, i, &b, &ch, &oy, &ox);
 
 	for (int64_t ky = 0; ky < op->u.conv.kh; ky++) {
 		int64_t iy = oy * op->u.conv.stride_h - op->u.conv.pad_h + ky * op->u.conv.dil_h;
 
 		for (int64_t kx = 0; kx < op->u.conv.kw; kx++) {
 			int64_t ix = ox * op->u.conv.stride_w - op->u.conv.pad_w + kx * op->u.conv.dil_w;
+			float v;
 
 			if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
 				continue;
-			acc = op->fn == GPU_POOL_MAX ? bw_max(acc, xc[iy * wd + ix]) : acc + xc[iy * wd + ix];
+			v = gpu_ldf(xt, x, gpu_window_input(op, b, ch, iy, ix));
+			acc = op->fn == GPU_POOL_MAX ? bw_max(acc, v) : acc + v;
 			cells++;
 		}
 	}
@@ -318,19 +442,22 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 	const uint8_t *in2 = gpu_ref_addr(&op->in[2], arena, consts);
 	const uint8_t *in3 = gpu_ref_addr(&op->in[3], arena, consts);
 	uint8_t *out = gpu_ref_addr(&op->out, arena, consts);
+	uint32_t ot = op->out.dtype;
 
 	switch (op->code) {
 	case GPU_OP_UNARY:
-		((float *)out)[i] = gpu_unary(op->fn, ((const float *)in0)[i], op->alpha, op->beta);
+		gpu_stf(ot, out, i, gpu_unary(op->fn, gpu_ldf(op->in[0].dtype, in0, i), op->alpha, op->beta));
 		break;
 	case GPU_OP_BINARY:
-		((float *)out)[i] = gpu_binary(op->fn, ((const float *)in0)[gpu_bcast_offset(op, 0, i)],
-					       ((const float *)in1)[gpu_bcast_offset(op, 1, i)]);
+		gpu_stf(ot, out, i,
+			gpu_binary(op->fn, gpu_ldf(op->in[0].dtype, in0, (uint64_t)gpu_bcast_offset(op, 0, i)),
+				   gpu_ldf(op->in[1].dtype, in1, (uint64_t)gpu_bcast_offset(op, 1, i))));
 		break;
 	case GPU_OP_WHERE:
-		((float *)out)[i] = bw_where(in0[gpu_bcast_offset(op, 0, i)],
-					     ((const float *)in1)[gpu_bcast_offset(op, 1, i)],
-					     ((const float *)in2)[gpu_bcast_offset(op, 2, i)]);
+		gpu_stf(ot, out, i,
+			bw_where(in0[gpu_bcast_offset(op, 0, i)],
+				 gpu_ldf(op->in[1].dtype, in1, (uint64_t)gpu_bcast_offset(op, 1, i)),
+				 gpu_ldf(op->in[2].dtype, in2, (uint64_t)gpu_bcast_offset(op, 2, i))));
 		break;
 	case GPU_OP_CAST:
 		gpu_store_scalar(op->u.cast.to, out, i, gpu_load_scalar(op->u.cast.from, in0, i));
@@ -342,12 +469,14 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 			out[i] = in0[i];
 		break;
 	case GPU_OP_PERMUTE: {
-		/* elements of 1, 4 or 8 bytes, by the output's dtype */
+		/* elements of 1, 2, 4 or 8 bytes, by the output's dtype */
 		int64_t src = gpu_bcast_offset(op, 0, i);
 
-		if (op->out.dtype == BW_DTYPE_U8 || op->out.dtype == BW_DTYPE_I8 || op->out.dtype == BW_DTYPE_BOOL)
+		if (ot == BW_DTYPE_U8 || ot == BW_DTYPE_I8 || ot == BW_DTYPE_BOOL)
 			out[i] = in0[src];
-		else if (op->out.dtype == BW_DTYPE_I64 || op->out.dtype == BW_DTYPE_F64)
+		else if (ot == BW_DTYPE_F16)
+			((uint16_t *)out)[i] = ((const uint16_t *)in0)[src];
+		else if (ot == BW_DTYPE_I64 || ot == BW_DTYPE_F64)
 			((uint64_t *)out)[i] = ((const uint64_t *)in0)[src];
 		else
 			((uint32_t *)out)[i] = ((const uint32_t *)in0)[src];
@@ -356,36 +485,27 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 	case GPU_OP_GATHER:
 		gpu_gather_item(op, in0, in1, out, i, fault, op_index);
 		break;
-	case GPU_OP_SOFTMAX: {
-		uint64_t off = i * (uint64_t)op->u.rows.cols;
-
-		gpu_softmax_row((const float *)in0 + off, (float *)out + off, op->u.rows.cols);
+	case GPU_OP_SOFTMAX:
+		gpu_softmax_row(op, in0, out, i);
 		break;
-	}
-	case GPU_OP_LAYERNORM: {
-		uint64_t off = i * (uint64_t)op->u.rows.cols;
-
-		gpu_layernorm_row((const float *)in0 + off, (const float *)in1, (const float *)in2, (float *)out + off,
-				  op->u.rows.cols, op->alpha);
+	case GPU_OP_LAYERNORM:
+		gpu_layernorm_row(op, in0, in1, in2, out, i);
 		break;
-	}
 	case GPU_OP_REDUCE:
-		((float *)out)[i] = gpu_reduce_item(op, (const float *)in0, i);
+		gpu_stf(ot, out, i, gpu_reduce_item(op, in0, i));
 		break;
 	case GPU_OP_GEMM: {
 		/* batch b of the output starts at b * stride_c, as cuBLASLt places it */
 		uint64_t mn = (uint64_t)(op->u.gemm.m * op->u.gemm.n);
 
-		((float *)out)[(i / mn) * (uint64_t)op->u.gemm.stride_c + i % mn] =
-			gpu_gemm_item(op, (const float *)in0, (const float *)in1, (const float *)in2, i);
+		gpu_stf(ot, out, (i / mn) * (uint64_t)op->u.gemm.stride_c + i % mn, gpu_gemm_item(op, in0, in1, in2, i));
 		break;
 	}
 	case GPU_OP_CONV:
-		((float *)out)[i] = gpu_conv_item(op, (const float *)in0, (const float *)in1, (const float *)in2,
-						  (const float *)in3, i);
+		gpu_stf(ot, out, i, gpu_conv_item(op, in0, in1, in2, in3, i));
 		break;
 	case GPU_OP_POOL:
-		((float *)out)[i] = gpu_pool_item(op, (const float *)in0, i);
+		gpu_stf(ot, out, i, gpu_pool_item(op, in0, i));
 		break;
 	default:
 		break;

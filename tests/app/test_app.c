@@ -17,6 +17,7 @@
 #include "../bw_cunit.h"
 
 #include "config.h"
+#include "host.h"
 
 #ifndef BW_SOURCE_ROOT
 #error "tests/app/meson.build defines BW_SOURCE_ROOT (the source tree, for configs/*.ini)"
@@ -970,6 +971,12 @@ static void test_gpu_models(void)
 		 "slots 1 is below its in-flight limit 2"},
 		{{"mlp.allowed_batch_sizes=1,2,4,8", "mlp.num_batch_threads=0", "mlp.max_inflight_batches=100"},
 		 "its in-flight limit is 100"},
+		{{"mlp.allowed_batch_sizes=1,2", "mlp.precision=fp8", "mlp.num_batch_threads=1"},
+		 "invalid precision 'fp8': expected fp32 or fp16"},
+		{{"mlp.allowed_batch_sizes=1,2", "mlp.launch_mode=ring", "mlp.num_batch_threads=1"},
+		 "invalid launch_mode 'ring': expected graph or doorbell"},
+		{{"mlp.allowed_batch_sizes=1,2", "mlp.layout=chwn", "mlp.num_batch_threads=1"},
+		 "invalid layout 'chwn': expected auto, nchw or nhwc"},
 	};
 	const struct app_model_config *m;
 
@@ -985,6 +992,32 @@ static void test_gpu_models(void)
 	CU_ASSERT_EQUAL(m->nb_workers, 0);
 	CU_ASSERT_EQUAL(m->slots, 0); /* derived when the service starts: the in-flight limit */
 	CU_ASSERT_EQUAL(app_model_inflight_max(m), 3);
+	CU_ASSERT_EQUAL(m->precision, GPU_PRECISION_FP32);
+	CU_ASSERT_EQUAL(m->launch_mode, GPU_LAUNCH_GRAPH);
+	/* precision and launch mode, from the line and from the file */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.device=gpu",
+			      "--model-opt", "mlp.max_batch_size=4", "--model-opt", "mlp.allowed_batch_sizes=1,4",
+			      "--model-opt", "mlp.precision=fp16",
+			      "--model-opt", "mlp.launch_mode=doorbell"), APP_CONFIG_RUN);
+	m = model_named("mlp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL(m->precision, GPU_PRECISION_FP16);
+	CU_ASSERT_EQUAL(m->launch_mode, GPU_LAUNCH_DOORBELL);
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model mlp]\npath = /m/mlp.onnx\ndevice = gpu\n"
+		  "max_batch_size = 4\nallowed_batch_sizes = 1,4\nprecision = fp16\nlaunch_mode = graph\n"
+		  "layout = nchw\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
+	m = model_named("mlp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL(m->precision, GPU_PRECISION_FP16);
+	CU_ASSERT_EQUAL(m->launch_mode, GPU_LAUNCH_GRAPH);
+	CU_ASSERT_EQUAL(m->layout, GPU_LAYOUT_NCHW);
+	ini_remove();
+	/* on a CPU model they would be ignored: refused instead */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.precision=fp16"),
+			-EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("precision, layout and launch_mode are the GPU's: expected device = gpu"));
 	/* the module in the file, the default otherwise */
 	ini_write("[dataplane]\nip = 10.0.0.1\ngpu_module = /opt/bw/libbwgpu.so\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);

@@ -45,8 +45,8 @@ struct rig {
 	size_t mem_bytes;
 };
 
-static int rig_open(struct rig *r, struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes,
-		    unsigned int nb_streams, size_t mem_bytes)
+static int rig_open_at(struct rig *r, struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes,
+		       unsigned int nb_streams, size_t mem_bytes, const struct gpu_compile_options *o)
 {
 	struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_ON_DEMAND, .seed = 7 };
 	char err[GPU_ERR_MAX] = "";
@@ -60,7 +60,7 @@ static int rig_open(struct rig *r, struct rt_graph *g, const int64_t *sizes, uns
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	rc = r->ops->dev_open(0, &r->dev, err, sizeof(err));
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
-	rc = gpu_compile(g, sizes, nb_sizes, GPU_PRECISION_FP32, &r->compiled, err, sizeof(err));
+	rc = gpu_compile_with(g, sizes, nb_sizes, o, &r->compiled, err, sizeof(err));
 	if (rc != 0)
 		printf("\n  gpu_compile: %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -84,6 +84,14 @@ static int rig_open(struct rig *r, struct rt_graph *g, const int64_t *sizes, uns
 	rc = r->ops->host_register(r->dev, r->mem, mem_bytes, &dev_addr, err, sizeof(err));
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	return 0;
+}
+
+static int rig_open(struct rig *r, struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes,
+		    unsigned int nb_streams, size_t mem_bytes)
+{
+	const struct gpu_compile_options o = { GPU_PRECISION_FP32, GPU_LAYOUT_AUTO };
+
+	return rig_open_at(r, g, sizes, nb_sizes, nb_streams, mem_bytes, &o);
 }
 
 static void rig_close(struct rig *r)
@@ -407,6 +415,116 @@ static void test_cnn_batch(void)
 	rig_close(&r);
 }
 
+/*
+ * fp16: the program's float operands are float16, its float inputs and outputs cast at the ends, its
+ * float weights converted in place; the MLP and the CNN agree with the CPU to half precision's
+ * measure (1e-2 of the output's scale: ~10 layers of rounding to 11 bits, accumulation in fp32).
+ */
+static void test_fp16(void)
+{
+	const int64_t sizes[] = { 2, 4 };
+	const uint32_t rows[] = { 1, 2 };
+	const char *const paths[2] = { g_mlp_path, g_cnn_path };
+
+	for (int k = 0; k < 2; k++) {
+		struct bw_batch_task tasks[2], *ptrs[2];
+		struct bw_batch batch;
+		struct done d = { 0 };
+		char err[RT_ERR_MAX] = "";
+		struct rt_graph *g = load(paths[k]);
+		const struct gpu_program_size *sz;
+		uint32_t halves = 0, floats = 0;
+		struct rig r;
+		size_t off = 0;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
+		CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, NULL, err, sizeof(err)), 0);
+		rig_open_at(&r, g, sizes, 2, 1, 1 << 20, &(struct gpu_compile_options){ GPU_PRECISION_FP16, GPU_LAYOUT_AUTO });
+		/* auto: NHWC for fp16, where there are convolutions */
+		CU_ASSERT_EQUAL(r.compiled->layout, k == 1 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW);
+		sz = &r.compiled->prog.sizes[1];
+		CU_ASSERT_TRUE_FATAL(sz->nb_ops >= 3);
+		CU_ASSERT(sz->ops[0].code == GPU_OP_CAST && sz->ops[0].u.cast.from == BW_DTYPE_FLOAT &&
+			  sz->ops[0].u.cast.to == BW_DTYPE_FLOAT16 && sz->ops[0].in[0].offset == sz->input_offset[0]);
+		CU_ASSERT(sz->ops[sz->nb_ops - 1].code == GPU_OP_CAST &&
+			  sz->ops[sz->nb_ops - 1].out.offset == sz->output_offset[0] &&
+			  sz->ops[sz->nb_ops - 1].out.dtype == BW_DTYPE_FLOAT);
+		CU_ASSERT_STRING_EQUAL(gpu_compiled_op_node(r.compiled, 1, 0), "(added by the compiler: a copy or cast)");
+		for (uint32_t o = 1; o + 1 < sz->nb_ops; o++) {
+			halves += sz->ops[o].out.dtype == BW_DTYPE_FLOAT16;
+			floats += sz->ops[o].out.dtype == BW_DTYPE_FLOAT;
+		}
+		CU_ASSERT(halves > 0);
+		CU_ASSERT_EQUAL(floats, 0);
+		make_batch(&r, &batch, tasks, ptrs, rows, 2, 4, &off, 11); /* 3 rows padded to 4 */
+		CU_ASSERT_EQUAL_FATAL(gpu_executor_submit(r.ex[0], &batch), 0);
+		gpu_fake_complete_all(r.dev);
+		CU_ASSERT_EQUAL(gpu_executor_poll(r.ex[0], on_done, &d, 8), 1);
+		CU_ASSERT_EQUAL(d.status[0], BW_STATUS_OK);
+		check_against_cpu(&r, &batch, 1e-2);
+		rig_close(&r);
+	}
+	CU_ASSERT_EQUAL(gpu_precision_parse("fp16"), GPU_PRECISION_FP16);
+	CU_ASSERT_EQUAL(gpu_precision_parse("half"), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(gpu_precision_name(GPU_PRECISION_FP32), "fp32");
+	CU_ASSERT_EQUAL(gpu_launch_mode_parse("doorbell"), GPU_LAUNCH_DOORBELL);
+	CU_ASSERT_STRING_EQUAL(gpu_launch_mode_name(7), "?");
+}
+
+/*
+ * NHWC: the CNN's CONV and POOL ops run NHWC with their weights permuted; a PERMUTE only at the input
+ * and where the classifier reads a tensor of more than 1x1; results equal NCHW's bit for bit (the
+ * per-item kernels sum in the same order in both layouts).
+ */
+static void test_nhwc(void)
+{
+	const int64_t sizes[] = { 4 };
+	const uint32_t rows[] = { 1, 2 };
+	float got[2][64];
+	size_t got_bytes = 0;
+
+	for (uint32_t layout = GPU_LAYOUT_NCHW; layout <= GPU_LAYOUT_NHWC; layout++) {
+		const struct gpu_compile_options o = { GPU_PRECISION_FP32, layout };
+		struct bw_batch_task tasks[2], *ptrs[2];
+		struct bw_batch batch;
+		struct done d = { 0 };
+		char err[RT_ERR_MAX] = "";
+		struct rt_graph *g = load(g_cnn_path);
+		unsigned int windows = 0, nhwc = 0, permutes = 0;
+		struct rig r;
+		size_t off = 0;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
+		CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, NULL, err, sizeof(err)), 0);
+		rig_open_at(&r, g, sizes, 1, 1, 1 << 20, &o);
+		CU_ASSERT_EQUAL(r.compiled->layout, layout);
+		for (uint32_t i = 0; i < r.compiled->prog.sizes[0].nb_ops; i++) {
+			const struct gpu_op *op = &r.compiled->prog.sizes[0].ops[i];
+			bool window = op->code == GPU_OP_CONV || op->code == GPU_OP_POOL;
+
+			windows += window;
+			nhwc += window && op->u.conv.nhwc;
+			permutes += op->code == GPU_OP_PERMUTE;
+		}
+		CU_ASSERT_EQUAL(windows, 4);
+		CU_ASSERT_EQUAL(nhwc, layout == GPU_LAYOUT_NHWC ? 4 : 0);
+		CU_ASSERT_EQUAL(permutes, layout == GPU_LAYOUT_NHWC ? 2 : 0);
+		make_batch(&r, &batch, tasks, ptrs, rows, 2, 4, &off, 13);
+		CU_ASSERT_EQUAL_FATAL(gpu_executor_submit(r.ex[0], &batch), 0);
+		gpu_fake_complete_all(r.dev);
+		CU_ASSERT_EQUAL(gpu_executor_poll(r.ex[0], on_done, &d, 8), 1);
+		CU_ASSERT_EQUAL(d.status[0], BW_STATUS_OK);
+		check_against_cpu(&r, &batch, 1e-4);
+		got_bytes = tasks[1].outputs[0].len;
+		CU_ASSERT_FATAL(got_bytes <= sizeof(got[0]));
+		memcpy(got[layout - GPU_LAYOUT_NCHW], tasks[1].outputs[0].data, got_bytes);
+		rig_close(&r);
+	}
+	CU_ASSERT_EQUAL(memcmp(got[0], got[1], got_bytes), 0);
+}
+
 /* Two lcores' executors: the second stream's launch finishes first, each learns only of its own. */
 static void test_out_of_order_and_slots(void)
 {
@@ -527,6 +645,8 @@ int main(int argc, char **argv)
 		{ "MLP batches (full, padded, 4 tasks) equal the CPU's", test_mlp_batches },
 		{ "MiniLM encoder, one row padded to 2, equals the CPU's", test_minilm_batch },
 		{ "CNN (FusedConv, MaxPool), rows 1,2 padded to 4, equals the CPU's", test_cnn_batch },
+		{ "fp16: MLP and CNN, casts at the ends, within 1e-2 of the CPU", test_fp16 },
+		{ "NHWC: the CNN's convolutions and pools, bit for bit NCHW's", test_nhwc },
 		{ "two streams out of order, slots, refusals", test_out_of_order_and_slots },
 		{ "a Gather index out of range fails the batch; a lost device", test_kernel_fault },
 		CU_TEST_INFO_NULL,

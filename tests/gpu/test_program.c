@@ -51,6 +51,7 @@
 #define CANARY_BYTES 64
 #define MAX_IN 4
 #define DIM(a) (sizeof(a) / sizeof((a)[0]))
+#define BW_DTYPE_BF16 16 /* a dtype the device does not handle */
 
 static const struct gpu_ops *g_ops;
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
@@ -1032,6 +1033,174 @@ static void test_copy(void)
 	}
 }
 
+/* ---- a'. float16 operands ---------------------------------------------------------------------------- */
+
+/* Half <-> float by bits: every half widens exactly and narrows back to itself; narrowing agrees with the
+ * compiler's own _Float16 conversion (round to nearest even) on edge cases and random bit patterns. */
+static void test_half_conversion(void)
+{
+	static const uint32_t edges[] = { 0x00000000u, 0x80000000u, 0x3f800000u, 0x477fe000u, 0x477fefffu,
+					  0x477ff000u, 0x477ff001u, 0x7f800000u, 0xff800000u, 0x38800000u,
+					  0x387fffffu, 0x33000000u, 0x33000001u, 0x32ffffffu, 0x33c00000u,
+					  0x34200000u, 0x3f801000u, 0x3f803000u, 0x3f801001u, 0x00000001u };
+	uint32_t bad = 0;
+
+	for (uint32_t h = 0; h < 0x10000u; h++) {
+		float f = gpu_half_to_float((uint16_t)h);
+
+		if (isnan(f))
+			bad += (h & 0x7c00u) != 0x7c00u || (h & 0x3ffu) == 0 || !isnan(gpu_half_to_float(gpu_float_to_half(f)));
+		else
+			bad += gpu_float_to_half(f) != h;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+#ifdef __FLT16_MAX__
+	for (uint32_t i = 0; i < DIM(edges) + 200000u; i++) {
+		uint32_t bits = i < DIM(edges) ? edges[i] : (uint32_t)(rnd() * 2147483648.0f) ^ (i << 20);
+		float f;
+		_Float16 want;
+		uint16_t want_bits;
+
+		memcpy(&f, &bits, sizeof(f));
+		if (isnan(f))
+			continue;
+		want = (_Float16)f;
+		memcpy(&want_bits, &want, sizeof(want_bits));
+		if (gpu_float_to_half(f) != want_bits && bad++ == 0)
+			fprintf(stderr, "\n    %#x: %#x, _Float16 %#x\n", bits, gpu_float_to_half(f), want_bits);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+#else
+	(void)edges;
+#endif
+}
+
+#define H_IN0 64  /* [1][4][4][4] for CONV and POOL; [4][16] rows; A [4][16] */
+#define H_IN1 128 /* weights, B [16][4], LayerNormalization's scale */
+
+/* One op of each float kind over in0 (H_IN0 values) and in1 (H_IN1), its operands of dtype dt. */
+static struct gpu_op half_case_op(const struct dev_case *c, int kind, uint32_t dt)
+{
+	struct gpu_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.in[0] = arena_in(c, 0, dt);
+	op.in[1] = arena_in(c, 1, dt);
+	op.out = arena_out(c, dt);
+	switch (kind) {
+	case 0:
+		op.code = GPU_OP_UNARY, op.fn = GPU_UNARY_GELU, op.count = H_IN0;
+		op.in[1].space = GPU_SPACE_NONE;
+		break;
+	case 1:
+		op.code = GPU_OP_BINARY, op.fn = GPU_BINARY_MUL, op.count = H_IN0;
+		op.u.bcast.rank = 1, op.u.bcast.dims[0] = H_IN0, op.u.bcast.strides[0][0] = 1, op.u.bcast.strides[1][0] = 2;
+		break;
+	case 2:
+		op.code = GPU_OP_SOFTMAX, op.count = H_IN0, op.u.rows.rows = 4, op.u.rows.cols = 16;
+		op.in[1].space = GPU_SPACE_NONE;
+		break;
+	case 3:
+		op.code = GPU_OP_LAYERNORM, op.count = H_IN0, op.u.rows.rows = 4, op.u.rows.cols = 16, op.alpha = 1e-5f;
+		break;
+	case 4:
+		op.code = GPU_OP_REDUCE, op.fn = GPU_REDUCE_MEAN, op.count = 4;
+		op.u.reduce.outer = 4, op.u.reduce.reduced = 16, op.u.reduce.inner = 1;
+		op.in[1].space = GPU_SPACE_NONE;
+		break;
+	case 5:
+		op.code = GPU_OP_GEMM, op.fn = GPU_ACT_RELU, op.count = 16, op.alpha = 1.0f;
+		op.u.gemm = (typeof(op.u.gemm)){ .batch = 1, .m = 4, .n = 4, .k = 16, .stride_c = 16 };
+		break;
+	case 6:
+		op.code = GPU_OP_CONV, op.fn = GPU_ACT_RELU, op.count = 32;
+		op.u.conv = (typeof(op.u.conv)){ .n = 1, .c = 4, .h = 4, .w = 4, .m = 2, .oh = 4, .ow = 4, .kh = 3,
+						 .kw = 3, .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1,
+						 .dil_h = 1, .dil_w = 1, .group = 1 };
+		break;
+	default:
+		op.code = GPU_OP_POOL, op.fn = GPU_POOL_AVG, op.count = 16;
+		op.u.conv = (typeof(op.u.conv)){ .n = 1, .c = 4, .h = 4, .w = 4, .m = 4, .oh = 2, .ow = 2, .kh = 2,
+						 .kw = 2, .stride_h = 2, .stride_w = 2, .dil_h = 1, .dil_w = 1, .group = 4 };
+		op.in[1].space = GPU_SPACE_NONE;
+		break;
+	}
+	return op;
+}
+
+/*
+ * Each float op kind with float16 operands against itself with float32 operands holding the same
+ * (half-exact) values: items compute in float and round once when they store, so the float16 result
+ * is the float32 result rounded, bit for bit.
+ */
+static void test_half_ops(void)
+{
+	static const char *const names[] = { "Gelu", "Mul", "Softmax", "LayerNormalization", "ReduceMean", "Gemm+Relu",
+					     "Conv+Relu", "AveragePool" };
+	float x[H_IN0], w[H_IN1], got32[H_IN0];
+	uint16_t xh[H_IN0], wh[H_IN1], got16[H_IN0];
+
+	fill_rnd(x, H_IN0, 2.0f, 0.0f);
+	fill_rnd(w, H_IN1, 0.5f, 0.1f);
+	for (int i = 0; i < H_IN0; i++)
+		x[i] = gpu_half_to_float(xh[i] = gpu_float_to_half(x[i]));
+	for (int i = 0; i < H_IN1; i++)
+		w[i] = gpu_half_to_float(wh[i] = gpu_float_to_half(w[i]));
+	for (int kind = 0; kind < (int)DIM(names); kind++) {
+		struct dev_case c32 = { .nb_in = 2, .in = { x, w }, .in_bytes = { sizeof(x), sizeof(w) } };
+		struct dev_case c16 = { .nb_in = 2, .in = { xh, wh }, .in_bytes = { sizeof(xh), sizeof(wh) } };
+		struct gpu_op op;
+		uint32_t bad = 0;
+		uint64_t n;
+
+		c32.out_bytes = c16.out_bytes = sizeof(got32); /* laid out for the largest output */
+		case_layout(&c32);
+		case_layout(&c16);
+		op = half_case_op(&c32, kind, BW_DTYPE_F32);
+		n = op.count;
+		c32.out_bytes = n * sizeof(float);
+		CU_ASSERT_EQUAL(dev_run(&c32, &op, 1, got32, NULL), GPU_FAULT_NONE);
+		op = half_case_op(&c16, kind, BW_DTYPE_F16);
+		c16.out_bytes = n * sizeof(uint16_t);
+		CU_ASSERT_EQUAL(dev_run(&c16, &op, 1, got16, NULL), GPU_FAULT_NONE);
+		for (uint64_t i = 0; i < n; i++)
+			if (got16[i] != gpu_float_to_half(got32[i]) && bad++ == 0)
+				fprintf(stderr, "\n    %s float16: element %llu: %#x, float32 %.9g rounds to %#x\n", names[kind],
+					(unsigned long long)i, got16[i], (double)got32[i], gpu_float_to_half(got32[i]));
+		CU_ASSERT_EQUAL(bad, 0);
+	}
+}
+
+/* CAST between float32 and float16 (the compiler's casts at an fp16 program's inputs and outputs). */
+static void test_half_cast(void)
+{
+	float x[H_IN0], back[H_IN0];
+	uint16_t h[H_IN0];
+	struct dev_case c = { .nb_in = 1, .in = { x }, .in_bytes = { sizeof(x) }, .out_bytes = sizeof(h) };
+	struct dev_case d = { .nb_in = 1, .in = { h }, .in_bytes = { sizeof(h) }, .out_bytes = sizeof(back) };
+	struct gpu_op op;
+	uint32_t bad = 0;
+
+	fill_rnd(x, H_IN0, 1000.0f, 0.0f);
+	x[0] = 70000.0f;   /* past the largest half: infinity */
+	x[1] = 1e-6f;      /* a subnormal half */
+	case_layout(&c);
+	memset(&op, 0, sizeof(op));
+	op.code = GPU_OP_CAST, op.count = H_IN0;
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32), op.out = arena_out(&c, BW_DTYPE_F16);
+	op.u.cast.from = BW_DTYPE_F32, op.u.cast.to = BW_DTYPE_F16;
+	CU_ASSERT_EQUAL(dev_run(&c, &op, 1, h, NULL), GPU_FAULT_NONE);
+	case_layout(&d);
+	op.in[0] = arena_in(&d, 0, BW_DTYPE_F16), op.out = arena_out(&d, BW_DTYPE_F32);
+	op.u.cast.from = BW_DTYPE_F16, op.u.cast.to = BW_DTYPE_F32;
+	CU_ASSERT_EQUAL(dev_run(&d, &op, 1, back, NULL), GPU_FAULT_NONE);
+	for (int i = 0; i < H_IN0; i++)
+		bad += h[i] != gpu_float_to_half(x[i]) || back[i] != gpu_half_to_float(h[i]);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_TRUE(isinf(back[0]));
+	CU_ASSERT_TRUE(back[1] > 0.0f && fabsf(back[1] - 1e-6f) < 6e-8f);
+}
+
 /* ---- b. batch tables ------------------------------------------------------------------------------------ */
 
 #define ROW_FLOATS 4
@@ -1571,10 +1740,10 @@ static void test_program_check(void)
 
 	ap = base, fix_ops(&ap);
 	memset(&ap.ops[0], 0, sizeof(ap.ops[0]));
-	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_CAST, .in[0] = { GPU_SPACE_ARENA, 10, 0 },
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_CAST, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_BF16, 0 },
 				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 8,
-				     .u.cast = { .from = 10, .to = BW_DTYPE_F32 } };
-	expect_refused("Cast from float16", &ap, "cast from dtype 10 to 1");
+				     .u.cast = { .from = BW_DTYPE_BF16, .to = BW_DTYPE_F32 } };
+	expect_refused("Cast from bfloat16", &ap, "cast from dtype 16 to 1");
 
 	ap = base, fix_ops(&ap);
 	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_GATHER, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
@@ -1591,10 +1760,12 @@ static void test_program_check(void)
 	expect_refused("Gather's data extent", &ap, "in0: bytes [0, 1024) past the arena");
 
 	ap = base, fix_ops(&ap);
-	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_PERMUTE, .in[0] = { GPU_SPACE_ARENA, 10, 0 },
-				     .out = { GPU_SPACE_ARENA, 10, 256 }, .count = 8,
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_PERMUTE, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_BF16, 0 },
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_BF16, 256 }, .count = 8,
 				     .u.bcast = { .rank = 1, .dims = { 8 }, .strides = { { 1 } } } };
-	expect_refused("Permute of 2-byte elements", &ap, "out: dtype 10, not one of 1, 4 or 8 bytes");
+	expect_refused("Permute of bfloat16", &ap, "out: dtype 16, not one of 1, 2, 4 or 8 bytes");
+	ap.ops[0].in[0].dtype = ap.ops[0].out.dtype = BW_DTYPE_F16; /* 2-byte elements: float16's */
+	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
 
 	ap = base, fix_ops(&ap);
 	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_GEMM, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
@@ -1623,6 +1794,11 @@ static void test_program_check(void)
 				     .u.conv = { .n = 1, .c = 1, .h = 4, .w = 4, .m = 1, .oh = 3, .ow = 3, .kh = 2, .kw = 2,
 						 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1 } };
 	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
+	ap.ops[0].u.conv.nhwc = 2;
+	expect_refused("CONV's layout", &ap, "layout 2 unknown (0 NCHW, 1 NHWC)");
+	ap.ops[0].u.conv.nhwc = 1;
+	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
+	ap.ops[0].u.conv.nhwc = 0;
 	ap.ops[0].u.conv.group = 2;
 	expect_refused("CONV's group", &ap, "size 2 op 0 (CONV): c 1 and m 1 are not multiples of group 2");
 	ap.ops[0].u.conv.group = 1;
@@ -1697,6 +1873,9 @@ int main(void)
 		{ "Conv: grouped, strided, padded, dilated; bias, residual, Relu", test_conv },
 		{ "MaxPool, AveragePool (with and without pads counted), GlobalAveragePool", test_pool },
 		{ "Copy", test_copy },
+		{ "half <-> float conversion", test_half_conversion },
+		{ "float16 operands: each float op kind, rounded once", test_half_ops },
+		{ "Cast between float32 and float16", test_half_cast },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo table_tests[] = {
