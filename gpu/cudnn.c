@@ -13,7 +13,8 @@
  * ($ORIGIN), so the directory must hold the whole set.
  *
  * The API is cuDNN's legacy descriptor API (tensor/filter/convolution/activation descriptors): enough
- * for NCHW convolutions with bias, residual and Relu, deprecated in 9.x but exported by the shim.
+ * for NCHW and NHWC convolutions (u.conv.nhwc: CUDNN_TENSOR_NHWC tensors, KRSC filters) with bias,
+ * residual and Relu, deprecated in 9.x but exported by the shim.
  *
  * At program_load each CONV op that cuDNN can run gets a plan: descriptors, and the algorithm chosen by
  * timing every candidate on scratch buffers (cudnnFindConvolutionForwardAlgorithmEx, as PyTorch's
@@ -35,7 +36,7 @@
  * CUBLAS_COMPUTE_32F, results stay close to the generic kernel's); float16 operands are
  * CUDNN_DATA_HALF with a FLOAT compute type (cuDNN's PSEUDO_HALF_CONFIG) and tensor-core math; the
  * bias has the data's type (HALF in that config): a constant bias of the other float type is
- * converted at load into memory the plan owns. alpha and beta are floats in both configurations.
+ * converted at load (program_math.h's gpu_float_to_half / gpu_half_to_float) into memory the plan owns. alpha and beta are floats in both configurations.
  * NaN: the activation does not propagate NaN, as bw_relu (x > 0 ? x : 0) does not.
  *
  * Recording (graph_capture): cudnnSetStream on the program's handle to the capturing stream, then the
@@ -73,7 +74,7 @@ struct conv_key {
 	int64_t geo[16];   /* n c h w m oh ow kh kw stride_h stride_w pad_h pad_w dil_h dil_w group */
 	uint32_t dtype;
 	uint32_t fn;
-	uint8_t bias, z, z_is_y, pad;
+	uint8_t bias, z, z_is_y, nhwc;
 };
 
 enum bias_kind {
@@ -231,64 +232,6 @@ void cudnn_close(struct gpu_dev *dev)
 	dev->dnn_tried = false;
 }
 
-/* ---- float16 on the host (converting a constant bias) --------------------------------------------- */
-
-/* float32 to IEEE binary16, rounding to nearest even; overflow to infinity, NaN stays NaN. */
-static uint16_t f32_to_f16(float f)
-{
-	uint32_t x, sign, exp, man, h, rem, half;
-	int e;
-
-	memcpy(&x, &f, sizeof(x));
-	sign = (x >> 16) & 0x8000u;
-	exp = (x >> 23) & 0xffu;
-	man = x & 0x7fffffu;
-	if (exp == 0xffu)
-		return (uint16_t)(sign | 0x7c00u | (man != 0 ? 0x200u : 0u));
-	e = (int)exp - 127 + 15;
-	if (e >= 31)
-		return (uint16_t)(sign | 0x7c00u);
-	if (e <= 0) { /* a subnormal half, or zero: shift the mantissa with its leading 1 */
-		if (e < -10)
-			return (uint16_t)sign;
-		man |= 0x800000u;
-		h = man >> (uint32_t)(14 - e);
-		rem = man & ((1u << (uint32_t)(14 - e)) - 1u);
-		half = 1u << (uint32_t)(13 - e);
-		if (rem > half || (rem == half && (h & 1u)))
-			h++;
-		return (uint16_t)(sign | h);
-	}
-	h = ((uint32_t)e << 10) | (man >> 13);
-	rem = man & 0x1fffu;
-	if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-		h++; /* a carry into the exponent is right, up to infinity */
-	return (uint16_t)(sign | h);
-}
-
-static float f16_to_f32(uint16_t v)
-{
-	uint32_t sign = (uint32_t)(v & 0x8000u) << 16, exp = (v >> 10) & 0x1fu, man = v & 0x3ffu, x;
-	float f;
-
-	if (exp == 0x1fu) {
-		x = sign | 0x7f800000u | (man << 13);
-	} else if (exp != 0) {
-		x = sign | ((exp + 112u) << 23) | (man << 13);
-	} else if (man == 0) {
-		x = sign;
-	} else { /* subnormal: normalise */
-		exp = 113;
-		while ((man & 0x400u) == 0) {
-			man <<= 1;
-			exp--;
-		}
-		x = sign | (exp << 23) | ((man & 0x3ffu) << 13);
-	}
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
-
 /* ---- what cuDNN can run ----------------------------------------------------------------------------- */
 
 static bool dnn_dtype(uint32_t dtype, cudnnDataType_t *t, size_t *bytes)
@@ -336,6 +279,7 @@ static bool conv_supported(const struct gpu_op *op, struct conv_key *k, char *wh
 	k->fn = op->fn;
 	k->bias = bias;
 	k->z = z;
+	k->nhwc = op->u.conv.nhwc != 0;
 	g = k->geo;
 	if (!dnn_dtype(op->in[0].dtype, &t, &eb)) {
 		gpu_err(why, cap, "dtype %u (cuDNN plans float32 and float16)", op->in[0].dtype);
@@ -418,6 +362,9 @@ static cudnnStatus_t plan_descriptors(const struct cudnn_api *a, const struct gp
 {
 	const int64_t *g = p->key.geo;
 	cudnnDataType_t t = CUDNN_DATA_FLOAT;
+	/* NHWC: x, y, z [n][h][w][c] and the weights [m][kh][kw][c/group] (cuDNN's KRSC); a [1, m, 1, 1]
+	 * bias is the same bytes either way */
+	cudnnTensorFormat_t f = p->key.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
 	size_t eb;
 	cudnnStatus_t st;
 
@@ -425,19 +372,19 @@ static cudnnStatus_t plan_descriptors(const struct cudnn_api *a, const struct gp
 	p->math = t == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 	st = a->tensor_create(&p->x);
 	if (st == CUDNN_STATUS_SUCCESS)
-		st = a->tensor_set(p->x, CUDNN_TENSOR_NCHW, t, (int)g[0], (int)g[1], (int)g[2], (int)g[3]);
+		st = a->tensor_set(p->x, f, t, (int)g[0], (int)g[1], (int)g[2], (int)g[3]);
 	if (st == CUDNN_STATUS_SUCCESS)
 		st = a->tensor_create(&p->y);
 	if (st == CUDNN_STATUS_SUCCESS)
-		st = a->tensor_set(p->y, CUDNN_TENSOR_NCHW, t, (int)g[0], (int)g[4], (int)g[5], (int)g[6]);
+		st = a->tensor_set(p->y, f, t, (int)g[0], (int)g[4], (int)g[5], (int)g[6]);
 	if (st == CUDNN_STATUS_SUCCESS)
 		st = a->tensor_create(&p->bias);
 	if (st == CUDNN_STATUS_SUCCESS)
-		st = a->tensor_set(p->bias, CUDNN_TENSOR_NCHW, t, 1, (int)g[4], 1, 1);
+		st = a->tensor_set(p->bias, f, t, 1, (int)g[4], 1, 1);
 	if (st == CUDNN_STATUS_SUCCESS)
 		st = a->filter_create(&p->w);
 	if (st == CUDNN_STATUS_SUCCESS)
-		st = a->filter_set(p->w, t, CUDNN_TENSOR_NCHW, (int)g[4], (int)(g[1] / g[15]), (int)g[7], (int)g[8]);
+		st = a->filter_set(p->w, t, f, (int)g[4], (int)(g[1] / g[15]), (int)g[7], (int)g[8]);
 	if (st == CUDNN_STATUS_SUCCESS)
 		st = a->conv_create(&p->conv);
 	/* FLOAT compute for both data types: float16 data is then cuDNN's PSEUDO_HALF_CONFIG */
@@ -515,12 +462,12 @@ static int bias_convert(struct cudnn_prog *dp, const struct gpu_op *op, struct c
 			float f;
 
 			memcpy(&f, src + j * 4, 4);
-			((uint16_t *)host)[j] = f32_to_f16(f);
+			((uint16_t *)host)[j] = gpu_float_to_half(f);
 		} else {
 			uint16_t v;
 
 			memcpy(&v, src + j * 2, 2);
-			((float *)host)[j] = f16_to_f32(v);
+			((float *)host)[j] = gpu_half_to_float(v);
 		}
 	}
 	e = cudaMalloc(&p->bias_owned, m * (to_half ? 2 : 4));

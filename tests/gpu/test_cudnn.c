@@ -4,8 +4,9 @@
  * that need no device, on any host where the module is built: where cuDNN is looked for and why it is
  * not used (BW_CUDNN=0, a missing $BW_CUDNN_LIB, a library without cuDNN's symbols), the library found
  * (the toolkit's, when it has one: every symbol resolved, version 9) with cudnnGetVersion, which works
- * without a device; the host float16 conversion of a bias; and which CONV ops cuDNN is given (symmetric
- * padding, one data type, residual aliasing). Planning, recording and running need a GPU:
+ * without a device; the float16 conversion a bias goes through (program_math.h's, checked here for
+ * the rounding cuDNN's HALF bias gets); and which CONV ops cuDNN is given (symmetric padding, one data
+ * type, residual aliasing, either layout). Planning, recording and running need a GPU:
  * tests/gpu/test_gpu_cuda.c covers them there.
  */
 #include <stdlib.h>
@@ -126,37 +127,37 @@ static void test_half(void)
 {
 	uint32_t v, bad = 0;
 
-	CU_ASSERT_EQUAL(f32_to_f16(0.0f), 0x0000);
-	CU_ASSERT_EQUAL(f32_to_f16(-0.0f), 0x8000);
-	CU_ASSERT_EQUAL(f32_to_f16(1.0f), 0x3c00);
-	CU_ASSERT_EQUAL(f32_to_f16(-2.0f), 0xc000);
-	CU_ASSERT_EQUAL(f32_to_f16(0.1f), 0x2e66);
-	CU_ASSERT_EQUAL(f32_to_f16(65504.0f), 0x7bff);     /* the largest half */
-	CU_ASSERT_EQUAL(f32_to_f16(65519.0f), 0x7bff);     /* below the midpoint to infinity */
-	CU_ASSERT_EQUAL(f32_to_f16(65520.0f), 0x7c00);     /* the midpoint rounds to even: infinity */
-	CU_ASSERT_EQUAL(f32_to_f16(1e10f), 0x7c00);
-	CU_ASSERT_EQUAL(f32_to_f16(-INFINITY), 0xfc00);
-	CU_ASSERT_EQUAL(f32_to_f16(NAN) & 0x7c00, 0x7c00);
-	CU_ASSERT_NOT_EQUAL(f32_to_f16(NAN) & 0x03ff, 0);
-	CU_ASSERT_EQUAL(f32_to_f16(1.0f + 0x1p-11f), 0x3c00);        /* a tie: to even */
-	CU_ASSERT_EQUAL(f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);    /* a tie: to even, upwards */
-	CU_ASSERT_EQUAL(f32_to_f16(0x1p-24f), 0x0001);               /* the smallest subnormal */
-	CU_ASSERT_EQUAL(f32_to_f16(0x1p-25f), 0x0000);               /* a tie with 0: to even */
-	CU_ASSERT_EQUAL(f32_to_f16(0x1.8p-25f), 0x0001);
-	CU_ASSERT_EQUAL(f32_to_f16(0x1p-14f), 0x0400);               /* the smallest normal */
-	CU_ASSERT_EQUAL(f32_to_f16(0x1.ffcp-15f), 0x0400);           /* a tie, up out of the subnormals */
-	CU_ASSERT_EQUAL(f16_to_f32(0x0001), 0x1p-24f);
-	CU_ASSERT_EQUAL(f16_to_f32(0x03ff), 0x1.ff8p-15f);
-	CU_ASSERT_EQUAL(f16_to_f32(0x3555), bits_f32(0x3eaaa000));   /* 0.333251953125 */
-	CU_ASSERT(isinf(f16_to_f32(0x7c00)) && f16_to_f32(0x7c00) > 0);
-	CU_ASSERT(isnan(f16_to_f32(0x7e00)));
+	CU_ASSERT_EQUAL(gpu_float_to_half(0.0f), 0x0000);
+	CU_ASSERT_EQUAL(gpu_float_to_half(-0.0f), 0x8000);
+	CU_ASSERT_EQUAL(gpu_float_to_half(1.0f), 0x3c00);
+	CU_ASSERT_EQUAL(gpu_float_to_half(-2.0f), 0xc000);
+	CU_ASSERT_EQUAL(gpu_float_to_half(0.1f), 0x2e66);
+	CU_ASSERT_EQUAL(gpu_float_to_half(65504.0f), 0x7bff);     /* the largest half */
+	CU_ASSERT_EQUAL(gpu_float_to_half(65519.0f), 0x7bff);     /* below the midpoint to infinity */
+	CU_ASSERT_EQUAL(gpu_float_to_half(65520.0f), 0x7c00);     /* the midpoint rounds to even: infinity */
+	CU_ASSERT_EQUAL(gpu_float_to_half(1e10f), 0x7c00);
+	CU_ASSERT_EQUAL(gpu_float_to_half(-INFINITY), 0xfc00);
+	CU_ASSERT_EQUAL(gpu_float_to_half(NAN) & 0x7c00, 0x7c00);
+	CU_ASSERT_NOT_EQUAL(gpu_float_to_half(NAN) & 0x03ff, 0);
+	CU_ASSERT_EQUAL(gpu_float_to_half(1.0f + 0x1p-11f), 0x3c00);        /* a tie: to even */
+	CU_ASSERT_EQUAL(gpu_float_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);    /* a tie: to even, upwards */
+	CU_ASSERT_EQUAL(gpu_float_to_half(0x1p-24f), 0x0001);               /* the smallest subnormal */
+	CU_ASSERT_EQUAL(gpu_float_to_half(0x1p-25f), 0x0000);               /* a tie with 0: to even */
+	CU_ASSERT_EQUAL(gpu_float_to_half(0x1.8p-25f), 0x0001);
+	CU_ASSERT_EQUAL(gpu_float_to_half(0x1p-14f), 0x0400);               /* the smallest normal */
+	CU_ASSERT_EQUAL(gpu_float_to_half(0x1.ffcp-15f), 0x0400);           /* a tie, up out of the subnormals */
+	CU_ASSERT_EQUAL(gpu_half_to_float(0x0001), 0x1p-24f);
+	CU_ASSERT_EQUAL(gpu_half_to_float(0x03ff), 0x1.ff8p-15f);
+	CU_ASSERT_EQUAL(gpu_half_to_float(0x3555), bits_f32(0x3eaaa000));   /* 0.333251953125 */
+	CU_ASSERT(isinf(gpu_half_to_float(0x7c00)) && gpu_half_to_float(0x7c00) > 0);
+	CU_ASSERT(isnan(gpu_half_to_float(0x7e00)));
 	/* every half that is not NaN goes to float and back unchanged */
 	for (v = 0; v < 0x10000u; v++) {
 		if ((v & 0x7c00u) == 0x7c00u && (v & 0x3ffu) != 0)
 			continue;
-		if (f32_to_f16(f16_to_f32((uint16_t)v)) != v && bad++ < 4)
-			printf("\n    half 0x%04x -> %g -> 0x%04x", v, (double)f16_to_f32((uint16_t)v),
-			       f32_to_f16(f16_to_f32((uint16_t)v)));
+		if (gpu_float_to_half(gpu_half_to_float((uint16_t)v)) != v && bad++ < 4)
+			printf("\n    half 0x%04x -> %g -> 0x%04x", v, (double)gpu_half_to_float((uint16_t)v),
+			       gpu_float_to_half(gpu_half_to_float((uint16_t)v)));
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 }
@@ -191,6 +192,11 @@ static void test_conv_supported(void)
 	/* the same op again: the same key, byte for byte (the search is shared) */
 	CU_ASSERT_TRUE(conv_supported(&op, &k2, why, sizeof(why)));
 	CU_ASSERT_EQUAL(memcmp(&k, &k2, sizeof(k)), 0);
+	/* NHWC: the same problem in another layout, so another search */
+	op.u.conv.nhwc = 1;
+	CU_ASSERT_TRUE(conv_supported(&op, &k2, why, sizeof(why)));
+	CU_ASSERT_EQUAL(k2.nhwc, 1);
+	CU_ASSERT_NOT_EQUAL(memcmp(&k, &k2, sizeof(k)), 0);
 
 	op = conv_op(BW_DTYPE_F16);
 	CU_ASSERT_TRUE(conv_supported(&op, &k, why, sizeof(why)));
@@ -236,7 +242,7 @@ int main(void)
 		{ "BW_CUDNN_LIB missing: named, no fallback", test_open_missing_file },
 		{ "BW_CUDNN_LIB not cuDNN: the missing symbol named", test_open_not_cudnn },
 		{ "the toolkit's cuDNN: every symbol, version 9", test_open_found },
-		{ "float16 conversion of a bias", test_half },
+		{ "float16 conversion of a converted bias", test_half },
 		{ "which CONV ops cuDNN is given", test_conv_supported },
 		CU_TEST_INFO_NULL,
 	};
