@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,7 @@ static void test_fill_and_signal(void)
 /* CONV through cuDNN: its algorithms (Winograd, FFT, implicit GEMM) sum in other orders than
  * gpu_conv_item, and some transform the data first */
 #define CONV_REL_TOLERANCE 1e-3f
+#define CONV_F16_REL_TOLERANCE 1e-2f
 /* where the batch's request rows and replies lie in the registered region: one page per tensor */
 #define REQ_AREA_OFF 0
 #define REPLY_AREA_OFF (GPU_PROG_TENSORS_MAX * PAGE_BYTES)
@@ -526,6 +528,25 @@ static uint32_t cnn_ops(uint32_t b, struct gpu_op *ops)
 	return 3;
 }
 
+/* One CONV program: its ops at batch 2 and PROG_BATCH_MAX, random constants and inputs. */
+struct conv_case {
+	const char *name;
+	uint32_t (*ops)(const struct conv_case *cc, uint32_t b, struct gpu_op *ops);
+	void (*consts)(const struct conv_case *cc, uint8_t *blob); /* NULL, or fixes the random floats */
+	uint32_t in_row, nb_outputs;
+	uint32_t out_rows[3];
+	uint64_t arena_bytes, input_offset, output_offset[3], const_bytes;
+	uint32_t dtype;   /* the ops' float operands: float32, or float16 between CASTs */
+	uint32_t nhwc;    /* CONV and POOL ops' layout */
+	float rel_tol;
+};
+
+static uint32_t cnn_case_ops(const struct conv_case *cc, uint32_t b, struct gpu_op *ops)
+{
+	(void)cc;
+	return cnn_ops(b, ops);
+}
+
 /*
  * Every CONV feature, at batch 2 and 4 (3 rows), x [b,4,7,7] in:
  *   z  = POOL avg 3x3 stride 2 (x)                                       [b,4,3,3]
@@ -535,50 +556,84 @@ static uint32_t cnn_ops(uint32_t b, struct gpu_op *ops)
  *   p  = CONV 1x1 (x) + bias, no Relu, no residual, written over p         [b,4,7,7]  output 2
  * On cuDNN: ya and yb take the fused call (a zero bias for yb, z = y with alpha2 = 0); p the fused call
  * with an IDENTITY activation (IMPLICIT_PRECOMP_GEMM) or the separate calls, and the NaN that p held
- * shows whether alpha2 = 0 keeps cuDNN from reading z.
+ * shows whether alpha2 = 0 keeps cuDNN from reading z. In float16 the ops work on float16 areas
+ * between CASTs (as gpu_compile's fp16 pass makes them) and ya's bias stays a float32 constant, which
+ * the plan converts; in NHWC every CONV and POOL op stores [n][h][w][c], the weights [m][kh][kw][c/g].
  */
 enum { F_X = 0, F_Z = 3328, F_YA = 4096, F_YB = 4864, F_P = 7424, F_BYTES = 10752,
+       F_XH = 10752, F_ZH = 12544, F_YAH = 13056, F_YBH = 13568, F_PH = 14848, F16_BYTES = 16640,
        F_WA = 0, F_BA = 512, F_WB = 768, F_WC = 1792, F_BC = 2048, F_CONST_BYTES = 2064 };
 
-static uint32_t conv_features_ops(uint32_t b, struct gpu_op *ops)
+static struct gpu_op cast_op(uint64_t from_off, uint32_t from, uint64_t to_off, uint32_t to, uint64_t count)
 {
-	struct gpu_ref none = { 0 };
+	struct gpu_op op = { .code = GPU_OP_CAST, .in = { arena_ref(from, from_off) }, .out = arena_ref(to, to_off),
+			     .count = count };
 
-	ops[0] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_AVG, .in = { arena_ref(BW_DTYPE_F32, F_X) },
-				  .out = arena_ref(BW_DTYPE_F32, F_Z) };
-	conv_geometry(&ops[0], b, 4, 7, 4, 3, 2, 0, 1, 4);
-	ops[1] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
-				  .in = { arena_ref(BW_DTYPE_F32, F_X), const_ref(BW_DTYPE_F32, F_WA),
-					  const_ref(BW_DTYPE_F32, F_BA), arena_ref(BW_DTYPE_F32, F_Z) },
-				  .out = arena_ref(BW_DTYPE_F32, F_YA) };
-	conv_geometry(&ops[1], b, 4, 7, 4, 3, 2, 1, 2, 2);
-	ops[2] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
-				  .in = { arena_ref(BW_DTYPE_F32, F_X), const_ref(BW_DTYPE_F32, F_WB), none, none },
-				  .out = arena_ref(BW_DTYPE_F32, F_YB) };
-	conv_geometry(&ops[2], b, 4, 7, 6, 3, 1, 0, 1, 1);
-	ops[3] = (struct gpu_op){ .code = GPU_OP_UNARY, .fn = GPU_UNARY_SQRT, .in = { arena_ref(BW_DTYPE_F32, F_X) },
-				  .out = arena_ref(BW_DTYPE_F32, F_P), .count = b * 196u };
-	ops[4] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_NONE,
-				  .in = { arena_ref(BW_DTYPE_F32, F_X), const_ref(BW_DTYPE_F32, F_WC),
-					  const_ref(BW_DTYPE_F32, F_BC), none },
-				  .out = arena_ref(BW_DTYPE_F32, F_P) };
-	conv_geometry(&ops[4], b, 4, 7, 4, 1, 1, 0, 1, 1);
-	return 5;
+	op.u.cast.from = from;
+	op.u.cast.to = to;
+	return op;
 }
 
-/* One CONV program: its ops at batch 2 and PROG_BATCH_MAX, random constants and inputs. */
-struct conv_case {
-	const char *name;
-	uint32_t (*ops)(uint32_t b, struct gpu_op *ops);
-	uint32_t in_row, nb_outputs;
-	uint32_t out_rows[3];
-	uint64_t arena_bytes, input_offset, output_offset[3], const_bytes;
-};
+static uint32_t conv_features_ops(const struct conv_case *cc, uint32_t b, struct gpu_op *ops)
+{
+	uint32_t d = cc->dtype, n = 0, k;
+	bool h = d == BW_DTYPE_F16;
+	uint64_t x = h ? F_XH : F_X, z = h ? F_ZH : F_Z, ya = h ? F_YAH : F_YA, yb = h ? F_YBH : F_YB;
+	uint64_t p = h ? F_PH : F_P;
+	struct gpu_ref none = { 0 };
+
+	if (h)
+		ops[n++] = cast_op(F_X, BW_DTYPE_F32, F_XH, BW_DTYPE_F16, b * 196u);
+	ops[n] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_AVG, .in = { arena_ref(d, x) },
+				  .out = arena_ref(d, z) };
+	conv_geometry(&ops[n++], b, 4, 7, 4, 3, 2, 0, 1, 4);
+	ops[n] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
+				  .in = { arena_ref(d, x), const_ref(d, F_WA), const_ref(BW_DTYPE_F32, F_BA), arena_ref(d, z) },
+				  .out = arena_ref(d, ya) };
+	conv_geometry(&ops[n++], b, 4, 7, 4, 3, 2, 1, 2, 2);
+	ops[n] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
+				  .in = { arena_ref(d, x), const_ref(d, F_WB), none, none }, .out = arena_ref(d, yb) };
+	conv_geometry(&ops[n++], b, 4, 7, 6, 3, 1, 0, 1, 1);
+	ops[n++] = (struct gpu_op){ .code = GPU_OP_UNARY, .fn = GPU_UNARY_SQRT, .in = { arena_ref(d, x) },
+				    .out = arena_ref(d, p), .count = b * 196u };
+	ops[n] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_NONE,
+				  .in = { arena_ref(d, x), const_ref(d, F_WC), const_ref(d, F_BC), none },
+				  .out = arena_ref(d, p) };
+	conv_geometry(&ops[n++], b, 4, 7, 4, 1, 1, 0, 1, 1);
+	if (h) {
+		ops[n++] = cast_op(F_YAH, BW_DTYPE_F16, F_YA, BW_DTYPE_F32, b * 36u);
+		ops[n++] = cast_op(F_YBH, BW_DTYPE_F16, F_YB, BW_DTYPE_F32, b * 150u);
+		ops[n++] = cast_op(F_PH, BW_DTYPE_F16, F_P, BW_DTYPE_F32, b * 196u);
+	}
+	for (k = 0; k < n; k++)
+		if (ops[k].code == GPU_OP_CONV || ops[k].code == GPU_OP_POOL)
+			ops[k].u.conv.nhwc = cc->nhwc;
+	return n;
+}
+
+/* float16: the weights and p's bias converted in place; ya's bias stays float32 */
+static void conv_features_consts(const struct conv_case *cc, uint8_t *blob)
+{
+	static const uint64_t half[][2] = { { F_WA, 72 }, { F_WB, 216 }, { F_WC, 16 }, { F_BC, 4 } };
+
+	if (cc->dtype != BW_DTYPE_F16)
+		return;
+	for (uint32_t r = 0; r < sizeof(half) / sizeof(half[0]); r++) {
+		for (uint64_t e = 0; e < half[r][1]; e++) {
+			float f;
+			uint16_t v;
+
+			memcpy(&f, blob + half[r][0] + e * sizeof(float), sizeof(f));
+			v = gpu_float_to_half(f);
+			memcpy(blob + half[r][0] + e * sizeof(v), &v, sizeof(v));
+		}
+	}
+}
 
 static void conv_case_run(const struct conv_case *cc)
 {
 	static const uint32_t batches[] = { 2, PROG_BATCH_MAX };
-	struct gpu_op ops[2][8];
+	struct gpu_op ops[2][12];
 	float consts[F_CONST_BYTES / sizeof(float)], in[PROG_BATCH_MAX * 196];
 	struct gpu_program prog;
 	struct gpu_loaded *lp = NULL;
@@ -592,13 +647,15 @@ static void conv_case_run(const struct conv_case *cc)
 	prog_header(&prog, cc->name, cc->in_row, cc->nb_outputs, cc->out_rows);
 	for (s = 0; s < 2; s++) {
 		prog.sizes[s] = (struct gpu_program_size){ .batch = batches[s], .ops = ops[s],
-							   .nb_ops = cc->ops(batches[s], ops[s]),
+							   .nb_ops = cc->ops(cc, batches[s], ops[s]),
 							   .arena_bytes = cc->arena_bytes, .input_offset = { cc->input_offset } };
 		memcpy(prog.sizes[s].output_offset, cc->output_offset, sizeof(cc->output_offset));
 	}
 	prog.nb_sizes = 2;
 	for (s = 0; s < cc->const_bytes / sizeof(float); s++)
 		consts[s] = next_value();
+	if (cc->consts != NULL)
+		cc->consts(cc, (uint8_t *)consts);
 	prog.consts = consts;
 	prog.const_bytes = cc->const_bytes;
 	CU_ASSERT_EQUAL(g_ops->program_load(g_dev, &prog, &lp, err, sizeof(err)), 0);
@@ -613,7 +670,7 @@ static void conv_case_run(const struct conv_case *cc)
 			for (uint32_t e = 0; e < PROG_BATCH_MAX * cc->in_row / sizeof(float); e++)
 				in[e] = next_value();
 			CU_ASSERT_EQUAL(run_and_compare_tol(&env, &prog, inst, s, 0, (const uint8_t *)in, s == 1 ? 3 : 2,
-							    ++gen, CONV_REL_TOLERANCE),
+							    ++gen, cc->rel_tol),
 					GPU_FAULT_NONE);
 		}
 		g_ops->instance_destroy(inst);
@@ -626,22 +683,47 @@ static void conv_case_run(const struct conv_case *cc)
 
 static void test_program_cnn(void)
 {
-	static const struct conv_case cc = { .name = "cnn", .ops = cnn_ops, .in_row = 50 * sizeof(float),
+	static const struct conv_case cc = { .name = "cnn", .ops = cnn_case_ops, .in_row = 50 * sizeof(float),
 					     .nb_outputs = 2, .out_rows = { 16 * sizeof(float), 4 * sizeof(float) },
 					     .arena_bytes = K_BYTES, .input_offset = K_X, .output_offset = { K_Y, K_Z },
-					     .const_bytes = K_CONST_BYTES };
+					     .const_bytes = K_CONST_BYTES, .dtype = BW_DTYPE_F32,
+					     .rel_tol = CONV_REL_TOLERANCE };
+
+	conv_case_run(&cc);
+}
+
+/* The features program in one dtype and layout; float16 is held to 1e-2 (its outputs are rounded to
+ * 11 bits, and cuDNN's separate calls round between them) */
+static void conv_features_run(const char *name, uint32_t dtype, uint32_t nhwc)
+{
+	struct conv_case cc = {
+		.name = name, .ops = conv_features_ops, .consts = conv_features_consts, .in_row = 196 * sizeof(float),
+		.nb_outputs = 3, .out_rows = { 36 * sizeof(float), 150 * sizeof(float), 196 * sizeof(float) },
+		.arena_bytes = dtype == BW_DTYPE_F16 ? F16_BYTES : F_BYTES, .input_offset = F_X,
+		.output_offset = { F_YA, F_YB, F_P }, .const_bytes = F_CONST_BYTES, .dtype = dtype, .nhwc = nhwc,
+		.rel_tol = dtype == BW_DTYPE_F16 ? CONV_F16_REL_TOLERANCE : CONV_REL_TOLERANCE };
 
 	conv_case_run(&cc);
 }
 
 static void test_program_conv_features(void)
 {
-	static const struct conv_case cc = {
-		.name = "conv-features", .ops = conv_features_ops, .in_row = 196 * sizeof(float), .nb_outputs = 3,
-		.out_rows = { 36 * sizeof(float), 150 * sizeof(float), 196 * sizeof(float) }, .arena_bytes = F_BYTES,
-		.input_offset = F_X, .output_offset = { F_YA, F_YB, F_P }, .const_bytes = F_CONST_BYTES };
+	conv_features_run("conv-features", BW_DTYPE_F32, 0);
+}
 
-	conv_case_run(&cc);
+static void test_program_conv_features_nhwc(void)
+{
+	conv_features_run("conv-features-nhwc", BW_DTYPE_F32, 1);
+}
+
+static void test_program_conv_features_f16(void)
+{
+	conv_features_run("conv-features-f16", BW_DTYPE_F16, 0);
+}
+
+static void test_program_conv_features_f16_nhwc(void)
+{
+	conv_features_run("conv-features-f16-nhwc", BW_DTYPE_F16, 1);
 }
 
 /* A program the checks refuse is -EINVAL with a reason, and costs the device nothing. */
@@ -668,6 +750,9 @@ int main(int argc, char **argv)
 		{ "program: conv + bias + relu, max pool, global average pool", test_program_cnn },
 		{ "program: conv with group, stride, pad, dilation, bias, residual, relu; without bias; "
 		  "bias only over NaN", test_program_conv_features },
+		{ "program: the same conv features in NHWC", test_program_conv_features_nhwc },
+		{ "program: the same conv features in float16 (a float32 bias converted)", test_program_conv_features_f16 },
+		{ "program: the same conv features in float16, NHWC", test_program_conv_features_f16_nhwc },
 		{ "program: refused by the checks", test_program_refused },
 		CU_TEST_INFO_NULL,
 	};
