@@ -36,7 +36,8 @@
  * CUBLAS_COMPUTE_32F, results stay close to the generic kernel's); float16 operands are
  * CUDNN_DATA_HALF with a FLOAT compute type (cuDNN's PSEUDO_HALF_CONFIG) and tensor-core math; the
  * bias has the data's type (HALF in that config): a constant bias of the other float type is
- * converted at load (program_math.h's gpu_float_to_half / gpu_half_to_float) into memory the plan owns. alpha and beta are floats in both configurations.
+ * converted at load (program_math.h's gpu_float_to_half / gpu_half_to_float) into memory the plan
+ * owns. alpha and beta are floats in both configurations.
  * NaN: the activation does not propagate NaN, as bw_relu (x > 0 ? x : 0) does not.
  *
  * Recording (graph_capture): cudnnSetStream on the program's handle to the capturing stream, then the
