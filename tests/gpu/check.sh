@@ -4,8 +4,8 @@
 # CHECK_BUDGET_S, 300 s by default, so that one call of a 15-minute device lease measures everything):
 #   tests/gpu/check.sh BIN_DIR RESULTS_DIR
 # Run from the source tree's root. BIN_DIR: a build directory, or a bundle made by tests/gpu/bundle.sh
-# (for a machine without DPDK or this project's build dependencies); the bundle's lib/ and pip's
-# nvidia/*/lib (cuBLAS, cuDNN) go on LD_LIBRARY_PATH. On a fresh GPU machine:
+# (for a machine without DPDK or this project's build dependencies); our binaries run with the
+# bundle's lib/ and pip's nvidia/*/lib (cuBLAS, cuDNN) on LD_LIBRARY_PATH. On a fresh GPU machine:
 #   tests/gpu/bundle.sh build /tmp/bw-bundle        # here, on the build machine
 #   tests/gpu/check.sh /tmp/bw-bundle /tmp/bw-check  # there, with the source tree
 # Stages, each appending to RESULTS_DIR/check.txt as it goes (a failure later keeps what came before;
@@ -134,9 +134,14 @@ ratio() {
 		if (a == "na" || b == "na" || a == "" || b == "" || b + 0 == 0) print "na"; else printf "%.4g\n", a / b }'
 }
 
-[ -d "$bin/lib" ] && export LD_LIBRARY_PATH="$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Our binaries' libraries: the bundle's lib/ and pip's nvidia/*/lib (cuBLASLt, cuDNN). Only our
+# binaries get them (through bwenv): the bundle's libstdc++ is the build machine's, older than what
+# PyTorch wants, so python3 keeps the environment it came with.
+bw_ld="${LD_LIBRARY_PATH:-}"
+[ -d "$bin/lib" ] && bw_ld="$bin/lib${bw_ld:+:$bw_ld}"
 pip_libs=$(python3 -c 'import os, nvidia; print(":".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null)
-[ -n "$pip_libs" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$pip_libs"
+[ -n "$pip_libs" ] && bw_ld="${bw_ld:+$bw_ld:}$pip_libs"
+bwenv=(env "LD_LIBRARY_PATH=$bw_ld")
 export OPENBLAS_NUM_THREADS=1
 
 module="${CHECK_GPU_MODULE:-$(find_bin libbwgpu.so)}"
@@ -165,7 +170,7 @@ if [ "$module" = fake ]; then
 	rn_bwrun_iters=(--warmup 0 --repeat 1)
 fi
 # bwrun --precision arrives with issue 7; an older bwrun runs FP32 without the flag and no FP16
-if "$bwrun" --help 2>/dev/null | grep -q -- '--precision'; then
+if "${bwenv[@]}" "$bwrun" --help 2>/dev/null | grep -q -- '--precision'; then
 	has_precision=1
 else
 	has_precision=0
@@ -193,17 +198,17 @@ fi
 
 # ---- 1. smoke ----------------------------------------------------------------------------------------
 say "== 1. smoke: bwgpu-info, test_gpu_cuda, launch_cost, gpu_launch on the MLP"
-run 1 20 "$res/logs/bwgpu-info.txt" "$(find_bin bwgpu-info)" "${info_args[@]}"
+run 1 20 "$res/logs/bwgpu-info.txt" "${bwenv[@]}" "$(find_bin bwgpu-info)" "${info_args[@]}"
 rc=$?
 tee -a "$log" < "$res/logs/bwgpu-info.txt"
 [ $rc -eq 0 ] || note_fail 1 "bwgpu-info: $(why $rc "$res/logs/bwgpu-info.txt") (2: no device, 3: no module)"
 
-run 1 90 "$res/logs/test_gpu_cuda.txt" "$(find_bin test_gpu_cuda)" "$cuda_test_arg"
+run 1 90 "$res/logs/test_gpu_cuda.txt" "${bwenv[@]}" "$(find_bin test_gpu_cuda)" "$cuda_test_arg"
 rc=$?
 grep -E "^SKIP|Run Summary|asserts|tests |Test:.*FAILED" "$res/logs/test_gpu_cuda.txt" | tee -a "$log"
 [ $rc -eq 0 ] || note_fail 1 "test_gpu_cuda: $(why $rc "$res/logs/test_gpu_cuda.txt") (77: no device)"
 
-run 1 60 "$res/logs/launch_cost.txt" "$launch_cost"
+run 1 60 "$res/logs/launch_cost.txt" "${bwenv[@]}" "$launch_cost"
 rc=$?
 tee -a "$log" < "$res/logs/launch_cost.txt"
 [ $rc -eq 0 ] || note_fail 1 "launch_cost: $(why $rc "$res/logs/launch_cost.txt") (77: no device)"
@@ -214,7 +219,7 @@ rc=$?
 [ $rc -eq 0 ] || note_fail 1 "gen_models.py: $(why $rc "$res/logs/gen_models.txt")"
 mlp_bench="$res/gpu_launch_mlp.txt"
 if [ -f "$res/models/mlp.onnx" ]; then
-	run 1 90 "$res/logs/gpu_launch_mlp.log" "$gpu_launch" --gpu-module "$module" --precision fp32 \
+	run 1 90 "$res/logs/gpu_launch_mlp.log" "${bwenv[@]}" "$gpu_launch" --gpu-module "$module" --precision fp32 \
 		--launch-mode graph,doorbell --batch 1,8,32 "${mlp_iters[@]}" --output "$mlp_bench" "$res/models/mlp.onnx"
 	rc=$?
 	[ -f "$mlp_bench" ] && tee -a "$log" < "$mlp_bench"
@@ -231,7 +236,7 @@ for model in mlp minilm; do
 	for batch in $batches; do
 		d="$res/$model-b$batch"
 		mkdir -p "$d/cpu"
-		run 2 60 "$d/cpu.txt" "$bwrun" --batch "$batch" --seed 1 --output-dir "$d/cpu" "$res/models/$model.onnx"
+		run 2 60 "$d/cpu.txt" "${bwenv[@]}" "$bwrun" --batch "$batch" --seed 1 --output-dir "$d/cpu" "$res/models/$model.onnx"
 		rc=$?
 		[ $rc -eq 0 ] || { note_fail 2 "$model b$batch CPU: $(why $rc "$d/cpu.txt")"; continue; }
 		for prec in fp32 fp16; do
@@ -243,7 +248,7 @@ for model in mlp minilm; do
 				prec_args=()
 			fi
 			mkdir -p "$d/gpu-$prec"
-			run 2 60 "$d/gpu-$prec.txt" "$bwrun" --device gpu --gpu-module "$module" "${prec_args[@]}" \
+			run 2 60 "$d/gpu-$prec.txt" "${bwenv[@]}" "$bwrun" --device gpu --gpu-module "$module" "${prec_args[@]}" \
 				--batch "$batch" --seed 1 "${bwrun_iters[@]}" --output-dir "$d/gpu-$prec" "$res/models/$model.onnx"
 			rc=$?
 			[ $rc -eq 0 ] || { note_fail 2 "$model b$batch GPU $prec: $(why $rc "$d/gpu-$prec.txt")"; continue; }
@@ -271,12 +276,12 @@ rn_bench32="$res/gpu_launch_resnet50_fp32.txt"
 if [ $rc -ne 0 ] || [ ! -f "$rn/resnet50.onnx" ]; then
 	note_fail 3 "resnet50_onnx.py: $(why $rc "$res/logs/resnet50_onnx.txt")"
 else
-	run 3 100 "$res/logs/gpu_launch_resnet50_fp16.log" "$gpu_launch" --gpu-module "$module" --precision fp16 \
+	run 3 100 "$res/logs/gpu_launch_resnet50_fp16.log" "${bwenv[@]}" "$gpu_launch" --gpu-module "$module" --precision fp16 \
 		--launch-mode graph,doorbell --batch "${rn_batches// /,}" "${rn16_iters[@]}" --output "$rn_bench16" "$rn/resnet50.onnx"
 	rc=$?
 	[ -f "$rn_bench16" ] && tee -a "$log" < "$rn_bench16"
 	[ $rc -eq 0 ] || note_fail 3 "gpu_launch resnet50 fp16: $(why $rc "$res/logs/gpu_launch_resnet50_fp16.log")"
-	run 3 60 "$res/logs/gpu_launch_resnet50_fp32.log" "$gpu_launch" --gpu-module "$module" --precision fp32 \
+	run 3 60 "$res/logs/gpu_launch_resnet50_fp32.log" "${bwenv[@]}" "$gpu_launch" --gpu-module "$module" --precision fp32 \
 		--launch-mode graph --batch "${rn_batches// /,}" "${rn32_iters[@]}" --output "$rn_bench32" "$rn/resnet50.onnx"
 	rc=$?
 	[ -f "$rn_bench32" ] && tee -a "$log" < "$rn_bench32"
@@ -292,7 +297,7 @@ else
 		for batch in $rn_batches; do
 			d="$res/resnet50-b$batch-$prec"
 			mkdir -p "$d"
-			run 3 90 "$d.txt" "$bwrun" --device gpu --gpu-module "$module" "${prec_args[@]}" --batch "$batch" \
+			run 3 90 "$d.txt" "${bwenv[@]}" "$bwrun" --device gpu --gpu-module "$module" "${prec_args[@]}" --batch "$batch" \
 				--input "input=$rn/input_b$batch.npy" "${rn_bwrun_iters[@]}" --output-dir "$d" "$rn/resnet50.onnx"
 			rc=$?
 			[ $rc -eq 0 ] || { note_fail 3 "resnet50 b$batch $prec bwrun: $(why $rc "$d.txt")"; continue; }
