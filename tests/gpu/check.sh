@@ -56,6 +56,8 @@ SHARE_END=(0 20 40 80 100) # percent, stages 1..4
 mkdir -p "$res/logs" || { echo "check.sh: cannot make $res" >&2; exit 2; }
 log="$res/check.txt"
 : > "$log"
+# the files the last line is read from: a step that does not run this time must not leave last time's
+rm -f "$res"/gpu_launch_*.txt "$res/torch_peer.txt" "$res/logs/launch_cost.txt"
 say() { echo "$*" | tee -a "$log"; }
 note_fail() {
 	say "FAILED stage $1: $2"
