@@ -63,8 +63,6 @@
 #define PAGE_BYTES 4096
 #define TOP_SYSCALLS 5
 
-static const char *const g_precision_names[GPU_PRECISION_COUNT] = { "fp32", "fp16" };
-static const char *const g_mode_names[GPU_LAUNCH_MODE_COUNT] = { "graph", "doorbell" };
 
 struct opts {
 	const char *model;
@@ -72,6 +70,7 @@ struct opts {
 	unsigned int nb_sizes;
 	bool precision[GPU_PRECISION_COUNT];
 	bool mode[GPU_LAUNCH_MODE_COUNT];
+	uint32_t layout;                 /* enum gpu_layout */
 	const char *gpu_module;
 	int gpu_index;
 	uint64_t seed;
@@ -161,6 +160,7 @@ static void usage(FILE *f)
 		"  --batch LIST          batch sizes, ascending, comma-separated (default 1,8,32)\n"
 		"  --precision LIST      fp32, fp16 or fp32,fp16 (default fp32)\n"
 		"  --launch-mode LIST    graph, doorbell or graph,doorbell (default graph)\n"
+		"  --layout L            auto (default: nhwc for fp16, nchw for fp32), nchw or nhwc\n"
 		"  --gpu-module PATH     the device module (default: libbwgpu.so where the loader looks);\n"
 		"                        'fake': the fake device, on the CPU (a smoke run: times mean nothing)\n"
 		"  --gpu-index N         the device (default 0)\n"
@@ -173,7 +173,7 @@ static void usage(FILE *f)
 		"  -h, --help            this text\n"
 		"\n"
 		"One line per (precision, mode, size):\n"
-		"  model=M precision=P mode=L batch=N graph_ms=X e2e_p50_us=X e2e_p99_us=X e2e_mean_us=X\n"
+		"  model=M precision=P layout=L mode=M batch=N graph_ms=X e2e_p50_us=X e2e_p99_us=X e2e_mean_us=X\n"
 		"  launch_cpu_us=X syscalls_per_batch=X syscalls_top=NAME:COUNT,... e2e_vs_graph=X outputs_finite=yes|no\n"
 		"('na' where not measured), then: summary model=M items=N measured=N refused=N failed=N module=NAME\n"
 		"Exit status: 0 all measured; 1 something refused or failed; 2 usage; 77 no device.\n",
@@ -193,20 +193,18 @@ static unsigned long long parse_uint(const char *opt, const char *s, unsigned lo
 }
 
 /* "a,b": each name set in want[]; an unknown name is a usage error. */
-static void parse_names(const char *opt, char *list, const char *const *names, unsigned int nb, bool *want)
+/* A comma-separated list of names host.h's parse function knows (gpu_precision_parse, ...). */
+static void parse_names(const char *opt, char *list, int (*parse)(const char *name), const char *expected,
+			unsigned int nb, bool *want)
 {
 	char *save = NULL;
 
 	memset(want, 0, nb * sizeof(*want));
 	for (char *tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		unsigned int i;
+		int i = parse(tok);
 
-		for (i = 0; i < nb; i++)
-			if (strcmp(tok, names[i]) == 0)
-				break;
-		if (i == nb)
-			die(EXIT_USAGE, "%s: '%s' is not one of %s%s%s", opt, tok, names[0], nb > 1 ? ", " : "",
-			    nb > 1 ? names[1] : "");
+		if (i < 0 || (unsigned int)i >= nb)
+			die(EXIT_USAGE, "%s: '%s' is not one of %s", opt, tok, expected);
 		want[i] = true;
 	}
 }
@@ -231,11 +229,12 @@ static void parse_sizes(char *list, struct opts *o)
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_BATCH = 256, OPT_PRECISION, OPT_MODE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_SEED, OPT_ITERS,
-	       OPT_WARMUP, OPT_GRAPH_ITERS, OPT_SYSCALL_BATCHES, OPT_OUTPUT };
+	       OPT_WARMUP, OPT_GRAPH_ITERS, OPT_SYSCALL_BATCHES, OPT_OUTPUT, OPT_LAYOUT };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "precision", required_argument, NULL, OPT_PRECISION },
 		{ "launch-mode", required_argument, NULL, OPT_MODE },
+		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "gpu-module", required_argument, NULL, OPT_GPU_MODULE },
 		{ "gpu-index", required_argument, NULL, OPT_GPU_INDEX },
 		{ "seed", required_argument, NULL, OPT_SEED },
@@ -248,7 +247,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	char defaults[] = "1,8,32";
-	int c;
+	int c, rc;
 
 	*o = (struct opts){ .seed = SEED_DEFAULT, .iters = ITERS_DEFAULT, .warmup = WARMUP_DEFAULT,
 			    .graph_iters = GRAPH_ITERS_DEFAULT, .syscall_batches = SYSCALL_BATCHES_DEFAULT };
@@ -262,10 +261,17 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			parse_sizes(optarg, o);
 			break;
 		case OPT_PRECISION:
-			parse_names("--precision", optarg, g_precision_names, GPU_PRECISION_COUNT, o->precision);
+			parse_names("--precision", optarg, gpu_precision_parse, "fp32, fp16", GPU_PRECISION_COUNT, o->precision);
 			break;
 		case OPT_MODE:
-			parse_names("--launch-mode", optarg, g_mode_names, GPU_LAUNCH_MODE_COUNT, o->mode);
+			parse_names("--launch-mode", optarg, gpu_launch_mode_parse, "graph, doorbell", GPU_LAUNCH_MODE_COUNT,
+				    o->mode);
+			break;
+		case OPT_LAYOUT:
+			rc = gpu_layout_parse(optarg);
+			if (rc < 0)
+				die(EXIT_USAGE, "--layout: '%s' is not one of auto, nchw, nhwc", optarg);
+			o->layout = (uint32_t)rc;
 			break;
 		case OPT_GPU_MODULE:
 			o->gpu_module = optarg;
@@ -651,18 +657,20 @@ static void report_item(const struct item *it, const char *model)
 
 		if (!it->measured[s])
 			continue;
-		emit("model=%s precision=%s mode=%s batch=%u graph_ms=%s e2e_p50_us=%s e2e_p99_us=%s e2e_mean_us=%s "
-		     "launch_cpu_us=%s syscalls_per_batch=%s syscalls_top=%s e2e_vs_graph=%s outputs_finite=%s\n",
-		     model, g_precision_names[it->precision], g_mode_names[it->mode], prog->sizes[s].batch,
+		emit("model=%s precision=%s layout=%s mode=%s batch=%u graph_ms=%s e2e_p50_us=%s e2e_p99_us=%s "
+		     "e2e_mean_us=%s launch_cpu_us=%s syscalls_per_batch=%s syscalls_top=%s e2e_vs_graph=%s "
+		     "outputs_finite=%s\n",
+		     model, gpu_precision_name(it->precision), gpu_layout_name(it->compiled->layout),
+		     gpu_launch_mode_name(it->mode), prog->sizes[s].batch,
 		     num(m->graph_ms, a, sizeof(a)), num(m->e2e_p50_us, b, sizeof(b)), num(m->e2e_p99_us, c, sizeof(c)),
 		     num(m->e2e_mean_us, d, sizeof(d)), num(m->launch_cpu_us, e, sizeof(e)),
 		     num(m->syscalls_per_batch, f, sizeof(f)), isnan(m->syscalls_per_batch) ? "na" : m->syscalls_top,
 		     num(m->e2e_p50_us / (m->graph_ms * 1e3), g, sizeof(g)), m->outputs_finite ? "yes" : "no");
 	}
 	if (it->graph_note[0] != '\0' && it->err[0] == '\0')
-		emit("# %s %s: graph_ms na: %s\n", g_precision_names[it->precision], g_mode_names[it->mode], it->graph_note);
+		emit("# %s %s: graph_ms na: %s\n", gpu_precision_name(it->precision), gpu_launch_mode_name(it->mode), it->graph_note);
 	if (it->syscount_note[0] != '\0')
-		emit("# %s %s: syscalls not counted: %s\n", g_precision_names[it->precision], g_mode_names[it->mode],
+		emit("# %s %s: syscalls not counted: %s\n", gpu_precision_name(it->precision), gpu_launch_mode_name(it->mode),
 		     it->syscount_note);
 }
 
@@ -729,10 +737,11 @@ int main(int argc, char **argv)
 		for (uint32_t m = 0; m < GPU_LAUNCH_MODE_COUNT; m++)
 			modes += o.mode[m];
 		items += modes;
-		rc = gpu_compile(g, o.sizes, o.nb_sizes, p, &compiled, err, sizeof(err));
+		rc = gpu_compile_with(g, o.sizes, o.nb_sizes, &(struct gpu_compile_options){ p, o.layout }, &compiled,
+				      err, sizeof(err));
 		if (rc != 0) {
-			emit("# %s: compiling: %s\n", g_precision_names[p], err);
-			fprintf(stderr, PROG ": %s: compiling %s: %s\n", g_precision_names[p], o.model, err);
+			emit("# %s: compiling: %s\n", gpu_precision_name(p), err);
+			fprintf(stderr, PROG ": %s: compiling %s: %s\n", gpu_precision_name(p), o.model, err);
 			if (rc == -ENOTSUP)
 				refused += modes;
 			else
@@ -741,8 +750,8 @@ int main(int argc, char **argv)
 		}
 		rc = hd.ops->program_load(hd.dev, &compiled->prog, &loaded, err, sizeof(err));
 		if (rc != 0) {
-			emit("# %s: loading the program: %s\n", g_precision_names[p], err);
-			fprintf(stderr, PROG ": %s: loading %s on %s: %s\n", g_precision_names[p], o.model, hd.info.name, err);
+			emit("# %s: loading the program: %s\n", gpu_precision_name(p), err);
+			fprintf(stderr, PROG ": %s: loading %s on %s: %s\n", gpu_precision_name(p), o.model, hd.info.name, err);
 			if (rc == -ENOTSUP)
 				refused += modes;
 			else
@@ -784,8 +793,8 @@ int main(int argc, char **argv)
 			out_reg = rc == 0;
 		}
 		if (rc != 0) {
-			emit("# %s: registering host memory: %s\n", g_precision_names[p], err);
-			fprintf(stderr, PROG ": %s: registering host memory: %s\n", g_precision_names[p], err);
+			emit("# %s: registering host memory: %s\n", gpu_precision_name(p), err);
+			fprintf(stderr, PROG ": %s: registering host memory: %s\n", gpu_precision_name(p), err);
 			failed += modes;
 		}
 		for (uint32_t m = 0; rc == 0 && m < GPU_LAUNCH_MODE_COUNT; m++) {
@@ -806,9 +815,9 @@ int main(int argc, char **argv)
 			pthread_join(th, NULL);
 			report_item(&it, model);
 			if (it.err[0] != '\0') {
-				emit("# %s %s: %s: %s\n", g_precision_names[p], g_mode_names[m],
+				emit("# %s %s: %s: %s\n", gpu_precision_name(p), gpu_launch_mode_name(m),
 				     it.refused ? "refused" : "failed", it.err);
-				fprintf(stderr, PROG ": %s %s on %s: %s\n", g_precision_names[p], g_mode_names[m],
+				fprintf(stderr, PROG ": %s %s on %s: %s\n", gpu_precision_name(p), gpu_launch_mode_name(m),
 					hd.info.name, it.err);
 				if (it.refused)
 					refused++;

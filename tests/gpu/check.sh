@@ -152,8 +152,9 @@ gpu_launch=$(find_bin gpu_launch)
 launch_cost=$(find_bin launch_cost)
 info_args=(--module "$module")
 cuda_test_arg="$module"
-# gpu_launch's iterations: the MLP's batches take microseconds on a GPU; ResNet-50's per-item CONV
-# kernels are slow until cuDNN comes, so few iterations there keep batch 32 inside the budget
+# gpu_launch's iterations: the MLP's batches take microseconds on a GPU; ResNet-50's take milliseconds
+# (and far more where cuDNN is missing and CONV runs per item), so few iterations there keep batch 32
+# inside the budget
 mlp_iters=(--iters 1000 --warmup 100 --graph-iters 200 --syscall-batches 100)
 rn16_iters=(--iters 100 --warmup 10 --graph-iters 50 --syscall-batches 20)
 rn32_iters=(--iters 50 --warmup 5 --graph-iters 20 --syscall-batches 0)
@@ -283,6 +284,14 @@ else
 	rc=$?
 	[ -f "$rn_bench16" ] && tee -a "$log" < "$rn_bench16"
 	[ $rc -eq 0 ] || note_fail 3 "gpu_launch resnet50 fp16: $(why $rc "$res/logs/gpu_launch_resnet50_fp16.log")"
+	# the layout fp16 chooses by rule (NHWC) against the other, at batch 1: is NHWC the faster there?
+	rn_bench16n="$res/gpu_launch_resnet50_fp16_nchw.txt"
+	run 3 30 "$res/logs/gpu_launch_resnet50_fp16_nchw.log" "${bwenv[@]}" "$gpu_launch" --gpu-module "$module" \
+		--precision fp16 --layout nchw --launch-mode graph --batch 1 "${rn32_iters[@]}" --output "$rn_bench16n" \
+		"$rn/resnet50.onnx"
+	rc=$?
+	[ -f "$rn_bench16n" ] && tee -a "$log" < "$rn_bench16n"
+	[ $rc -eq 0 ] || note_fail 3 "gpu_launch resnet50 fp16 nchw: $(why $rc "$res/logs/gpu_launch_resnet50_fp16_nchw.log")"
 	run 3 60 "$res/logs/gpu_launch_resnet50_fp32.log" "${bwenv[@]}" "$gpu_launch" --gpu-module "$module" --precision fp32 \
 		--launch-mode graph --batch "${rn_batches// /,}" "${rn32_iters[@]}" --output "$rn_bench32" "$rn/resnet50.onnx"
 	rc=$?
