@@ -36,6 +36,7 @@
 #include "exec/plan.h"
 #include "graph.h"
 #include "host.h"
+#include "model_inputs.h"
 
 #define PROG "bwrun"
 
@@ -44,7 +45,6 @@
 #define INPUT_FILES_MAX 64
 #define SEED_DEFAULT 1u
 #define VALUES_SHOWN 8          /* first values printed per output */
-#define INT_INPUT_RANGE 1000    /* generated integer inputs (not masks): uniform in [0, this) */
 #define OP_TYPES_MAX 256
 #define TENSORS_MAX 64          /* graph inputs, and outputs, bwrun handles */
 #define GPU_WAIT_S 30           /* a launch not finished by then is reported, not waited for */
@@ -153,7 +153,7 @@ static void usage(FILE *f)
 		"File names: a tensor name's characters other than [A-Za-z0-9._-] become '_'.\n"
 		"Last line: model=F batch=N workers=N runs=N mean_us=X p50_us=X p99_us=X min_us=X device=D\n"
 		"Exit status: 0 on success, 1 on any error (one line on stderr).\n",
-		SEED_DEFAULT, INT_INPUT_RANGE);
+		SEED_DEFAULT, BW_INPUT_INT_RANGE);
 }
 
 static unsigned long long parse_uint(const char *opt, const char *s, unsigned long long lo, unsigned long long hi)
@@ -292,121 +292,6 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->model = argv[optind];
 }
 
-/* ---- numbers ----------------------------------------------------------------------------------- */
-
-static float half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-	float f;
-
-	if (exp == 0) { /* zero or subnormal: man * 2^-24 */
-		f = ldexpf((float)man, -24);
-		return sign ? -f : f;
-	}
-	if (exp == 31)
-		bits = sign | 0x7f800000u | man << 13;
-	else
-		bits = sign | (exp + 112) << 23 | man << 13;
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-/* Round to nearest even, via float's own rounding of the shifted mantissa. */
-static uint16_t float_to_half(float f)
-{
-	uint32_t bits, sign;
-	float a = fabsf(f);
-
-	memcpy(&bits, &f, sizeof(bits));
-	sign = (bits >> 16) & 0x8000;
-	if (isnan(f))
-		return (uint16_t)(sign | 0x7e00);
-	if (a >= 65520.0f)
-		return (uint16_t)(sign | 0x7c00);
-	if (a < 6.103515625e-05f) /* below the smallest normal: subnormal steps of 2^-24 */
-		return (uint16_t)(sign | (uint32_t)lrintf(a * 16777216.0f));
-	{
-		int e;
-		float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-		uint32_t mant = (uint32_t)lrintf(m * 2048.0f); /* 11 bits with the leading one */
-
-		if (mant == 2048) { /* rounded up to the next power of two */
-			mant = 1024;
-			e++;
-		}
-		return (uint16_t)(sign | (uint32_t)(e + 14) << 10 | (mant - 1024));
-	}
-}
-
-static double elem_double(uint8_t dtype, const void *data, size_t i)
-{
-	switch (dtype) {
-	case BW_DTYPE_FLOAT: return ((const float *)data)[i];
-	case BW_DTYPE_DOUBLE: return ((const double *)data)[i];
-	case BW_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)data)[i]);
-	case BW_DTYPE_BFLOAT16: {
-		uint32_t bits = (uint32_t)((const uint16_t *)data)[i] << 16;
-		float f;
-
-		memcpy(&f, &bits, sizeof(f));
-		return f;
-	}
-	case BW_DTYPE_INT64: return (double)((const int64_t *)data)[i];
-	case BW_DTYPE_INT32: return ((const int32_t *)data)[i];
-	case BW_DTYPE_INT16: return ((const int16_t *)data)[i];
-	case BW_DTYPE_INT8: return ((const int8_t *)data)[i];
-	case BW_DTYPE_UINT64: return (double)((const uint64_t *)data)[i];
-	case BW_DTYPE_UINT32: return ((const uint32_t *)data)[i];
-	case BW_DTYPE_UINT16: return ((const uint16_t *)data)[i];
-	case BW_DTYPE_UINT8:
-	case BW_DTYPE_BOOL: return ((const uint8_t *)data)[i];
-	default: return NAN;
-	}
-}
-
-static void elem_set(uint8_t dtype, void *data, size_t i, double v)
-{
-	switch (dtype) {
-	case BW_DTYPE_FLOAT: ((float *)data)[i] = (float)v; break;
-	case BW_DTYPE_DOUBLE: ((double *)data)[i] = v; break;
-	case BW_DTYPE_FLOAT16: ((uint16_t *)data)[i] = float_to_half((float)v); break;
-	case BW_DTYPE_BFLOAT16: { /* truncation: generated data need not round */
-		float f = (float)v;
-		uint32_t bits;
-
-		memcpy(&bits, &f, sizeof(bits));
-		((uint16_t *)data)[i] = (uint16_t)(bits >> 16);
-		break;
-	}
-	case BW_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)v; break;
-	case BW_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)v; break;
-	case BW_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)v; break;
-	case BW_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)v; break;
-	case BW_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)v; break;
-	case BW_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)v; break;
-	case BW_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)v; break;
-	case BW_DTYPE_UINT8:
-	case BW_DTYPE_BOOL: ((uint8_t *)data)[i] = (uint8_t)v; break;
-	default: break;
-	}
-}
-
-static bool dtype_is_float(uint8_t dtype)
-{
-	return dtype == BW_DTYPE_FLOAT || dtype == BW_DTYPE_DOUBLE || dtype == BW_DTYPE_FLOAT16 ||
-	       dtype == BW_DTYPE_BFLOAT16;
-}
-
-/* splitmix64 (Steele, Lea, Flood): tiny, good enough for test data, the same on every host. */
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static const char *dims_str(const struct rt_tensor *t, char *buf, size_t cap)
 {
 	size_t n = 0;
@@ -439,32 +324,6 @@ static double now_us(void)
 }
 
 /* ---- inputs ------------------------------------------------------------------------------------ */
-
-/* Seeded data, as --help describes it. Each input has its own stream, so adding a --input for one
- * input does not change what the others get. */
-static void generate_input(const struct rt_tensor *t, size_t nbytes, uint32_t index, uint64_t seed, const char *name,
-			   void *data)
-{
-	size_t elem = rt_dtype_size(t->dtype), n = elem != 0 ? nbytes / elem : 0;
-	size_t row = t->rank > 0 && t->dims[t->rank - 1] > 0 ? (size_t)t->dims[t->rank - 1] : 1;
-	uint64_t state = seed ^ (0x51ed2701a3c9e5b7ull * (index + 1));
-	bool mask = strstr(name, "mask") != NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		uint64_t r = splitmix64(&state);
-		double v;
-
-		if (dtype_is_float(t->dtype))
-			v = (double)(r >> 40) * 0x1p-24 * 2.0 - 1.0; /* 24 bits: exact in float */
-		else if (mask)
-			v = (i % row) < row - row / 4 ? 1 : 0;
-		else if (t->dtype == BW_DTYPE_BOOL)
-			v = (double)(r >> 63);
-		else
-			v = (double)(r % INT_INPUT_RANGE);
-		elem_set(t->dtype, data, i, v);
-	}
-}
 
 /* File names from tensor names: ONNX names may hold '/', ':' and worse. */
 static void tensor_path(char *buf, size_t cap, const char *dir, const char *name)
@@ -540,7 +399,7 @@ static void prepare_inputs(struct runner *r, const struct opts *o)
 			r->in_data[i] = malloc(nbytes != 0 ? nbytes : 1);
 			if (r->in_data[i] == NULL)
 				die("out of memory for input %s", name);
-			generate_input(t, nbytes, i, o->seed, name, r->in_data[i]);
+			bw_input_generate(t, nbytes, i, o->seed, name, r->in_data[i]);
 			printf("input  %-20s %-7s %-18s generated (seed %" PRIu64 ")\n", name,
 			       rt_dtype_name(t->dtype), dims_str(t, a, sizeof(a)), o->seed);
 		}
@@ -925,7 +784,7 @@ static void print_outputs(const struct runner *r, const struct opts *o)
 		size_t nonfinite = 0;
 
 		for (size_t e = 0; e < n; e++) {
-			double v = elem_double(t->dtype, data, e);
+			double v = bw_elem_get(t->dtype, data, e);
 
 			if (!isfinite(v)) {
 				nonfinite++;
@@ -942,7 +801,7 @@ static void print_outputs(const struct runner *r, const struct opts *o)
 			printf(" NON-FINITE %zu of %zu", nonfinite, n);
 		printf("\n       first:");
 		for (size_t e = 0; e < n && e < VALUES_SHOWN; e++)
-			printf(" %.6g", elem_double(t->dtype, data, e));
+			printf(" %.6g", bw_elem_get(t->dtype, data, e));
 		printf("%s\n", n > VALUES_SHOWN ? " ..." : "");
 		if (o->output_dir != NULL)
 			write_npy(o->output_dir, name, t, data);

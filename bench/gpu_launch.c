@@ -41,6 +41,7 @@
 
 #include "graph.h"
 #include "host.h"
+#include "model_inputs.h"
 #include "syscount.h"
 
 #define PROG "gpu_launch"
@@ -55,7 +56,6 @@
 #define GRAPH_ITERS_DEFAULT 200u   /* launches instance_time times back to back */
 #define SYSCALL_BATCHES_DEFAULT 100u
 #define SEED_DEFAULT 1u
-#define INT_INPUT_RANGE 1000       /* generated integer inputs, as bwrun makes them */
 #define STREAM_WORDS 1             /* the stream's own words: unused, instances have theirs */
 #define WAIT_NS (10ll * 1000000000ll) /* a batch not done by then is a failure */
 #define POLL_CLOCK_EVERY 4096u     /* polls between clock reads while waiting for a word */
@@ -312,48 +312,6 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	if (optind != argc - 1)
 		die(EXIT_USAGE, optind == argc ? "no model file given (see --help)" : "one model file at a time (see --help)");
 	o->model = argv[optind];
-}
-
-/* ---- inputs, as bwrun generates them -------------------------------------------------------------- */
-
-/* splitmix64 (Steele, Lea, Flood), bwrun's generator: the same data on every host. */
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/*
- * bwrun's rule: floats uniform in [-1, 1); integers in [0, INT_INPUT_RANGE), names holding "mask":
- * ones with the last quarter of each row 0; bool a random bit. Other dtypes (half floats) stay zero:
- * the models measured here take float inputs.
- */
-static void generate_input(const struct rt_value *v, uint32_t index, uint64_t seed, void *data, size_t n)
-{
-	const struct rt_tensor *t = &v->tensor;
-	size_t row = t->rank > 0 && t->dims[t->rank - 1] > 0 ? (size_t)t->dims[t->rank - 1] : 1;
-	uint64_t state = seed ^ (0x51ed2701a3c9e5b7ull * (index + 1));
-	bool mask = strstr(v->name, "mask") != NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		uint64_t r = splitmix64(&state);
-		double x = (double)(r >> 40) * 0x1p-24 * 2.0 - 1.0;
-		double k = mask ? ((i % row) < row - row / 4 ? 1 : 0) : (double)(r % INT_INPUT_RANGE);
-
-		switch (t->dtype) {
-		case BW_DTYPE_FLOAT: ((float *)data)[i] = (float)x; break;
-		case BW_DTYPE_DOUBLE: ((double *)data)[i] = x; break;
-		case BW_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)k; break;
-		case BW_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)k; break;
-		case BW_DTYPE_BOOL: ((uint8_t *)data)[i] = (uint8_t)(r >> 63); break;
-		case BW_DTYPE_UINT8:
-		case BW_DTYPE_INT8: ((uint8_t *)data)[i] = (uint8_t)k; break;
-		default: break;
-		}
-	}
 }
 
 /* ---- timing ------------------------------------------------------------------------------------------ */
@@ -780,11 +738,9 @@ int main(int argc, char **argv)
 		memset(out, 0, out_bytes);
 		for (uint32_t t = 0; t < compiled->prog.nb_inputs; t++) {
 			const struct rt_value *v = &g->values[g->inputs[t]];
-			size_t elem = rt_dtype_size(v->tensor.dtype);
 
-			if (elem != 0)
-				generate_input(v, t, o.seed, in + in_off[t],
-					       (size_t)max_batch * compiled->prog.input_row_bytes[t] / elem);
+			bw_input_generate(&v->tensor, (size_t)max_batch * compiled->prog.input_row_bytes[t], t, o.seed,
+					  v->name, in + in_off[t]);
 		}
 		rc = hd.ops->host_register(hd.dev, in, in_bytes, &dev_addr, err, sizeof(err));
 		in_reg = rc == 0;
