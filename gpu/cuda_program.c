@@ -576,12 +576,56 @@ volatile uint32_t *cuda_instance_word(struct gpu_instance *inst, uint32_t size_i
 	return &inst->words[graph_index(inst, size_idx, slot)];
 }
 
+/* Cold (benchmarks): events around iters back-to-back launches on the instance's stream. */
 int cuda_instance_time(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
 		       double *ms_per_launch, char *err, size_t cap)
 {
-	(void)inst; (void)size_idx; (void)slot; (void)iters; (void)ms_per_launch;
-	gpu_err(err, cap, "instance_time: not built yet");
-	return -ENOTSUP;
+	struct gpu_dev *dev = inst->lp->dev;
+	cudaStream_t stream = inst->stream->stream;
+	cudaEvent_t start = NULL, end = NULL;
+	const char *call = "cudaEventCreate";
+	float ms = 0.0f;
+	cudaError_t e;
+
+	if (size_idx >= inst->nb_sizes || slot >= inst->nb_slots || iters == 0 || ms_per_launch == NULL) {
+		gpu_err(err, cap, "timing of size %u slot %u, %u launches: the instance has %u sizes, %u slots; iters > 0",
+			size_idx, slot, iters, inst->nb_sizes, inst->nb_slots);
+		return -EINVAL;
+	}
+	if (dev->lost)
+		return cuda_check(dev, err, cap);
+	cudaSetDevice(dev->index);
+	e = cudaEventCreate(&start);
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&end);
+	if (e == cudaSuccess) {
+		call = "cudaEventRecord (start)";
+		e = cudaEventRecord(start, stream);
+	}
+	for (uint32_t i = 0; e == cudaSuccess && i < iters; i++) {
+		call = "cudaGraphLaunch (timing)";
+		e = cudaGraphLaunch(inst->graphs[graph_index(inst, size_idx, slot)].exec, stream);
+	}
+	if (e == cudaSuccess) {
+		call = "cudaEventRecord (end)";
+		e = cudaEventRecord(end, stream);
+	}
+	if (e == cudaSuccess) {
+		call = "cudaEventSynchronize";
+		e = cudaEventSynchronize(end);
+	}
+	if (e == cudaSuccess) {
+		call = "cudaEventElapsedTime";
+		e = cudaEventElapsedTime(&ms, start, end);
+	}
+	if (start != NULL)
+		cudaEventDestroy(start);
+	if (end != NULL)
+		cudaEventDestroy(end);
+	if (e != cudaSuccess)
+		return cuda_fail(dev, call, e, err, cap);
+	*ms_per_launch = (double)ms / iters;
+	return 0;
 }
 
 /* (hot) One graph launch: the table and everything else were fixed when the graph was captured. */

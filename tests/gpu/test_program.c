@@ -53,6 +53,7 @@
 #define DIM(a) (sizeof(a) / sizeof((a)[0]))
 
 static const struct gpu_ops *g_ops;
+static uint32_t g_mode = GPU_LAUNCH_GRAPH; /* enum gpu_launch_mode every instance here is made with */
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 
 /* Uniform in [-1, 1), deterministic (xorshift64*). */
@@ -1327,6 +1328,52 @@ static void test_threaded(void)
 	g_ops->dev_close(dev);
 }
 
+/* instance_time: the graph run iters times, the host clock around it; the word reaches the generation. */
+static void test_instance_time(void)
+{
+	static uint8_t mem[128] __attribute__((aligned(64)));
+	struct gpu_dev *dev = open_fake();
+	struct gpu_stream *stream = NULL;
+	struct gpu_loaded *loaded = NULL;
+	struct gpu_instance *inst = NULL;
+	struct add_program ap;
+	struct gpu_batch_table *t;
+	char err[GPU_ERR_MAX];
+	double ms = -1.0;
+	float x[4 * ROW_FLOATS];
+
+	add_program_init(&ap);
+	fill_rnd(x, 4 * ROW_FLOATS, 2, 0);
+	memcpy(mem, x, sizeof(x));
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, g_mode, &inst, err, sizeof(err)), 0);
+	t = g_ops->instance_table(inst, 1, 1);
+	t->segments[0] = seg((uint64_t)(uintptr_t)mem, 0, 4 * ROW_BYTES);
+	t->segments[1] = seg((uint64_t)(uintptr_t)mem + 64, 0, 4 * ROW_BYTES); /* out of place: runs are repeatable */
+	t->nb_gather = 1;
+	t->nb_scatter = 1;
+	t->generation = 3;
+
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 1, 1, 5, &ms, err, sizeof(err)), 0);
+	CU_ASSERT(ms > 0.0);
+	CU_ASSERT_TRUE(gpu_word_reached(g_ops->instance_word(inst, 1, 1), 3));
+	expect_rows("timed launches", mem + 64, x, 4);
+	CU_ASSERT_EQUAL(*g_ops->instance_word(inst, 1, 0), 0); /* no other slot ran */
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 2, 0, 5, &ms, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 0, 2, 5, &ms, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 1, 1, 0, &ms, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "iters"));
+
+	g_ops->instance_destroy(inst);
+	g_ops->program_unload(loaded);
+	g_ops->stream_destroy(stream);
+	g_ops->dev_close(dev);
+}
+
 /* ---- c. faults ------------------------------------------------------------------------------------------ */
 
 /* Relu into scratch, then Gather from it (op 1) with an index out of range. */
@@ -1703,6 +1750,7 @@ int main(void)
 		{ "gather, pad, scatter, generations on one slot", test_batch_table },
 		{ "two streams finished in the opposite order", test_two_streams },
 		{ "two streams on the fake's thread", test_threaded },
+		{ "instance_time", test_instance_time },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo fault_tests[] = {
