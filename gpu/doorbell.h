@@ -64,6 +64,20 @@ static inline uint64_t gpu_doorbell_ring_bytes(uint32_t nb_entries)
 	return sizeof(struct gpu_doorbell_ring) + (uint64_t)nb_entries * sizeof(struct gpu_doorbell_entry);
 }
 
+/*
+ * The CUDA module's dispatcher (doorbell.cu), in device memory, written by the host once when the
+ * instance is made; afterwards only the dispatcher writes it (next). Handles are cudaGraphExec_t.
+ */
+struct gpu_doorbell_dispatch {
+	uint64_t ring;            /* struct gpu_doorbell_ring *: its device address */
+	uint64_t self;            /* the dispatcher graph, instantiated for device launch: how it goes on */
+	uint64_t park_after_ns;   /* idle this long, the dispatcher parks (cuda_doorbell.c says why) */
+	uint32_t next;            /* the next position to take */
+	uint32_t mask;            /* the ring's entries - 1 */
+	uint32_t nb_slots, nb_graphs;
+	uint64_t graphs[];        /* the work graphs, size_idx * nb_slots + slot, instantiated for device launch */
+};
+
 #ifndef __CUDACC__
 /**
  * (hot, host) Publishes position pos (the host's count of launches so far): the entry, then seq with
