@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CUDA module's private declarations, shared by its files: cuda.c (devices, registration,
- * streams), cuda_program.c (programs, instances, launch), cublaslt.c (cuBLASLt, opened with dlopen),
- * cudnn.c (cuDNN for CONV ops, opened with dlopen) and the launchers of program_kernels.cu. C: the .cu
- * side sees only the extern "C" launchers.
+ * streams), cuda_program.c (programs, instances, launch), cuda_doorbell.c (the doorbell launch mode),
+ * cublaslt.c (cuBLASLt, opened with dlopen), cudnn.c (cuDNN for CONV ops, opened with dlopen) and the
+ * launchers of program_kernels.cu. C: the .cu side sees only the extern "C" launchers.
  */
 #ifndef BW_GPU_CUDA_DEFS_H
 #define BW_GPU_CUDA_DEFS_H
@@ -166,6 +166,22 @@ volatile uint32_t *cuda_instance_word(struct gpu_instance *inst, uint32_t size_i
 int cuda_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap);
 int cuda_instance_time(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
 		       double *ms_per_launch, char *err, size_t cap);
+
+/* cuda_doorbell.c: the doorbell launch mode (gpu.h's GPU_LAUNCH_DOORBELL) */
+struct cuda_doorbell;
+/**
+ * Instantiates graph (for device launch when device_launch) and uploads it on upload. what starts the
+ * error line. \return 0; -ENOTSUP naming the node device launch refuses; -EIO.
+ */
+int cuda_graph_instantiate(struct gpu_dev *dev, cudaGraph_t graph, bool device_launch, cudaStream_t upload,
+			   cudaGraphExec_t *exec, const char *what, char *err, size_t cap);
+/** A ring and a dispatcher for graphs (instantiated for device launch, uploaded, idle), size * nb_slots + slot. */
+int cuda_doorbell_create(struct gpu_dev *dev, const cudaGraphExec_t *graphs, uint32_t nb_graphs, uint32_t nb_slots,
+			 struct cuda_doorbell **out, char *err, size_t cap);
+/** Stops the dispatcher after what was rung (waits for it), frees the doorbell. */
+void cuda_doorbell_destroy(struct cuda_doorbell *db);
+/** (hot) Rings for (size_idx, slot), checked by the caller: memory writes; a cudaGraphLaunch after idle. */
+int cuda_doorbell_ring(struct cuda_doorbell *db, uint32_t size_idx, uint32_t slot, char *err, size_t cap);
 
 /* program_kernels.cu: each returns a cudaError_t as an int (cudaGetLastError after the launch) */
 /** Gather (scatter == 0) or scatter segments of table into/out of arena; blocks fixed at capture. */

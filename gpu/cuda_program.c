@@ -66,6 +66,8 @@ struct gpu_instance {
 	uint32_t *words_dev;
 	void *workspace;                   /* cuBLASLt's and cuDNN's (lp->workspace_bytes); shared by the
 					    * graphs and the ops: the stream serialises them */
+	uint32_t mode;                     /* enum gpu_launch_mode */
+	struct cuda_doorbell *doorbell;    /* GPU_LAUNCH_DOORBELL's ring and dispatcher (cuda_doorbell.c) */
 	struct instance_graph graphs[];    /* nb_sizes * nb_slots */
 };
 
@@ -462,20 +464,12 @@ static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, c
 		cudaGetLastError();
 		return rc;
 	}
-	e = cudaGraphInstantiate(&g->exec, graph, 0);
+	/* instantiated (for device launch in doorbell mode) and uploaded now, so the first launch does not
+	 * pay for moving the graph to the device */
+	snprintf(call, sizeof(call), "size %u slot %u", s, slot);
+	rc = cuda_graph_instantiate(dev, graph, inst->mode == GPU_LAUNCH_DOORBELL, stream, &g->exec, call, err, cap);
 	cudaGraphDestroy(graph); /* the exec keeps what it needs */
-	if (e != cudaSuccess) {
-		g->exec = NULL;
-		snprintf(call, sizeof(call), "size %u slot %u: cudaGraphInstantiate", s, slot);
-		return cuda_fail(dev, call, e, err, cap);
-	}
-	/* now, so the first launch does not pay for moving the graph to the device */
-	e = cudaGraphUpload(g->exec, stream);
-	if (e != cudaSuccess) {
-		snprintf(call, sizeof(call), "size %u slot %u: cudaGraphUpload", s, slot);
-		return cuda_fail(dev, call, e, err, cap);
-	}
-	return 0;
+	return rc;
 }
 
 void cuda_instance_destroy(struct gpu_instance *inst)
@@ -487,6 +481,7 @@ void cuda_instance_destroy(struct gpu_instance *inst)
 		return;
 	dev = inst->lp->dev;
 	cudaSetDevice(dev->index);
+	cuda_doorbell_destroy(inst->doorbell); /* its dispatcher runs what was rung, then ends */
 	if (!dev->lost)
 		cudaStreamSynchronize(inst->stream->stream); /* shutdown: launches may still use what we free */
 	for (i = 0; i < inst->nb_sizes * inst->nb_slots; i++) {
@@ -523,6 +518,34 @@ static int mapped_alloc(struct gpu_dev *dev, const char *what, size_t bytes, voi
 	return 0;
 }
 
+/*
+ * The doorbell mode's dispatcher (cuda_doorbell.c) over the instance's graphs. The device launches
+ * them: the arenas' zeroing and the graphs' uploads, queued on the caller's stream, must be done first.
+ */
+static int doorbell_make(struct gpu_instance *inst, char *err, size_t cap)
+{
+	struct gpu_dev *dev = inst->lp->dev;
+	uint32_t nb_graphs = inst->nb_sizes * inst->nb_slots;
+	cudaGraphExec_t *execs = calloc(nb_graphs, sizeof(*execs));
+	cudaError_t e;
+	int rc;
+
+	if (execs == NULL) {
+		gpu_err(err, cap, "instance of %s: out of memory", inst->lp->prog->name);
+		return -ENOMEM;
+	}
+	e = cudaStreamSynchronize(inst->stream->stream);
+	if (e != cudaSuccess) {
+		free(execs);
+		return cuda_fail(dev, "cudaStreamSynchronize (before the doorbell)", e, err, cap);
+	}
+	for (uint32_t i = 0; i < nb_graphs; i++)
+		execs[i] = inst->graphs[i].exec;
+	rc = cuda_doorbell_create(dev, execs, nb_graphs, inst->nb_slots, &inst->doorbell, err, cap);
+	free(execs);
+	return rc;
+}
+
 int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint32_t nb_slots, uint32_t mode,
 			 struct gpu_instance **out, char *err, size_t cap)
 {
@@ -543,10 +566,6 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 		gpu_err(err, cap, "instance of %s: launch mode %u unknown", prog->name, mode);
 		return -EINVAL;
 	}
-	if (mode != GPU_LAUNCH_GRAPH) {
-		gpu_err(err, cap, "instance of %s: the doorbell launch mode is not built yet", prog->name);
-		return -ENOTSUP;
-	}
 	if (stream->dev != dev) {
 		gpu_err(err, cap, "instance of %s: the stream belongs to device %d, the program to device %d",
 			prog->name, stream->dev->index, dev->index);
@@ -563,6 +582,7 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 	}
 	inst->lp = lp;
 	inst->stream = stream;
+	inst->mode = mode;
 	inst->nb_sizes = prog->nb_sizes;
 	inst->nb_slots = nb_slots;
 	inst->table_stride = (gpu_batch_table_bytes(prog->max_segments) + TABLE_ALIGN_BYTES - 1) &
@@ -612,6 +632,11 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 				goto fail;
 		}
 	}
+	if (mode == GPU_LAUNCH_DOORBELL) {
+		rc = doorbell_make(inst, err, cap);
+		if (rc < 0)
+			goto fail;
+	}
 	*out = inst;
 	return 0;
 fail:
@@ -633,15 +658,67 @@ volatile uint32_t *cuda_instance_word(struct gpu_instance *inst, uint32_t size_i
 	return &inst->words[graph_index(inst, size_idx, slot)];
 }
 
+/*
+ * Cold (benchmarks): events around iters back-to-back launches on the instance's stream. In doorbell
+ * mode as well: the graphs are the same (a device graph may be launched from the host too), and an
+ * event on the dispatcher's stream would wait for it to park. The instance must be idle then (gpu.h):
+ * the dispatcher does not launch this graph, nor another one sharing the cuBLASLt workspace, meanwhile.
+ */
 int cuda_instance_time(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
 		       double *ms_per_launch, char *err, size_t cap)
 {
-	(void)inst; (void)size_idx; (void)slot; (void)iters; (void)ms_per_launch;
-	gpu_err(err, cap, "instance_time: not built yet");
-	return -ENOTSUP;
+	struct gpu_dev *dev = inst->lp->dev;
+	cudaStream_t stream = inst->stream->stream;
+	cudaEvent_t start = NULL, end = NULL;
+	const char *call = "cudaEventCreate";
+	float ms = 0.0f;
+	cudaError_t e;
+
+	if (size_idx >= inst->nb_sizes || slot >= inst->nb_slots || iters == 0 || ms_per_launch == NULL) {
+		gpu_err(err, cap, "timing of size %u slot %u, %u launches: the instance has %u sizes, %u slots; iters > 0",
+			size_idx, slot, iters, inst->nb_sizes, inst->nb_slots);
+		return -EINVAL;
+	}
+	if (dev->lost)
+		return cuda_check(dev, err, cap);
+	cudaSetDevice(dev->index);
+	e = cudaEventCreate(&start);
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&end);
+	if (e == cudaSuccess) {
+		call = "cudaEventRecord (start)";
+		e = cudaEventRecord(start, stream);
+	}
+	for (uint32_t i = 0; e == cudaSuccess && i < iters; i++) {
+		call = "cudaGraphLaunch (timing)";
+		e = cudaGraphLaunch(inst->graphs[graph_index(inst, size_idx, slot)].exec, stream);
+	}
+	if (e == cudaSuccess) {
+		call = "cudaEventRecord (end)";
+		e = cudaEventRecord(end, stream);
+	}
+	if (e == cudaSuccess) {
+		call = "cudaEventSynchronize";
+		e = cudaEventSynchronize(end);
+	}
+	if (e == cudaSuccess) {
+		call = "cudaEventElapsedTime";
+		e = cudaEventElapsedTime(&ms, start, end);
+	}
+	if (start != NULL)
+		cudaEventDestroy(start);
+	if (end != NULL)
+		cudaEventDestroy(end);
+	if (e != cudaSuccess)
+		return cuda_fail(dev, call, e, err, cap);
+	*ms_per_launch = (double)ms / iters;
+	return 0;
 }
 
-/* (hot) One graph launch: the table and everything else were fixed when the graph was captured. */
+/*
+ * (hot) One graph launch: the table and everything else were fixed when the graph was captured. In
+ * doorbell mode, memory writes instead (cuda_doorbell_ring).
+ */
 int cuda_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, char *err, size_t cap)
 {
 	struct gpu_dev *dev = inst->lp->dev;
@@ -654,6 +731,8 @@ int cuda_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t 
 	}
 	if (dev->lost)
 		return cuda_check(dev, err, cap);
+	if (inst->doorbell != NULL)
+		return cuda_doorbell_ring(inst->doorbell, size_idx, slot, err, cap);
 	e = cudaGraphLaunch(inst->graphs[graph_index(inst, size_idx, slot)].exec, inst->stream->stream);
 	if (e != cudaSuccess)
 		return cuda_fail(dev, "cudaGraphLaunch", e, err, cap);

@@ -9,6 +9,12 @@
  * kernels run), the outputs scattered, then the table's generation is stored into the slot's word.
  * The device address of a registered region is its host address (host_register returns addr), as
  * with CUDA's unified addressing on a 64-bit host: a segment's addr is dereferenced as it is.
+ *
+ * Doorbell instances (GPU_LAUNCH_DOORBELL) queue nothing: instance_launch writes the instance's ring
+ * (doorbell.h) without the lock, and the device (gpu_fake_complete*, the thread, instance_destroy)
+ * takes the published entries in ring order, as the CUDA module's dispatcher does. A doorbell
+ * instance is its own stream, as on CUDA (its dispatcher's private stream): its launches are not
+ * ordered with the caller's stream's other work.
  */
 #include <assert.h>
 #include <errno.h>
@@ -21,6 +27,7 @@
 #include <time.h>
 
 #include "defs.h"
+#include "doorbell.h"
 #include "fake.h"
 #include "program_math.h"
 
@@ -61,6 +68,7 @@ struct gpu_dev {
 	pthread_t thread;
 	bool thread_running, stop;
 	unsigned int seed;
+	struct gpu_instance *doorbells; /* doorbell instances, linked by next_doorbell */
 };
 
 struct gpu_stream {
@@ -86,8 +94,15 @@ struct gpu_instance {
 	struct gpu_loaded *loaded;
 	struct gpu_stream *stream;
 	uint32_t nb_slots;
+	uint32_t mode;                 /* enum gpu_launch_mode */
 	struct fake_slot *slots;       /* [size_idx * nb_slots + slot] */
 	volatile uint32_t *words;      /* the same index */
+	/* GPU_LAUNCH_DOORBELL */
+	struct gpu_doorbell_ring *ring;
+	uint32_t ring_mask;
+	uint32_t posted;               /* the host's: positions published (instance_launch's thread only) */
+	uint32_t taken;                /* the device's: the next position to run (under the device's lock) */
+	struct gpu_instance *next_doorbell;
 };
 
 static struct gpu_fake_config g_config = { .nb_devices = 1, .mode = GPU_FAKE_ON_DEMAND, .seed = 1 };
@@ -129,7 +144,8 @@ static void fake_lose(struct gpu_dev *dev, const char *reason)
 {
 	if (!dev->lost)
 		snprintf(dev->fault, sizeof(dev->fault), "%s", reason);
-	dev->lost = true;
+	/* atomic: a doorbell launch reads it without the lock */
+	__atomic_store_n(&dev->lost, true, __ATOMIC_RELEASE);
 }
 
 /*
@@ -264,6 +280,59 @@ static int fake_oldest(const struct gpu_dev *dev, const struct gpu_stream *strea
 	return -1;
 }
 
+/* Published entries of a doorbell instance not taken yet. Caller holds the lock. */
+static uint32_t fake_doorbell_waiting(const struct gpu_instance *inst)
+{
+	return __atomic_load_n(&inst->ring->seq, __ATOMIC_ACQUIRE) - inst->taken;
+}
+
+/*
+ * Takes the doorbell instance's next entry and runs it, or drops it (drop: the device is lost). More
+ * entries waiting than the ring holds means the host wrote over ones not taken (it launched a slot
+ * still in flight): the fake loses the device saying so, where CUDA would run the wrong batches.
+ * Caller holds the lock and saw fake_doorbell_waiting() > 0.
+ */
+static void fake_doorbell_take(struct gpu_dev *dev, struct gpu_instance *inst, bool drop)
+{
+	uint32_t waiting = fake_doorbell_waiting(inst);
+	const struct gpu_doorbell_entry *e = &inst->ring->entries[inst->taken & inst->ring_mask];
+	uint32_t size_idx = __atomic_load_n(&e->size_idx, __ATOMIC_RELAXED);
+	uint32_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
+	char reason[GPU_ERR_MAX];
+
+	if (!drop && waiting > inst->ring_mask + 1) {
+		gpu_err(reason, sizeof(reason), "doorbell ring of %s overrun: %u launches waiting, the ring holds %u "
+			"(a slot launched again before its word was seen)", inst->loaded->prog->name, waiting,
+			inst->ring_mask + 1);
+		fake_lose(dev, reason);
+	}
+	inst->taken++;
+	if (dev->lost || drop)
+		return;
+	/* instance_launch checked the indexes: this is the fake's own bookkeeping */
+	assert(size_idx < inst->loaded->prog->nb_sizes && slot < inst->nb_slots);
+	fake_run_launch(dev, inst, size_idx, slot);
+}
+
+/* The first doorbell instance of stream (any, when stream is NULL) with entries waiting, or NULL. */
+static struct gpu_instance *fake_doorbell_ready(const struct gpu_dev *dev, const struct gpu_stream *stream)
+{
+	for (struct gpu_instance *i = dev->doorbells; i != NULL; i = i->next_doorbell)
+		if ((stream == NULL || i->stream == stream) && fake_doorbell_waiting(i) > 0)
+			return i;
+	return NULL;
+}
+
+/* Pieces of work the device can do now: queued work and waiting doorbell entries. Caller holds the lock. */
+static unsigned int fake_work_pending(const struct gpu_dev *dev)
+{
+	unsigned int n = dev->nb_queued;
+
+	for (struct gpu_instance *i = dev->doorbells; i != NULL; i = i->next_doorbell)
+		n += fake_doorbell_waiting(i);
+	return n;
+}
+
 static void *fake_thread(void *arg)
 {
 	struct gpu_dev *dev = arg;
@@ -277,12 +346,27 @@ static void *fake_thread(void *arg)
 			pthread_mutex_unlock(&dev->lock);
 			return NULL;
 		}
-		if (!dev->lost && dev->nb_queued > 0) {
-			/* a random queued signal's stream, then that stream's oldest: in order per stream */
-			unsigned int pick = (unsigned int)rand_r(&dev->seed) % dev->nb_queued;
+		if (!dev->lost) {
+			unsigned int nb_ready = 0, pick;
+			struct gpu_instance *db;
 
-			fake_finish(dev, (unsigned int)fake_oldest(dev, dev->queue[pick].stream));
-			busy = true;
+			for (db = dev->doorbells; db != NULL; db = db->next_doorbell)
+				nb_ready += fake_doorbell_waiting(db) > 0;
+			if (dev->nb_queued + nb_ready > 0) {
+				/* a random stream (a queued piece of work's, or a doorbell instance), then its
+				 * oldest work: in order per stream */
+				pick = (unsigned int)rand_r(&dev->seed) % (dev->nb_queued + nb_ready);
+				if (pick < dev->nb_queued) {
+					fake_finish(dev, (unsigned int)fake_oldest(dev, dev->queue[pick].stream));
+				} else {
+					pick -= dev->nb_queued;
+					for (db = dev->doorbells; fake_doorbell_waiting(db) == 0 || pick-- > 0;
+					     db = db->next_doorbell)
+						;
+					fake_doorbell_take(dev, db, false);
+				}
+				busy = true;
+			}
 		}
 		pthread_mutex_unlock(&dev->lock);
 		/* with work queued, only let the host run (a loaded 2-core machine must not starve us) */
@@ -469,7 +553,7 @@ static int fake_signal(struct gpu_stream *s, uint32_t word, uint32_t value, char
 	pthread_mutex_lock(&dev->lock);
 	rc = fake_check(dev, err, cap);
 	if (rc == 0 && dev->fail_next) {
-		dev->fail_next = false;
+		__atomic_store_n(&dev->fail_next, false, __ATOMIC_RELEASE);
 		gpu_err(err, cap, "fake device %d refused the signal: %s", dev->index, dev->fault);
 		rc = -EIO;
 	}
@@ -578,6 +662,7 @@ static void fake_instance_free(struct gpu_instance *inst)
 	}
 	free(inst->slots);
 	free((void *)inst->words);
+	free(inst->ring);
 	free(inst);
 }
 
@@ -602,10 +687,6 @@ static int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream,
 		gpu_err(err, cap, "instance of %s: launch mode %u unknown", prog->name, mode);
 		return -EINVAL;
 	}
-	if (mode != GPU_LAUNCH_GRAPH) {
-		gpu_err(err, cap, "instance of %s: the fake device has no doorbell launch mode yet", prog->name);
-		return -ENOTSUP;
-	}
 	if (stream->dev != l->dev) {
 		gpu_err(err, cap, "instance of %s: the stream is on another device", prog->name);
 		return -EINVAL;
@@ -622,6 +703,17 @@ static int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream,
 	inst->loaded = l;
 	inst->stream = stream;
 	inst->nb_slots = nb_slots;
+	inst->mode = mode;
+	if (mode == GPU_LAUNCH_DOORBELL) {
+		uint32_t entries = gpu_doorbell_entries(n);
+		size_t bytes = round_up(gpu_doorbell_ring_bytes(entries), CACHE_LINE_BYTES);
+
+		inst->ring = aligned_alloc(CACHE_LINE_BYTES, bytes);
+		if (inst->ring == NULL)
+			goto nomem;
+		memset(inst->ring, 0, bytes);
+		inst->ring_mask = entries - 1;
+	}
 	inst->slots = calloc(n, sizeof(*inst->slots));
 	inst->words = aligned_alloc(CACHE_LINE_BYTES, round_up(n * sizeof(uint32_t), CACHE_LINE_BYTES));
 	if (inst->slots == NULL || inst->words == NULL)
@@ -641,6 +733,10 @@ static int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream,
 	}
 	pthread_mutex_lock(&l->dev->lock);
 	l->nb_instances++;
+	if (mode == GPU_LAUNCH_DOORBELL) {
+		inst->next_doorbell = l->dev->doorbells;
+		l->dev->doorbells = inst;
+	}
 	pthread_mutex_unlock(&l->dev->lock);
 	*out = inst;
 	return 0;
@@ -680,6 +776,16 @@ static void fake_instance_destroy(struct gpu_instance *inst)
 		else
 			fake_finish(dev, (unsigned int)fake_oldest(dev, inst->stream));
 	}
+	if (inst->mode == GPU_LAUNCH_DOORBELL) {
+		/* as the CUDA module's stop entry: the dispatcher runs what was rung before it */
+		struct gpu_instance **p = &dev->doorbells;
+
+		while (fake_doorbell_waiting(inst) > 0)
+			fake_doorbell_take(dev, inst, dev->lost);
+		while (*p != inst)
+			p = &(*p)->next_doorbell;
+		*p = inst->next_doorbell;
+	}
 	inst->loaded->nb_instances--;
 	pthread_mutex_unlock(&dev->lock);
 	fake_instance_free(inst);
@@ -709,11 +815,28 @@ static int fake_instance_launch(struct gpu_instance *inst, uint32_t size_idx, ui
 			inst->loaded->prog->name, size_idx, slot, inst->loaded->prog->nb_sizes, inst->nb_slots);
 		return -EINVAL;
 	}
+	if (inst->mode == GPU_LAUNCH_DOORBELL) {
+		/* no lock unless a fault is pending: a lost device or GPU_FAKE_FAULT_NEXT_SIGNAL */
+		if (__atomic_load_n(&dev->lost, __ATOMIC_ACQUIRE) || __atomic_load_n(&dev->fail_next, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_lock(&dev->lock);
+			rc = fake_check(dev, err, cap);
+			if (rc == 0 && dev->fail_next) {
+				__atomic_store_n(&dev->fail_next, false, __ATOMIC_RELEASE);
+				gpu_err(err, cap, "fake device %d refused the doorbell: %s", dev->index, dev->fault);
+				rc = -EIO;
+			}
+			pthread_mutex_unlock(&dev->lock);
+			if (rc < 0)
+				return rc;
+		}
+		gpu_doorbell_post(inst->ring, inst->ring_mask, inst->posted++, size_idx, slot);
+		return 0;
+	}
 	pthread_mutex_lock(&dev->lock);
 	rc = fake_check(dev, err, cap);
 	if (rc == 0 && dev->fail_next) {
 		/* GPU_FAKE_FAULT_NEXT_SIGNAL refuses the next signal or launch, whichever comes first */
-		dev->fail_next = false;
+		__atomic_store_n(&dev->fail_next, false, __ATOMIC_RELEASE);
 		gpu_err(err, cap, "fake device %d refused the launch: %s", dev->index, dev->fault);
 		rc = -EIO;
 	}
@@ -740,6 +863,13 @@ int gpu_fake_complete(struct gpu_stream *s)
 	if (!dev->lost && q >= 0) {
 		fake_finish(dev, (unsigned int)q);
 		done = 1;
+	} else if (!dev->lost) {
+		struct gpu_instance *db = fake_doorbell_ready(dev, s);
+
+		if (db != NULL) {
+			fake_doorbell_take(dev, db, false);
+			done = 1;
+		}
 	}
 	pthread_mutex_unlock(&dev->lock);
 	return done;
@@ -750,8 +880,15 @@ unsigned int gpu_fake_complete_all(struct gpu_dev *dev)
 	unsigned int n = 0;
 
 	pthread_mutex_lock(&dev->lock);
-	while (!dev->lost && dev->nb_queued > 0) {
-		fake_finish(dev, 0);
+	for (;;) {
+		struct gpu_instance *db;
+
+		if (!dev->lost && dev->nb_queued > 0)
+			fake_finish(dev, 0);
+		else if (!dev->lost && (db = fake_doorbell_ready(dev, NULL)) != NULL)
+			fake_doorbell_take(dev, db, false);
+		else
+			break;
 		n++;
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -763,7 +900,7 @@ unsigned int gpu_fake_pending(struct gpu_dev *dev)
 	unsigned int n;
 
 	pthread_mutex_lock(&dev->lock);
-	n = dev->nb_queued;
+	n = fake_work_pending(dev);
 	pthread_mutex_unlock(&dev->lock);
 	return n;
 }
@@ -776,17 +913,54 @@ void gpu_fake_inject(struct gpu_dev *dev, enum gpu_fake_fault fault, const char 
 	} else {
 		if (!dev->lost)
 			snprintf(dev->fault, sizeof(dev->fault), "%s", reason);
-		dev->fail_next = true;
+		__atomic_store_n(&dev->fail_next, true, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&dev->lock);
 }
 
+static double elapsed_ms(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/*
+ * Cold (benchmarks): the stream's work queued before (and a doorbell instance's rung launches) runs
+ * first, as it would on a stream; then the host clock around iters runs of the graph, each done (word
+ * written) before the next starts.
+ */
 static int fake_instance_time(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,
 			      double *ms_per_launch, char *err, size_t cap)
 {
-	(void)inst; (void)size_idx; (void)slot; (void)iters; (void)ms_per_launch;
-	gpu_err(err, cap, "instance_time: not in the fake device yet");
-	return -ENOTSUP;
+	const struct gpu_program *prog = inst->loaded->prog;
+	struct gpu_dev *dev = inst->loaded->dev;
+	uint32_t idx = size_idx * inst->nb_slots + slot;
+	struct timespec start, end;
+	int q, rc;
+
+	if (size_idx >= prog->nb_sizes || slot >= inst->nb_slots || iters == 0 || ms_per_launch == NULL) {
+		gpu_err(err, cap, "timing of %s size %u slot %u, %u launches: the instance has %u sizes and %u slots; "
+			"iters > 0", prog->name, size_idx, slot, iters, prog->nb_sizes, inst->nb_slots);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	while (!dev->lost && (q = fake_oldest(dev, inst->stream)) >= 0)
+		fake_finish(dev, (unsigned int)q);
+	while (!dev->lost && inst->mode == GPU_LAUNCH_DOORBELL && fake_doorbell_waiting(inst) > 0)
+		fake_doorbell_take(dev, inst, false);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (uint32_t i = 0; i < iters && !dev->lost; i++)
+		fake_run_launch(dev, inst, size_idx, slot);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	rc = fake_check(dev, err, cap);
+	if (rc == 0 && __atomic_load_n(&inst->words[idx], __ATOMIC_ACQUIRE) != inst->slots[idx].table->generation) {
+		gpu_err(err, cap, "timing of %s size %u slot %u: the word did not reach the generation", prog->name,
+			size_idx, slot);
+		rc = -EIO;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (rc == 0)
+		*ms_per_launch = elapsed_ms(&start, &end) / iters;
+	return rc;
 }
 
 static const struct gpu_ops g_fake_ops = {

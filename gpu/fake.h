@@ -30,8 +30,8 @@ enum gpu_fake_mode {
 };
 
 enum gpu_fake_fault {
-	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next signal or instance_launch, whichever comes first, is
-				     * refused (-EIO); the device stays healthy */
+	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next signal or instance_launch (doorbell ones too), whichever
+				     * comes first, is refused (-EIO); the device stays healthy */
 	GPU_FAKE_FAULT_STICKY,      /* the device is lost now: queued work never finishes, every later
 				     * call fails -EIO, health reports the reason */
 };
@@ -49,15 +49,19 @@ const struct gpu_ops *gpu_fake_ops(void);
 void gpu_fake_configure(const struct gpu_fake_config *cfg);
 
 /**
- * Finishes the oldest queued work (signal, fill or launch) of stream.
+ * Finishes the oldest queued work (signal, fill or launch) of stream; when it has none, the next rung
+ * launch of a doorbell instance made on stream (GPU_LAUNCH_DOORBELL: each such instance is a stream
+ * of its own, as on CUDA, its launches taken in the order they were rung).
  * \return 1, or 0 when it had none (or the device is lost).
  */
 int gpu_fake_complete(struct gpu_stream *stream);
 
-/** Finishes every piece of work queued on the device, in queueing order. \return how many. */
+/** Finishes every piece of work queued on the device, in queueing order, then the doorbell instances'
+ * rung launches. \return how many. */
 unsigned int gpu_fake_complete_all(struct gpu_dev *dev);
 
-/** \return the pieces of work (signals, fills, launches) queued on the device and not finished. */
+/** \return the pieces of work (signals, fills, launches, rung doorbells) queued on the device and not
+ * finished. */
 unsigned int gpu_fake_pending(struct gpu_dev *dev);
 
 /** Injects a fault (reason: the line health and the failing calls report). */

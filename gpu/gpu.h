@@ -63,9 +63,13 @@ struct gpu_probe {
  */
 enum gpu_launch_mode {
 	GPU_LAUNCH_GRAPH = 0,    /* instance_launch calls the driver: one graph launch per batch */
-	GPU_LAUNCH_DOORBELL = 1, /* instance_launch is memory writes: a dispatcher the module keeps on the
-				  * stream reads launch requests from mapped memory and starts each (size,
-				  * slot)'s graph from the device; no driver call per batch */
+	GPU_LAUNCH_DOORBELL = 1, /* instance_launch is memory writes: a dispatcher the module keeps on a
+				  * stream of the instance's own reads launch requests from a ring in mapped
+				  * memory (doorbell.h) and starts each (size, slot)'s graph from the device;
+				  * no driver call per batch while it runs (idle for a while it parks, and the
+				  * next launch restarts it: one graph launch). Its launches run in the order
+				  * made, not ordered with other work on the caller's stream. CUDA: -ENOTSUP
+				  * when a graph holds a node the device cannot launch */
 	GPU_LAUNCH_MODE_COUNT
 };
 
@@ -186,7 +190,9 @@ struct gpu_ops {
 	 * For benchmarks, never on a polling lcore (it waits): launches the graph of (size index, slot)
 	 * iters times back to back, as instance_launch does, and measures the device's time from the first
 	 * launch's start to the last one's end (CUDA events on the instance's stream; the fake: its host
-	 * clock). The slot's table must be written and the slot idle. *ms_per_launch: that time / iters.
+	 * clock). The slot's table must be written and the slot idle (in doorbell mode: the whole
+	 * instance idle; the graphs are launched from the host, so the time is the graph's, without the
+	 * doorbell). *ms_per_launch: that time / iters.
 	 * \return 0; -EINVAL (index out of range, iters 0); -EIO.
 	 */
 	int (*instance_time)(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t iters,

@@ -11,9 +11,11 @@
  * memory, the results compared with program_math.h's per-item functions run here on a host copy of
  * the arena (what the fake device does), and a Gather index out of range reported in the table's
  * fault word. CONV ops go through cuDNN where the module finds it (BW_CUDNN_LOG=1 prints each plan;
- * BW_CUDNN=0 runs the same tests on the generic kernel). argv[1]: the module, or --fake: the same
- * tests on the fake device (gpu/fake.h, its own thread finishing the work), which CI runs so that
- * this test is known right before a GPU runs it.
+ * BW_CUDNN=0 runs the same tests on the generic kernel). Then the doorbell launch mode on two programs:
+ * mixed sizes and slots in flight at once, results and words checked, and its round trip printed
+ * beside graph mode's. argv[1]: the module, or --fake: the same tests on the fake device (gpu/fake.h,
+ * its own thread finishing the work), which CI runs so that this test is known right before a GPU
+ * runs it.
  */
 #include <errno.h>
 #include <math.h>
@@ -38,6 +40,7 @@
 
 static const struct gpu_ops *g_ops;
 static struct gpu_dev *g_dev;
+static bool g_fake; /* --fake */
 
 static long long now_ns(void)
 {
@@ -116,9 +119,11 @@ static void test_fill_and_signal(void)
  * gpu_conv_item, and some transform the data first */
 #define CONV_REL_TOLERANCE 1e-3f
 #define CONV_F16_REL_TOLERANCE 1e-2f
-/* where the batch's request rows and replies lie in the registered region: one page per tensor */
+/* where a batch's request rows and replies lie in the registered region: one page per tensor; batches
+ * in flight together each have an area of their own */
 #define REQ_AREA_OFF 0
 #define REPLY_AREA_OFF (GPU_PROG_TENSORS_MAX * PAGE_BYTES)
+#define AREA_BYTES (2 * REPLY_AREA_OFF)
 
 /* program 1's arena: one 256-byte slot per tensor, enough for batch 4 of each */
 enum { A_X = 0, A_T0 = 256, A_T1 = 512, A_T2 = 768, A_T3 = 1024, A_Y = 1280, A_T5 = 1536, A_BYTES = 1792 };
@@ -246,39 +251,30 @@ static void prog_env_close(struct prog_env *env)
 }
 
 /*
- * Runs one batch of nb_rows rows (padded to the size's batch with zero rows) on (size_idx, slot): the
- * request rows of input 0 are in[], written into the registered region; gather segments (one per row,
- * the padding ones with addr 0) read them there, scatter segments write each output row into its reply
- * area. Then the same batch through program_math.h on a host arena; the replies must match it.
- * \return the table's fault after the launch, or -1 when the word never came.
+ * Writes one batch of nb_rows rows (padded to the size's batch with zero rows) for (size_idx, slot)
+ * into area: the request rows of input 0 are in[], written into the registered region; gather segments
+ * (one per row, the padding ones with addr 0) read them there, scatter segments write each output row
+ * into its reply area (filled with 0xee first).
  */
-static int run_and_compare_tol(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
-			       uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t generation,
-			       float rel_tol)
+static void batch_prepare(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
+			  uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t generation,
+			  uint32_t area)
 {
 	const struct gpu_program_size *sz = &prog->sizes[size_idx];
 	struct gpu_batch_table *t = g_ops->instance_table(inst, size_idx, slot);
-	volatile uint32_t *word = g_ops->instance_word(inst, size_idx, slot);
-	uint32_t in_row = prog->input_row_bytes[0], nseg = 0, r, o, bad = 0;
-	struct gpu_batch_table *ref_table = calloc(1, gpu_batch_table_bytes(1));
-	uint8_t *arena = calloc(1, sz->arena_bytes);
-	char err[GPU_ERR_MAX];
+	uint8_t *base = env->mem + (size_t)area * AREA_BYTES;
+	uint32_t in_row = prog->input_row_bytes[0], nseg = 0, r, o;
 	uint64_t dev_addr;
-	long long start;
-	int fault;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(word);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(arena);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(ref_table);
-	memcpy(env->mem + REQ_AREA_OFF, in, (size_t)nb_rows * in_row);
-	memset(env->mem + REPLY_AREA_OFF, 0xee, (size_t)prog->nb_outputs * PAGE_BYTES);
+	memcpy(base + REQ_AREA_OFF, in, (size_t)nb_rows * in_row);
+	memset(base + REPLY_AREA_OFF, 0xee, (size_t)prog->nb_outputs * PAGE_BYTES);
 	for (r = 0; r < sz->batch; r++) {
 		struct gpu_segment *seg = &t->segments[nseg++];
 
 		seg->addr = 0; /* a padding row: zeros */
 		if (r < nb_rows) {
-			CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, env->mem + REQ_AREA_OFF + r * in_row, in_row, &dev_addr), 0);
+			CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, base + REQ_AREA_OFF + r * in_row, in_row, &dev_addr), 0);
 			seg->addr = dev_addr;
 		}
 		seg->offset = (uint64_t)r * in_row;
@@ -291,7 +287,7 @@ static int run_and_compare_tol(struct prog_env *env, const struct gpu_program *p
 
 		for (r = 0; r < nb_rows; r++) {
 			struct gpu_segment *seg = &t->segments[nseg++];
-			uint8_t *reply = env->mem + REPLY_AREA_OFF + o * PAGE_BYTES + r * out_row;
+			uint8_t *reply = base + REPLY_AREA_OFF + o * PAGE_BYTES + r * out_row;
 
 			CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, reply, out_row, &dev_addr), 0);
 			*seg = (struct gpu_segment){ .addr = dev_addr, .offset = (uint64_t)r * out_row, .len = out_row,
@@ -302,22 +298,42 @@ static int run_and_compare_tol(struct prog_env *env, const struct gpu_program *p
 	t->fault = GPU_FAULT_NONE;
 	t->fault_op = 0;
 	t->generation = generation;
+}
 
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_launch(inst, size_idx, slot, err, sizeof(err)), 0);
-	start = now_ns();
+/* Spins until (size_idx, slot)'s word reaches generation. \return 1, or 0 after WAIT_NS (reason printed). */
+static int batch_wait(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot, uint32_t generation)
+{
+	volatile uint32_t *word = g_ops->instance_word(inst, size_idx, slot);
+	char err[GPU_ERR_MAX];
+	long long start = now_ns();
+
 	while (!gpu_word_reached(word, generation) && now_ns() - start < WAIT_NS)
 		;
-	if (!gpu_word_reached(word, generation)) {
-		g_ops->health(g_dev, err, sizeof(err));
-		fprintf(stderr, "\n    size %u slot %u: no completion word after %lld ns (%s)\n", size_idx, slot,
-			WAIT_NS, err);
-		free(arena);
-		free(ref_table);
-		return -1;
-	}
-	fault = (int)t->fault;
+	if (gpu_word_reached(word, generation))
+		return 1;
+	g_ops->health(g_dev, err, sizeof(err));
+	fprintf(stderr, "\n    size %u slot %u: no completion word %u after %lld ns (word %u; %s)\n", size_idx, slot,
+		generation, WAIT_NS, *word, err);
+	return 0;
+}
 
-	/* the reference: the same per-item functions over a host arena */
+/*
+ * The replies of a finished batch in area against the same batch through program_math.h on a host
+ * arena (what the fake device does). \return the table's fault.
+ */
+static int batch_check(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
+		       uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t area, float rel_tol)
+{
+	const struct gpu_program_size *sz = &prog->sizes[size_idx];
+	struct gpu_batch_table *t = g_ops->instance_table(inst, size_idx, slot);
+	const uint8_t *base = env->mem + (size_t)area * AREA_BYTES;
+	struct gpu_batch_table *ref_table = calloc(1, gpu_batch_table_bytes(1));
+	uint8_t *arena = calloc(1, sz->arena_bytes);
+	uint32_t in_row = prog->input_row_bytes[0], o, bad = 0;
+	int fault = (int)t->fault;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(arena);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ref_table);
 	memcpy(arena + sz->input_offset[0], in, (size_t)nb_rows * in_row);
 	for (uint32_t i = 0; i < sz->nb_ops; i++)
 		for (uint64_t it = 0; it < gpu_op_items(&sz->ops[i]); it++)
@@ -328,7 +344,7 @@ static int run_and_compare_tol(struct prog_env *env, const struct gpu_program *p
 	for (o = 0; o < prog->nb_outputs; o++) {
 		uint32_t n = nb_rows * prog->output_row_bytes[o] / (uint32_t)sizeof(float);
 		const float *want = (const float *)(arena + sz->output_offset[o]);
-		const float *got = (const float *)(env->mem + REPLY_AREA_OFF + o * PAGE_BYTES);
+		const float *got = (const float *)(base + REPLY_AREA_OFF + o * PAGE_BYTES);
 
 		for (uint32_t e = 0; e < n; e++) {
 			float tol = rel_tol * fmaxf(fabsf(want[e]), 1.0f);
@@ -340,12 +356,29 @@ static int run_and_compare_tol(struct prog_env *env, const struct gpu_program *p
 			}
 		}
 		/* nothing written past the batch's replies */
-		CU_ASSERT_EQUAL(env->mem[REPLY_AREA_OFF + o * PAGE_BYTES + nb_rows * prog->output_row_bytes[o]], 0xee);
+		CU_ASSERT_EQUAL(base[REPLY_AREA_OFF + o * PAGE_BYTES + nb_rows * prog->output_row_bytes[o]], 0xee);
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 	free(arena);
 	free(ref_table);
 	return fault;
+}
+
+/*
+ * Runs one batch on (size_idx, slot) in area 0 and compares it with the host's run, within rel_tol.
+ * \return the table's fault after the launch, or -1 when the word never came.
+ */
+static int run_and_compare_tol(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
+			       uint32_t size_idx, uint32_t slot, const uint8_t *in, uint32_t nb_rows, uint32_t generation,
+			       float rel_tol)
+{
+	char err[GPU_ERR_MAX];
+
+	batch_prepare(env, prog, inst, size_idx, slot, in, nb_rows, generation, 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_launch(inst, size_idx, slot, err, sizeof(err)), 0);
+	if (!batch_wait(inst, size_idx, slot, generation))
+		return -1;
+	return batch_check(env, prog, inst, size_idx, slot, in, nb_rows, 0, rel_tol);
 }
 
 static int run_and_compare(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
@@ -354,10 +387,30 @@ static int run_and_compare(struct prog_env *env, const struct gpu_program *prog,
 	return run_and_compare_tol(env, prog, inst, size_idx, slot, in, nb_rows, generation, REL_TOLERANCE);
 }
 
+#define MLP_IN_FLOATS 8
+static const uint32_t g_batches[2] = { 2, PROG_BATCH_MAX };
+
+/* Program 1 (mlp_ops) at batch 2 and 4, its constants random. */
+static void mlp_program(struct gpu_program *prog, struct gpu_op ops[2][8], float *consts)
+{
+	static const uint32_t out_rows[] = { 4 * sizeof(float), 4 * sizeof(float) };
+
+	prog_header(prog, "mlp", MLP_IN_FLOATS * sizeof(float), 2, out_rows);
+	for (uint32_t s = 0; s < 2; s++) {
+		prog->sizes[s] = (struct gpu_program_size){ .batch = g_batches[s], .ops = ops[s],
+							    .nb_ops = mlp_ops(g_batches[s], ops[s]), .arena_bytes = A_BYTES,
+							    .input_offset = { A_X }, .output_offset = { A_Y, A_T5 } };
+	}
+	prog->nb_sizes = 2;
+	for (uint32_t i = 0; i < C_BYTES / sizeof(float); i++)
+		consts[i] = next_value();
+	prog->consts = consts;
+	prog->const_bytes = C_BYTES;
+}
+
 static void test_program_mlp(void)
 {
-	static const uint32_t batches[] = { 2, PROG_BATCH_MAX };
-	static const uint32_t out_rows[] = { 4 * sizeof(float), 4 * sizeof(float) };
+	const uint32_t *batches = g_batches;
 	struct gpu_op ops[2][8];
 	float consts[C_BYTES / sizeof(float)], in[PROG_BATCH_MAX * 8];
 	struct gpu_program prog;
@@ -369,17 +422,7 @@ static void test_program_mlp(void)
 	uint64_t dev_addr;
 
 	CU_ASSERT_EQUAL_FATAL(prog_env_open(&env), 0);
-	prog_header(&prog, "mlp", 8 * sizeof(float), 2, out_rows);
-	for (s = 0; s < 2; s++) {
-		prog.sizes[s] = (struct gpu_program_size){ .batch = batches[s], .ops = ops[s],
-							   .nb_ops = mlp_ops(batches[s], ops[s]), .arena_bytes = A_BYTES,
-							   .input_offset = { A_X }, .output_offset = { A_Y, A_T5 } };
-	}
-	prog.nb_sizes = 2;
-	for (s = 0; s < C_BYTES / sizeof(float); s++)
-		consts[s] = next_value();
-	prog.consts = consts;
-	prog.const_bytes = C_BYTES;
+	mlp_program(&prog, ops, consts);
 
 	/* host_to_dev: inside the region, and its edges */
 	CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, env.mem, HOST_BYTES, &dev_addr), 0);
@@ -526,6 +569,25 @@ static uint32_t cnn_ops(uint32_t b, struct gpu_op *ops)
 	ops[2].u.conv.oh = 1, ops[2].u.conv.ow = 1, ops[2].u.conv.kh = 5, ops[2].u.conv.kw = 5;
 	ops[2].u.conv.stride_h = 1, ops[2].u.conv.stride_w = 1;
 	return 3;
+}
+
+#define CNN_IN_FLOATS 50
+
+/* The CNN block (cnn_ops) at batch 2 and 4, its constants random. */
+static void cnn_program(struct gpu_program *prog, struct gpu_op ops[2][4], float *consts)
+{
+	static const uint32_t out_rows[] = { 16 * sizeof(float), 4 * sizeof(float) };
+
+	prog_header(prog, "cnn", CNN_IN_FLOATS * sizeof(float), 2, out_rows);
+	for (uint32_t s = 0; s < 2; s++)
+		prog->sizes[s] = (struct gpu_program_size){ .batch = g_batches[s], .ops = ops[s],
+							    .nb_ops = cnn_ops(g_batches[s], ops[s]), .arena_bytes = K_BYTES,
+							    .input_offset = { K_X }, .output_offset = { K_Y, K_Z } };
+	prog->nb_sizes = 2;
+	for (uint32_t i = 0; i < K_CONST_BYTES / sizeof(float); i++)
+		consts[i] = next_value();
+	prog->consts = consts;
+	prog->const_bytes = K_CONST_BYTES;
 }
 
 /* One CONV program: its ops at batch 2 and PROG_BATCH_MAX, random constants and inputs. */
@@ -726,6 +788,167 @@ static void test_program_conv_features_f16_nhwc(void)
 	conv_features_run("conv-features-f16-nhwc", BW_DTYPE_F16, 1);
 }
 
+/* ---- the doorbell launch mode ---------------------------------------------------------------------------- */
+
+#define DB_PAIRS (2 * PROG_SLOTS)    /* (size, slot) pairs of the programs here */
+#define DB_ROUNDS 3
+#define DB_RANDOM_LAUNCHES 60
+#define DB_ROUND_TRIPS 200
+#define DB_ROUND_TRIPS_FAKE 20       /* the fake's thread naps between pieces of work: each takes ~ms */
+#define DB_TIME_ITERS 100
+
+/* A batch in flight: its pair's inputs, rows and generation; area = its pair's index. */
+struct db_batch {
+	bool busy;
+	uint32_t rows, generation;
+	float in[PROG_BATCH_MAX * CNN_IN_FLOATS];
+};
+
+static void db_ring(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst, uint32_t k,
+		    struct db_batch *b, uint32_t in_floats, uint32_t generation)
+{
+	uint32_t size_idx = k / PROG_SLOTS, slot = k % PROG_SLOTS, batch = prog->sizes[size_idx].batch;
+	char err[GPU_ERR_MAX];
+
+	b->rows = generation % 2 ? batch : batch - 1; /* every other one with a padding row */
+	b->generation = generation;
+	for (uint32_t e = 0; e < batch * in_floats; e++)
+		b->in[e] = next_value();
+	batch_prepare(env, prog, inst, size_idx, slot, (const uint8_t *)b->in, b->rows, generation, k);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, size_idx, slot, err, sizeof(err)), 0);
+	b->busy = true;
+}
+
+static void db_finish(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst, uint32_t k,
+		      struct db_batch *b, float rel_tol)
+{
+	CU_ASSERT_EQUAL_FATAL(batch_wait(inst, k / PROG_SLOTS, k % PROG_SLOTS, b->generation), 1);
+	CU_ASSERT_EQUAL(batch_check(env, prog, inst, k / PROG_SLOTS, k % PROG_SLOTS, (const uint8_t *)b->in, b->rows, k,
+				    rel_tol),
+			GPU_FAULT_NONE);
+	b->busy = false;
+}
+
+/* Mean microseconds of launch -> word round trips of (0, 0), one at a time. */
+static double db_round_trip_us(struct prog_env *env, const struct gpu_program *prog, struct gpu_instance *inst,
+			       uint32_t in_floats, uint32_t *gen)
+{
+	float in[PROG_BATCH_MAX * CNN_IN_FLOATS];
+	char err[GPU_ERR_MAX];
+	uint32_t n = g_fake ? DB_ROUND_TRIPS_FAKE : DB_ROUND_TRIPS, done = 0;
+	long long start;
+
+	for (uint32_t e = 0; e < prog->sizes[0].batch * in_floats; e++)
+		in[e] = next_value();
+	batch_prepare(env, prog, inst, 0, 0, (const uint8_t *)in, prog->sizes[0].batch, *gen, 0);
+	start = now_ns();
+	for (uint32_t i = 0; i < n; i++) {
+		g_ops->instance_table(inst, 0, 0)->generation = ++*gen;
+		if (g_ops->instance_launch(inst, 0, 0, err, sizeof(err)) != 0 || !batch_wait(inst, 0, 0, *gen))
+			break;
+		done++;
+	}
+	CU_ASSERT_EQUAL(done, n);
+	return (double)(now_ns() - start) / 1000.0 / (done ? done : 1);
+}
+
+/*
+ * Doorbell mode on one program: every (size, slot) in flight at once, rung in a different order each
+ * round; then random pairs, each reused once its word came; instance_destroy with launches still
+ * rung; the round trip and instance_time against graph mode (printed, not asserted).
+ */
+static void doorbell_case(const struct gpu_program *prog, uint32_t in_floats, float rel_tol)
+{
+	static struct db_batch batches[DB_PAIRS];
+	struct gpu_loaded *lp = NULL;
+	struct gpu_instance *inst = NULL, *graph_inst = NULL;
+	struct prog_env env;
+	char err[GPU_ERR_MAX];
+	uint32_t gen = 0, rng = 7, k;
+	double rt_db, rt_graph, ms_db = 0, ms_graph = 0;
+
+	CU_ASSERT_EQUAL_FATAL(prog_env_open(&env), 0);
+	CU_ASSERT_EQUAL(g_ops->program_load(g_dev, prog, &lp, err, sizeof(err)), 0);
+	if (lp == NULL) {
+		fprintf(stderr, "\n    %s: program_load: %s\n", prog->name, err);
+		prog_env_close(&env);
+		return;
+	}
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, PROG_SLOTS, GPU_LAUNCH_DOORBELL, &inst, err, sizeof(err)), 0);
+	if (inst == NULL) {
+		fprintf(stderr, "\n    %s: instance_create (doorbell): %s\n", prog->name, err);
+		g_ops->program_unload(lp);
+		prog_env_close(&env);
+		return;
+	}
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 2, 0, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, PROG_SLOTS, err, sizeof(err)), -EINVAL);
+	memset(batches, 0, sizeof(batches));
+	for (uint32_t round = 0; round < DB_ROUNDS; round++) {
+		for (uint32_t i = 0; i < DB_PAIRS; i++)
+			db_ring(&env, prog, inst, (i * 3 + round) % DB_PAIRS, &batches[(i * 3 + round) % DB_PAIRS],
+				in_floats, ++gen);
+		for (k = 0; k < DB_PAIRS; k++)
+			db_finish(&env, prog, inst, k, &batches[k], rel_tol);
+	}
+	for (uint32_t i = 0; i < DB_RANDOM_LAUNCHES; i++) {
+		rng = rng * 1103515245u + 12345u;
+		k = (rng >> 16) % DB_PAIRS;
+		if (batches[k].busy)
+			db_finish(&env, prog, inst, k, &batches[k], rel_tol);
+		db_ring(&env, prog, inst, k, &batches[k], in_floats, ++gen);
+	}
+	for (k = 0; k < DB_PAIRS; k++)
+		if (batches[k].busy)
+			db_finish(&env, prog, inst, k, &batches[k], rel_tol);
+	CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
+
+	rt_db = db_round_trip_us(&env, prog, inst, in_floats, &gen);
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 0, 0, DB_TIME_ITERS, &ms_db, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, GPU_LAUNCH_GRAPH, &graph_inst, err, sizeof(err)), 0);
+	if (graph_inst != NULL) {
+		uint32_t graph_gen = 0;
+
+		rt_graph = db_round_trip_us(&env, prog, graph_inst, in_floats, &graph_gen);
+		CU_ASSERT_EQUAL(g_ops->instance_time(graph_inst, 0, 0, DB_TIME_ITERS, &ms_graph, err, sizeof(err)), 0);
+		printf("\n    %s batch %u: launch -> word round trip %.2f us (doorbell), %.2f us (graph); graph time "
+		       "%.4f ms (doorbell instance), %.4f ms (graph instance)", prog->name, prog->sizes[0].batch, rt_db,
+		       rt_graph, ms_db, ms_graph);
+		g_ops->instance_destroy(graph_inst);
+	}
+
+	/* destroy with launches rung: they run first (the stop entry comes after them) */
+	for (k = 0; k < DB_PAIRS; k++)
+		db_ring(&env, prog, inst, k, &batches[k], in_floats, ++gen);
+	g_ops->instance_destroy(inst);
+	for (k = 0; k < DB_PAIRS; k++) {
+		const uint8_t *reply = env.mem + (size_t)k * AREA_BYTES + REPLY_AREA_OFF;
+
+		/* scattered before the instance went: 0xeeeeeeee (-3.7e28) is no result here */
+		CU_ASSERT_NOT_EQUAL(memcmp(reply, "\xee\xee\xee\xee", 4), 0);
+	}
+	/* an idle one, never rung */
+	inst = NULL;
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, PROG_SLOTS, GPU_LAUNCH_DOORBELL, &inst, err, sizeof(err)), 0);
+	g_ops->instance_destroy(inst);
+	CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
+	g_ops->program_unload(lp);
+	prog_env_close(&env);
+}
+
+static void test_program_doorbell(void)
+{
+	struct gpu_op mlp[2][8], cnn[2][4];
+	float mlp_consts[C_BYTES / sizeof(float)], cnn_consts[K_CONST_BYTES / sizeof(float)];
+	struct gpu_program prog;
+
+	/* cuBLASLt's kernels in device-launched graphs, then a program of the module's own kernels only */
+	mlp_program(&prog, mlp, mlp_consts);
+	doorbell_case(&prog, MLP_IN_FLOATS, REL_TOLERANCE);
+	cnn_program(&prog, cnn, cnn_consts);
+	doorbell_case(&prog, CNN_IN_FLOATS, CONV_REL_TOLERANCE); /* cuDNN's CONV: see CONV_REL_TOLERANCE */
+}
+
 /* A program the checks refuse is -EINVAL with a reason, and costs the device nothing. */
 static void test_program_refused(void)
 {
@@ -754,6 +977,8 @@ int main(int argc, char **argv)
 		{ "program: the same conv features in float16 (a float32 bias converted)", test_program_conv_features_f16 },
 		{ "program: the same conv features in float16, NHWC", test_program_conv_features_f16_nhwc },
 		{ "program: refused by the checks", test_program_refused },
+		{ "program: doorbell launches, mixed sizes and slots in flight; destroy with launches rung",
+		  test_program_doorbell },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
@@ -774,6 +999,7 @@ int main(int argc, char **argv)
 
 		gpu_fake_configure(&cfg);
 		g_ops = gpu_fake_ops();
+		g_fake = true;
 	} else {
 		rc = gpu_module_load(argv[1], &mod, err, sizeof(err));
 		if (rc < 0) {

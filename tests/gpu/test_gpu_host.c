@@ -31,6 +31,7 @@
 static const char *g_mlp_path = "models/mlp.onnx";
 static const char *g_minilm_path = "models/minilm.onnx";
 static const char *g_cnn_path = "models/cnn.onnx";
+static uint32_t g_mode = GPU_LAUNCH_GRAPH; /* the executors' launch mode: each suite's init sets it */
 
 /* The device side of a test: the fake, opened, with one or two streams. */
 struct rig {
@@ -71,7 +72,7 @@ static int rig_open_at(struct rig *r, struct rt_graph *g, const int64_t *sizes, 
 	for (unsigned int s = 0; s < nb_streams; s++) {
 		CU_ASSERT_EQUAL_FATAL(r->ops->stream_create(r->dev, WORDS, &r->stream[s], err, sizeof(err)), 0);
 		r->ex[s] = gpu_executor_create(r->ops, r->dev, r->loaded, r->compiled, r->stream[s], SLOTS,
-						 GPU_LAUNCH_GRAPH, err,
+						 g_mode, err,
 					       sizeof(err));
 		if (r->ex[s] == NULL)
 			printf("\n  gpu_executor_create: %s\n", err);
@@ -634,6 +635,18 @@ static void test_kernel_fault(void)
 	onnx_build_model_free(m);
 }
 
+static int mode_graph(void)
+{
+	g_mode = GPU_LAUNCH_GRAPH;
+	return 0;
+}
+
+static int mode_doorbell(void)
+{
+	g_mode = GPU_LAUNCH_DOORBELL;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	CU_TestInfo compile_tests[] = {
@@ -651,9 +664,17 @@ int main(int argc, char **argv)
 		{ "a Gather index out of range fails the batch; a lost device", test_kernel_fault },
 		CU_TEST_INFO_NULL,
 	};
+	/* the executor through doorbell launches: the launch path only, so the smaller models */
+	CU_TestInfo doorbell_tests[] = {
+		{ "MLP batches (full, padded, 4 tasks) equal the CPU's", test_mlp_batches },
+		{ "two streams out of order, slots, refusals", test_out_of_order_and_slots },
+		{ "a Gather index out of range fails the batch; a lost device", test_kernel_fault },
+		CU_TEST_INFO_NULL,
+	};
 	CU_SuiteInfo suites[] = {
 		{ "gpu compile", NULL, NULL, NULL, NULL, compile_tests },
-		{ "gpu executor (fake device)", NULL, NULL, NULL, NULL, exec_tests },
+		{ "gpu executor (fake device, graph launch)", mode_graph, NULL, NULL, NULL, exec_tests },
+		{ "gpu executor (fake device, doorbell launch)", mode_doorbell, NULL, NULL, NULL, doorbell_tests },
 		CU_SUITE_INFO_NULL,
 	};
 

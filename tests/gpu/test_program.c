@@ -17,6 +17,12 @@
  * - faults: a Gather index out of range (table fault, output 0, the launch still completes), a sticky
  *   error, a refused launch, indexes out of range, a bad segment, and gpu_program_check's refusals
  *   one rule at a time.
+ * The suites that make instances run twice, once per launch mode (their init sets g_mode): a doorbell
+ * instance must keep instance_launch's contract in every case a graph instance does. Then the
+ * doorbell ring itself (doorbell.h's host protocol, which the CUDA module runs too): every (size,
+ * slot) in flight in changing orders with the ring wrapping, completions in ring order, a slot rung
+ * again while others are in flight, instance_destroy idle and with launches rung, a refused doorbell,
+ * and a ring overrun (a slot rung while in flight) losing the device.
  */
 #include <errno.h>
 #include <math.h>
@@ -54,6 +60,7 @@
 #define BW_DTYPE_BF16 16 /* a dtype the device does not handle */
 
 static const struct gpu_ops *g_ops;
+static uint32_t g_mode = GPU_LAUNCH_GRAPH; /* enum gpu_launch_mode every instance here is made with */
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 
 /* Uniform in [-1, 1), deterministic (xorshift64*). */
@@ -282,7 +289,7 @@ static uint32_t dev_run(const struct dev_case *c, const struct gpu_op *ops, uint
 	if (rc != 0)
 		fprintf(stderr, "program_load: %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, g_mode, &inst, err, sizeof(err)), 0);
 
 	t = g_ops->instance_table(inst, 0, 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -1312,7 +1319,7 @@ static void test_batch_table(void)
 	rep = dev_addr_of(dev, replies, sizeof(replies));
 	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, g_mode, &inst, err, sizeof(err)), 0);
 
 	/* batch 4 (size 1), slot 1: task A's row at row 0, task B's two at rows 1-2, row 3 padding */
 	t = g_ops->instance_table(inst, 1, 1);
@@ -1388,7 +1395,7 @@ static void test_two_streams(void)
 		struct gpu_batch_table *t;
 
 		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &s[k], err, sizeof(err)), 0);
-		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], 1, GPU_LAUNCH_GRAPH, &inst[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], 1, g_mode, &inst[k], err, sizeof(err)), 0);
 		fill_rnd(x[k], 2 * ROW_FLOATS, 2, 0);
 		memcpy(mem + k * 64, x[k], sizeof(x[k]));
 		t = g_ops->instance_table(inst[k], 0, 0);
@@ -1449,7 +1456,7 @@ static void test_threaded(void)
 	memset(gen, 0, sizeof(gen));
 	for (int k = 0; k < 2; k++) {
 		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &s[k], err, sizeof(err)), 0);
-		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], THREAD_SLOTS, GPU_LAUNCH_GRAPH, &inst[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], THREAD_SLOTS, g_mode, &inst[k], err, sizeof(err)), 0);
 	}
 	while ((done[0] < THREAD_LAUNCHES || done[1] < THREAD_LAUNCHES) && time(NULL) - start < THREAD_TIMEOUT_S) {
 		for (int k = 0; k < 2; k++) {
@@ -1493,6 +1500,251 @@ static void test_threaded(void)
 		g_ops->stream_destroy(s[k]);
 	}
 	g_ops->program_unload(loaded);
+	g_ops->dev_close(dev);
+}
+
+/* instance_time: the graph run iters times, the host clock around it; the word reaches the generation. */
+static void test_instance_time(void)
+{
+	static uint8_t mem[128] __attribute__((aligned(64)));
+	struct gpu_dev *dev = open_fake();
+	struct gpu_stream *stream = NULL;
+	struct gpu_loaded *loaded = NULL;
+	struct gpu_instance *inst = NULL;
+	struct add_program ap;
+	struct gpu_batch_table *t;
+	char err[GPU_ERR_MAX];
+	double ms = -1.0;
+	float x[4 * ROW_FLOATS];
+
+	add_program_init(&ap);
+	fill_rnd(x, 4 * ROW_FLOATS, 2, 0);
+	memcpy(mem, x, sizeof(x));
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, g_mode, &inst, err, sizeof(err)), 0);
+	t = g_ops->instance_table(inst, 1, 1);
+	t->segments[0] = seg((uint64_t)(uintptr_t)mem, 0, 4 * ROW_BYTES);
+	t->segments[1] = seg((uint64_t)(uintptr_t)mem + 64, 0, 4 * ROW_BYTES); /* out of place: runs are repeatable */
+	t->nb_gather = 1;
+	t->nb_scatter = 1;
+	t->generation = 3;
+
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 1, 1, 5, &ms, err, sizeof(err)), 0);
+	CU_ASSERT(ms > 0.0);
+	CU_ASSERT_TRUE(gpu_word_reached(g_ops->instance_word(inst, 1, 1), 3));
+	expect_rows("timed launches", mem + 64, x, 4);
+	CU_ASSERT_EQUAL(*g_ops->instance_word(inst, 1, 0), 0); /* no other slot ran */
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 2, 0, 5, &ms, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 0, 2, 5, &ms, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_time(inst, 1, 1, 0, &ms, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "iters"));
+
+	g_ops->instance_destroy(inst);
+	g_ops->program_unload(loaded);
+	g_ops->stream_destroy(stream);
+	g_ops->dev_close(dev);
+}
+
+/* ---- doorbell launches (GPU_LAUNCH_DOORBELL): the ring's host protocol on the fake ------------------------ */
+
+#define DB_SLOTS 3
+#define DB_PAIRS (2 * DB_SLOTS)     /* the add program's 2 sizes: the ring has 8 entries */
+#define DB_ROUNDS 5                 /* 30 launches: the ring wraps more than thrice */
+#define DB_AREA 128                 /* bytes per (size, slot): 4 rows in, 4 rows out */
+
+struct db_env {
+	struct gpu_dev *dev;
+	struct gpu_stream *stream;
+	struct gpu_loaded *loaded;
+	struct gpu_instance *inst;
+	struct add_program ap;
+	uint8_t *mem;                   /* DB_PAIRS areas, registered */
+};
+
+static void db_open(struct db_env *env, struct gpu_dev *dev, uint32_t nb_slots)
+{
+	char err[GPU_ERR_MAX];
+
+	memset(env, 0, sizeof(*env));
+	env->dev = dev;
+	add_program_init(&env->ap);
+	env->mem = aligned_alloc(64, 2 * nb_slots * DB_AREA);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(env->mem);
+	memset(env->mem, CANARY, 2 * nb_slots * DB_AREA);
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, env->mem, 2 * nb_slots * DB_AREA, NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &env->stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &env->ap.prog, &env->loaded, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(env->loaded, env->stream, nb_slots, GPU_LAUNCH_DOORBELL, &env->inst,
+						     err, sizeof(err)), 0);
+}
+
+/* Destroys what db_open made (the instance too, unless the test did). */
+static void db_close(struct db_env *env)
+{
+	char err[GPU_ERR_MAX];
+
+	g_ops->instance_destroy(env->inst);
+	g_ops->program_unload(env->loaded);
+	g_ops->stream_destroy(env->stream);
+	CU_ASSERT_EQUAL(g_ops->host_unregister(env->dev, env->mem, err, sizeof(err)), 0);
+	free(env->mem);
+}
+
+/* Pair k = size * nb_slots + slot: its batch (all rows value) in its area, out of place, then the doorbell. */
+static void db_launch(struct db_env *env, uint32_t nb_slots, uint32_t k, uint32_t generation, float value)
+{
+	uint32_t size_idx = k / nb_slots, slot = k % nb_slots, rows = env->ap.prog.sizes[size_idx].batch;
+	struct gpu_batch_table *t = g_ops->instance_table(env->inst, size_idx, slot);
+	uint8_t *area = env->mem + (size_t)k * DB_AREA;
+	char err[GPU_ERR_MAX];
+
+	for (uint32_t j = 0; j < rows * ROW_FLOATS; j++)
+		((float *)(void *)area)[j] = value;
+	memset(area + DB_AREA / 2, CANARY, DB_AREA / 2);
+	t->segments[0] = seg((uint64_t)(uintptr_t)area, 0, rows * ROW_BYTES);
+	t->segments[1] = seg((uint64_t)(uintptr_t)area + DB_AREA / 2, 0, rows * ROW_BYTES);
+	t->nb_gather = 1;
+	t->nb_scatter = 1;
+	t->generation = generation;
+	CU_ASSERT_EQUAL(g_ops->instance_launch(env->inst, size_idx, slot, err, sizeof(err)), 0);
+}
+
+/* Pair k's reply holds its batch of value + the constant row. */
+static void db_expect(struct db_env *env, uint32_t nb_slots, uint32_t k, float value)
+{
+	uint32_t rows = env->ap.prog.sizes[k / nb_slots].batch;
+	float in[4 * ROW_FLOATS];
+
+	for (uint32_t j = 0; j < rows * ROW_FLOATS; j++)
+		in[j] = value;
+	expect_rows("doorbell launch", env->mem + (size_t)k * DB_AREA + DB_AREA / 2, in, (int)rows);
+}
+
+/*
+ * Every (size, slot) in flight at once, rung in a different order each round; completions come in
+ * ring order, one per gpu_fake_complete, each with its own batch; then a slot reused while the
+ * others are still in flight.
+ */
+static void test_doorbell_interleave(void)
+{
+	struct db_env env;
+	uint32_t gen = 0, order[DB_PAIRS], gens[DB_PAIRS];
+
+	db_open(&env, open_fake(), DB_SLOTS);
+	for (uint32_t round = 0; round < DB_ROUNDS; round++) {
+		for (uint32_t i = 0; i < DB_PAIRS; i++) {
+			order[i] = (i * 5 + round * 3) % DB_PAIRS; /* 5 is prime to 6: a permutation */
+			gens[i] = ++gen;
+			db_launch(&env, DB_SLOTS, order[i], gens[i], (float)gens[i]);
+		}
+		CU_ASSERT_EQUAL(gpu_fake_pending(env.dev), DB_PAIRS);
+		for (uint32_t i = 0; i < DB_PAIRS; i++) {
+			uint32_t k = order[i];
+
+			CU_ASSERT_FALSE(gpu_word_reached(g_ops->instance_word(env.inst, k / DB_SLOTS, k % DB_SLOTS), gens[i]));
+			CU_ASSERT_EQUAL(gpu_fake_complete(env.stream), 1);
+			CU_ASSERT_TRUE(gpu_word_reached(g_ops->instance_word(env.inst, k / DB_SLOTS, k % DB_SLOTS), gens[i]));
+			if (i + 1 < DB_PAIRS) {
+				uint32_t next = order[i + 1];
+
+				CU_ASSERT_FALSE(gpu_word_reached(g_ops->instance_word(env.inst, next / DB_SLOTS,
+											next % DB_SLOTS), gens[i + 1]));
+			}
+			db_expect(&env, DB_SLOTS, k, (float)gens[i]);
+		}
+		CU_ASSERT_EQUAL(gpu_fake_complete(env.stream), 0);
+	}
+
+	/* pairs 0, 4, 5 in flight; 0 completes and is rung again behind 4 and 5 */
+	db_launch(&env, DB_SLOTS, 0, ++gen, 1.0f);
+	db_launch(&env, DB_SLOTS, 4, ++gen, 2.0f);
+	db_launch(&env, DB_SLOTS, 5, ++gen, 3.0f);
+	CU_ASSERT_EQUAL(gpu_fake_complete(env.stream), 1);
+	CU_ASSERT_TRUE(gpu_word_reached(g_ops->instance_word(env.inst, 0, 0), gen - 2));
+	db_launch(&env, DB_SLOTS, 0, ++gen, 4.0f);
+	CU_ASSERT_EQUAL(gpu_fake_pending(env.dev), 3);
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(env.dev), 3);
+	CU_ASSERT_TRUE(gpu_word_reached(g_ops->instance_word(env.inst, 1, 1), gen - 2));
+	CU_ASSERT_TRUE(gpu_word_reached(g_ops->instance_word(env.inst, 1, 2), gen - 1));
+	CU_ASSERT_TRUE(gpu_word_reached(g_ops->instance_word(env.inst, 0, 0), gen));
+	db_expect(&env, DB_SLOTS, 0, 4.0f);
+	db_expect(&env, DB_SLOTS, 4, 2.0f);
+	db_expect(&env, DB_SLOTS, 5, 3.0f);
+	CU_ASSERT_EQUAL(g_ops->health(env.dev, NULL, 0), 0);
+	db_close(&env);
+	g_ops->dev_close(env.dev);
+}
+
+/* instance_destroy: idle, and with launches rung (they run first, as the CUDA module's stop entry waits). */
+static void test_doorbell_destroy(void)
+{
+	struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 3 };
+	struct gpu_dev *dev = open_fake();
+	char err[GPU_ERR_MAX];
+	struct db_env env;
+
+	db_open(&env, dev, DB_SLOTS); /* idle */
+	db_close(&env);
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+
+	db_open(&env, dev, DB_SLOTS);
+	db_launch(&env, DB_SLOTS, 5, 7, 1.5f);
+	db_launch(&env, DB_SLOTS, 0, 8, 2.5f);
+	db_launch(&env, DB_SLOTS, 3, 9, 3.5f);
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 3);
+	g_ops->instance_destroy(env.inst);
+	env.inst = NULL;
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+	db_expect(&env, DB_SLOTS, 5, 1.5f);
+	db_expect(&env, DB_SLOTS, 0, 2.5f);
+	db_expect(&env, DB_SLOTS, 3, 3.5f);
+	db_close(&env);
+	g_ops->dev_close(dev);
+
+	/* the fake's thread taking entries while the instance goes */
+	gpu_fake_configure(&cfg);
+	CU_ASSERT_EQUAL_FATAL(g_ops->dev_open(0, &dev, err, sizeof(err)), 0);
+	db_open(&env, dev, DB_SLOTS);
+	for (uint32_t k = 0; k < DB_PAIRS; k++)
+		db_launch(&env, DB_SLOTS, k, 100 + k, (float)k);
+	g_ops->instance_destroy(env.inst);
+	env.inst = NULL;
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+	for (uint32_t k = 0; k < DB_PAIRS; k++)
+		db_expect(&env, DB_SLOTS, k, (float)k);
+	db_close(&env);
+	g_ops->dev_close(dev);
+}
+
+/*
+ * A caller ringing a slot still in flight breaks the ring's bound: the fake loses the device naming
+ * it (CUDA would run the wrong batches). And a refused doorbell (GPU_FAKE_FAULT_NEXT_SIGNAL) posts nothing.
+ */
+static void test_doorbell_faults(void)
+{
+	struct gpu_dev *dev = open_fake();
+	char err[GPU_ERR_MAX];
+	struct db_env env;
+
+	db_open(&env, dev, 1); /* 2 pairs: a ring of 4 */
+	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "injected refusal");
+	CU_ASSERT_EQUAL(g_ops->instance_launch(env.inst, 0, 0, err, sizeof(err)), -EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "injected refusal"));
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+	CU_ASSERT_EQUAL(g_ops->health(dev, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < 5; i++)
+		db_launch(&env, 1, 0, i + 1, 1.0f);
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 1); /* the first take finds the overrun, runs nothing */
+	CU_ASSERT_EQUAL(g_ops->health(dev, err, sizeof(err)), -EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "overrun"));
+	CU_ASSERT_EQUAL(g_ops->instance_launch(env.inst, 1, 0, err, sizeof(err)), -EIO);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(env.inst, 1, 1, err, sizeof(err)), -EINVAL);
+	db_close(&env); /* drops what is left: the device is lost */
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
 	g_ops->dev_close(dev);
 }
 
@@ -1549,8 +1801,10 @@ static void test_launch_errors(void)
 	add_program_init(&ap);
 	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->instance_create(loaded, stream, 0, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_create(loaded, stream, 0, g_mode, &inst, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(g_ops->instance_create(loaded, stream, 2, GPU_LAUNCH_MODE_COUNT, &inst, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "launch mode"));
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, g_mode, &inst, err, sizeof(err)), 0);
 
 	/* host_to_dev: registered memory only, whole ranges only */
 	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, mem, 16, &a), -EFAULT);
@@ -1619,7 +1873,7 @@ static void test_bad_segment(void)
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, g_mode, &inst, err, sizeof(err)), 0);
 	t = g_ops->instance_table(inst, 0, 0);
 	t->segments[0] = seg((uint64_t)(uintptr_t)mem, 0, 2 * ROW_BYTES);
 	t->segments[1] = seg((uint64_t)(uintptr_t)unregistered, 0, 2 * ROW_BYTES);
@@ -1856,6 +2110,19 @@ static void test_program_copy(void)
 	gpu_program_free(copy);
 }
 
+/* The suites that make instances run once per launch mode: their init picks it. */
+static int mode_graph(void)
+{
+	g_mode = GPU_LAUNCH_GRAPH;
+	return 0;
+}
+
+static int mode_doorbell(void)
+{
+	g_mode = GPU_LAUNCH_DOORBELL;
+	return 0;
+}
+
 int main(void)
 {
 	static CU_TestInfo op_tests[] = {
@@ -1882,20 +2149,35 @@ int main(void)
 		{ "gather, pad, scatter, generations on one slot", test_batch_table },
 		{ "two streams finished in the opposite order", test_two_streams },
 		{ "two streams on the fake's thread", test_threaded },
+		{ "instance_time", test_instance_time },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo fault_tests[] = {
 		{ "Gather index out of range", test_gather_fault },
 		{ "launch errors, host_to_dev, sticky error", test_launch_errors },
 		{ "a segment outside registered memory", test_bad_segment },
+		CU_TEST_INFO_NULL,
+	};
+	static CU_TestInfo doorbell_tests[] = {
+		{ "every (size, slot) in flight, rung in changing orders, the ring wrapping", test_doorbell_interleave },
+		{ "instance_destroy idle, with launches rung, on the fake's thread", test_doorbell_destroy },
+		{ "a refused doorbell; a ring overrun loses the device", test_doorbell_faults },
+		CU_TEST_INFO_NULL,
+	};
+	static CU_TestInfo check_tests[] = {
 		{ "gpu_program_check refusals", test_program_check },
 		{ "gpu_program_copy", test_program_copy },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
-		{ "ops against the CPU kernels", NULL, NULL, NULL, NULL, op_tests },
-		{ "batch tables", NULL, NULL, NULL, NULL, table_tests },
-		{ "faults and checks", NULL, NULL, NULL, NULL, fault_tests },
+		{ "ops against the CPU kernels (graph launch)", mode_graph, NULL, NULL, NULL, op_tests },
+		{ "batch tables (graph launch)", mode_graph, NULL, NULL, NULL, table_tests },
+		{ "faults (graph launch)", mode_graph, NULL, NULL, NULL, fault_tests },
+		{ "ops against the CPU kernels (doorbell launch)", mode_doorbell, NULL, NULL, NULL, op_tests },
+		{ "batch tables (doorbell launch)", mode_doorbell, NULL, NULL, NULL, table_tests },
+		{ "faults (doorbell launch)", mode_doorbell, NULL, NULL, NULL, fault_tests },
+		{ "doorbell ring", NULL, NULL, NULL, NULL, doorbell_tests },
+		{ "program checks", NULL, NULL, NULL, NULL, check_tests },
 		CU_SUITE_INFO_NULL,
 	};
 
