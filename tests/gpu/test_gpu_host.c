@@ -31,6 +31,7 @@
 static const char *g_mlp_path = "models/mlp.onnx";
 static const char *g_minilm_path = "models/minilm.onnx";
 static const char *g_cnn_path = "models/cnn.onnx";
+static const char *g_resnet50_path = "models/resnet50.onnx";
 static uint32_t g_mode = GPU_LAUNCH_GRAPH; /* the executors' launch mode: each suite's init sets it */
 
 /* The device side of a test: the fake, opened, with one or two streams. */
@@ -526,6 +527,52 @@ static void test_nhwc(void)
 	CU_ASSERT_EQUAL(memcmp(got[0], got[1], got_bytes), 0);
 }
 
+/*
+ * ResNet-50 compiled (not run: the fake takes minutes): fp16's automatic layout is NHWC, every CONV
+ * and POOL converted, one PERMUTE (of the input) in all, since every other tensor an op that is not a
+ * CONV or POOL reads is 1x1; fp32's is NCHW, no PERMUTE. A PERMUTE more would mean the pass lost
+ * track of an NHWC tensor and permuted it twice.
+ */
+static void test_resnet50_layouts(void)
+{
+	const int64_t sizes[] = { 1 };
+	char err[RT_ERR_MAX] = "";
+	struct rt_graph *g = load(g_resnet50_path);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
+	CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, NULL, err, sizeof(err)), 0);
+	for (uint32_t precision = GPU_PRECISION_FP32; precision <= GPU_PRECISION_FP16; precision++) {
+		const struct gpu_compile_options o = { precision, GPU_LAYOUT_AUTO };
+		bool fp16 = precision == GPU_PRECISION_FP16;
+		unsigned int convs = 0, pools = 0, nhwc = 0, permutes = 0, casts = 0;
+		struct gpu_compiled *c = NULL;
+		int rc = gpu_compile_with(g, sizes, 1, &o, &c, err, sizeof(err));
+
+		if (rc != 0)
+			printf("\n  gpu_compile_with: %s\n", err);
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		for (uint32_t i = 0; i < c->prog.sizes[0].nb_ops; i++) {
+			const struct gpu_op *op = &c->prog.sizes[0].ops[i];
+
+			convs += op->code == GPU_OP_CONV;
+			pools += op->code == GPU_OP_POOL;
+			nhwc += (op->code == GPU_OP_CONV || op->code == GPU_OP_POOL) && op->u.conv.nhwc;
+			permutes += op->code == GPU_OP_PERMUTE;
+			casts += op->code == GPU_OP_CAST;
+		}
+		CU_ASSERT_EQUAL(c->layout, fp16 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW);
+		CU_ASSERT_EQUAL(convs, 53);
+		CU_ASSERT_EQUAL(pools, 2);
+		CU_ASSERT_EQUAL(nhwc, fp16 ? 55 : 0);
+		CU_ASSERT_EQUAL(permutes, fp16 ? 1 : 0);
+		CU_ASSERT_EQUAL(casts, fp16 ? 2 : 0);
+		CU_ASSERT_EQUAL(gpu_program_check(&c->prog, err, sizeof(err)), 0);
+		gpu_compiled_free(c);
+	}
+	rt_graph_free(g);
+}
+
 /* Two lcores' executors: the second stream's launch finishes first, each learns only of its own. */
 static void test_out_of_order_and_slots(void)
 {
@@ -652,6 +699,7 @@ int main(int argc, char **argv)
 	CU_TestInfo compile_tests[] = {
 		{ "the MLP compiles at three sizes, one GEMM per MatMul", test_compile_mlp },
 		{ "a Conv and bad sizes are refused with the node named", test_compile_refusals },
+		{ "ResNet-50: fp16 NHWC with one PERMUTE, fp32 NCHW", test_resnet50_layouts },
 		CU_TEST_INFO_NULL,
 	};
 	CU_TestInfo exec_tests[] = {
@@ -684,5 +732,7 @@ int main(int argc, char **argv)
 		g_minilm_path = argv[2];
 	if (argc > 3)
 		g_cnn_path = argv[3];
+	if (argc > 4)
+		g_resnet50_path = argv[4];
 	return bw_cunit_run(suites);
 }
