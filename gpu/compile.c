@@ -316,9 +316,7 @@ static struct gpu_op permute_op(uint64_t from, uint64_t to, int64_t n, int64_t c
  */
 static uint64_t op_out_bytes(const struct gpu_op *op)
 {
-	uint32_t d = op->out.dtype;
-	uint64_t elem = d == BW_DTYPE_F16 ? 2 : d == BW_DTYPE_I64 || d == BW_DTYPE_F64 ? 8 :
-			d == BW_DTYPE_U8 || d == BW_DTYPE_I8 || d == BW_DTYPE_BOOL ? 1 : 4;
+	uint64_t elem = gpu_dtype_bytes(op->out.dtype); /* gpu_program_check accepts no other dtype */
 
 	switch (op->code) {
 	case GPU_OP_COPY:

@@ -3,24 +3,19 @@
  * cuBLASLt, opened with dlopen when the first program with a GEMM op is loaded on a device. The toolkit
  * has no static cuBLASLt, and linking the shared one would make libbwgpu.so need it on every host,
  * GEMM or not; so the module names no CUDA library at all (ldd shows none) and a host without
- * cuBLASLt still runs programs without GEMM ops. Where it is looked for, in order:
+ * cuBLASLt still runs programs without GEMM ops. Where it is looked for (cuda_lib_open), in order:
  *   $BW_CUBLASLT_LIB                     a file (e.g. pip's nvidia/cu13/lib/libcublasLt.so.13)
  *   libcublasLt.so.13                     the loader's path (LD_LIBRARY_PATH, ld.so.cache)
  *   BW_CUDA_ROOT/lib64/libcublasLt.so.13  the toolkit the module was built against
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_defs.h"
 
 #define CUBLASLT_SONAME "libcublasLt.so.13"
 #define CUBLASLT_ENV "BW_CUBLASLT_LIB"
-
-#ifndef BW_CUDA_ROOT
-#define BW_CUDA_ROOT "/usr/local/cuda"
-#endif
 
 /* One dlsym: \return 0, or -ENOTSUP with the symbol and the file named. */
 static int resolve(struct cublaslt_api *lt, const char *name, void **fn, char *err, size_t cap)
@@ -34,35 +29,14 @@ static int resolve(struct cublaslt_api *lt, const char *name, void **fn, char *e
 
 int cublaslt_open(struct gpu_dev *dev, char *err, size_t cap)
 {
-	static const char *const fixed[] = { CUBLASLT_SONAME, BW_CUDA_ROOT "/lib64/" CUBLASLT_SONAME };
 	struct cublaslt_api *lt = &dev->lt;
-	const char *env = getenv(CUBLASLT_ENV);
-	char tried[GPU_ERR_MAX / 2] = "";
-	unsigned int i;
 	int rc = 0;
 
 	if (lt->lib != NULL)
 		return 0;
-	if (env != NULL && env[0] != '\0') {
-		/* asked for by name: no falling back to another file behind the operator's back */
-		lt->lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-		if (lt->lib == NULL) {
-			gpu_err(err, cap, "cuBLASLt: %s=%s: %s", CUBLASLT_ENV, env, dlerror());
-			return -ENOTSUP;
-		}
-		snprintf(lt->path, sizeof(lt->path), "%s", env);
-	}
-	for (i = 0; lt->lib == NULL && i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		lt->lib = dlopen(fixed[i], RTLD_NOW | RTLD_LOCAL);
-		if (lt->lib != NULL)
-			snprintf(lt->path, sizeof(lt->path), "%s", fixed[i]);
-		else
-			snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s", i ? ", " : "", fixed[i]);
-	}
-	if (lt->lib == NULL) {
-		gpu_err(err, cap, "cuBLASLt not found (tried %s; set %s or LD_LIBRARY_PATH)", tried, CUBLASLT_ENV);
+	lt->lib = cuda_lib_open("cuBLASLt", CUBLASLT_ENV, CUBLASLT_SONAME, lt->path, sizeof(lt->path), err, cap);
+	if (lt->lib == NULL)
 		return -ENOTSUP;
-	}
 #define LT_RESOLVE(field, sym) \
 	if (rc == 0) \
 		rc = resolve(lt, #sym, (void **)&lt->field, err, cap)

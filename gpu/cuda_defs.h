@@ -114,6 +114,16 @@ int cuda_fail(struct gpu_dev *dev, const char *call, cudaError_t e, char *err, s
 /** \return 0 while the device is healthy, else -EIO with its first fault in err. */
 int cuda_check(const struct gpu_dev *dev, char *err, size_t cap);
 
+/* cuda_lib.c */
+/**
+ * dlopen of a CUDA library the module does not link: $env (a file, then the only place looked), then
+ * soname on the loader's path, then BW_CUDA_ROOT/lib64/soname.
+ * \param what  its name in messages ("cuBLASLt")
+ * \return the handle, its file in path; or NULL with why (the file that failed, or the places tried).
+ */
+void *cuda_lib_open(const char *what, const char *env, const char *soname, char *path, size_t path_cap, char *why,
+		    size_t why_cap);
+
 /* cublaslt.c */
 /**
  * Opens cuBLASLt for dev once: $BW_CUBLASLT_LIB, then "libcublasLt.so.13" on the loader's path,

@@ -15,9 +15,6 @@
 #include "program_math.h"
 
 #define CUBLASLT_WORKSPACE_BYTES (4u << 20) /* per instance; what the heuristic may pick algorithms for */
-#ifndef BW_DTYPE_F16
-#define BW_DTYPE_F16 10                     /* ONNX TensorProto.FLOAT16 */
-#endif
 #define SEGMENT_BLOCKS_MAX 1024u            /* gather/scatter grid: one block per segment up to this */
 #define TABLE_ALIGN_BYTES 64                /* batch tables start on a cache line */
 #define WORDS_ALIGN_BYTES 64
@@ -138,7 +135,7 @@ static int gemm_dtype(const struct gpu_op *op, uint32_t s, uint32_t i, cudaDataT
 		return -EINVAL;
 	}
 	*type = d == BW_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
-	*elem_bytes = d == BW_DTYPE_F16 ? 2 : 4;
+	*elem_bytes = gpu_dtype_bytes(d);
 	return 0;
 }
 

@@ -4,8 +4,8 @@
  * on a device, for the reasons cublaslt.c gives: the module names no CUDA library (ldd shows none).
  * Unlike cuBLASLt, cuDNN is optional: CONV has a correct generic kernel (gpu_conv_item), so a host
  * without cuDNN, or BW_CUDNN=0, runs every CONV op there and dev->dnn_why keeps the reason. Where the
- * library is looked for, in order (the first dlopen that works wins, except that $BW_CUDNN_LIB, when
- * set, is the only place looked):
+ * library is looked for (cuda_lib_open), in order (the first dlopen that works wins, except that
+ * $BW_CUDNN_LIB, when set, is the only place looked):
  *   $BW_CUDNN_LIB                       a file (pip: site-packages/nvidia/cudnn/lib/libcudnn.so.9)
  *   libcudnn.so.9                       the loader's path (LD_LIBRARY_PATH, ld.so.cache)
  *   BW_CUDA_ROOT/lib64/libcudnn.so.9    the toolkit the module was built against
@@ -66,9 +66,6 @@
 #define CUDNN_ENV_LOG "BW_CUDNN_LOG" /* "1": one line per CONV op's plan on stderr, at load */
 #define CUDNN_MAJOR_WANTED 9
 #define CUDNN_WORKSPACE_CAP_BYTES ((size_t)64 << 20) /* the most workspace one CONV plan may use */
-#ifndef BW_DTYPE_F16
-#define BW_DTYPE_F16 10                              /* ONNX TensorProto.FLOAT16 */
-#endif
 
 /* What makes two CONV ops the same problem to cuDNN: one algorithm search serves both. */
 struct conv_key {
@@ -143,38 +140,18 @@ static int resolve(struct gpu_dev *dev, const char *name, void **fn)
 
 static int api_open(struct gpu_dev *dev)
 {
-	static const char *const fixed[] = { CUDNN_SONAME, BW_CUDA_ROOT "/lib64/" CUDNN_SONAME };
 	struct cudnn_api *a = &dev->dnn;
-	const char *env = getenv(CUDNN_ENV_LIB), *sw = getenv(CUDNN_ENV_SWITCH);
-	char tried[GPU_ERR_MAX / 2] = "";
-	unsigned int i;
+	const char *sw = getenv(CUDNN_ENV_SWITCH);
 	int rc = 0;
 
 	if (sw != NULL && strcmp(sw, "0") == 0) {
 		gpu_err(dev->dnn_why, sizeof(dev->dnn_why), "cuDNN disabled (%s=0)", CUDNN_ENV_SWITCH);
 		return -ENOTSUP;
 	}
-	if (env != NULL && env[0] != '\0') {
-		/* asked for by name: no falling back to another file behind the operator's back */
-		a->lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-		if (a->lib == NULL) {
-			gpu_err(dev->dnn_why, sizeof(dev->dnn_why), "cuDNN: %s=%s: %s", CUDNN_ENV_LIB, env, dlerror());
-			return -ENOTSUP;
-		}
-		snprintf(a->path, sizeof(a->path), "%s", env);
-	}
-	for (i = 0; a->lib == NULL && i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		a->lib = dlopen(fixed[i], RTLD_NOW | RTLD_LOCAL);
-		if (a->lib != NULL)
-			snprintf(a->path, sizeof(a->path), "%s", fixed[i]);
-		else
-			snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s", i ? ", " : "", fixed[i]);
-	}
-	if (a->lib == NULL) {
-		gpu_err(dev->dnn_why, sizeof(dev->dnn_why), "cuDNN not found (tried %s; set %s or LD_LIBRARY_PATH)",
-			tried, CUDNN_ENV_LIB);
+	a->lib = cuda_lib_open("cuDNN", CUDNN_ENV_LIB, CUDNN_SONAME, a->path, sizeof(a->path), dev->dnn_why,
+			       sizeof(dev->dnn_why));
+	if (a->lib == NULL)
 		return -ENOTSUP;
-	}
 #define DNN_RESOLVE(field, sym) \
 	if (rc == 0) \
 		rc = resolve(dev, #sym, (void **)&a->field)
@@ -235,19 +212,12 @@ void cudnn_close(struct gpu_dev *dev)
 
 /* ---- what cuDNN can run ----------------------------------------------------------------------------- */
 
-static bool dnn_dtype(uint32_t dtype, cudnnDataType_t *t, size_t *bytes)
+static bool dnn_dtype(uint32_t dtype, cudnnDataType_t *t)
 {
-	if (dtype == BW_DTYPE_F32) {
-		*t = CUDNN_DATA_FLOAT;
-		*bytes = 4;
-		return true;
-	}
-	if (dtype == BW_DTYPE_F16) {
-		*t = CUDNN_DATA_HALF;
-		*bytes = 2;
-		return true;
-	}
-	return false;
+	if (dtype != BW_DTYPE_F32 && dtype != BW_DTYPE_F16)
+		return false;
+	*t = dtype == BW_DTYPE_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	return true;
 }
 
 static bool refs_overlap(const struct gpu_ref *a, uint64_t a_bytes, const struct gpu_ref *b, uint64_t b_bytes)
@@ -265,7 +235,7 @@ static bool conv_supported(const struct gpu_op *op, struct conv_key *k, char *wh
 {
 	const int64_t *g;
 	cudnnDataType_t t;
-	size_t eb;
+	uint64_t eb = gpu_dtype_bytes(op->in[0].dtype);
 	uint64_t y_bytes;
 	int64_t want_oh, want_ow;
 	bool bias = op->in[2].space != GPU_SPACE_NONE, z = op->in[3].space != GPU_SPACE_NONE;
@@ -282,7 +252,7 @@ static bool conv_supported(const struct gpu_op *op, struct conv_key *k, char *wh
 	k->z = z;
 	k->nhwc = op->u.conv.nhwc != 0;
 	g = k->geo;
-	if (!dnn_dtype(op->in[0].dtype, &t, &eb)) {
+	if (!dnn_dtype(op->in[0].dtype, &t)) {
 		gpu_err(why, cap, "dtype %u (cuDNN plans float32 and float16)", op->in[0].dtype);
 		return false;
 	}
@@ -366,10 +336,9 @@ static cudnnStatus_t plan_descriptors(const struct cudnn_api *a, const struct gp
 	/* NHWC: x, y, z [n][h][w][c] and the weights [m][kh][kw][c/group] (cuDNN's KRSC); a [1, m, 1, 1]
 	 * bias is the same bytes either way */
 	cudnnTensorFormat_t f = p->key.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-	size_t eb;
 	cudnnStatus_t st;
 
-	dnn_dtype(op->in[0].dtype, &t, &eb); /* conv_supported accepted it */
+	dnn_dtype(op->in[0].dtype, &t); /* conv_supported accepted it */
 	p->math = t == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 	st = a->tensor_create(&p->x);
 	if (st == CUDNN_STATUS_SUCCESS)
@@ -642,7 +611,7 @@ static int scratch_alloc(struct cudnn_prog *dp, struct scratch *sc, char *err, s
 		for (uint32_t i = 0; i < prog->sizes[s].nb_ops; i++) {
 			const struct gpu_op *op = &prog->sizes[s].ops[i];
 			struct conv_key k;
-			uint64_t eb = op->in[0].dtype == BW_DTYPE_F16 ? 2 : 4, x, w, y;
+			uint64_t eb = gpu_dtype_bytes(op->in[0].dtype), x, w, y;
 
 			if (op->code != GPU_OP_CONV || !conv_supported(op, &k, why, sizeof(why)))
 				continue;
@@ -709,6 +678,7 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 		       struct cudnn_prog **out, size_t *workspace_bytes, char *err, size_t cap)
 {
 	const char *log_env = getenv(CUDNN_ENV_LOG);
+	bool log = log_env != NULL && strcmp(log_env, "1") == 0;
 	struct scratch sc = { 0 };
 	struct cudnn_prog *dp;
 	char why[GPU_ERR_MAX];
@@ -725,7 +695,7 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 		return 0;
 	if (cudnn_open(dev) < 0) {
 		/* no cuDNN: the generic kernel, dev->dnn_why says why */
-		if (log_env != NULL && strcmp(log_env, "1") == 0)
+		if (log)
 			fprintf(stderr, "cudnn: %s: 0 of %u CONV ops planned: %s\n", prog->name, nb_conv, dev->dnn_why);
 		return 0;
 	}
@@ -738,7 +708,7 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 	dp->prog = prog;
 	dp->consts_dev = consts_dev;
 	dp->nb_conv = nb_conv;
-	dp->log = log_env != NULL && strcmp(log_env, "1") == 0;
+	dp->log = log;
 	st = dev->dnn.create(&dp->handle);
 	if (st != CUDNN_STATUS_SUCCESS) {
 		/* e.g. a sub-library missing beside libcudnn.so.9: the program runs without cuDNN */

@@ -50,18 +50,6 @@ static int op_fail(const struct check_ctx *c, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* Bytes of one element of an ONNX dtype the device kernels handle; 0 for any other. */
-static uint32_t dtype_bytes(uint32_t dtype)
-{
-	switch (dtype) {
-	case BW_DTYPE_U8: case BW_DTYPE_I8: case BW_DTYPE_BOOL: return 1;
-	case BW_DTYPE_F16: return 2;
-	case BW_DTYPE_F32: case BW_DTYPE_I32: return 4;
-	case BW_DTYPE_I64: case BW_DTYPE_F64: return 8;
-	default: return 0;
-	}
-}
-
 static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {
 	return !__builtin_mul_overflow(a, b, out);
@@ -325,9 +313,9 @@ static int check_op(const struct check_ctx *c)
 		if (op->in[0].dtype != op->u.cast.from || op->out.dtype != op->u.cast.to)
 			return op_fail(c, "operand dtypes %u -> %u disagree with the cast's %u -> %u", op->in[0].dtype,
 				       op->out.dtype, op->u.cast.from, op->u.cast.to);
-		if ((rc = check_ref(c, 0, op->count, dtype_bytes(op->u.cast.from), true)) < 0)
+		if ((rc = check_ref(c, 0, op->count, gpu_dtype_bytes(op->u.cast.from), true)) < 0)
 			return rc;
-		return check_ref(c, OUT, op->count, dtype_bytes(op->u.cast.to), true);
+		return check_ref(c, OUT, op->count, gpu_dtype_bytes(op->u.cast.to), true);
 	case GPU_OP_COPY: {
 		/* whole 4-byte words when count allows (gpu_op_item), so then 4-byte alignment too */
 		uint32_t unit = op->count % 4 == 0 ? 4 : 1;
@@ -341,7 +329,7 @@ static int check_op(const struct check_ctx *c)
 	case GPU_OP_PERMUTE: {
 		/* gpu_op_item moves 1 byte for uint8/int8/bool, 2 for float16, 8 for int64/double, else 4:
 		 * only dtypes whose size is the one it moves */
-		uint32_t eb = dtype_bytes(op->out.dtype);
+		uint32_t eb = gpu_dtype_bytes(op->out.dtype);
 		uint32_t in_bytes[1] = { eb };
 
 		if (eb == 0)
@@ -362,9 +350,9 @@ static int check_op(const struct check_ctx *c)
 			return op_fail(c, "in1: indices dtype %u, not int64 (7) or int32 (6)", op->in[1].dtype);
 		if (eb == 0)
 			return op_fail(c, "elem_bytes 0");
-		if (dtype_bytes(op->in[0].dtype) != 0 && dtype_bytes(op->in[0].dtype) != eb)
+		if (gpu_dtype_bytes(op->in[0].dtype) != 0 && gpu_dtype_bytes(op->in[0].dtype) != eb)
 			return op_fail(c, "elem_bytes %u, in0's dtype %u has %u", eb, op->in[0].dtype,
-				       dtype_bytes(op->in[0].dtype));
+				       gpu_dtype_bytes(op->in[0].dtype));
 		if ((rc = positive_product(c, "data", data_ext, 3, &data_n)) < 0 ||
 		    (rc = positive_product(c, "output", out_ext, 3, &out_n)) < 0)
 			return rc;
@@ -372,7 +360,7 @@ static int check_op(const struct check_ctx *c)
 			return op_fail(c, "count %llu is not outer * nb_idx * inner = %llu", (unsigned long long)op->count,
 				       (unsigned long long)out_n);
 		if ((rc = check_ref(c, 0, data_n, eb, true)) < 0 ||
-		    (rc = check_ref(c, 1, (uint64_t)op->u.gather.nb_idx, dtype_bytes(op->in[1].dtype), true)) < 0)
+		    (rc = check_ref(c, 1, (uint64_t)op->u.gather.nb_idx, gpu_dtype_bytes(op->in[1].dtype), true)) < 0)
 			return rc;
 		return check_ref(c, OUT, out_n, eb, true);
 	}

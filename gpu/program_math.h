@@ -36,6 +36,18 @@
 #define BW_DTYPE_F16 10
 #define BW_DTYPE_F64 11
 
+/** \return bytes of one element of a dtype the device kernels handle; 0 for any other. */
+static inline BW_HD uint32_t gpu_dtype_bytes(uint32_t dtype)
+{
+	switch (dtype) {
+	case BW_DTYPE_U8: case BW_DTYPE_I8: case BW_DTYPE_BOOL: return 1;
+	case BW_DTYPE_F16: return 2;
+	case BW_DTYPE_F32: case BW_DTYPE_I32: return 4;
+	case BW_DTYPE_I64: case BW_DTYPE_F64: return 8;
+	default: return 0;
+	}
+}
+
 /* IEEE half <-> float by their bits, the same on the host and the device (no __half, no _Float16):
  * widening is exact; narrowing rounds to nearest even, overflows to infinity, keeps NaN a NaN. */
 static inline BW_HD float gpu_half_to_float(uint16_t h)
