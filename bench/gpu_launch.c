@@ -192,8 +192,8 @@ static unsigned long long parse_uint(const char *opt, const char *s, unsigned lo
 	return v;
 }
 
-/* "a,b": each name set in want[]; an unknown name is a usage error. */
-/* A comma-separated list of names host.h's parse function knows (gpu_precision_parse, ...). */
+/* "a,b": each name (one host.h's parse function knows: gpu_precision_parse, ...) set in want[]; an
+ * unknown name is a usage error. */
 static void parse_names(const char *opt, char *list, int (*parse)(const char *name), const char *expected,
 			unsigned int nb, bool *want)
 {

@@ -432,6 +432,23 @@ static int fake_check(const struct gpu_dev *dev, char *err, size_t cap)
 	return -EIO;
 }
 
+/*
+ * Whether the device takes a piece of work (what: "signal", "launch", "doorbell"): not when lost, nor
+ * the first one after GPU_FAKE_FAULT_NEXT_SIGNAL, which refuses the next signal or launch, whichever
+ * comes first. Caller holds the lock. \return 0, or -EIO with err.
+ */
+static int fake_accepts(struct gpu_dev *dev, const char *what, char *err, size_t cap)
+{
+	int rc = fake_check(dev, err, cap);
+
+	if (rc == 0 && dev->fail_next) {
+		__atomic_store_n(&dev->fail_next, false, __ATOMIC_RELEASE);
+		gpu_err(err, cap, "fake device %d refused the %s: %s", dev->index, what, dev->fault);
+		rc = -EIO;
+	}
+	return rc;
+}
+
 static int fake_health(struct gpu_dev *dev, char *why, size_t cap)
 {
 	int rc;
@@ -551,12 +568,7 @@ static int fake_signal(struct gpu_stream *s, uint32_t word, uint32_t value, char
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&dev->lock);
-	rc = fake_check(dev, err, cap);
-	if (rc == 0 && dev->fail_next) {
-		__atomic_store_n(&dev->fail_next, false, __ATOMIC_RELEASE);
-		gpu_err(err, cap, "fake device %d refused the signal: %s", dev->index, dev->fault);
-		rc = -EIO;
-	}
+	rc = fake_accepts(dev, "signal", err, cap);
 	if (rc == 0 && dev->nb_queued == GPU_FAKE_PENDING_MAX) {
 		gpu_err(err, cap, "fake device %d: %u signals queued (GPU_FAKE_PENDING_MAX)", dev->index,
 			dev->nb_queued);
@@ -819,12 +831,7 @@ static int fake_instance_launch(struct gpu_instance *inst, uint32_t size_idx, ui
 		/* no lock unless a fault is pending: a lost device or GPU_FAKE_FAULT_NEXT_SIGNAL */
 		if (__atomic_load_n(&dev->lost, __ATOMIC_ACQUIRE) || __atomic_load_n(&dev->fail_next, __ATOMIC_ACQUIRE)) {
 			pthread_mutex_lock(&dev->lock);
-			rc = fake_check(dev, err, cap);
-			if (rc == 0 && dev->fail_next) {
-				__atomic_store_n(&dev->fail_next, false, __ATOMIC_RELEASE);
-				gpu_err(err, cap, "fake device %d refused the doorbell: %s", dev->index, dev->fault);
-				rc = -EIO;
-			}
+			rc = fake_accepts(dev, "doorbell", err, cap);
 			pthread_mutex_unlock(&dev->lock);
 			if (rc < 0)
 				return rc;
@@ -833,13 +840,7 @@ static int fake_instance_launch(struct gpu_instance *inst, uint32_t size_idx, ui
 		return 0;
 	}
 	pthread_mutex_lock(&dev->lock);
-	rc = fake_check(dev, err, cap);
-	if (rc == 0 && dev->fail_next) {
-		/* GPU_FAKE_FAULT_NEXT_SIGNAL refuses the next signal or launch, whichever comes first */
-		__atomic_store_n(&dev->fail_next, false, __ATOMIC_RELEASE);
-		gpu_err(err, cap, "fake device %d refused the launch: %s", dev->index, dev->fault);
-		rc = -EIO;
-	}
+	rc = fake_accepts(dev, "launch", err, cap);
 	if (rc == 0 && dev->nb_queued == GPU_FAKE_PENDING_MAX) {
 		gpu_err(err, cap, "fake device %d: %u pieces of work queued (GPU_FAKE_PENDING_MAX)", dev->index,
 			dev->nb_queued);

@@ -144,6 +144,23 @@ static struct rt_graph *load(const char *path)
 	return g;
 }
 
+/* A model as bwrun --device gpu and the daemon take it: loaded, then optimised for the GPU (report:
+ * NULL, or what the optimiser did). Fatal when either fails. */
+static struct rt_graph *load_for_gpu(const char *path, struct rt_opt_report *report)
+{
+	char err[RT_ERR_MAX] = "";
+	struct rt_graph *g = load(path);
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
+	rc = rt_graph_optimize(g, RT_DEVICE_GPU, report, err, sizeof(err));
+	if (rc != 0)
+		printf("\n  %s: optimising for the GPU: %s\n", path, err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	return g;
+}
+
 /* A deterministic value for element i of input t: ids below vocab for int64 inputs, else floats. */
 static void fill_input(uint8_t dtype, void *p, size_t n, unsigned int seed, int64_t vocab, bool mask)
 {
@@ -387,15 +404,11 @@ static void test_cnn_batch(void)
 	unsigned int convs = 0, pools = 0;
 	struct bw_batch batch;
 	struct done d = { 0 };
-	char err[RT_ERR_MAX] = "";
 	struct rt_graph *g;
 	struct rig r;
 	size_t off = 0;
 
-	g = load(g_cnn_path);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
-	CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, &rep, err, sizeof(err)), 0);
+	g = load_for_gpu(g_cnn_path, &rep);
 	CU_ASSERT(rep.nodes_after < rep.nodes_before); /* the BatchNormalizations and Relus folded in */
 	rig_open(&r, g, sizes, 2, 1, 1 << 20);
 	for (uint32_t o = 0; o < r.compiled->prog.sizes[1].nb_ops; o++) {
@@ -431,18 +444,15 @@ static void test_fp16(void)
 	for (int k = 0; k < 2; k++) {
 		struct bw_batch_task tasks[2], *ptrs[2];
 		struct bw_batch batch;
+		const struct gpu_compile_options o = { GPU_PRECISION_FP16, GPU_LAYOUT_AUTO };
 		struct done d = { 0 };
-		char err[RT_ERR_MAX] = "";
-		struct rt_graph *g = load(paths[k]);
+		struct rt_graph *g = load_for_gpu(paths[k], NULL);
 		const struct gpu_program_size *sz;
 		uint32_t halves = 0, floats = 0;
 		struct rig r;
 		size_t off = 0;
 
-		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-		CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
-		CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, NULL, err, sizeof(err)), 0);
-		rig_open_at(&r, g, sizes, 2, 1, 1 << 20, &(struct gpu_compile_options){ GPU_PRECISION_FP16, GPU_LAYOUT_AUTO });
+		rig_open_at(&r, g, sizes, 2, 1, 1 << 20, &o);
 		/* auto: NHWC for fp16, where there are convolutions */
 		CU_ASSERT_EQUAL(r.compiled->layout, k == 1 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW);
 		sz = &r.compiled->prog.sizes[1];
@@ -491,15 +501,11 @@ static void test_nhwc(void)
 		struct bw_batch_task tasks[2], *ptrs[2];
 		struct bw_batch batch;
 		struct done d = { 0 };
-		char err[RT_ERR_MAX] = "";
-		struct rt_graph *g = load(g_cnn_path);
+		struct rt_graph *g = load_for_gpu(g_cnn_path, NULL);
 		unsigned int windows = 0, nhwc = 0, permutes = 0;
 		struct rig r;
 		size_t off = 0;
 
-		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-		CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
-		CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, NULL, err, sizeof(err)), 0);
 		rig_open_at(&r, g, sizes, 1, 1, 1 << 20, &o);
 		CU_ASSERT_EQUAL(r.compiled->layout, layout);
 		for (uint32_t i = 0; i < r.compiled->prog.sizes[0].nb_ops; i++) {
@@ -537,11 +543,8 @@ static void test_resnet50_layouts(void)
 {
 	const int64_t sizes[] = { 1 };
 	char err[RT_ERR_MAX] = "";
-	struct rt_graph *g = load(g_resnet50_path);
+	struct rt_graph *g = load_for_gpu(g_resnet50_path, NULL);
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	CU_ASSERT_EQUAL_FATAL(gpu_kernels_register(), 0);
-	CU_ASSERT_EQUAL_FATAL(rt_graph_optimize(g, RT_DEVICE_GPU, NULL, err, sizeof(err)), 0);
 	for (uint32_t precision = GPU_PRECISION_FP32; precision <= GPU_PRECISION_FP16; precision++) {
 		const struct gpu_compile_options o = { precision, GPU_LAYOUT_AUTO };
 		bool fp16 = precision == GPU_PRECISION_FP16;
