@@ -766,7 +766,6 @@ int gpu_compile_with(const struct rt_graph *g, const int64_t *sizes, unsigned in
 		snprintf(err, cap, rc == -ENOMEM ? "out of memory" : "nhwc: CONV weights of an unexpected size");
 	if (rc == 0 && precision == GPU_PRECISION_FP16)
 		consts_to_half(&b);
-	c->precision = precision;
 	c->layout = b.nhwc_ops > 0 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW;
 	c->prog.consts = b.consts;
 	c->prog.const_bytes = b.const_bytes;

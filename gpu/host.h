@@ -32,8 +32,8 @@ int gpu_kernels_register(void);
 /* A model compiled for the device: the program a module loads, and where each op came from. */
 struct gpu_compiled {
 	struct gpu_program prog;                 /* its ops and constants are owned here */
-	uint32_t precision;                      /* enum gpu_precision */
-	uint32_t layout;                         /* GPU_LAYOUT_NHWC when some CONV or POOL op runs NHWC */
+	uint32_t layout;                         /* GPU_LAYOUT_NHWC when some CONV or POOL op runs NHWC (what
+						  * GPU_LAYOUT_AUTO came to) */
 	uint32_t *op_node[GPU_PROG_SIZES_MAX];   /* per size: the graph node index of each op */
 	const struct rt_graph *graph;            /* for node names in error messages */
 	uint32_t max_tasks;                      /* tasks one batch may have (the largest size) */
