@@ -626,10 +626,11 @@ static void report_item(const struct item *it, const char *model)
 		     num(m->e2e_p50_us / (m->graph_ms * 1e3), g, sizeof(g)), m->outputs_finite ? "yes" : "no");
 	}
 	if (it->graph_note[0] != '\0' && it->err[0] == '\0')
-		emit("# %s %s: graph_ms na: %s\n", gpu_precision_name(it->precision), gpu_launch_mode_name(it->mode), it->graph_note);
+		emit("# %s %s: graph_ms na: %s\n", gpu_precision_name(it->precision), gpu_launch_mode_name(it->mode),
+		     it->graph_note);
 	if (it->syscount_note[0] != '\0')
-		emit("# %s %s: syscalls not counted: %s\n", gpu_precision_name(it->precision), gpu_launch_mode_name(it->mode),
-		     it->syscount_note);
+		emit("# %s %s: syscalls not counted: %s\n", gpu_precision_name(it->precision),
+		     gpu_launch_mode_name(it->mode), it->syscount_note);
 }
 
 int main(int argc, char **argv)
