@@ -151,6 +151,8 @@ static void usage(FILE *f)
 		"  -h, --help           this text\n"
 		"\n"
 		"File names: a tensor name's characters other than [A-Za-z0-9._-] become '_'.\n"
+		"Environment: BW_CPU_ISA=baseline|avx2|avx512|amx caps the CPU kernels' instruction set (default:\n"
+		"  the highest this CPU runs; the 'cpu' line says which run and why).\n"
 		"Last line: model=F batch=N workers=N runs=N mean_us=X p50_us=X p99_us=X min_us=X device=D\n"
 		"Exit status: 0 on success, 1 on any error (one line on stderr).\n",
 		SEED_DEFAULT, BW_INPUT_INT_RANGE);
@@ -836,6 +838,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	parse_args(argc, argv, &o);
+	if (rt_cpu_isa_select(err, sizeof(err)) != 0)
+		die("CPU kernels: %s", err);
 	rc = o.gpu ? gpu_kernels_register() : rt_cpu_kernels_register();
 	if (rc != 0)
 		die("registering the kernels: %s", strerror(-rc));
@@ -848,6 +852,8 @@ int main(int argc, char **argv)
 		if (!graph_has_input(g, o.inputs[f].name))
 			die("--input %s: the model has no input of that name", o.inputs[f].name);
 	print_model(g, o.model);
+	rt_cpu_isa_describe(err, sizeof(err));
+	printf("cpu    kernels %s\n", err);
 	memset(&rep, 0, sizeof(rep));
 	rep.nodes_before = rep.nodes_after = g->num_nodes;
 	if (o.optimize) {

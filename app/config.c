@@ -190,6 +190,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		"      --model mlp=models/mlp.onnx --model-opt mlp.allowed_batch_sizes=1,2,4,8\n"
 		"Telemetry: dpdk-telemetry.py -f PREFIX, then /batchwire/stats, /batchwire/lcores,\n"
 		"  /batchwire/model,NAME and /batchwire/gpu.\n"
+		"Environment: BW_CPU_ISA=baseline|avx2|avx512|amx caps the CPU kernels' instruction set (default:\n"
+		"  the highest this CPU runs; logged at start-up); OPENBLAS_NUM_THREADS=1 (see README.md).\n"
 		"Exit status: 0 after a clean stop (SIGINT/SIGTERM), 1 on a bad parameter or a start-up failure.\n",
 		prgname);
 }

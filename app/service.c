@@ -958,13 +958,29 @@ static int gpu_open(const struct app_config *cfg, FILE *err)
 	return 0;
 }
 
+/* The CPU kernels' instruction set, chosen once before any model loads, said once in the log. */
+static int cpu_kernels_choose(FILE *err)
+{
+	char line[256];
+
+	if (rt_cpu_isa_select(line, sizeof(line)) != 0) {
+		fprintf(err, "batchwire: CPU kernels: %s\n", line);
+		return -ENOTSUP;
+	}
+	rt_cpu_isa_describe(line, sizeof(line));
+	PLAT_LOG(INFO, app, "CPU kernels: %s", line);
+	return 0;
+}
+
 int app_service_init(struct app_service *svc, struct app_config *cfg, FILE *err)
 {
 	int ret;
 
 	memset(svc, 0, sizeof(*svc));
 	memset(&g_gpu, 0, sizeof(g_gpu));
-	ret = gpu_open(cfg, err);
+	ret = cpu_kernels_choose(err);
+	if (ret == 0)
+		ret = gpu_open(cfg, err);
 	/* echo first: it keeps id 0 whatever the configuration lists */
 	for (unsigned int pass = 0; pass < 2 && ret == 0; pass++) {
 		for (unsigned int i = 0; i < cfg->nb_models && ret == 0; i++) {

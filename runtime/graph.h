@@ -172,8 +172,48 @@ int rt_kernels_register(const struct rt_kernel *kernels, unsigned int count);
 const struct rt_kernel *rt_kernel_find(const char *op_type, const char *domain, int64_t opset, uint8_t dtype,
 				       enum rt_device device, char *why, size_t why_cap);
 
-/** Registers the CPU kernels of runtime/kernels (idempotent). \return 0 or a negative errno. */
+/**
+ * Registers the CPU kernels of runtime/kernels (idempotent); chooses their instruction set first.
+ * \return 0 or a negative errno (rt_cpu_isa_select's, for a BW_CPU_ISA this host cannot honour).
+ */
 int rt_cpu_kernels_register(void);
+
+/* ---- the CPU kernels' instruction set ------------------------------------------------------------ */
+
+/* Levels in increasing order: each includes the ones below it. */
+enum rt_cpu_isa {
+	RT_CPU_ISA_BASELINE, /* any x86-64: portable C and OpenBLAS */
+	RT_CPU_ISA_AVX2,     /* AVX2 and FMA: batchwire's packed GEMMs and Winograd */
+	RT_CPU_ISA_AVX512,   /* AVX-512 F/BW/DQ/VL */
+	RT_CPU_ISA_AMX,      /* AMX tiles and AMX-BF16 */
+	RT_CPU_ISA_COUNT,
+};
+
+/* Names a level (baseline, avx2, avx512, amx) to run at or below what the CPU runs. */
+#define RT_CPU_ISA_ENV "BW_CPU_ISA"
+
+/**
+ * Chooses, once per process, the level the CPU kernels run: the highest level with kernels built
+ * that is no higher than what this CPU and kernel run, or than RT_CPU_ISA_ENV names. Later calls
+ * return the first call's result.
+ * \param err  why it failed (may be NULL)
+ * \return 0, -EINVAL for a value that names no level, -ENOTSUP for a level this CPU lacks.
+ */
+int rt_cpu_isa_select(char *err, size_t cap);
+
+/** The level the kernels run (baseline when selection failed). */
+enum rt_cpu_isa rt_cpu_isa_active(void);
+
+/** The highest level this CPU and kernel run, whatever was asked for or built. */
+enum rt_cpu_isa rt_cpu_isa_detected(void);
+
+const char *rt_cpu_isa_name(enum rt_cpu_isa isa);
+
+/**
+ * One line for start-up logs and bwrun: the level that runs and why, the CPU's highest, and the core
+ * OpenBLAS chose. \return snprintf's.
+ */
+int rt_cpu_isa_describe(char *buf, size_t cap);
 
 /* ---- loading ----------------------------------------------------------------------------------- */
 

@@ -184,6 +184,11 @@ int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, co
 	model->id = id;
 	model->kind = RT_MODEL_ONNX;
 	model->priority_levels = 1;
+	ret = rt_cpu_isa_select(why, sizeof(why));
+	if (ret != 0) {
+		snprintf(err, cap, "CPU kernels: %s", why);
+		return ret;
+	}
 	ret = rt_cpu_kernels_register();
 	if (ret != 0) {
 		snprintf(err, cap, "CPU kernels: %s", strerror(-ret));

@@ -178,7 +178,10 @@ static const struct rt_kernel g_cpu_kernels[] = {
 int rt_cpu_kernels_register(void)
 {
 	static atomic_bool blas_single;
+	int ret = rt_cpu_isa_select(NULL, 0);
 
+	if (ret != 0)
+		return ret;
 	/* one thread: each executor lcore runs its own GEMMs (see linalg.c) */
 	if (!atomic_exchange(&blas_single, true))
 		openblas_set_num_threads(1);

@@ -93,7 +93,8 @@ void rt_vm_erf(float *y, const float *x, int64_t n);
 
 /**
  * C[m, n] = alpha * op(A)[m, k] . op(B)[k, n] + beta * C, row-major, float or double, on OpenBLAS;
- * one row (m == 1) goes to GEMV. beta 0 never reads C.
+ * one row (m == 1) goes to GEMV, small untransposed products to rt_gemm_small_*. beta 0 never
+ * reads C. Allocates nothing.
  */
 void rt_k_gemm(uint8_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
 	       int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MatMul, Gemm and batchwire's FusedGemm on OpenBLAS's sgemm/dgemm (sgemv for one row), the GEMM
- * call conv.c shares, and the activation attributes of the fused ops.
+ * MatMul, Gemm and batchwire's FusedGemm on OpenBLAS's sgemm/dgemm (sgemv for one row; small
+ * untransposed products on gemm_small.c's kernel), the GEMM call conv.c shares, and the activation
+ * attributes of the fused ops.
  *
  * Why OpenBLAS: its C API (cblas) is a plain function call on caller-owned memory, which is what a
  * kernel that may not allocate needs: the im2col/col2im buffers come from the arena as scratch.
@@ -52,6 +53,14 @@ void rt_k_gemm(uint8_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 		else
 			cblas_dgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? (int)n : (int)k, tb ? (int)k : (int)n,
 				    alpha, b, (int)ldb, a, x_inc, beta, c, 1);
+		return;
+	}
+	if (rt_gemm_small_fits(ta, tb, m, n, k)) {
+		/* OpenBLAS's small-matrix kernels for these allocate on some CPUs (gemm_small.c) */
+		if (dtype == BW_DTYPE_FLOAT)
+			rt_gemm_small_f32(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		else
+			rt_gemm_small_f64(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		return;
 	}
 	if (dtype == BW_DTYPE_FLOAT)

@@ -20,20 +20,21 @@
  * The micro-kernel keeps 12 accumulators (6 rows x 2 registers of 8), broadcasts one A value per row
  * and loads 16 B values per k: 12 FMAs per 2 loads and 6 broadcasts, no spills. Edge tiles (fewer
  * than 6 rows or 16 columns) go through a 6 x 16 buffer on the stack. Everything here is compiled
- * for AVX2 and FMA only; rt_sg_available() says at load whether this CPU has them, and the
- * optimizer packs weights for this path only then (the conv kernel keeps the OpenBLAS path).
+ * for AVX2 and FMA only; rt_sg_available() says at load whether the kernels run at that level
+ * (isa.c), and the optimizer packs weights for this path only then (the conv kernel keeps the
+ * OpenBLAS path).
  */
 #include <immintrin.h>
 #include <string.h>
 
+#include "graph.h"
 #include "sgemm.h"
 
 #define SG_TARGET __attribute__((target("avx2,fma")))
 
 bool rt_sg_available(void)
 {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX2;
 }
 
 /* k in equal blocks of at most kc_max (RT_SG_KC for convolutions, RT_SG_KC_B for FusedGemm). */

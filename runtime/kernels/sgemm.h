@@ -32,7 +32,7 @@
 #define RT_SG_ROWS_MIN 4 /* FusedGemm: fewer rows of activations are a GEMV or a thin GEMM: OpenBLAS */
 #define RT_SG_MC_ROWS 192 /* FusedGemm: most rows of activations per packed block (192 KiB at KC): L2 */
 
-/** Whether this CPU runs the kernel (AVX2 and FMA). Decided once, at load, by the optimizer. */
+/** Whether the kernels run at AVX2 or above (rt_cpu_isa_active). Decided once, at load, by the optimizer. */
 bool rt_sg_available(void);
 
 /** Floats of A packed for m x k. */
@@ -84,5 +84,21 @@ size_t rt_sg_scratch_a_floats(int64_t k);
  */
 void rt_sg_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp, float *c,
 			int64_t ldc, float alpha, const float *col_bias, const struct rt_k_act_spec *act, float *abuf);
+
+/* ---- small GEMMs, read in place (gemm_small.c) ---------------------------------------------------- */
+
+#define RT_GEMM_SMALL_MNK_MAX 1e6 /* OpenBLAS's small-matrix bound: 100^3 multiply-adds */
+
+/** Whether rt_k_gemm sends this call to the small direct GEMM: neither operand transposed, m*n*k small. */
+bool rt_gemm_small_fits(bool ta, bool tb, int64_t m, int64_t n, int64_t k);
+
+/**
+ * C[m, n] = alpha * A[m, k] . B[k, n] + beta * C, row-major, at the kernels' instruction set; beta 0
+ * never reads C. No packing and no scratch: for small sizes (rt_gemm_small_fits), any size works.
+ */
+void rt_gemm_small_f32(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+		       int64_t ldb, float beta, float *c, int64_t ldc);
+void rt_gemm_small_f64(int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda, const double *b,
+		       int64_t ldb, double beta, double *c, int64_t ldc);
 
 #endif /* BW_RT_KERNELS_SGEMM_H */

@@ -12,26 +12,28 @@
  * the split, 8e-8 absolute above it), and erf(x) is +-1 from 3.925 on, where erfc is below half a
  * float ulp of 1.
  *
- * Why GCC vector types and target_clones: one source serves every x86-64. Each entry point is
- * compiled twice, for x86-64-v3 (AVX2 and FMA: the 8 lanes are one register) and for the baseline
- * (two SSE registers), and the dynamic loader picks one when the program starts (an ifunc), so
- * nothing here tests the CPU at run time. Tails shorter than a vector go through the same vector
- * code on a padded copy, so an element's result does not depend on where it lies in the array.
+ * Why GCC vector types: one source serves every x86-64. Each entry point is compiled twice, for
+ * x86-64-v3 (AVX2 and FMA: the 8 lanes are one register) and for the baseline (two SSE registers),
+ * and reached through the table of the level the CPU kernels run at (isa.c: chosen once, BW_CPU_ISA
+ * moves it with the GEMMs), so nothing here tests the CPU at run time. Tails shorter than a vector
+ * go through the same vector code on a padded copy, so an element's result does not depend on where
+ * it lies in the array.
  */
 #include <math.h>
 #include <string.h>
 
 #include "fused.h"
+#include "graph.h"
 
 /*
- * The helpers below pass 32-byte vectors by value. They are always inlined into each clone (a helper
+ * The helpers below pass 32-byte vectors by value. They are always inlined into each variant (a helper
  * left out of line, or split by GCC's partial inlining, would be a real call with the baseline ABI's
  * "AVX vector return without AVX" warning), so no such call exists.
  */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #define VL 8
-#define VM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define VM_V3 __attribute__((target("arch=x86-64-v3")))
 #define VM_INLINE static inline __attribute__((always_inline))
 
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
@@ -179,7 +181,7 @@ VM_INLINE vf vgelu(vf x)
 	} while (0)
 
 /* Relu maps NaN to 0 as Relu's x > 0 ? x : 0 does; Clip is x < min ? min : x > max ? max : x. */
-VM_CLONES void rt_vm_act(float *y, int64_t n, const struct rt_k_act_spec *act)
+VM_INLINE void vm_act(float *y, int64_t n, const struct rt_k_act_spec *act)
 {
 	const float a = act->a, b = act->b;
 
@@ -192,7 +194,7 @@ VM_CLONES void rt_vm_act(float *y, int64_t n, const struct rt_k_act_spec *act)
 	}
 }
 
-VM_CLONES void rt_vm_fill_rows(float *y, const float *bias, const float *z, int64_t rows, int64_t n)
+VM_INLINE void vm_fill_rows(float *y, const float *bias, const float *z, int64_t rows, int64_t n)
 {
 	for (int64_t r = 0; r < rows; r++, y += n) {
 		if (z == NULL) {
@@ -205,7 +207,7 @@ VM_CLONES void rt_vm_fill_rows(float *y, const float *bias, const float *z, int6
 	}
 }
 
-VM_CLONES void rt_vm_fill(float *y, float v, const float *z, int64_t n)
+VM_INLINE void vm_fill(float *y, float v, const float *z, int64_t n)
 {
 	if (z == NULL) {
 		for (int64_t i = 0; i < n; i++)
@@ -216,7 +218,7 @@ VM_CLONES void rt_vm_fill(float *y, float v, const float *z, int64_t n)
 	}
 }
 
-VM_CLONES void rt_vm_exp(float *y, const float *x, int64_t n)
+VM_INLINE void vm_exp(float *y, const float *x, int64_t n)
 {
 	float tail[VL] = {0};
 	int64_t i = 0;
@@ -230,7 +232,7 @@ VM_CLONES void rt_vm_exp(float *y, const float *x, int64_t n)
 	}
 }
 
-VM_CLONES void rt_vm_erf(float *y, const float *x, int64_t n)
+VM_INLINE void vm_erf(float *y, const float *x, int64_t n)
 {
 	float tail[VL] = {0};
 	int64_t i = 0;
@@ -249,7 +251,7 @@ VM_CLONES void rt_vm_erf(float *y, const float *x, int64_t n)
  * definition; the reference kernel divides, which differs from multiplying by the reciprocal by at
  * most one rounding). A row of -inf gives NaN there as here.
  */
-VM_CLONES void rt_vm_softmax_rows(float *y, const float *x, int64_t rows, int64_t n)
+VM_INLINE void vm_softmax_rows(float *y, const float *x, int64_t rows, int64_t n)
 {
 	for (int64_t r = 0; r < rows; r++, x += n, y += n) {
 		vf vm = vsplat(-INFINITY), vs = vsplat(0.0f);
@@ -288,8 +290,8 @@ VM_CLONES void rt_vm_softmax_rows(float *y, const float *x, int64_t rows, int64_
  * does, in float lanes rather than one double: for rows of hundreds of values of like magnitude the
  * difference is an ulp or two), then the scale and shift.
  */
-VM_CLONES void rt_vm_layernorm_rows(float *y, const float *x, int64_t rows, int64_t n, const float *scale,
-				    int64_t n_scale, const float *bias, int64_t n_bias, float eps)
+VM_INLINE void vm_layernorm_rows(float *y, const float *x, int64_t rows, int64_t n, const float *scale,
+				  int64_t n_scale, const float *bias, int64_t n_bias, float eps)
 {
 	for (int64_t r = 0; r < rows; r++, x += n, y += n) {
 		vf acc = vsplat(0.0f);
@@ -323,4 +325,101 @@ VM_CLONES void rt_vm_layernorm_rows(float *y, const float *x, int64_t rows, int6
 			y[i] = (x[i] - mean) * inv * scale[n_scale == 1 ? 0 : i] +
 			       (bias != NULL ? bias[n_bias == 1 ? 0 : i] : 0.0f);
 	}
+}
+
+/* ---- one variant per level, and the entry points ------------------------------------------------ */
+
+/* name##_v3 and name##_base: the always-inlined body name, compiled for each level. */
+#define VM_VARIANTS(name, params, args)  \
+	VM_V3 static void name##_v3 params \
+	{                                  \
+		name args;                 \
+	}                                  \
+	static void name##_base params     \
+	{                                  \
+		name args;                 \
+	}
+
+VM_VARIANTS(vm_act, (float *y, int64_t n, const struct rt_k_act_spec *act), (y, n, act))
+VM_VARIANTS(vm_fill_rows, (float *y, const float *bias, const float *z, int64_t rows, int64_t n),
+	    (y, bias, z, rows, n))
+VM_VARIANTS(vm_fill, (float *y, float v, const float *z, int64_t n), (y, v, z, n))
+VM_VARIANTS(vm_exp, (float *y, const float *x, int64_t n), (y, x, n))
+VM_VARIANTS(vm_erf, (float *y, const float *x, int64_t n), (y, x, n))
+VM_VARIANTS(vm_softmax_rows, (float *y, const float *x, int64_t rows, int64_t n), (y, x, rows, n))
+VM_VARIANTS(vm_layernorm_rows,
+	    (float *y, const float *x, int64_t rows, int64_t n, const float *scale, int64_t n_scale,
+	     const float *bias, int64_t n_bias, float eps),
+	    (y, x, rows, n, scale, n_scale, bias, n_bias, eps))
+
+struct vm_ops {
+	void (*act)(float *y, int64_t n, const struct rt_k_act_spec *act);
+	void (*fill_rows)(float *y, const float *bias, const float *z, int64_t rows, int64_t n);
+	void (*fill)(float *y, float v, const float *z, int64_t n);
+	void (*exp)(float *y, const float *x, int64_t n);
+	void (*erf)(float *y, const float *x, int64_t n);
+	void (*softmax_rows)(float *y, const float *x, int64_t rows, int64_t n);
+	void (*layernorm_rows)(float *y, const float *x, int64_t rows, int64_t n, const float *scale, int64_t n_scale,
+			       const float *bias, int64_t n_bias, float eps);
+};
+
+/* By level: AVX2 and above take the x86-64-v3 variants (the vectors are 8 floats wide). */
+static const struct vm_ops g_vm_base = {
+	.act = vm_act_base,
+	.fill_rows = vm_fill_rows_base,
+	.fill = vm_fill_base,
+	.exp = vm_exp_base,
+	.erf = vm_erf_base,
+	.softmax_rows = vm_softmax_rows_base,
+	.layernorm_rows = vm_layernorm_rows_base,
+};
+static const struct vm_ops g_vm_v3 = {
+	.act = vm_act_v3,
+	.fill_rows = vm_fill_rows_v3,
+	.fill = vm_fill_v3,
+	.exp = vm_exp_v3,
+	.erf = vm_erf_v3,
+	.softmax_rows = vm_softmax_rows_v3,
+	.layernorm_rows = vm_layernorm_rows_v3,
+};
+
+static inline const struct vm_ops *vm_ops(void)
+{
+	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX2 ? &g_vm_v3 : &g_vm_base;
+}
+
+void rt_vm_act(float *y, int64_t n, const struct rt_k_act_spec *act)
+{
+	vm_ops()->act(y, n, act);
+}
+
+void rt_vm_fill_rows(float *y, const float *bias, const float *z, int64_t rows, int64_t n)
+{
+	vm_ops()->fill_rows(y, bias, z, rows, n);
+}
+
+void rt_vm_fill(float *y, float v, const float *z, int64_t n)
+{
+	vm_ops()->fill(y, v, z, n);
+}
+
+void rt_vm_exp(float *y, const float *x, int64_t n)
+{
+	vm_ops()->exp(y, x, n);
+}
+
+void rt_vm_erf(float *y, const float *x, int64_t n)
+{
+	vm_ops()->erf(y, x, n);
+}
+
+void rt_vm_softmax_rows(float *y, const float *x, int64_t rows, int64_t n)
+{
+	vm_ops()->softmax_rows(y, x, rows, n);
+}
+
+void rt_vm_layernorm_rows(float *y, const float *x, int64_t rows, int64_t n, const float *scale, int64_t n_scale,
+			  const float *bias, int64_t n_bias, float eps)
+{
+	vm_ops()->layernorm_rows(y, x, rows, n, scale, n_scale, bias, n_bias, eps);
 }

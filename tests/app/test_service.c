@@ -49,7 +49,6 @@
 #include "fake.h"
 #include "onnx.pb-c.h"
 
-#define T_SKIP 77                   /* meson's exit status for a skipped test */
 #define T_RING_SIZE 64              /* RX and TX rings of the port: room for every frame of a case */
 #define T_REPLIES_MAX 32
 #define T_WAIT_US 20000000ull       /* a bound on a case's polling, never a timing assertion */
@@ -1205,7 +1204,7 @@ int main(int argc, char **argv)
 	if (g_mlp_path == NULL || access(g_mlp_path, R_OK) != 0) {
 		printf("skipped: no MLP model at '%s' (pass models/mlp.onnx as the argument; "
 		       "python3 models/gen_models.py --out DIR mlp writes one)\n", g_mlp_path != NULL ? g_mlp_path : "");
-		return T_SKIP;
+		return BW_TEST_EXIT_SKIP;
 	}
 	if (t_env_init(argv[0]) != 0)
 		return 1;

@@ -31,7 +31,6 @@
 #include "gpu.h"
 #include "program_math.h"
 
-#define EXIT_SKIP 77                  /* meson's SKIP */
 #define HOST_BYTES (4u << 20)         /* the registered region */
 #define PAGE_BYTES 4096
 #define WAIT_NS (5ll * 1000000000ll)  /* longest wait for one completion word */
@@ -1013,7 +1012,7 @@ int main(int argc, char **argv)
 		printf("SKIP: %s\n", probe.reason);
 		if (mod.handle != NULL)
 			gpu_module_unload(&mod);
-		return EXIT_SKIP;
+		return BW_TEST_EXIT_SKIP;
 	}
 	printf("device 0: %s, compute capability %d.%d\n", probe.devices[0].name, probe.devices[0].cc_major,
 	       probe.devices[0].cc_minor);

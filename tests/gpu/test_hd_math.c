@@ -411,7 +411,7 @@ int main(int argc, char **argv)
 	}
 	if (access(g_node_dir, R_OK) != 0) {
 		printf("SKIP: %s not readable (apt install libonnx-testdata)\n", g_node_dir);
-		return 77;
+		return BW_TEST_EXIT_SKIP;
 	}
 	return bw_cunit_run(suites);
 }

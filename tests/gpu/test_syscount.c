@@ -19,7 +19,6 @@
 
 #include "syscount.h"
 
-#define EXIT_SKIP 77        /* meson's SKIP */
 #define CALLS 1000          /* of each kind in the exact-count test */
 #define COMPUTE_ITERS 20000000u
 #define CHILD_CALLS 3
@@ -256,7 +255,7 @@ int main(void)
 	pthread_join(t, NULL);
 	if (probe.rc == -EINVAL || probe.rc == -EACCES || probe.rc == -ENOTSUP || probe.rc == -EPERM) {
 		printf("SKIP: %s\n", probe.err);
-		return EXIT_SKIP;
+		return BW_TEST_EXIT_SKIP;
 	}
 	if (probe.rc != 0) {
 		fprintf(stderr, "%s\n", probe.err);

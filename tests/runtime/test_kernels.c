@@ -17,6 +17,7 @@
 #include "../bw_cunit.h"
 
 #include "graph.h"
+#include "isa_level.h"
 
 /* ---- building and running one node ----------------------------------------------------------- */
 
@@ -1382,7 +1383,10 @@ int main(void)
 		{.pName = "runtime-kernels", .pTests = tests},
 		CU_SUITE_INFO_NULL,
 	};
+	int status = isa_level_check();
 
+	if (status >= 0)
+		return status;
 	if (rt_cpu_kernels_register() != 0) {
 		fprintf(stderr, "rt_cpu_kernels_register failed\n");
 		return 1;

@@ -48,6 +48,7 @@
 
 #include "alloc_count.h"
 #include "graph.h"
+#include "isa_level.h"
 #include "exec/plan.h"
 #include "onnx.pb-c.h"
 #include "../conformance/testdata.h"
@@ -59,7 +60,6 @@
 #define NOALLOC_DATA_SET "test_data_set_0"
 #define NOALLOC_TENSORS_MAX TESTDATA_TENSORS_MAX
 #define NOALLOC_MODELS_MIN 30 /* fewer claimed models than this means the set was not found */
-#define NOALLOC_EXIT_SKIP 77
 
 #define NOALLOC_ASAN ALLOC_COUNT_ASAN
 
@@ -659,14 +659,17 @@ int main(int argc, char **argv)
 		CU_SUITE_INFO_NULL,
 	};
 	struct stat st;
+	int status = isa_level_check();
 
+	if (status >= 0)
+		return status;
 	if (argc > 1)
 		g_dir = argv[1];
 	g_patterns = argv + (argc > 1 ? 2 : argc);
 	g_num_patterns = argc > 2 ? argc - 2 : 0;
 	if (stat(g_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		printf("SKIP: %s is missing (apt install libonnx-testdata)\n", g_dir);
-		return NOALLOC_EXIT_SKIP;
+		return BW_TEST_EXIT_SKIP;
 	}
 	return bw_cunit_run(suites);
 }

@@ -23,6 +23,7 @@
 #include "alloc_count.h"
 #include "exec/plan.h"
 #include "graph.h"
+#include "isa_level.h"
 #include "kernels/fused.h"
 #include "kernels/sgemm.h"
 #include "onnx.pb-c.h"
@@ -836,6 +837,65 @@ static void test_vecmath(void)
 	CU_ASSERT(isnan(y[0]));
 }
 
+/* The small direct GEMM (gemm_small.c) against a double-precision product, at the kernels' level
+ * (BW_CPU_ISA moves it): tiles cut at every row and column edge, leading dimensions wider than the
+ * rows, alpha, beta 0 over a C full of NaN (never read), beta 1; and no heap call, through rt_k_gemm
+ * as the kernels call it, which is where OpenBLAS's small-matrix kernels allocate on some CPUs. */
+static void test_gemm_small(void)
+{
+	static const int64_t shapes[][3] = {{2, 16, 36}, {6, 16, 1}, {7, 17, 5}, {5, 3, 9}, {13, 40, 33},
+					    {1, 1, 1}, {36, 81, 36}, {100, 100, 100}, {4, 8, 64}, {12, 31, 2}};
+	static float a[128 * 130], b[128 * 130], c[128 * 130], c0[128 * 130];
+	static double ad[128 * 130], bd[128 * 130], cd[128 * 130];
+	unsigned int seed = 3;
+	double worst = 0, worst_d = 0;
+
+	for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
+		a[i] = (float)rand_r(&seed) / RAND_MAX - 0.5f;
+		b[i] = (float)rand_r(&seed) / RAND_MAX - 0.5f;
+		c0[i] = (float)rand_r(&seed) / RAND_MAX - 0.5f;
+		ad[i] = a[i];
+		bd[i] = b[i];
+	}
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+		int64_t lda = k + 3, ldb = n + 5, ldc = n + 2; /* wider than the rows: strides are honoured */
+
+		CU_ASSERT(rt_gemm_small_fits(false, false, m, n, k));
+		for (int beta = 0; beta < 2; beta++) {
+			for (int64_t i = 0; i < m * ldc; i++) {
+				c[i] = beta ? c0[i] : NAN;
+				cd[i] = beta ? (double)c0[i] : NAN;
+			}
+			alloc_count_start();
+			rt_k_gemm(BW_DTYPE_FLOAT, false, false, m, n, k, 0.75f, a, lda, b, ldb, (float)beta, c, ldc);
+			rt_k_gemm(BW_DTYPE_DOUBLE, false, false, m, n, k, 0.75f, ad, lda, bd, ldb, (float)beta, cd, ldc);
+			alloc_count_stop();
+			CU_ASSERT_EQUAL(alloc_count_allocs() + alloc_count_frees(), 0);
+			for (int64_t i = 0; i < m; i++) {
+				for (int64_t j = 0; j < ldc; j++) {
+					double want = beta ? c0[i * ldc + j] : 0;
+
+					if (j >= n) { /* past the row: untouched */
+						CU_ASSERT(beta ? c[i * ldc + j] == c0[i * ldc + j] : isnan(c[i * ldc + j]));
+						continue;
+					}
+					for (int64_t p = 0; p < k; p++)
+						want += 0.75 * (double)a[i * lda + p] * (double)b[p * ldb + j];
+					worst = fmax(worst, fabs(c[i * ldc + j] - want));
+					worst_d = fmax(worst_d, fabs(cd[i * ldc + j] - want));
+				}
+			}
+		}
+	}
+	printf("\n    largest error: float %.3g, double %.3g\n", worst, worst_d);
+	CU_ASSERT(worst < 1e-5); /* k <= 100 products of [-0.5, 0.5) */
+	CU_ASSERT(worst_d < 1e-12);
+	CU_ASSERT_FALSE(rt_gemm_small_fits(true, false, 4, 4, 4));
+	CU_ASSERT_FALSE(rt_gemm_small_fits(false, true, 4, 4, 4));
+	CU_ASSERT_FALSE(rt_gemm_small_fits(false, false, 101, 100, 100));
+}
+
 static int suite_init(void)
 {
 	alloc_count_init();
@@ -862,12 +922,14 @@ int main(void)
 		{"attention: Reshape/Transpose/scale folded into FusedMatMul", test_attention},
 		{"Softmax, LayerNormalization, MaxPool fast paths", test_fast_paths},
 		{"vector exp and erf against libm", test_vecmath},
+		{"small direct GEMM: edges, strides, alpha, beta, no heap call", test_gemm_small},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
 		{"optimize", suite_init, NULL, NULL, NULL, tests},
 		CU_SUITE_INFO_NULL,
 	};
+	int status = isa_level_check();
 
-	return bw_cunit_run(suites);
+	return status >= 0 ? status : bw_cunit_run(suites);
 }
