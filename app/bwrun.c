@@ -43,7 +43,7 @@
 #define BATCH_MAX 65536u
 #define REPEAT_MAX 10000000u
 #define INPUT_FILES_MAX 64
-#define SEED_DEFAULT 1u
+
 #define VALUES_SHOWN 8          /* first values printed per output */
 #define OP_TYPES_MAX 256
 #define TENSORS_MAX 64          /* graph inputs, and outputs, bwrun handles */
@@ -97,8 +97,7 @@ struct runner {
 	/* --device gpu */
 	struct gpu_host_device gpu;
 	struct gpu_stream *gstream;
-	struct gpu_compiled *compiled;
-	struct gpu_loaded *loaded;
+	struct gpu_host_program prog;
 	struct gpu_executor *gex;
 	uint8_t *gmem;                  /* inputs and outputs, registered with the device */
 	size_t gmem_bytes;
@@ -155,7 +154,7 @@ static void usage(FILE *f)
 		"  the highest this CPU runs; the 'cpu' line says which run and why).\n"
 		"Last line: model=F batch=N workers=N runs=N mean_us=X p50_us=X p99_us=X min_us=X device=D\n"
 		"Exit status: 0 on success, 1 on any error (one line on stderr).\n",
-		SEED_DEFAULT, BW_INPUT_INT_RANGE);
+		BW_INPUT_SEED_DEFAULT, BW_INPUT_INT_RANGE);
 }
 
 static unsigned long long parse_uint(const char *opt, const char *s, unsigned long long lo, unsigned long long hi)
@@ -197,7 +196,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	bool gpu_only = false; /* an option only --device gpu takes was given */
 	int c, rc;
 
-	*o = (struct opts){ .batch = 1, .seed = SEED_DEFAULT, .repeat = 1, .workers = 1, .optimize = true };
+	*o = (struct opts){ .batch = 1, .seed = BW_INPUT_SEED_DEFAULT, .repeat = 1, .workers = 1, .optimize = true };
 	opterr = 0; /* our own one-line messages */
 	/* The leading ':' tells a missing argument (':') from an unknown option ('?'). */
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -522,7 +521,7 @@ static void *worker_main(void *arg)
 }
 
 /* A finished batch, from either executor. */
-static void on_done(void *ctx, const struct rt_completion *c)
+static void on_done(void *ctx, const struct bw_completion *c)
 {
 	struct runner *r = ctx;
 
@@ -621,30 +620,27 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 	rc = gpu_host_device_open(o->gpu_module, o->gpu_index, &r->gpu, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	rc = gpu_compile_with(g, &o->batch, 1, &(struct gpu_compile_options){ o->precision, o->layout }, &r->compiled,
-			      err, sizeof(err));
+	rc = gpu_host_program_load(&r->gpu, g, &o->batch, 1, &(struct gpu_compile_options){ o->precision, o->layout },
+				   &r->prog, err, sizeof(err));
 	if (rc != 0)
 		die("%s: on the GPU: %s", o->model, err);
-	rc = r->gpu.ops->program_load(r->gpu.dev, &r->compiled->prog, &r->loaded, err, sizeof(err));
-	if (rc != 0)
-		die("%s: loading the program on %s: %s", o->model, r->gpu.info.name, err);
 	rc = r->gpu.ops->stream_create(r->gpu.dev, GPU_WORDS, &r->gstream, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
-	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->loaded, r->compiled, r->gstream, 1, o->launch_mode, err,
+	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->prog.loaded, r->prog.compiled, r->gstream, 1, o->launch_mode, err,
 				     sizeof(err));
 	if (r->gex == NULL)
 		die("%s: %s", o->model, err);
-	for (uint32_t i = 0; i < r->compiled->prog.sizes[0].nb_ops; i++)
-		counts[r->compiled->prog.sizes[0].ops[i].code]++;
+	for (uint32_t i = 0; i < r->prog.compiled->prog.sizes[0].nb_ops; i++)
+		counts[r->prog.compiled->prog.sizes[0].ops[i].code]++;
 	printf("device %s (%s module, %s, %s, %s launch): %u ops:", r->gpu.info.name, r->gpu.ops->name,
-	       gpu_precision_name(o->precision), gpu_layout_name(r->compiled->layout),
-	       gpu_launch_mode_name(o->launch_mode), r->compiled->prog.sizes[0].nb_ops);
+	       gpu_precision_name(o->precision), gpu_layout_name(r->prog.compiled->layout),
+	       gpu_launch_mode_name(o->launch_mode), r->prog.compiled->prog.sizes[0].nb_ops);
 	for (unsigned int c = 1; c < GPU_OP_CODE_COUNT; c++)
 		if (counts[c] > 0)
 			printf(" %s %u", op_names[c], counts[c]);
-	printf("; arena %s, constants %s\n", bytes_str(r->compiled->prog.sizes[0].arena_bytes, a, sizeof(a)),
-	       bytes_str(r->compiled->prog.const_bytes, b, sizeof(b)));
+	printf("; arena %s, constants %s\n", bytes_str(r->prog.compiled->prog.sizes[0].arena_bytes, a, sizeof(a)),
+	       bytes_str(r->prog.compiled->prog.const_bytes, b, sizeof(b)));
 
 	for (uint32_t i = 0; i < g->num_inputs; i++)
 		r->gmem_bytes += (r->in_bytes[i] + 63) & ~(size_t)63;
@@ -701,12 +697,10 @@ static void teardown_gpu(struct runner *r)
 	gpu_executor_destroy(r->gex);
 	if (r->gstream != NULL)
 		r->gpu.ops->stream_destroy(r->gstream);
-	if (r->loaded != NULL)
-		r->gpu.ops->program_unload(r->loaded);
+	gpu_host_program_unload(&r->gpu, &r->prog);
 	if (r->gmem != NULL)
 		r->gpu.ops->host_unregister(r->gpu.dev, r->gmem, NULL, 0);
 	gpu_host_device_close(&r->gpu);
-	gpu_compiled_free(r->compiled);
 	free(r->gmem);
 	for (uint32_t i = 0; i < TENSORS_MAX; i++)
 		r->out_data[i] = NULL;

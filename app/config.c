@@ -547,6 +547,13 @@ static int config_file_load(const char *path, struct app_config *cfg, FILE *err)
 	int nb_sections = rte_cfgfile_num_sections(file, NULL, 0);
 	char (*sections)[CFG_NAME_LEN] = calloc((size_t)RTE_MAX(nb_sections, 1), CFG_NAME_LEN);
 	char *names[RTE_MAX(nb_sections, 1)];
+
+	if (sections == NULL) {
+		fprintf(err, "batchwire: cannot read --config '%s': out of memory for its %d sections\n", path,
+			nb_sections);
+		rte_cfgfile_close(file);
+		return -ENOMEM;
+	}
 	for (int s = 0; s < nb_sections; s++)
 		names[s] = sections[s];
 	rte_cfgfile_sections(file, names, nb_sections);
@@ -554,6 +561,12 @@ static int config_file_load(const char *path, struct app_config *cfg, FILE *err)
 		int nb_entries = rte_cfgfile_section_num_entries(file, names[s]);
 		struct rte_cfgfile_entry *entries = calloc((size_t)RTE_MAX(nb_entries, 1), sizeof(*entries));
 
+		if (entries == NULL) {
+			fprintf(err, "batchwire: cannot read --config '%s': out of memory for the %d entries of [%s]\n",
+				path, nb_entries, names[s]);
+			ret = -ENOMEM;
+			break;
+		}
 		rte_cfgfile_section_entries(file, names[s], entries, nb_entries);
 		if (strcmp(names[s], APP_INI_SECTION) == 0)
 			ret = dataplane_section_apply(entries, nb_entries, cfg, path, err);

@@ -191,11 +191,19 @@ static void topology_report(const struct app_config *cfg)
 	plat_topology_fini();
 }
 
+/* The mbuf pools: one per NUMA socket that has polling lcores, each listed once. */
+struct pool_set {
+	unsigned int count;
+	struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
+};
+
 /*
  * One pool per NUMA socket that has polling lcores, sized for that socket's queues: each lcore's
- * mbufs, rings and TX buffer stay local to it. Queue i is polled by cfg->poll_lcores[i].
+ * mbufs, rings and TX buffer stay local to it. Queue i is polled by cfg->poll_lcores[i] and takes
+ * its mbufs from queue_pools[i]; set lists each pool once.
  */
-static int pools_create(const struct app_config *cfg, struct rte_mempool **pools, int *queue_sockets)
+static int pools_create(const struct app_config *cfg, struct rte_mempool **queue_pools, int *queue_sockets,
+			struct pool_set *set)
 {
 	unsigned int queues_on_socket[RTE_MAX_NUMA_NODES] = {0};
 	struct rte_mempool *by_socket[RTE_MAX_NUMA_NODES] = {NULL};
@@ -211,41 +219,30 @@ static int pools_create(const struct app_config *cfg, struct rte_mempool **pools
 			by_socket[socket] = dp_pool_create(&cfg->dp, socket, queues_on_socket[socket]);
 			if (by_socket[socket] == NULL)
 				return -rte_errno;
+			set->pools[set->count++] = by_socket[socket];
 			PLAT_LOG(INFO, app, "mbuf pool on socket %d: %u mbufs of %u bytes for %u queues", socket,
 				 by_socket[socket]->size, dp_mbuf_data_room(cfg->dp.mtu), queues_on_socket[socket]);
 		}
-		pools[i] = by_socket[socket];
+		queue_pools[i] = by_socket[socket];
 	}
 	return 0;
 }
 
-static void pools_free(struct rte_mempool **pools, unsigned int count)
+static void pools_free(struct pool_set *set)
 {
-	for (unsigned int i = 0; i < count; i++) {
-		bool seen = false;
-		for (unsigned int j = 0; j < i; j++)
-			seen |= pools[j] == pools[i];
-		if (!seen)
-			rte_mempool_free(pools[i]);
-	}
+	for (unsigned int i = 0; i < set->count; i++)
+		rte_mempool_free(set->pools[i]);
+	set->count = 0;
 }
 
 static void summary_print(void)
 {
-	uint64_t rx = 0, tx = 0, requests = 0, replies = 0, drops = 0;
+	struct dp_lcore_stats sum;
 
-	for (unsigned int i = 0; i < g_nb_poll_lcores; i++) {
-		const struct dp_lcore_stats *s = &g_poll_lcores[i]->stats;
-		rx += s->rx_packets;
-		tx += s->tx_packets;
-		requests += s->requests;
-		for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)
-			replies += s->replies[k];
-		for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
-			drops += s->drops[k];
-	}
+	dp_lcores_stats_sum(g_poll_lcores, g_nb_poll_lcores, &sum, NULL);
 	printf("batchwire: stopped: rx_packets=%" PRIu64 " tx_packets=%" PRIu64 " requests=%" PRIu64
-	       " replies=%" PRIu64 " drops=%" PRIu64 "\n", rx, tx, requests, replies, drops);
+	       " replies=%" PRIu64 " drops=%" PRIu64 "\n", sum.rx_packets, sum.tx_packets, sum.requests,
+	       dp_stats_replies_total(&sum), dp_stats_drops_total(&sum));
 	fflush(stdout);
 }
 
@@ -263,6 +260,7 @@ int main(int argc, char **argv)
 	static struct app_config cfg;
 	static struct app_service service;
 	struct rte_mempool *pools[DP_MAX_POLL_LCORES];
+	static struct pool_set pool_set;
 	int queue_sockets[DP_MAX_POLL_LCORES];
 	int eal_argc, app_argc, ret;
 	unsigned int lcore;
@@ -298,11 +296,11 @@ int main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 1;
 	}
-	ret = pools_create(&cfg, pools, queue_sockets);
+	ret = pools_create(&cfg, pools, queue_sockets, &pool_set);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
 	/* Before the port starts: the GPU reads requests straight from these buffers. */
-	if (app_service_memory_register(pools, cfg.nb_poll_lcores, stderr) != 0)
+	if (app_service_memory_register(pool_set.pools, pool_set.count, stderr) != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: the GPU cannot reach the mbuf pools\n");
 	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pools, queue_sockets);
 	if (ret != 0)
@@ -369,7 +367,7 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < g_nb_poll_lcores; i++)
 		dp_lcore_fini(g_poll_lcores[i]);
 	app_service_fini(&service); /* first: it unregisters the pools' memory from the GPU */
-	pools_free(pools, cfg.nb_poll_lcores);
+	pools_free(&pool_set);
 	rte_eal_cleanup();
 	return 0;
 }

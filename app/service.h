@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The app's glue between the dataplane, the batcher and the runtime: the models served, offered to
- * the dataplane as dp_model_ops, and the lcores that run them.
+ * the dataplane as dp_model_ops, and the lcores that run them. Each model runs on an engine (app/defs.h:
+ * echo, cpu, gpu), a table of functions chosen once when the model is created:
  *
- *   polling lcore: RX -> request checked against the model -> its batcher (bat_queue, one per model)
- *                  -> closed batch -> the model's submit ring (rte_ring, MP/SC)
- *   owner worker (the model's first worker lcore): submit ring -> rt_executor_submit (gather, pad)
- *                  -> every worker lcore of the model runs steps (rt_executor_work)
+ *   polling lcore: RX -> request checked against the model (requests.c) -> its batcher (bat_queue, one
+ *                  per model and lcore) -> closed batch -> the engine's executor for this lcore
+ *                  (struct bw_executor: submit)
+ *   cpu:           the model's submit ring (MP/SC) -> its owner worker lcore: rt_executor_submit
+ *                  (gather, pad) -> every worker lcore of the model runs steps (rt_executor_work)
  *                  -> completion -> the submitting lcore's completion ring (SP/SC)
- *   polling lcore: completion ring -> bat_batch_complete -> each request's reply built in its own
+ *   gpu:           on the polling lcore itself: the batch table written, one CUDA graph launched; the
+ *                  GPU writes a completion word into mapped host memory
+ *   echo:          nothing to run: finished at submit, completed from the completion poller
+ *   polling lcore: the executor's poll -> bat_batch_complete -> each request's reply built in its own
  *                  mbuf (outputs sliced per request, padding dropped) -> TX
  *
- * A model with device = gpu has no workers: its polling lcore launches a closed batch on the GPU at
- * once (gpu/host.h's executor, one per model and polling lcore: the batch table written, one CUDA
- * graph launched) and sees it finish by reading a completion word the GPU writes into host memory.
- *
- * The built-in echo model is its own executor on each polling lcore (outputs = inputs). Nothing on
- * these paths locks, allocates or makes a system call; docs/architecture.md has the ownership rules.
+ * Nothing on these paths locks, allocates or makes a system call; docs/architecture.md has the
+ * ownership rules.
  */
 #ifndef BW_APP_SERVICE_H
 #define BW_APP_SERVICE_H
@@ -60,17 +61,18 @@ void app_service_fini(struct app_service *svc);
 int app_service_lcore_init(struct app_service *svc, struct dp_lcore *dp);
 
 /**
- * Registers the mbuf pools' memory with the GPU, so that its kernels read requests from and write
- * replies into packet buffers (nothing to do when no model runs on a GPU). After app_service_init,
+ * Registers the mbuf pools' memory (each pool listed once) with the GPU, so that its kernels read
+ * requests from and write replies into packet buffers (nothing to do when no model runs on a GPU). After app_service_init,
  * before any lcore starts; app_service_fini unregisters it (call it before the pools are freed).
  * \return 0 or a negative errno, with one line on err.
  */
 int app_service_memory_register(struct rte_mempool *const *pools, unsigned int nb_pools, FILE *err);
 
 /**
- * On a polling lcore's own thread, before its poll loop: makes what must belong to that thread, its
- * GPU stream and a GPU executor per model with device = gpu (CUDA graphs are captured on the stream
- * of the thread that will launch them). \return 0, or a negative errno with one line in err.
+ * On a polling lcore's own thread, before its poll loop: each model's executor makes what must belong
+ * to that thread (bw_executor_ops.lcore_start: for device = gpu, the lcore's GPU stream and executor,
+ * since CUDA graphs are captured on the stream of the thread that will launch them).
+ * \return 0, or a negative errno with one line in err.
  */
 int app_service_lcore_start(unsigned int lcore_id, char *err, size_t cap);
 

@@ -168,23 +168,12 @@ unsigned int bat_poll(struct bat_queue *q, uint64_t now);
 void bat_batch_complete(struct bw_batch *batch, enum bw_status status, uint64_t now);
 
 /** Shutdown: closes every open window (reason DRAIN); bat_poll then dispatches them. */
-void bat_queue_drain(struct bat_queue *q, uint64_t now);
+void bat_queue_drain(struct bat_queue *q);
 
 /** \return true when nothing is queued or in flight. */
 bool bat_queue_empty(const struct bat_queue *q);
 
 const struct bat_stats *bat_queue_stats(const struct bat_queue *q);
 const struct bat_options *bat_queue_options(const struct bat_queue *q);
-
-/* ---- for executors on the CPU ---------------------------------------------------------------- */
-
-/**
- * Copies input `input` of every task into dst (padded_size rows of row_bytes), padding rows
- * repeating row 0 of the first task.
- */
-void bat_batch_gather(const struct bw_batch *batch, unsigned int input, uint8_t *dst, uint32_t row_bytes);
-
-/** Copies output `output` rows from src back to each task's output segment; padding rows are dropped. */
-void bat_batch_scatter(const struct bw_batch *batch, unsigned int output, const uint8_t *src, uint32_t row_bytes);
 
 #endif /* BW_BATCHING_H */

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <batchwire/clock.h>
+
 #include "batching.h"
 
 /* A batch as the queue keeps it: the executor's descriptor plus the window's bookkeeping. */
@@ -63,12 +65,12 @@ struct bat_queue {
 
 static uint64_t us_to_ticks(const struct bat_queue *q, uint64_t us)
 {
-	return (uint64_t)((unsigned __int128)us * q->tsc_hz / 1000000u);
+	return bw_us_to_ticks(us, q->tsc_hz);
 }
 
 static uint64_t ticks_to_us(const struct bat_queue *q, uint64_t ticks)
 {
-	return (uint64_t)((unsigned __int128)ticks * 1000000u / q->tsc_hz);
+	return bw_ticks_to_us(ticks, q->tsc_hz);
 }
 
 struct bat_queue *bat_queue_create(const struct bat_options *opts, struct bat_limiter *limiter,
@@ -78,7 +80,7 @@ struct bat_queue *bat_queue_create(const struct bat_options *opts, struct bat_li
 	struct bat_queue *q;
 	uint32_t max_in_flight;
 
-	if (opts == NULL || limiter == NULL || executor == NULL || executor->submit == NULL || done == NULL ||
+	if (opts == NULL || limiter == NULL || executor == NULL || executor->ops == NULL || executor->ops->submit == NULL || done == NULL ||
 	    tsc_hz == 0 || opts->priority_levels == 0 || opts->priority_levels > BAT_PRIORITY_LEVELS_MAX)
 		return NULL;
 	q = calloc(1, sizeof(*q));
@@ -489,7 +491,7 @@ static void batch_dispatch(struct bat_queue *q, struct batch_slot *b, uint64_t n
 	q->stats.window_wait_us += ticks_to_us(q, now - pub->created_tsc);
 	q->stats.dispatch[pub->reason]++;
 	q->stats.by_size[pub->padded_size]++;
-	if (q->executor.submit(q->executor.ctx, pub) != 0)
+	if (q->executor.ops->submit(q->executor.ctx, pub) != 0)
 		bat_batch_complete(pub, BW_STATUS_UNAVAILABLE, now);
 }
 
@@ -558,9 +560,8 @@ unsigned int bat_poll(struct bat_queue *q, uint64_t now)
 	return work;
 }
 
-void bat_queue_drain(struct bat_queue *q, uint64_t now)
+void bat_queue_drain(struct bat_queue *q)
 {
-	(void)now;
 	for (uint16_t p = 0; p < q->opts.priority_levels; p++) {
 		struct batch_slot *open = fifo_open_batch(&q->fifo[p], q);
 		if (open != NULL)

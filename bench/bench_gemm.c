@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * bench_gemm: the CPU GEMM library, chosen by measurement (issue 4). Single-threaded FP32 GEMM,
+ * bench_gemm: the CPU GEMM library, chosen by measurement. Single-threaded FP32 GEMM,
  * row-major as the runtime calls it, on the shapes the runtime's kernels hand to BLAS: OpenBLAS's
  * cblas_sgemm (openblas_set_num_threads(1)) against oneDNN's dnnl_sgemm (Debian's build runs on
  * OpenMP: omp_set_num_threads(1)). A program, not a test: it prints what it measured.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gpu_launch: what one batch costs on the GPU beyond the model's own device time (issue 7). It loads
+ * gpu_launch: what one batch costs on the GPU beyond the model's own device time. It loads
  * an ONNX model as bwrun --device gpu does (rt_graph_load, rt_graph_optimize for the GPU,
  * gpu_compile at every requested batch size), loads the program, and for each precision and launch
  * mode makes one stream and one instance on a thread of its own, registers an input and an output
@@ -55,8 +55,7 @@
 #define WARMUP_DEFAULT 100u        /* untimed batches per size first */
 #define GRAPH_ITERS_DEFAULT 200u   /* launches instance_time times back to back */
 #define SYSCALL_BATCHES_DEFAULT 100u
-#define SEED_DEFAULT 1u
-#define STREAM_WORDS 1             /* the stream's own words: unused, instances have theirs */
+#define STREAM_WORDS 1             /* stream_create's nb_words: checked, nothing more (instances have the words) */
 #define WAIT_NS (10ll * 1000000000ll) /* a batch not done by then is a failure */
 #define POLL_CLOCK_EVERY 4096u     /* polls between clock reads while waiting for a word */
 #define TENSOR_ALIGN 64            /* bytes between tensors in the host buffers */
@@ -177,7 +176,7 @@ static void usage(FILE *f)
 		"  launch_cpu_us=X syscalls_per_batch=X syscalls_top=NAME:COUNT,... e2e_vs_graph=X outputs_finite=yes|no\n"
 		"('na' where not measured), then: summary model=M items=N measured=N refused=N failed=N module=NAME\n"
 		"Exit status: 0 all measured; 1 something refused or failed; 2 usage; 77 no device.\n",
-		SEED_DEFAULT, ITERS_DEFAULT, WARMUP_DEFAULT, GRAPH_ITERS_DEFAULT, SYSCALL_BATCHES_DEFAULT);
+		BW_INPUT_SEED_DEFAULT, ITERS_DEFAULT, WARMUP_DEFAULT, GRAPH_ITERS_DEFAULT, SYSCALL_BATCHES_DEFAULT);
 }
 
 static unsigned long long parse_uint(const char *opt, const char *s, unsigned long long lo, unsigned long long hi)
@@ -249,7 +248,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	char defaults[] = "1,8,32";
 	int c, rc;
 
-	*o = (struct opts){ .seed = SEED_DEFAULT, .iters = ITERS_DEFAULT, .warmup = WARMUP_DEFAULT,
+	*o = (struct opts){ .seed = BW_INPUT_SEED_DEFAULT, .iters = ITERS_DEFAULT, .warmup = WARMUP_DEFAULT,
 			    .graph_iters = GRAPH_ITERS_DEFAULT, .syscall_batches = SYSCALL_BATCHES_DEFAULT };
 	o->precision[GPU_PRECISION_FP32] = true;
 	o->mode[GPU_LAUNCH_GRAPH] = true;
@@ -681,8 +680,8 @@ int main(int argc, char **argv)
 	     hd.info.name, hd.ops->name, o.model, rep.nodes_after, o.iters, o.warmup, o.graph_iters, o.syscall_batches);
 
 	for (uint32_t p = 0; p < GPU_PRECISION_COUNT; p++) {
-		struct gpu_compiled *compiled = NULL;
-		struct gpu_loaded *loaded = NULL;
+		struct gpu_host_program prog;
+		struct gpu_compiled *compiled;
 		uint8_t *in = NULL, *out = NULL;
 		size_t in_bytes = 0, out_bytes = 0;
 		uint64_t in_off[GPU_PROG_TENSORS_MAX], out_off[GPU_PROG_TENSORS_MAX];
@@ -696,28 +695,18 @@ int main(int argc, char **argv)
 		for (uint32_t m = 0; m < GPU_LAUNCH_MODE_COUNT; m++)
 			modes += o.mode[m];
 		items += modes;
-		rc = gpu_compile_with(g, o.sizes, o.nb_sizes, &(struct gpu_compile_options){ p, o.layout }, &compiled,
-				      err, sizeof(err));
+		rc = gpu_host_program_load(&hd, g, o.sizes, o.nb_sizes, &(struct gpu_compile_options){ p, o.layout },
+					   &prog, err, sizeof(err));
 		if (rc != 0) {
-			emit("# %s: compiling: %s\n", gpu_precision_name(p), err);
-			fprintf(stderr, PROG ": %s: compiling %s: %s\n", gpu_precision_name(p), o.model, err);
+			emit("# %s: %s\n", gpu_precision_name(p), err);
+			fprintf(stderr, PROG ": %s: %s: %s\n", gpu_precision_name(p), o.model, err);
 			if (rc == -ENOTSUP)
 				refused += modes;
 			else
 				failed += modes;
 			continue;
 		}
-		rc = hd.ops->program_load(hd.dev, &compiled->prog, &loaded, err, sizeof(err));
-		if (rc != 0) {
-			emit("# %s: loading the program: %s\n", gpu_precision_name(p), err);
-			fprintf(stderr, PROG ": %s: loading %s on %s: %s\n", gpu_precision_name(p), o.model, hd.info.name, err);
-			if (rc == -ENOTSUP)
-				refused += modes;
-			else
-				failed += modes;
-			gpu_compiled_free(compiled);
-			continue;
-		}
+		compiled = prog.compiled;
 		/* one buffer for the inputs, one for the outputs, at the largest size; tensors 64-byte aligned */
 		for (uint32_t t = 0; t < compiled->prog.nb_inputs; t++) {
 			in_off[t] = in_bytes;
@@ -761,7 +750,7 @@ int main(int argc, char **argv)
 			if (!o.mode[m])
 				continue;
 			memset(&it, 0, sizeof(it));
-			it = (struct item){ .o = &o, .hd = &hd, .compiled = compiled, .loaded = loaded, .precision = p,
+			it = (struct item){ .o = &o, .hd = &hd, .compiled = compiled, .loaded = prog.loaded, .precision = p,
 					    .mode = m, .in = in, .out = out };
 			memcpy(it.in_off, in_off, sizeof(in_off));
 			memcpy(it.out_off, out_off, sizeof(out_off));
@@ -790,8 +779,7 @@ int main(int argc, char **argv)
 			hd.ops->host_unregister(hd.dev, in, NULL, 0);
 		free(in);
 		free(out);
-		hd.ops->program_unload(loaded);
-		gpu_compiled_free(compiled);
+		gpu_host_program_unload(&hd, &prog);
 	}
 	emit("summary model=%s items=%u measured=%u refused=%u failed=%u module=%s\n", model, items, measured, refused,
 	     failed, hd.ops->name);

@@ -37,7 +37,7 @@ int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 {
 	uint8_t *out = buf;
 	struct bw_hdr *hdr = buf;
-	uint64_t body_len = 0, desc_len = 0;
+	uint64_t body_len = 0;
 	uint32_t off, i;
 
 	if (req->opcode < BW_OP_PING || req->opcode > BW_OP_MODEL_INFO)
@@ -55,7 +55,6 @@ int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 
 		if (sz < 0)
 			return (int)sz;
-		desc_len += (uint64_t)sz;
 		body_len += (uint64_t)sz + req->tensors[i].data_len;
 	}
 	body_len += req->body_len;
@@ -63,8 +62,9 @@ int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 	if (sizeof(*hdr) + body_len > BW_DGRAM_MAX || sizeof(*hdr) + body_len > cap)
 		return -EMSGSIZE;
 
-	/* Zero first: reserved fields, name padding and unused dims must all be 0 on the wire. */
-	memset(out, 0, sizeof(*hdr) + desc_len);
+	/* Zero first: the header's reserved fields must be 0 on the wire (bw_tensor_desc_write zeroes the
+	 * descriptors' own). */
+	memset(out, 0, sizeof(*hdr));
 	hdr->magic = BW_PROTO_MAGIC;
 	hdr->version = BW_PROTO_VERSION;
 	hdr->opcode = req->opcode;
@@ -81,19 +81,9 @@ int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 	off = sizeof(*hdr);
 	for (i = 0; i < req->num_tensors; i++) {
 		const struct bwc_tensor *t = &req->tensors[i];
-		struct bw_tensor_desc *desc = (void *)(out + off);
-		uint16_t name_len = t->name != NULL ? (uint16_t)strlen(t->name) : 0;
 
-		desc->index = t->index;
-		desc->dtype = t->dtype;
-		desc->rank = t->rank;
-		desc->name_len = name_len;
-		desc->data_len = t->data_len;
-		memcpy(desc->dims, t->dims, t->rank * sizeof(t->dims[0]));
-		off += sizeof(*desc);
-		if (name_len > 0)
-			memcpy(out + off, t->name, name_len);
-		off += bw_pad8(name_len);
+		off += bw_tensor_desc_write(out + off, t->index, t->dtype, t->rank, t->dims, t->name,
+					    t->name != NULL ? (uint16_t)strlen(t->name) : 0, t->data_len);
 	}
 	for (i = 0; i < req->num_tensors; i++) {
 		if (req->tensors[i].data_len > 0)
@@ -281,19 +271,11 @@ int bwc_decode_model_info(const void *buf, size_t len, struct bwc_model_info *in
 	return 0;
 }
 
+/* Names people type besides bw_dtype_name's canonical ones. */
 static const struct {
 	const char *name;
 	uint8_t dtype;
-} g_dtype_names[] = {
-	/* Canonical names first: bwc_dtype_name returns the first match. */
-	{ "float", BW_DTYPE_FLOAT },      { "uint8", BW_DTYPE_UINT8 },
-	{ "int8", BW_DTYPE_INT8 },        { "uint16", BW_DTYPE_UINT16 },
-	{ "int16", BW_DTYPE_INT16 },      { "int32", BW_DTYPE_INT32 },
-	{ "int64", BW_DTYPE_INT64 },      { "bool", BW_DTYPE_BOOL },
-	{ "float16", BW_DTYPE_FLOAT16 },  { "double", BW_DTYPE_DOUBLE },
-	{ "uint32", BW_DTYPE_UINT32 },    { "uint64", BW_DTYPE_UINT64 },
-	{ "bfloat16", BW_DTYPE_BFLOAT16 },
-	/* Aliases people type. */
+} g_dtype_aliases[] = {
 	{ "float32", BW_DTYPE_FLOAT },    { "fp32", BW_DTYPE_FLOAT },
 	{ "float64", BW_DTYPE_DOUBLE },   { "fp64", BW_DTYPE_DOUBLE },
 	{ "fp16", BW_DTYPE_FLOAT16 },     { "half", BW_DTYPE_FLOAT16 },
@@ -302,21 +284,19 @@ static const struct {
 
 const char *bwc_dtype_name(uint32_t dtype)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(g_dtype_names) / sizeof(g_dtype_names[0]); i++)
-		if (g_dtype_names[i].dtype == dtype)
-			return g_dtype_names[i].name;
-	return NULL;
+	return bw_dtype_name(dtype);
 }
 
 int bwc_dtype_parse(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(g_dtype_names) / sizeof(g_dtype_names[0]); i++)
-		if (strcasecmp(g_dtype_names[i].name, name) == 0)
-			return g_dtype_names[i].dtype;
+	for (uint32_t d = 0; d <= UINT8_MAX; d++) /* every value a descriptor's dtype byte holds */
+		if (bw_dtype_name(d) != NULL && strcasecmp(bw_dtype_name(d), name) == 0)
+			return (int)d;
+	for (i = 0; i < sizeof(g_dtype_aliases) / sizeof(g_dtype_aliases[0]); i++)
+		if (strcasecmp(g_dtype_aliases[i].name, name) == 0)
+			return g_dtype_aliases[i].dtype;
 	return -EINVAL;
 }
 

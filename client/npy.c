@@ -15,13 +15,14 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <batchwire/err.h>
 
 #include "bwclient.h"
 
@@ -46,18 +47,8 @@ static const struct {
 
 #define NPY_SUPPORTED "<f4 <f8 <f2 <i8 <i4 <i2 |i1 |u1 <u2 <u4 <u8 |b1"
 
-static void seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || cap == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, cap, fmt, ap);
-	va_end(ap);
-}
+/* One line into err (if any), printf-style; the callers return their own code. */
+#define seterr(err, cap, ...) ((void)bw_err((err), (cap), 0, __VA_ARGS__))
 
 /* ---- header parsing --------------------------------------------------------------------------- */
 

@@ -121,13 +121,14 @@ struct dp_model_ops {
 	/** Writes the MODEL_INFO body. \return its length or -EMSGSIZE. */
 	int (*describe)(const void *model, uint8_t *buf, uint32_t cap);
 	/**
-	 * Runs INFER, or takes it to run later. Synchronously: on OK the output tensors have been written
+	 * Runs INFER, or takes it to run later; lcore is the polling lcore's dp_lcore.model_lcore (the model
+	 * layer's own per-lcore state). Synchronously: on OK the output tensors have been written
 	 * as a body at req->body (room: body_cap bytes; it may reuse the request's bytes in place) and
 	 * *reply_len and *reply_tensors say what it holds; otherwise msg holds the reason for the error
 	 * reply. Later (batching): it sets req->held and returns OK, keeps req->mbuf and req->hdr, and
 	 * answers through dp_request_complete on this same lcore, exactly once.
 	 */
-	enum bw_status (*infer)(void *ctx, const void *model, struct dp_request *req, uint32_t body_cap,
+	enum bw_status (*infer)(void *lcore, const void *model, struct dp_request *req, uint32_t body_cap,
 				uint32_t *reply_len, uint16_t *reply_tensors, char *msg, size_t msg_cap);
 	void *ctx;
 };
@@ -143,6 +144,7 @@ struct dp_lcore {
 	struct rte_ether_addr mac;
 	const struct dp_config *cfg;
 	const struct dp_model_ops *models;
+	void *model_lcore;           /* the model layer's state for this lcore: infer's first argument */
 	struct rte_eth_dev_tx_buffer *tx_buffer;
 	uint64_t tx_drain_tsc;       /* drain period in TSC ticks */
 	/* written on every burst */
@@ -204,6 +206,18 @@ enum plat_poll_result dp_rx_poll(void *lcore);
 enum plat_poll_result dp_tx_drain_poll(void *lcore);
 /** Sends whatever is buffered now (shutdown). */
 void dp_tx_flush(struct dp_lcore *lc);
+
+/**
+ * Sums the counters of count polling lcores into *sum and, unless poll is NULL, their poll loop
+ * counts into *poll: what /batchwire/stats and the daemon's exit line show. Safe while they run (each
+ * 64-bit counter is read whole, if a few packets behind).
+ */
+void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, struct dp_lcore_stats *sum,
+			 struct plat_poll_stats *poll);
+/** \return the replies of every status in s. */
+uint64_t dp_stats_replies_total(const struct dp_lcore_stats *s);
+/** \return the drops of every reason in s. */
+uint64_t dp_stats_drops_total(const struct dp_lcore_stats *s);
 
 /** Adds the app's own keys (batching counters) to /batchwire/stats; runs on the telemetry thread. */
 typedef void (*dp_telemetry_extra_fn)(struct rte_tel_data *dict);

@@ -43,4 +43,17 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 /* Buffers a reply for TX, counted as sent (tx_unsent takes refused ones back). */
 void dp_tx_enqueue(struct dp_lcore *lc, struct rte_mbuf *m);
 
+/* The checksum offloads of a port: rte_eth_conf offload bits, 0 on a side that does not get them. */
+struct dp_csum_offloads {
+	uint64_t tx;
+	uint64_t rx;
+};
+
+/*
+ * What dp_port_init enables and dp_lcore_init mirrors, from the device's capabilities: on each side
+ * both the IPv4 and the UDP checksum, or neither, so that one code path computes (TX) or verifies
+ * (RX) them in software.
+ */
+struct dp_csum_offloads dp_port_csum_offloads(const struct rte_eth_dev_info *info);
+
 #endif /* BW_DP_DEFS_H */

@@ -28,6 +28,7 @@ int dp_lcore_init(struct dp_lcore *lc, unsigned int lcore_id, uint16_t port_id, 
 		  const struct dp_config *cfg, const struct dp_model_ops *models)
 {
 	struct rte_eth_dev_info info;
+	struct dp_csum_offloads csum;
 	int ret;
 
 	memset(lc, 0, sizeof(*lc));
@@ -44,11 +45,9 @@ int dp_lcore_init(struct dp_lcore *lc, unsigned int lcore_id, uint16_t port_id, 
 		return ret;
 	if (queue_id >= info.nb_rx_queues || queue_id >= info.nb_tx_queues)
 		return -EINVAL;
-	/* Mirror what dp_port_init enabled: both checksums or neither, so one code path computes them. */
-	lc->tx_csum_offload = (info.tx_offload_capa & (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM)) ==
-			      (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM);
-	lc->rx_csum_offload = (info.rx_offload_capa & (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM)) ==
-			      (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM);
+	csum = dp_port_csum_offloads(&info); /* what dp_port_init enabled */
+	lc->tx_csum_offload = csum.tx != 0;
+	lc->rx_csum_offload = csum.rx != 0;
 	lc->tx_buffer = rte_zmalloc_socket("dp_tx_buffer", RTE_ETH_TX_BUFFER_SIZE(DP_RX_BURST), 0, socket_id);
 	if (lc->tx_buffer == NULL)
 		return -ENOMEM;

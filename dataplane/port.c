@@ -18,11 +18,21 @@ static bool port_is_virtual(const struct rte_eth_dev_info *info)
 	return bus != NULL && strcmp(rte_bus_name(bus), "vdev") == 0;
 }
 
-int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *cfg,
-		 struct rte_mempool *const *pools, const int *queue_sockets)
+struct dp_csum_offloads dp_port_csum_offloads(const struct rte_eth_dev_info *info)
 {
 	const uint64_t tx_csum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	const uint64_t rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+
+	return (struct dp_csum_offloads){
+		.tx = (info->tx_offload_capa & tx_csum) == tx_csum ? tx_csum : 0,
+		.rx = (info->rx_offload_capa & rx_csum) == rx_csum ? rx_csum : 0,
+	};
+}
+
+int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *cfg,
+		 struct rte_mempool *const *pools, const int *queue_sockets)
+{
+	struct dp_csum_offloads csum;
 	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
 	struct rte_eth_txconf txconf;
@@ -64,10 +74,9 @@ int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *c
 				 "queue a flow lands on", port_id, info.driver_name);
 		}
 	}
-	if ((info.tx_offload_capa & tx_csum) == tx_csum)
-		conf.txmode.offloads |= tx_csum;
-	if ((info.rx_offload_capa & rx_csum) == rx_csum)
-		conf.rxmode.offloads |= rx_csum;
+	csum = dp_port_csum_offloads(&info);
+	conf.txmode.offloads |= csum.tx;
+	conf.rxmode.offloads |= csum.rx;
 	/* Every mbuf a queue sends comes from one pool with refcount 1: the cheap free path is safe. */
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
@@ -119,8 +128,7 @@ int dp_port_init(uint16_t port_id, uint16_t nb_queues, const struct dp_config *c
 	PLAT_LOG(INFO, dp, "port %u (%s) up: MAC " RTE_ETHER_ADDR_PRT_FMT ", %u queue pairs, %u/%u descriptors, "
 		 "MTU %u, checksums %s on TX and %s on RX", port_id, info.driver_name, RTE_ETHER_ADDR_BYTES(&mac),
 		 nb_queues, nb_rxd, nb_txd, cfg->mtu,
-		 (conf.txmode.offloads & tx_csum) ? "offloaded" : "computed",
-		 (conf.rxmode.offloads & rx_csum) ? "offloaded" : "verified in software");
+		 csum.tx != 0 ? "offloaded" : "computed", csum.rx != 0 ? "offloaded" : "verified in software");
 	return 0;
 }
 

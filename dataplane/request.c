@@ -200,7 +200,7 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 	uint32_t reply_len = 0;
 	uint16_t reply_tensors = 0;
 	msg[0] = '\0';
-	status = lc->models->infer(lc->models->ctx, model, req, body_cap, &reply_len, &reply_tensors, msg,
+	status = lc->models->infer(lc->model_lcore, model, req, body_cap, &reply_len, &reply_tensors, msg,
 				   sizeof(msg));
 	/* The model layer is trusted with the mbuf, not with the counters' bounds or the reply's room. */
 	if (unlikely(status >= BW_STATUS_COUNT)) {

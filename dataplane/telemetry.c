@@ -16,12 +16,14 @@ static struct dp_lcore *const *g_lcores;
 static unsigned int g_nb_lcores;
 static dp_telemetry_extra_fn g_extra;
 
-static void stats_sum(struct dp_lcore_stats *sum, uint64_t *busy, uint64_t *iterations)
+void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, struct dp_lcore_stats *sum,
+			 struct plat_poll_stats *poll)
 {
 	memset(sum, 0, sizeof(*sum));
-	*busy = *iterations = 0;
-	for (unsigned int i = 0; i < g_nb_lcores; i++) {
-		const struct dp_lcore_stats *s = &g_lcores[i]->stats;
+	if (poll != NULL)
+		memset(poll, 0, sizeof(*poll));
+	for (unsigned int i = 0; i < count; i++) {
+		const struct dp_lcore_stats *s = &lcores[i]->stats;
 
 		sum->rx_packets += s->rx_packets;
 		sum->rx_bytes += s->rx_bytes;
@@ -34,12 +36,14 @@ static void stats_sum(struct dp_lcore_stats *sum, uint64_t *busy, uint64_t *iter
 			sum->replies[k] += s->replies[k];
 		for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
 			sum->drops[k] += s->drops[k];
-		*busy += g_lcores[i]->poll.busy_iterations;
-		*iterations += g_lcores[i]->poll.iterations;
+		if (poll != NULL) {
+			poll->busy_iterations += lcores[i]->poll.busy_iterations;
+			poll->iterations += lcores[i]->poll.iterations;
+		}
 	}
 }
 
-static uint64_t replies_total(const struct dp_lcore_stats *s)
+uint64_t dp_stats_replies_total(const struct dp_lcore_stats *s)
 {
 	uint64_t n = 0;
 	for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)
@@ -47,7 +51,7 @@ static uint64_t replies_total(const struct dp_lcore_stats *s)
 	return n;
 }
 
-static uint64_t drops_total(const struct dp_lcore_stats *s)
+uint64_t dp_stats_drops_total(const struct dp_lcore_stats *s)
 {
 	uint64_t n = 0;
 	for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
@@ -65,21 +69,21 @@ static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stat
 	rte_tel_data_add_dict_u64(d, "arp_replies", s->arp_replies);
 	rte_tel_data_add_dict_u64(d, "icmp_echo_replies", s->icmp_echo_replies);
 	rte_tel_data_add_dict_u64(d, "requests", s->requests);
-	rte_tel_data_add_dict_u64(d, "replies", replies_total(s));
-	rte_tel_data_add_dict_u64(d, "drops", drops_total(s));
+	rte_tel_data_add_dict_u64(d, "replies", dp_stats_replies_total(s));
+	rte_tel_data_add_dict_u64(d, "drops", dp_stats_drops_total(s));
 }
 
 static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
 {
 	struct dp_lcore_stats sum;
-	uint64_t busy, iterations;
+	struct plat_poll_stats poll;
 	struct rte_tel_data *replies, *drops;
 
-	stats_sum(&sum, &busy, &iterations);
+	dp_lcores_stats_sum(g_lcores, g_nb_lcores, &sum, &poll);
 	rte_tel_data_start_dict(d);
 	stats_add_scalars(d, &sum);
-	rte_tel_data_add_dict_u64(d, "poll_iterations", iterations);
-	rte_tel_data_add_dict_u64(d, "poll_busy_iterations", busy);
+	rte_tel_data_add_dict_u64(d, "poll_iterations", poll.iterations);
+	rte_tel_data_add_dict_u64(d, "poll_busy_iterations", poll.busy_iterations);
 
 	replies = rte_tel_data_alloc();
 	drops = rte_tel_data_alloc();

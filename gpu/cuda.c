@@ -2,14 +2,8 @@
 /*
  * The CUDA module (libbwgpu.so): struct gpu_ops on the CUDA runtime, linked statically, so the only
  * CUDA library a host needs is the driver (libcuda.so.1), which the runtime opens itself when the
- * first call comes. Without a driver every call fails cleanly and probe says why.
- *
- * Driver calls (cuStreamWriteValue32, cuGetErrorString) are reached through
- * cudaGetDriverEntryPointByVersion when a device is opened, never by linking -lcuda: cuda.h is
- * included for its types only.
- *
- * Completion: cuStreamWriteValue32 with the default flags puts a system-wide fence before the write,
- * so once the host reads the word, everything the stream did before it is visible.
+ * first call comes. Without a driver every call fails cleanly and probe says why. This file: devices,
+ * host registration and streams; programs and their instances are cuda_program.c's.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -18,12 +12,6 @@
 #include <string.h>
 
 #include "cuda_defs.h"
-
-#define DRIVER_API_VERSION 12000 /* the ABI of the driver entry points we call (cuStreamWriteValue32_v2) */
-#define CACHE_LINE_BYTES 64
-
-/* kernels.cu */
-int bwgpu_fill_launch(void *stream, void *dst, size_t len, uint8_t byte);
 
 /* Errors after which the context is unusable: every later call returns them. */
 static bool sticky(cudaError_t e)
@@ -109,26 +97,10 @@ static int cuda_probe(struct gpu_probe *out)
 	return 0;
 }
 
-/* Resolves one driver function for the current device's context. */
-static int driver_symbol(const char *name, void **fn, char *err, size_t cap)
-{
-	enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-	cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, DRIVER_API_VERSION, cudaEnableDefault, &q);
-
-	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || *fn == NULL) {
-		gpu_err(err, cap, "driver entry point %s (CUDA %d ABI): %s", name, DRIVER_API_VERSION,
-			e != cudaSuccess ? cudaGetErrorString(e) :
-			q == cudaDriverEntryPointVersionNotSufficent ? "the driver is too old" : "symbol not found");
-		return -ENOTSUP;
-	}
-	return 0;
-}
-
 static int cuda_dev_open(int index, struct gpu_dev **out, char *err, size_t cap)
 {
 	struct gpu_dev *dev;
 	cudaError_t e;
-	int rc;
 
 	e = cudaSetDevice(index);
 	if (e != cudaSuccess) {
@@ -145,13 +117,6 @@ static int cuda_dev_open(int index, struct gpu_dev **out, char *err, size_t cap)
 		return -ENOMEM;
 	}
 	dev->index = index;
-	rc = driver_symbol("cuStreamWriteValue32", (void **)&dev->write_value32, err, cap);
-	if (rc == 0)
-		rc = driver_symbol("cuGetErrorString", (void **)&dev->get_error_string, err, cap);
-	if (rc < 0) {
-		free(dev);
-		return rc;
-	}
 	*out = dev;
 	return 0;
 }
@@ -239,8 +204,6 @@ static unsigned int cuda_host_regions(const struct gpu_dev *dev)
 static int cuda_stream_create(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **out, char *err, size_t cap)
 {
 	struct gpu_stream *s;
-	void *words = NULL, *words_dev = NULL;
-	size_t bytes;
 	cudaError_t e;
 	int rc;
 
@@ -253,29 +216,16 @@ static int cuda_stream_create(struct gpu_dev *dev, uint32_t nb_words, struct gpu
 		return rc;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
-		gpu_err(err, cap, "stream of %u words: out of memory", nb_words);
+		gpu_err(err, cap, "stream: out of memory");
 		return -ENOMEM;
 	}
 	cudaSetDevice(dev->index);
-	bytes = ((size_t)nb_words * sizeof(uint32_t) + CACHE_LINE_BYTES - 1) & ~(size_t)(CACHE_LINE_BYTES - 1);
-	e = cudaHostAlloc(&words, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+	e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
 	if (e != cudaSuccess) {
-		free(s);
-		return cuda_fail(dev, "cudaHostAlloc (completion words)", e, err, cap);
-	}
-	memset(words, 0, bytes);
-	e = cudaHostGetDevicePointer(&words_dev, words, 0);
-	if (e == cudaSuccess)
-		e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
-	if (e != cudaSuccess) {
-		cudaFreeHost(words);
 		free(s);
 		return cuda_fail(dev, "cudaStreamCreateWithFlags", e, err, cap);
 	}
 	s->dev = dev;
-	s->words = words;
-	s->words_dev = words_dev;
-	s->nb_words = nb_words;
 	*out = s;
 	return 0;
 }
@@ -286,57 +236,9 @@ static void cuda_stream_destroy(struct gpu_stream *s)
 		return;
 	cudaSetDevice(s->dev->index);
 	if (!s->dev->lost)
-		cudaStreamSynchronize(s->stream); /* shutdown: its work may still write the words */
+		cudaStreamSynchronize(s->stream); /* shutdown: what was queued on it still finishes */
 	cudaStreamDestroy(s->stream);
-	cudaFreeHost((void *)s->words);
 	free(s);
-}
-
-static volatile uint32_t *cuda_stream_words(struct gpu_stream *s)
-{
-	return s->words;
-}
-
-static int cuda_signal(struct gpu_stream *s, uint32_t word, uint32_t value, char *err, size_t cap)
-{
-	struct gpu_dev *dev = s->dev;
-	const char *what = NULL;
-	CUresult r;
-
-	if (word >= s->nb_words) {
-		gpu_err(err, cap, "signal on word %u of a stream of %u", word, s->nb_words);
-		return -EINVAL;
-	}
-	if (dev->lost)
-		return cuda_check(dev, err, cap);
-	r = dev->write_value32((CUstream)s->stream, (CUdeviceptr)(uintptr_t)(s->words_dev + word * sizeof(uint32_t)),
-			       value, CU_STREAM_WRITE_VALUE_DEFAULT);
-	if (r == CUDA_SUCCESS)
-		return 0;
-	dev->get_error_string(r, &what);
-	gpu_err(err, cap, "cuStreamWriteValue32: %s (CUresult %d)", what != NULL ? what : "unknown error", (int)r);
-	if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ECC_UNCORRECTABLE ||
-	    r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_UNKNOWN) {
-		dev->lost = true;
-		snprintf(dev->fault, sizeof(dev->fault), "cuStreamWriteValue32: %s (CUresult %d)",
-			 what != NULL ? what : "unknown error", (int)r);
-	}
-	return -EIO;
-}
-
-static int cuda_fill(struct gpu_stream *s, void *dev_addr, size_t len, uint8_t byte, char *err, size_t cap)
-{
-	struct gpu_dev *dev = s->dev;
-	int rc = cuda_check(dev, err, cap);
-
-	if (rc == 0)
-		rc = gpu_regions_covers(&dev->regions, dev_addr, len, err, cap);
-	if (rc < 0)
-		return rc;
-	rc = bwgpu_fill_launch(s->stream, dev_addr, len, byte);
-	if (rc != cudaSuccess)
-		return cuda_fail(dev, "fill kernel launch", (cudaError_t)rc, err, cap);
-	return 0;
 }
 
 /* (hot) A linear scan: GPU_REGIONS_MAX is small and the regions change only at start-up. */
@@ -368,9 +270,6 @@ static const struct gpu_ops g_cuda_ops = {
 	.host_regions = cuda_host_regions,
 	.stream_create = cuda_stream_create,
 	.stream_destroy = cuda_stream_destroy,
-	.stream_words = cuda_stream_words,
-	.signal = cuda_signal,
-	.fill = cuda_fill,
 	.host_to_dev = cuda_host_to_dev,
 	.program_load = cuda_program_load,
 	.program_unload = cuda_program_unload,

@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <stdio.h>             /* cublasLt.h uses FILE */
 
-#include <cuda.h>              /* types and flags only: no -lcuda */
 #include <cuda_runtime_api.h>
 #include <cublasLt.h>          /* types only: the functions come from dlopen (struct cublaslt_api) */
 #ifndef BW_HAVE_CUDNN
@@ -23,9 +22,6 @@
 #endif
 
 #include "defs.h"
-
-typedef CUresult (*pfn_write_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
-typedef CUresult (*pfn_get_error_string)(CUresult error, const char **str);
 
 /*
  * The cuBLASLt functions the module calls, resolved with dlsym. __typeof__ keeps each pointer's type
@@ -90,8 +86,6 @@ struct cudnn_api {
 struct gpu_dev {
 	int index;
 	struct gpu_regions regions;
-	pfn_write_value32 write_value32;
-	pfn_get_error_string get_error_string;
 	struct cublaslt_api lt;     /* opened by the first program that needs it, closed by dev_close */
 	struct cudnn_api dnn;       /* likewise for CONV ops; optional: without it CONV runs the generic kernel */
 	bool dnn_tried;             /* cudnn_open looked once: it does not retry per program */
@@ -103,9 +97,6 @@ struct gpu_dev {
 struct gpu_stream {
 	struct gpu_dev *dev;
 	cudaStream_t stream;
-	volatile uint32_t *words;   /* host address */
-	uint8_t *words_dev;         /* the same words' device address */
-	uint32_t nb_words;
 };
 
 /* cuda.c */

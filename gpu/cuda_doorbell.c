@@ -33,13 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <batchwire/compiler.h> /* likely, unlikely */
+
 #include "cuda_defs.h"
 #include "doorbell.h"
-
-#ifndef likely
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#endif
 
 /*
  * How long an idle dispatcher polls before it parks. Longer keeps a doorbell free of driver calls

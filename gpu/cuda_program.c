@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Device programs on the CUDA module (issue 6, step 4): load (check, copy, constants to the device,
+ * Device programs on the CUDA module: load (check, copy, constants to the device,
  * a cuBLASLt plan per GEMM op), instances (per (size, slot) an arena, a mapped batch table, a mapped
  * completion word and one CUDA graph: gather, the ops, scatter, completion write), and the launch,
  * which is one cudaGraphLaunch. Everything that allocates or asks the library anything happens at
@@ -127,14 +127,14 @@ static int gemm_dtype(const struct gpu_op *op, uint32_t s, uint32_t i, cudaDataT
 {
 	uint32_t d = op->out.dtype;
 
-	if ((d != BW_DTYPE_F32 && d != BW_DTYPE_F16) || op->in[0].dtype != d || op->in[1].dtype != d ||
+	if ((d != BW_DTYPE_FLOAT && d != BW_DTYPE_FLOAT16) || op->in[0].dtype != d || op->in[1].dtype != d ||
 	    (op->in[2].space != GPU_SPACE_NONE && op->in[2].dtype != d)) {
 		gpu_err(err, cap, "size %u op %u (GEMM): dtypes A %u, B %u, bias %u, out %u: cuBLASLt plans all float32 "
 			"(1) or all float16 (10)", s, i, op->in[0].dtype, op->in[1].dtype,
 			op->in[2].space != GPU_SPACE_NONE ? op->in[2].dtype : d, d);
 		return -EINVAL;
 	}
-	*type = d == BW_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+	*type = d == BW_DTYPE_FLOAT16 ? CUDA_R_16F : CUDA_R_32F;
 	*elem_bytes = gpu_dtype_bytes(d);
 	return 0;
 }

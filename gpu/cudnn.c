@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cuDNN for the CONV op (issue 7), opened with dlopen when the first program with a CONV op is loaded
+ * cuDNN for the CONV op, opened with dlopen when the first program with a CONV op is loaded
  * on a device, for the reasons cublaslt.c gives: the module names no CUDA library (ldd shows none).
  * Unlike cuBLASLt, cuDNN is optional: CONV has a correct generic kernel (gpu_conv_item), so a host
  * without cuDNN, or BW_CUDNN=0, runs every CONV op there and dev->dnn_why keeps the reason. Where the
@@ -36,7 +36,7 @@
  * CUBLAS_COMPUTE_32F, results stay close to the generic kernel's); float16 operands are
  * CUDNN_DATA_HALF with a FLOAT compute type (cuDNN's PSEUDO_HALF_CONFIG) and tensor-core math; the
  * bias has the data's type (HALF in that config): a constant bias of the other float type is
- * converted at load (program_math.h's gpu_float_to_half / gpu_half_to_float) into memory the plan
+ * converted at load (batchwire/half.h's bw_float_to_half / bw_half_to_float) into memory the plan
  * owns. alpha and beta are floats in both configurations.
  * NaN: the activation does not propagate NaN, as bw_relu (x > 0 ? x : 0) does not.
  *
@@ -214,9 +214,9 @@ void cudnn_close(struct gpu_dev *dev)
 
 static bool dnn_dtype(uint32_t dtype, cudnnDataType_t *t)
 {
-	if (dtype != BW_DTYPE_F32 && dtype != BW_DTYPE_F16)
+	if (dtype != BW_DTYPE_FLOAT && dtype != BW_DTYPE_FLOAT16)
 		return false;
-	*t = dtype == BW_DTYPE_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	*t = dtype == BW_DTYPE_FLOAT16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 	return true;
 }
 
@@ -263,7 +263,7 @@ static bool conv_supported(const struct gpu_op *op, struct conv_key *k, char *wh
 		return false;
 	}
 	if (bias && op->in[2].dtype != op->in[0].dtype &&
-	    (op->in[2].space != GPU_SPACE_CONST || (op->in[2].dtype != BW_DTYPE_F32 && op->in[2].dtype != BW_DTYPE_F16))) {
+	    (op->in[2].space != GPU_SPACE_CONST || (op->in[2].dtype != BW_DTYPE_FLOAT && op->in[2].dtype != BW_DTYPE_FLOAT16))) {
 		gpu_err(why, cap, "bias dtype %u differs from the data's %u and is not a float constant", op->in[2].dtype,
 			op->in[0].dtype);
 		return false;
@@ -419,7 +419,7 @@ static int bias_convert(struct cudnn_prog *dp, const struct gpu_op *op, struct c
 {
 	const uint8_t *src = (const uint8_t *)dp->prog->consts + op->in[2].offset;
 	uint64_t m = (uint64_t)op->u.conv.m, j;
-	bool to_half = op->in[0].dtype == BW_DTYPE_F16;
+	bool to_half = op->in[0].dtype == BW_DTYPE_FLOAT16;
 	void *host = malloc(m * (to_half ? 2 : 4));
 	cudaError_t e;
 
@@ -432,12 +432,12 @@ static int bias_convert(struct cudnn_prog *dp, const struct gpu_op *op, struct c
 			float f;
 
 			memcpy(&f, src + j * 4, 4);
-			((uint16_t *)host)[j] = gpu_float_to_half(f);
+			((uint16_t *)host)[j] = bw_float_to_half(f);
 		} else {
 			uint16_t v;
 
 			memcpy(&v, src + j * 2, 2);
-			((float *)host)[j] = gpu_half_to_float(v);
+			((float *)host)[j] = bw_half_to_float(v);
 		}
 	}
 	e = cudaMalloc(&p->bias_owned, m * (to_half ? 2 : 4));

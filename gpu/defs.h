@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <batchwire/err.h>
+
 #include "gpu.h"
 
 struct gpu_region {
@@ -24,8 +26,8 @@ struct gpu_regions {
 	unsigned int n;
 };
 
-/** Writes one line into err (if any), printf-style. */
-void gpu_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Writes one line into err (if any), printf-style: bw_err's, for callers that return their own code. */
+#define gpu_err(err, cap, ...) ((void)bw_err((err), (cap), 0, __VA_ARGS__))
 
 /**
  * Checks that [addr, addr + len) may be added.

@@ -3,10 +3,13 @@
  * Opening a device the way every host-side program does (bwrun, the daemon): the module by path (or
  * the fake device by the name "fake"), a probe, the index checked against what the probe found, and
  * one line that says why when any of it fails, e.g. "no CUDA device present: cudaGetDeviceCount: ...".
+ * Then a model's program: compiled and loaded on it the same way everywhere.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <batchwire/err.h>
 
 #include "fake.h"
 #include "host.h"
@@ -57,4 +60,31 @@ void gpu_host_device_close(struct gpu_host_device *hd)
 	if (hd->module.handle != NULL)
 		gpu_module_unload(&hd->module);
 	memset(hd, 0, sizeof(*hd));
+}
+
+int gpu_host_program_load(const struct gpu_host_device *hd, const struct rt_graph *g, const int64_t *sizes,
+			  unsigned int nb_sizes, const struct gpu_compile_options *o, struct gpu_host_program *p,
+			  char *err, size_t cap)
+{
+	char why[GPU_ERR_MAX * 2];
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = gpu_compile_with(g, sizes, nb_sizes, o, &p->compiled, why, sizeof(why));
+	if (rc != 0)
+		return bw_err(err, cap, rc, "compiling: %s", why);
+	rc = hd->ops->program_load(hd->dev, &p->compiled->prog, &p->loaded, why, sizeof(why));
+	if (rc != 0) {
+		gpu_host_program_unload(hd, p);
+		return bw_err(err, cap, rc, "loading on %s: %s", hd->info.name, why);
+	}
+	return 0;
+}
+
+void gpu_host_program_unload(const struct gpu_host_device *hd, struct gpu_host_program *p)
+{
+	if (p->loaded != NULL)
+		hd->ops->program_unload(p->loaded);
+	gpu_compiled_free(p->compiled);
+	memset(p, 0, sizeof(*p));
 }

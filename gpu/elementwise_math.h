@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The per-element arithmetic of the elementwise ops the MLP and the transformer need on the GPU
- * (issue 6, step 3), written once for both sides: BW_HD makes each function __host__ __device__ under
- * nvcc and a plain static inline function in C, so tests/gpu/test_hd_math.c runs the very code the
- * device kernels will run against the ONNX node tests, on any CPU.
+ * The per-element arithmetic of the elementwise ops the MLP and the transformer need on the GPU,
+ * written once for both sides: BW_HD makes each function __host__ __device__ under nvcc and a plain
+ * static inline function in C, so tests/gpu/test_hd_math.c runs the very code the device kernels run
+ * (through program_math.h) against the ONNX node tests, on any CPU.
  *
  * Each expression is the CPU kernel's (runtime/kernels/unary.c, elementwise.c) for float, term for
  * term, so the two agree on NaN too: Relu(NaN) = 0, LeakyRelu(NaN) = NaN, Max and Min propagate a
@@ -15,11 +15,7 @@
 
 #include <math.h>
 
-#ifdef __CUDACC__
-#define BW_HD __host__ __device__
-#else
-#define BW_HD
-#endif
+#include <batchwire/compiler.h> /* BW_HD */
 
 #define BW_LEAKY_RELU_ALPHA_DEFAULT 0.01f /* ONNX's default for LeakyRelu's alpha */
 #define BW_SQRT1_2 0.70710678118654752f   /* 1 / sqrt(2), Gelu's erf argument scale */

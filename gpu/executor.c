@@ -12,13 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <batchwire/err.h>
+#include <batchwire/compiler.h> /* likely, unlikely */
+
 #include "exec/executor.h"
 #include "host.h"
-
-#ifndef likely
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#endif
 
 struct exec_slot {
 	struct bw_batch *batch;
@@ -61,12 +59,12 @@ struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_d
 
 	if (ops == NULL || dev == NULL || loaded == NULL || compiled == NULL || stream == NULL || nb_slots == 0 ||
 	    nb_slots > 0xffffu) {
-		snprintf(err, cap, "GPU executor: bad arguments (%u slots)", nb_slots);
+		errno = -bw_err(err, cap, -EINVAL, "GPU executor: bad arguments (%u slots)", nb_slots);
 		return NULL;
 	}
 	ex = calloc(1, sizeof(*ex));
 	if (ex == NULL) {
-		snprintf(err, cap, "GPU executor: out of memory");
+		errno = -bw_err(err, cap, -ENOMEM, "GPU executor: out of memory");
 		return NULL;
 	}
 	ex->ops = ops;
@@ -77,6 +75,7 @@ struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_d
 	rc = ops->instance_create(loaded, stream, nb_slots, launch_mode, &ex->inst, err, cap);
 	if (rc < 0) {
 		free(ex);
+		errno = -rc; /* instance_create's reason, in err */
 		return NULL;
 	}
 	ex->busy = calloc((size_t)ex->nb_sizes * nb_slots, sizeof(*ex->busy));
@@ -99,7 +98,7 @@ struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_d
 	}
 	if (!ok) {
 		gpu_executor_destroy(ex);
-		snprintf(err, cap, "GPU executor: out of memory");
+		errno = -bw_err(err, cap, -ENOMEM, "GPU executor: out of memory");
 		return NULL;
 	}
 	return ex;
@@ -147,7 +146,9 @@ static int table_segments(struct gpu_executor *ex, const struct bw_batch *batch,
 		if (!outputs && batch->size < batch->padded_size) {
 			struct gpu_segment *pad = &table->segments[(*nb)++];
 
-			pad->addr = 0; /* zero rows, as the CPU executor pads */
+			/* zero rows (gather writes zeros where addr is 0), where the CPU's bw_batch_gather repeats
+			 * row 0: nothing reads the padding's outputs, and a zero row is as finite as a real one */
+			pad->addr = 0;
 			pad->offset = (uint64_t)batch->size * row_bytes;
 			pad->len = (batch->padded_size - batch->size) * row_bytes;
 			pad->tensor = t;
@@ -205,12 +206,12 @@ int gpu_executor_submit(struct gpu_executor *ex, struct bw_batch *batch)
 }
 
 static void complete_entry(struct gpu_executor *ex, uint32_t i, enum bw_status status, const char *msg,
-			   void (*fn)(void *ctx, const struct rt_completion *c), void *ctx)
+			   bw_completion_fn fn, void *ctx)
 {
 	uint32_t e = ex->busy[i];
 	struct exec_size *sz = &ex->sizes[BUSY_SIZE(e)];
 	struct exec_slot *slot = &sz->slots[BUSY_SLOT(e)];
-	struct rt_completion c = {
+	struct bw_completion c = {
 		.batch = slot->batch,
 		.status = status,
 		.msg = msg,
@@ -224,8 +225,7 @@ static void complete_entry(struct gpu_executor *ex, uint32_t i, enum bw_status s
 	fn(ctx, &c);
 }
 
-unsigned int gpu_executor_poll(struct gpu_executor *ex, void (*fn)(void *ctx, const struct rt_completion *c),
-			       void *ctx, unsigned int max)
+unsigned int gpu_executor_poll(struct gpu_executor *ex, bw_completion_fn fn, void *ctx, unsigned int max)
 {
 	unsigned int done = 0;
 	uint32_t i = 0;
@@ -255,8 +255,7 @@ unsigned int gpu_executor_poll(struct gpu_executor *ex, void (*fn)(void *ctx, co
 	return done;
 }
 
-unsigned int gpu_executor_fail_all(struct gpu_executor *ex, void (*fn)(void *ctx, const struct rt_completion *c),
-				   void *ctx, const char *msg)
+unsigned int gpu_executor_fail_all(struct gpu_executor *ex, bw_completion_fn fn, void *ctx, const char *msg)
 {
 	unsigned int n = 0;
 

@@ -2,7 +2,7 @@
 /*
  * The fake device: a CPU implementation of struct gpu_ops (gpu.h) for CI and for hosts without a GPU,
  * so the launch/poll/complete logic, the registrations and the error paths run without CUDA. Its
- * "GPU" finishes queued signals either when a test says so (GPU_FAKE_ON_DEMAND: the test picks the
+ * "GPU" finishes queued launches either when a test says so (GPU_FAKE_ON_DEMAND: the test picks the
  * stream, hence the order across streams) or on a thread of its own per device (GPU_FAKE_THREAD: a
  * random stream each time). Either way a stream's work finishes in the order it was queued, as on a
  * CUDA stream; across streams, in any order.
@@ -13,7 +13,7 @@
  * outside the registered regions, or bytes outside a tensor's rows, loses the device (sticky, with
  * the reason), as an illegal address does on CUDA.
  *
- * Not for the hot path's timing: its signal takes a mutex (the CUDA module's does not).
+ * Not for the hot path's timing: its instance_launch takes a mutex (the CUDA module's does not).
  */
 #ifndef BW_GPU_FAKE_H
 #define BW_GPU_FAKE_H
@@ -22,7 +22,7 @@
 
 #include "gpu.h"
 
-#define GPU_FAKE_PENDING_MAX 4096 /* queued signals per device */
+#define GPU_FAKE_PENDING_MAX 4096 /* queued launches per device */
 
 enum gpu_fake_mode {
 	GPU_FAKE_ON_DEMAND, /* queued work finishes in gpu_fake_complete / gpu_fake_complete_all */
@@ -30,8 +30,8 @@ enum gpu_fake_mode {
 };
 
 enum gpu_fake_fault {
-	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next signal or instance_launch (doorbell ones too), whichever
-				     * comes first, is refused (-EIO); the device stays healthy */
+	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next instance_launch (doorbell ones too) is refused (-EIO);
+				     * the device stays healthy */
 	GPU_FAKE_FAULT_STICKY,      /* the device is lost now: queued work never finishes, every later
 				     * call fails -EIO, health reports the reason */
 };
@@ -49,9 +49,9 @@ const struct gpu_ops *gpu_fake_ops(void);
 void gpu_fake_configure(const struct gpu_fake_config *cfg);
 
 /**
- * Finishes the oldest queued work (signal, fill or launch) of stream; when it has none, the next rung
- * launch of a doorbell instance made on stream (GPU_LAUNCH_DOORBELL: each such instance is a stream
- * of its own, as on CUDA, its launches taken in the order they were rung).
+ * Finishes the oldest queued launch of stream; when it has none, the next rung launch of a doorbell
+ * instance made on stream (GPU_LAUNCH_DOORBELL: each such instance is a stream of its own, as on
+ * CUDA, its launches taken in the order they were rung).
  * \return 1, or 0 when it had none (or the device is lost).
  */
 int gpu_fake_complete(struct gpu_stream *stream);
@@ -60,8 +60,7 @@ int gpu_fake_complete(struct gpu_stream *stream);
  * rung launches. \return how many. */
 unsigned int gpu_fake_complete_all(struct gpu_dev *dev);
 
-/** \return the pieces of work (signals, fills, launches, rung doorbells) queued on the device and not
- * finished. */
+/** \return the pieces of work (launches, rung doorbells) queued on the device and not finished. */
 unsigned int gpu_fake_pending(struct gpu_dev *dev);
 
 /** Injects a fault (reason: the line health and the failing calls report). */

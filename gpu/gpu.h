@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The device runtime's interface (issue 6, step 1): DPDK-free and CUDA-free, so the host side (app/,
- * bwrun, tests) includes it without either. A device runtime is a table of functions, struct gpu_ops,
- * that a module exports through one symbol (GPU_MODULE_SYMBOL): the CUDA module (libbwgpu.so, loaded
- * with dlopen, so hosts without CUDA need no CUDA library) or the fake device (gpu/fake.h, a CPU
- * implementation for CI, linked in).
+ * The device runtime's interface: DPDK-free and CUDA-free, so the host side (app/, bwrun, tests)
+ * includes it without either. A device runtime is a table of functions, struct gpu_ops, that a module
+ * exports through one symbol (GPU_MODULE_SYMBOL): the CUDA module (libbwgpu.so, loaded with dlopen,
+ * so hosts without CUDA need no CUDA library) or the fake device (gpu/fake.h, a CPU implementation
+ * for CI, linked in).
  *
- *   host (one polling lcore)                          device
- *   ops->signal(stream, word i, value v)  ---->       work queued on the stream before it, then
- *   ... loop ...                                      words[i] = v (mapped pinned host memory,
- *   gpu_word_reached(&words[i], v)        <----       after a system-wide fence)
+ *   host (one polling lcore)                                device
+ *   ops->instance_launch(inst, size, slot)      ---->       the (size, slot)'s graph, then
+ *   ... loop ...                                            word = the table's generation (mapped
+ *   gpu_word_reached(word, generation)          <----       pinned host memory, after a system-wide
+ *                                                           fence)
  *
  * The host learns of completion by reading host memory: no synchronize call, no callback, no system
- * call. Each caller (polling lcore) has its own stream and its own completion words.
+ * call. Each caller (polling lcore) has its own stream and its instances their own completion words.
  *
  * Errors: functions return 0 or a negative errno and, where they take err/cap, one line saying why.
  * A sticky device error (the CUDA context is lost, or the fake was told so) marks the device
@@ -27,7 +28,7 @@
 #include "program.h"
 
 /* Bumped whenever struct gpu_ops or the structs it passes change. */
-#define GPU_ABI_VERSION 4u
+#define GPU_ABI_VERSION 5u
 
 /* The one symbol a module exports: gpu_module_entry_fn. */
 #define GPU_MODULE_SYMBOL "bw_gpu_module_ops"
@@ -36,7 +37,7 @@
 #define GPU_DEVICES_MAX 16       /* devices a probe reports */
 #define GPU_NAME_MAX 256        /* cudaDeviceProp.name's size */
 #define GPU_REGIONS_MAX 64       /* host regions registered per device at once */
-#define GPU_STREAM_WORDS_MAX 4096 /* completion words per stream */
+#define GPU_STREAM_WORDS_MAX 4096 /* stream_create's nb_words, and an instance's slots per size */
 
 /* One device as a probe sees it. */
 struct gpu_device_info {
@@ -113,32 +114,15 @@ struct gpu_ops {
 	unsigned int (*host_regions)(const struct gpu_dev *dev);
 
 	/**
-	 * Creates a stream for one caller, with nb_words completion words (zeroed) in mapped pinned host
-	 * memory. Call it on the thread that will use the stream: it makes the device current there
-	 * (CUDA's current device is per thread), and signal and fill do not.
+	 * Creates a stream for one caller. Call it on the thread that will use the stream: it makes the
+	 * device current there (CUDA's current device is per thread). nb_words is checked and allocates
+	 * nothing: the completion words are the instances' (instance_create).
 	 * \return 0; -EINVAL (nb_words 0 or above GPU_STREAM_WORDS_MAX); -ENOMEM; -EIO.
 	 */
 	int (*stream_create)(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **stream, char *err,
 			     size_t cap);
-	/** Destroys a stream (waiting for its queued work) and frees its words. */
+	/** Destroys a stream, waiting for its queued work. */
 	void (*stream_destroy)(struct gpu_stream *stream);
-	/** \return the stream's completion words, host addresses, polled with gpu_word_reached. */
-	volatile uint32_t *(*stream_words)(struct gpu_stream *stream);
-
-	/**
-	 * (hot) Queues on the stream, after everything queued before it: a system-wide fence, then
-	 * words[word] = value. \return 0; -EINVAL (word out of range); -EIO (the device refused it, or is
-	 * unhealthy), with err set.
-	 */
-	int (*signal)(struct gpu_stream *stream, uint32_t word, uint32_t value, char *err, size_t cap);
-
-	/**
-	 * Queues on the stream a kernel writing byte over [dev_addr, dev_addr + len), which must lie in a
-	 * registered host region (its device address): how tests show that the device reaches registered
-	 * memory, as step 2's scatter kernels will when they write replies into packet buffers.
-	 * \return 0; -EINVAL (not inside one registered region); -EIO.
-	 */
-	int (*fill)(struct gpu_stream *stream, void *dev_addr, size_t len, uint8_t byte, char *err, size_t cap);
 
 	/**
 	 * (hot) Translates a host address inside a registered region to the device's address for it.
@@ -233,31 +217,5 @@ void gpu_module_unload(struct gpu_module *mod);
 
 /** \return non-zero when this build has a CUDA module (meson's cuda feature found nvcc). */
 int gpu_module_built(void);
-
-/* ---- in-flight tracking (gpu/inflight.c, library bwgpuload) ------------------------------------------- */
-
-/*
- * Launch/poll/complete on one stream, for one caller: slot i owns completion word i. A launch takes a
- * free slot, gives it the next generation and queues signal(i, generation) after the caller's work;
- * a poll finds the slots whose word reached their generation, in any order. No allocation after
- * create; the caller is one thread.
- */
-struct gpu_inflight;
-
-/** \return a tracker with nb_slots slots (<= GPU_STREAM_WORDS_MAX words of stream), or NULL (errno). */
-struct gpu_inflight *gpu_inflight_create(const struct gpu_ops *ops, struct gpu_stream *stream, uint32_t nb_slots);
-void gpu_inflight_free(struct gpu_inflight *fl);
-
-/**
- * (hot) Queues the completion of the work the caller just queued on the stream, remembering cookie.
- * \return 0 and *slot; -EBUSY (every slot in flight); or signal's error (the slot stays free).
- */
-int gpu_inflight_launch(struct gpu_inflight *fl, void *cookie, uint32_t *slot, char *err, size_t cap);
-
-/** (hot) Collects up to max completed launches' cookies, in the order found. \return how many. */
-unsigned int gpu_inflight_poll(struct gpu_inflight *fl, void **cookies, unsigned int max);
-
-/** \return the number of launches in flight. */
-uint32_t gpu_inflight_pending(const struct gpu_inflight *fl);
 
 #endif /* BW_GPU_H */

@@ -7,7 +7,7 @@
  *   rt_graph --gpu_compile--> gpu_compiled (a device program: one op list per allowed batch size)
  *            ops->program_load, ops->instance_create (per polling lcore: arenas, tables, graphs)
  *   bw_batch --gpu_executor_submit--> batch table + one graph launch
- *            gpu_executor_poll <-- completion words (mapped host memory) --> rt_completion
+ *            gpu_executor_poll <-- completion words (mapped host memory) --> bw_completion
  *
  * The GPU's kernels are registered in the runtime's kernel registry (gpu_kernels_register) with
  * device RT_DEVICE_GPU: the planner resolves and shape-checks a GPU plan's nodes through them, and
@@ -24,7 +24,6 @@
 #include "gpu.h"
 
 struct rt_graph;
-struct rt_completion;
 
 /** Registers the GPU's kernels with the runtime (idempotent). \return 0 or a negative errno. */
 int gpu_kernels_register(void);
@@ -111,13 +110,33 @@ struct gpu_host_device {
  * index.
  * \param module  the module file; NULL: libbwgpu.so where gpu_module_load looks
  * \param err     one line: the module not found, "no CUDA device present: ...", the index out of range
- * 
-eturn 0; -ENOENT, -ENOEXEC, -EPROTO (the module); -ENODEV (no such device); dev_open's error.
+ * \return 0; -ENOENT, -ENOEXEC, -EPROTO (the module); -ENODEV (no such device); dev_open's error.
  */
 int gpu_host_device_open(const char *module, int index, struct gpu_host_device *hd, char *err, size_t cap);
 
 /** Closes the device and unloads its module (its streams, programs and regions must be gone). */
 void gpu_host_device_close(struct gpu_host_device *hd);
+
+/* A model's program on a device: compiled from its graph, then checked and loaded on the device. */
+struct gpu_host_program {
+	struct gpu_compiled *compiled;
+	struct gpu_loaded *loaded;
+};
+
+/**
+ * gpu_compile_with, then the device's program_load: what every host-side program (the daemon, bwrun,
+ * the benchmarks, the tests) does with a graph before making executors of it.
+ * \param err  "compiling: ..." or "loading on DEVICE: ..."
+ * 
+eturn 0 with p filled; gpu_compile_with's error (-ENOTSUP: a node the GPU does not run) or
+ *         program_load's, with nothing left to free.
+ */
+int gpu_host_program_load(const struct gpu_host_device *hd, const struct rt_graph *g, const int64_t *sizes,
+			  unsigned int nb_sizes, const struct gpu_compile_options *o, struct gpu_host_program *p,
+			  char *err, size_t cap);
+
+/** Unloads and frees what gpu_host_program_load made (p zeroed; a zeroed p is fine). */
+void gpu_host_program_unload(const struct gpu_host_device *hd, struct gpu_host_program *p);
 
 /* ---- the executor: one per (model, polling lcore) ------------------------------------------------- */
 
@@ -128,7 +147,7 @@ struct gpu_executor;
  * on the thread that will submit and poll (the instance's graphs are captured on its stream).
  * \param nb_slots     batches of one size in flight at once
  * \param launch_mode  enum gpu_launch_mode (instance_create's)
- * \return the executor, or NULL with err.
+ * \return the executor, or NULL with err and errno: EINVAL, ENOMEM, or instance_create's error.
  */
 struct gpu_executor *gpu_executor_create(const struct gpu_ops *ops, struct gpu_dev *dev, struct gpu_loaded *loaded,
 					 const struct gpu_compiled *compiled, struct gpu_stream *stream,
@@ -151,15 +170,13 @@ int gpu_executor_submit(struct gpu_executor *ex, struct bw_batch *batch);
  * calls fn for each: status OK, or INTERNAL with the op and node a kernel faulted in.
  * \return the batches completed.
  */
-unsigned int gpu_executor_poll(struct gpu_executor *ex, void (*fn)(void *ctx, const struct rt_completion *c),
-			       void *ctx, unsigned int max);
+unsigned int gpu_executor_poll(struct gpu_executor *ex, bw_completion_fn fn, void *ctx, unsigned int max);
 
 /**
  * Completes every batch in flight with INTERNAL and msg (the device was lost: its launches will never
  * finish), freeing their slots. \return how many.
  */
-unsigned int gpu_executor_fail_all(struct gpu_executor *ex, void (*fn)(void *ctx, const struct rt_completion *c),
-				   void *ctx, const char *msg);
+unsigned int gpu_executor_fail_all(struct gpu_executor *ex, bw_completion_fn fn, void *ctx, const char *msg);
 
 /** \return the last launch error's line (after submit returned -EIO), "" before any. */
 const char *gpu_executor_error(const struct gpu_executor *ex);

@@ -8,30 +8,23 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <batchwire/err.h>
 
 #include "kernels/fused.h"  /* the runtime's window geometry and fused activations: one reading of them */
 #include "lower.h"
 #include "program_math.h"
 
-#define F32 RT_DTYPE_BIT(BW_DTYPE_F32)
+#define F32 RT_DTYPE_BIT(BW_DTYPE_FLOAT)
 #define ANY_NUMERIC (RT_DTYPE_BIT(1) | RT_DTYPE_BIT(2) | RT_DTYPE_BIT(3) | RT_DTYPE_BIT(4) | RT_DTYPE_BIT(5) | \
 		     RT_DTYPE_BIT(6) | RT_DTYPE_BIT(7) | RT_DTYPE_BIT(9) | RT_DTYPE_BIT(10) | RT_DTYPE_BIT(11) | \
 		     RT_DTYPE_BIT(12) | RT_DTYPE_BIT(13))
 
-static int refuse(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(char *why, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, cap, fmt, ap);
-	va_end(ap);
-	return -ENOTSUP;
-}
+/* A node the GPU does not run: why says what stops it. \return -ENOTSUP. */
+#define refuse(why, cap, ...) bw_err((why), (cap), -ENOTSUP, __VA_ARGS__)
 
 /* Elements of a bound tensor (every dimension known once planned). */
 static uint64_t elems_of(const struct rt_tensor *t)
@@ -62,7 +55,7 @@ static struct gpu_op op_new(uint32_t code, const struct gpu_lower_operand *out)
 static int need_float(const struct gpu_lower_operand *o, unsigned int count, char *why, size_t cap)
 {
 	for (unsigned int i = 0; i < count; i++)
-		if (o[i].present && o[i].tensor.dtype != BW_DTYPE_F32)
+		if (o[i].present && o[i].tensor.dtype != BW_DTYPE_FLOAT)
 			return refuse(why, cap, "input %u is %s: the GPU computes float", i, rt_dtype_name(o[i].tensor.dtype));
 	return 0;
 }
@@ -121,7 +114,7 @@ static int clip_bound(const struct gpu_lower_operand *o, float dflt, float *v, c
 	*v = dflt;
 	if (!o->present)
 		return 0;
-	if (o->host_data == NULL || o->tensor.dtype != BW_DTYPE_F32 || elems_of(&o->tensor) != 1)
+	if (o->host_data == NULL || o->tensor.dtype != BW_DTYPE_FLOAT || elems_of(&o->tensor) != 1)
 		return refuse(why, cap, "Clip bounds must be float constants on the GPU");
 	*v = *(const float *)o->host_data;
 	return 0;
@@ -295,7 +288,7 @@ static int lower_gather(struct builder *b, const struct rt_node *n, const struct
 		axis += t->rank;
 	if (axis < 0 || axis >= t->rank)
 		return refuse(why, cap, "axis out of range");
-	if (in[1].tensor.dtype != BW_DTYPE_I64 && in[1].tensor.dtype != BW_DTYPE_I32)
+	if (in[1].tensor.dtype != BW_DTYPE_INT64 && in[1].tensor.dtype != BW_DTYPE_INT32)
 		return refuse(why, cap, "indices of type %s", rt_dtype_name(in[1].tensor.dtype));
 	op.in[0] = in[0].ref;
 	op.in[1] = in[1].ref;
@@ -383,7 +376,7 @@ static int lower_reduce(struct builder *b, const struct rt_node *n, const struct
 		strcmp(n->op_type, "ReduceMean") == 0 ? GPU_REDUCE_MEAN :
 		strcmp(n->op_type, "ReduceMax") == 0 ? GPU_REDUCE_MAX : GPU_REDUCE_MIN;
 	if (n->num_inputs > 1 && in[1].present) {
-		if (in[1].host_data == NULL || in[1].tensor.dtype != BW_DTYPE_I64)
+		if (in[1].host_data == NULL || in[1].tensor.dtype != BW_DTYPE_INT64)
 			return refuse(why, cap, "the axes must be an int64 constant on the GPU");
 		nb_axes = (int64_t)elems_of(&in[1].tensor);
 		for (int64_t i = 0; i < nb_axes; i++) {

@@ -16,7 +16,7 @@
 
 #define RT_LOWER_OPERANDS_MAX 16
 
-struct builder; /* compile.c's */
+struct builder; /* gpu/compile_defs.h */
 
 /* A node's operand: its bound dtype and shape, where it lies, and its host data when constant. */
 struct gpu_lower_operand {

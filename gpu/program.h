@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A device program (issue 6, step 4): what the host compiles a model into and a device module runs.
+ * A device program: what the host compiles a model into and a device module runs.
  * One program holds the model at every allowed batch size: per size, a list of ops (struct gpu_op)
  * over one arena, with the graph's inputs and outputs at fixed arena offsets; the constants (weights,
  * folded values) are one blob shared by every size. Plain C structs with no pointers into the host's

@@ -44,7 +44,7 @@ static int op_fail(const struct check_ctx *c, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	bw_verr(what, sizeof(what), 0, fmt, ap);
 	va_end(ap);
 	gpu_err(c->err, c->cap, "size %u op %u (%s): %s", c->sz->batch, c->op_index, c->code_name, what);
 	return -EINVAL;
@@ -71,7 +71,7 @@ static int check_ref(const struct check_ctx *c, int k, uint64_t elems, uint32_t 
 	uint64_t bytes, end, limit;
 
 	if (elem_bytes == FLT)
-		elem_bytes = r->dtype == BW_DTYPE_F16 ? 2 : 4;
+		elem_bytes = r->dtype == BW_DTYPE_FLOAT16 ? 2 : 4;
 	snprintf(name, sizeof(name), k == OUT ? "out" : "in%d", k);
 	if (r->space == GPU_SPACE_NONE) {
 		if (required)
@@ -101,7 +101,7 @@ static int check_float(const struct check_ctx *c, int k)
 	const struct gpu_op *op = &c->sz->ops[c->op_index];
 	const struct gpu_ref *r = k == OUT ? &op->out : &op->in[k];
 
-	if (r->space != GPU_SPACE_NONE && r->dtype != BW_DTYPE_F32 && r->dtype != BW_DTYPE_F16) {
+	if (r->space != GPU_SPACE_NONE && r->dtype != BW_DTYPE_FLOAT && r->dtype != BW_DTYPE_FLOAT16) {
 		if (k == OUT)
 			return op_fail(c, "out: dtype %u, this op computes float (1) or float16 (10)", r->dtype);
 		return op_fail(c, "in%d: dtype %u, this op computes float (1) or float16 (10)", k, r->dtype);
@@ -298,7 +298,7 @@ static int check_op(const struct check_ctx *c)
 	case GPU_OP_WHERE: {
 		static const uint32_t where_bytes[3] = { 1, FLT, FLT };
 
-		if (op->in[0].dtype != BW_DTYPE_BOOL && op->in[0].dtype != BW_DTYPE_U8)
+		if (op->in[0].dtype != BW_DTYPE_BOOL && op->in[0].dtype != BW_DTYPE_UINT8)
 			return op_fail(c, "in0: condition dtype %u, not bool (9) or uint8 (2)", op->in[0].dtype);
 		if ((rc = check_float(c, 1)) < 0 || (rc = check_float(c, 2)) < 0 || (rc = check_float(c, OUT)) < 0)
 			return rc;
@@ -346,7 +346,7 @@ static int check_op(const struct check_ctx *c)
 		uint32_t eb = op->u.gather.elem_bytes;
 		uint64_t data_n, out_n;
 
-		if (op->in[1].dtype != BW_DTYPE_I64 && op->in[1].dtype != BW_DTYPE_I32)
+		if (op->in[1].dtype != BW_DTYPE_INT64 && op->in[1].dtype != BW_DTYPE_INT32)
 			return op_fail(c, "in1: indices dtype %u, not int64 (7) or int32 (6)", op->in[1].dtype);
 		if (eb == 0)
 			return op_fail(c, "elem_bytes 0");

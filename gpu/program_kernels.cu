@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The kernels of a device program's graph (issue 6, step 4): gather, one generic kernel for every op
-// but GEMM (cuBLASLt's), scatter and the completion write. Each computes what program_math.h says,
+// The kernels of a device program's graph: gather, one generic kernel for every op but GEMM
+// (cuBLASLt's), scatter and the completion write. Each computes what program_math.h says,
 // the same functions the fake device runs on the CPU, so the fake's tests cover the arithmetic and
 // only the launch shapes are this file's own. Called from cuda_program.c (C) through extern "C"
 // launchers returning a cudaError_t as an int; they run only inside a stream capture.

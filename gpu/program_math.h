@@ -6,7 +6,7 @@
  * it against the runtime's CPU kernels). An op is gpu_op_items() independent items; item i of:
  *   UNARY, BINARY, WHERE, CAST, PERMUTE, GATHER  output element i
  *   COPY                                          4-byte word i (byte i when count is not a multiple of 4)
- *   SOFTMAX, LAYERNORM                            row i (one thread per row: correct first; issue 7 tunes)
+ *   SOFTMAX, LAYERNORM                            row i (one thread per row)
  *   REDUCE                                        output element i
  *   GEMM                                          output element i (the fake's; the CUDA module calls cuBLASLt)
  *   CONV, POOL                                    output element i (a direct convolution / window: the
@@ -22,97 +22,35 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
+
+#include <batchwire/dtype.h> /* operands' dtypes: enum bw_dtype's numbers */
+#include <batchwire/half.h>  /* float16 operands: the same conversion as the CPU kernels' */
 
 #include "elementwise_math.h"
 #include "program.h"
-
-#define BW_DTYPE_F32 1
-#define BW_DTYPE_U8 2
-#define BW_DTYPE_I8 3
-#define BW_DTYPE_I32 6
-#define BW_DTYPE_I64 7
-#define BW_DTYPE_BOOL 9
-#define BW_DTYPE_F16 10
-#define BW_DTYPE_F64 11
 
 /** \return bytes of one element of a dtype the device kernels handle; 0 for any other. */
 static inline BW_HD uint32_t gpu_dtype_bytes(uint32_t dtype)
 {
 	switch (dtype) {
-	case BW_DTYPE_U8: case BW_DTYPE_I8: case BW_DTYPE_BOOL: return 1;
-	case BW_DTYPE_F16: return 2;
-	case BW_DTYPE_F32: case BW_DTYPE_I32: return 4;
-	case BW_DTYPE_I64: case BW_DTYPE_F64: return 8;
+	case BW_DTYPE_UINT8: case BW_DTYPE_INT8: case BW_DTYPE_BOOL: return 1;
+	case BW_DTYPE_FLOAT16: return 2;
+	case BW_DTYPE_FLOAT: case BW_DTYPE_INT32: return 4;
+	case BW_DTYPE_INT64: case BW_DTYPE_DOUBLE: return 8;
 	default: return 0;
 	}
-}
-
-/* IEEE half <-> float by their bits, the same on the host and the device (no __half, no _Float16):
- * widening is exact; narrowing rounds to nearest even, overflows to infinity, keeps NaN a NaN. */
-static inline BW_HD float gpu_half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-	float f;
-
-	if (exp == 0x1f)
-		bits = sign | 0x7f800000u | (man << 13);
-	else if (exp != 0)
-		bits = sign | ((exp + 112u) << 23) | (man << 13);
-	else if (man == 0)
-		bits = sign;
-	else { /* subnormal: man * 2^-24, normalised for float */
-		exp = 113;
-		while ((man & 0x400u) == 0) {
-			man <<= 1;
-			exp--;
-		}
-		bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
-	}
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-static inline BW_HD uint16_t gpu_float_to_half(float f)
-{
-	uint32_t x, sign, ax, e, m, shift, q, rem, half;
-
-	memcpy(&x, &f, sizeof(x));
-	sign = (x >> 16) & 0x8000u;
-	ax = x & 0x7fffffffu;
-	if (ax >= 0x7f800000u) /* infinity, NaN (quiet) */
-		return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
-	if (ax >= 0x477ff000u) /* 65520 and up round past the largest half, 65504 */
-		return (uint16_t)(sign | 0x7c00u);
-	if (ax >= 0x38800000u) { /* a normal half: rebias the exponent, round the 13 dropped bits */
-		uint32_t r = ax - 0x38000000u;
-
-		r += 0xfffu + ((r >> 13) & 1u);
-		return (uint16_t)(sign | (r >> 13));
-	}
-	if (ax < 0x33000000u) /* below 2^-25: nearer 0 than the smallest subnormal */
-		return (uint16_t)sign;
-	/* a subnormal half, in units of 2^-24: the 24-bit significand shifted right, rounded to even */
-	e = ax >> 23;
-	m = (ax & 0x7fffffu) | 0x800000u;
-	shift = 126u - e;
-	q = m >> shift;
-	rem = m & ((1u << shift) - 1u);
-	half = 1u << (shift - 1u);
-	q += rem > half || (rem == half && (q & 1u));
-	return (uint16_t)(sign | q);
 }
 
 /* Element i of a float operand (float32 or float16), as float. */
 static inline BW_HD float gpu_ldf(uint32_t dtype, const uint8_t *p, uint64_t i)
 {
-	return dtype == BW_DTYPE_F16 ? gpu_half_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+	return dtype == BW_DTYPE_FLOAT16 ? bw_half_to_float(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 static inline BW_HD void gpu_stf(uint32_t dtype, uint8_t *p, uint64_t i, float v)
 {
-	if (dtype == BW_DTYPE_F16)
-		((uint16_t *)p)[i] = gpu_float_to_half(v);
+	if (dtype == BW_DTYPE_FLOAT16)
+		((uint16_t *)p)[i] = bw_float_to_half(v);
 	else
 		((float *)p)[i] = v;
 }
@@ -211,12 +149,12 @@ static inline BW_HD float gpu_binary(uint32_t fn, float a, float b)
 static inline BW_HD double gpu_load_scalar(uint32_t dtype, const uint8_t *p, uint64_t i)
 {
 	switch (dtype) {
-	case BW_DTYPE_F32: return ((const float *)p)[i];
-	case BW_DTYPE_F16: return gpu_half_to_float(((const uint16_t *)p)[i]);
-	case BW_DTYPE_F64: return ((const double *)p)[i];
-	case BW_DTYPE_I64: return (double)((const int64_t *)p)[i];
-	case BW_DTYPE_I32: return ((const int32_t *)p)[i];
-	case BW_DTYPE_I8: return ((const int8_t *)p)[i];
+	case BW_DTYPE_FLOAT: return ((const float *)p)[i];
+	case BW_DTYPE_FLOAT16: return bw_half_to_float(((const uint16_t *)p)[i]);
+	case BW_DTYPE_DOUBLE: return ((const double *)p)[i];
+	case BW_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+	case BW_DTYPE_INT32: return ((const int32_t *)p)[i];
+	case BW_DTYPE_INT8: return ((const int8_t *)p)[i];
 	case BW_DTYPE_BOOL: return p[i] != 0;
 	default: return p[i]; /* U8 */
 	}
@@ -225,12 +163,12 @@ static inline BW_HD double gpu_load_scalar(uint32_t dtype, const uint8_t *p, uin
 static inline BW_HD void gpu_store_scalar(uint32_t dtype, uint8_t *p, uint64_t i, double v)
 {
 	switch (dtype) {
-	case BW_DTYPE_F32: ((float *)p)[i] = (float)v; break;
-	case BW_DTYPE_F16: ((uint16_t *)p)[i] = gpu_float_to_half((float)v); break;
-	case BW_DTYPE_F64: ((double *)p)[i] = v; break;
-	case BW_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-	case BW_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-	case BW_DTYPE_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+	case BW_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+	case BW_DTYPE_FLOAT16: ((uint16_t *)p)[i] = bw_float_to_half((float)v); break;
+	case BW_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+	case BW_DTYPE_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+	case BW_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+	case BW_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
 	case BW_DTYPE_BOOL: p[i] = v != 0.0; break;
 	default: p[i] = (uint8_t)v; break;
 	}
@@ -239,8 +177,8 @@ static inline BW_HD void gpu_store_scalar(uint32_t dtype, uint8_t *p, uint64_t i
 /* A float cast keeps float's own rounding (no detour through double would change it: exact). */
 static inline BW_HD int gpu_cast_dtype_ok(uint32_t d)
 {
-	return d == BW_DTYPE_F32 || d == BW_DTYPE_F16 || d == BW_DTYPE_F64 || d == BW_DTYPE_I64 || d == BW_DTYPE_I32 ||
-	       d == BW_DTYPE_I8 || d == BW_DTYPE_U8 || d == BW_DTYPE_BOOL;
+	return d == BW_DTYPE_FLOAT || d == BW_DTYPE_FLOAT16 || d == BW_DTYPE_DOUBLE || d == BW_DTYPE_INT64 || d == BW_DTYPE_INT32 ||
+	       d == BW_DTYPE_INT8 || d == BW_DTYPE_UINT8 || d == BW_DTYPE_BOOL;
 }
 
 static inline BW_HD void gpu_gather_item(const struct gpu_op *op, const uint8_t *data, const uint8_t *idx,
@@ -249,7 +187,7 @@ static inline BW_HD void gpu_gather_item(const struct gpu_op *op, const uint8_t 
 	uint64_t inner = (uint64_t)op->u.gather.inner, nb_idx = (uint64_t)op->u.gather.nb_idx;
 	uint64_t in_i = i % inner, j = (i / inner) % nb_idx, o = i / inner / nb_idx;
 	uint32_t eb = op->u.gather.elem_bytes;
-	int64_t k = op->in[1].dtype == BW_DTYPE_I64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+	int64_t k = op->in[1].dtype == BW_DTYPE_INT64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
 
 	if (k < 0)
 		k += op->u.gather.axis_len;
@@ -484,11 +422,11 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 		/* elements of 1, 2, 4 or 8 bytes, by the output's dtype */
 		int64_t src = gpu_bcast_offset(op, 0, i);
 
-		if (ot == BW_DTYPE_U8 || ot == BW_DTYPE_I8 || ot == BW_DTYPE_BOOL)
+		if (ot == BW_DTYPE_UINT8 || ot == BW_DTYPE_INT8 || ot == BW_DTYPE_BOOL)
 			out[i] = in0[src];
-		else if (ot == BW_DTYPE_F16)
+		else if (ot == BW_DTYPE_FLOAT16)
 			((uint16_t *)out)[i] = ((const uint16_t *)in0)[src];
-		else if (ot == BW_DTYPE_I64 || ot == BW_DTYPE_F64)
+		else if (ot == BW_DTYPE_INT64 || ot == BW_DTYPE_DOUBLE)
 			((uint64_t *)out)[i] = ((const uint64_t *)in0)[src];
 		else
 			((uint32_t *)out)[i] = ((const uint32_t *)in0)[src];

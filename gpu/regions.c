@@ -1,21 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Registered host regions' bookkeeping and error lines, for the CUDA module and the fake alike. */
+/* Registered host regions' bookkeeping, for the CUDA module and the fake alike. */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 
 #include "defs.h"
-
-void gpu_err(char *err, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || cap == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, cap, fmt, ap);
-	va_end(ap);
-}
 
 int gpu_regions_check(const struct gpu_regions *rs, const void *addr, size_t len, char *err, size_t cap)
 {

@@ -6,7 +6,6 @@
 RTE_LOG_REGISTER(plat_logtype_app, bw.app, INFO);
 RTE_LOG_REGISTER(plat_logtype_plat, bw.plat, INFO);
 RTE_LOG_REGISTER(plat_logtype_dp, bw.dp, INFO);
-RTE_LOG_REGISTER(plat_logtype_rt, bw.rt, INFO);
 
 uint64_t plat_tsc_hz;
 

@@ -14,13 +14,14 @@
 #include <rte_cycles.h>
 #include <rte_log.h>
 
+#include <batchwire/clock.h>
+
 /* ---- logging ---------------------------------------------------------------------------------- */
 
 /* One rte_log type per layer, so `--log-level=bw.dp:debug` turns on one layer only. */
 extern int plat_logtype_app;
 extern int plat_logtype_plat;
 extern int plat_logtype_dp;
-extern int plat_logtype_rt;
 
 #define PLAT_LOG(level, type, fmt, ...) \
 	rte_log(RTE_LOG_##level, plat_logtype_##type, "batchwire: " fmt "\n", ##__VA_ARGS__)
@@ -38,19 +39,15 @@ static inline uint64_t plat_tsc_now(void)
 	return rte_rdtsc();
 }
 
+/* At plat_tsc_hz, through batchwire/clock.h: overflow-safe for any budget, saturating. */
 static inline uint64_t plat_us_to_tsc(uint64_t us)
 {
-	return us * plat_tsc_hz / 1000000u;
+	return bw_us_to_ticks(us, plat_tsc_hz);
 }
 
 static inline uint64_t plat_tsc_to_us(uint64_t ticks)
 {
-	return ticks * 1000000u / plat_tsc_hz;
-}
-
-static inline uint64_t plat_tsc_to_ns(uint64_t ticks)
-{
-	return ticks * 1000000000u / plat_tsc_hz;
+	return bw_ticks_to_us(ticks, plat_tsc_hz);
 }
 
 /* ---- topology (hwloc) ------------------------------------------------------------------------- */

@@ -23,15 +23,9 @@ size_t rt_dtype_size(uint8_t dtype)
 
 const char *rt_dtype_name(uint8_t dtype)
 {
-	static const char *const names[] = {
-		[BW_DTYPE_FLOAT] = "float",   [BW_DTYPE_UINT8] = "uint8",     [BW_DTYPE_INT8] = "int8",
-		[BW_DTYPE_UINT16] = "uint16", [BW_DTYPE_INT16] = "int16",     [BW_DTYPE_INT32] = "int32",
-		[BW_DTYPE_INT64] = "int64",   [RT_DTYPE_STRING] = "string",   [BW_DTYPE_BOOL] = "bool",
-		[BW_DTYPE_FLOAT16] = "float16", [BW_DTYPE_DOUBLE] = "double", [BW_DTYPE_UINT32] = "uint32",
-		[BW_DTYPE_UINT64] = "uint64", [BW_DTYPE_BFLOAT16] = "bfloat16",
-	};
+	const char *name = dtype == RT_DTYPE_STRING ? "string" : bw_dtype_name(dtype);
 
-	return dtype < sizeof(names) / sizeof(names[0]) && names[dtype] != NULL ? names[dtype] : "unknown";
+	return name != NULL ? name : "unknown";
 }
 
 const struct rt_attr *rt_node_attr(const struct rt_node *node, const char *name)

@@ -6,12 +6,14 @@
  * A batch is a descriptor, not a copy: it lists its tasks, and each task points at its rows inside
  * the request's own memory (packet buffers). The batcher never copies tensor data; the executor
  * gathers the rows (and pads) into its own memory and scatters the outputs back per task, discarding
- * the padding rows. bat_batch_gather/bat_batch_scatter (batching/) do both for executors on the CPU.
+ * the padding rows. bw_batch_gather/bw_batch_scatter (below) do both for executors on the CPU.
  */
 #ifndef BATCHWIRE_BATCH_H
 #define BATCHWIRE_BATCH_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <batchwire/status.h>
 
@@ -62,13 +64,79 @@ struct bw_batch {
 };
 
 /*
- * An executor as a batcher sees it. submit runs on the polling lcore: it must not block, lock or make
- * a system call. The batch completes later on the lcore that owns it (bw_batch.owner), through
- * bat_batch_complete, exactly once, whatever the outcome.
+ * Copies input `input` of every task into dst (padded_size rows of row_bytes), the padding rows
+ * repeating row 0 of the first task: real data, so no kernel sees garbage or NaNs. With
+ * bw_batch_scatter, the only place a CPU executor copies batch data.
  */
-struct bw_executor {
+static inline void bw_batch_gather(const struct bw_batch *batch, unsigned int input, uint8_t *dst, uint32_t row_bytes)
+{
+	uint8_t *out = dst;
+
+	for (uint16_t i = 0; i < batch->num_tasks; i++) {
+		const struct bw_segment *s = &batch->tasks[i]->inputs[input];
+
+		memcpy(out, s->data, s->len);
+		out += s->len;
+	}
+	for (uint32_t r = batch->size; r < batch->padded_size; r++) {
+		memcpy(out, dst, row_bytes);
+		out += row_bytes;
+	}
+}
+
+/** Copies output `output`'s rows from src back to each task's output segment; padding rows are dropped. */
+static inline void bw_batch_scatter(const struct bw_batch *batch, unsigned int output, const uint8_t *src)
+{
+	for (uint16_t i = 0; i < batch->num_tasks; i++) {
+		const struct bw_segment *s = &batch->tasks[i]->outputs[output];
+
+		if (s->data != src) /* an executor may have computed in place */
+			memmove(s->data, src, s->len);
+		src += s->len;
+	}
+}
+
+/* A finished batch, as every executor reports it (the CPU runtime, the GPU executor, echo). */
+struct bw_completion {
+	struct bw_batch *batch;
+	enum bw_status status;  /* OK when every output is valid */
+	const char *msg;        /* "" when OK; else why, one line (the node and kernel for a CPU model) */
+	uint32_t valid_outputs; /* bit o: output o was computed and written to the tasks */
+};
+
+typedef void (*bw_completion_fn)(void *arg, const struct bw_completion *c);
+
+/* Where an executor's counters go: telemetry passes one, the executor adds each counter by name. */
+typedef void (*bw_stat_fn)(void *sink, const char *name, uint64_t value);
+
+/*
+ * What runs a model's batches, one instance per model and polling lcore, as the batcher and that
+ * lcore see it: the echo model, a CPU model's worker lcores, a GPU. submit, poll and health run on the
+ * polling lcore's hot path: they must not block, lock, allocate or make a system call. A batch
+ * submitted completes exactly once, through poll's done on the same lcore, whatever the outcome; the
+ * lcore then hands it to bat_batch_complete. Optional members are NULL where there is nothing to do.
+ */
+struct bw_executor_ops {
+	const char *name; /* "echo", "cpu", "gpu" */
+	/** On the polling lcore's own thread, before its loop (optional). \return 0 or -errno, with err. */
+	int (*lcore_start)(void *ctx, char *err, size_t cap);
+	/** After the polling lcore has stopped, on the main thread: frees the instance (optional). */
+	void (*lcore_stop)(void *ctx);
 	/** \return 0 once the batch is on its way, or a negative errno (it then fails UNAVAILABLE). */
 	int (*submit)(void *ctx, struct bw_batch *batch);
+	/** Hands up to max finished batches to done (optional: none finish here). \return how many. */
+	unsigned int (*poll)(void *ctx, bw_completion_fn done, void *arg, unsigned int max);
+	/**
+	 * Per request, before it is batched (optional: always healthy): a load or two. \return 0 while
+	 * the executor can run batches, else -ENODEV with why written.
+	 */
+	int (*health)(const void *ctx, char *why, size_t cap);
+	/** (any thread) Adds this instance's counters to sink (optional). */
+	void (*stats)(const void *ctx, bw_stat_fn add, void *sink);
+};
+
+struct bw_executor {
+	const struct bw_executor_ops *ops;
 	void *ctx;
 };
 

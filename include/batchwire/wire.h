@@ -17,7 +17,9 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include <batchwire/dtype.h>
 #include <batchwire/status.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -85,23 +87,6 @@ static_assert(offsetof(struct bw_hdr, seg_index) == 32, "bw_hdr.seg_index");
 static_assert(offsetof(struct bw_hdr, seg_count) == 34, "bw_hdr.seg_count");
 static_assert(offsetof(struct bw_hdr, total_body_len) == 36, "bw_hdr.total_body_len");
 static_assert(sizeof(struct bw_hdr) == 40, "bw_hdr size");
-
-/* Element types: the numbering of ONNX's TensorProto.DataType, so users need no second table. */
-enum bw_dtype {
-	BW_DTYPE_FLOAT = 1,
-	BW_DTYPE_UINT8 = 2,
-	BW_DTYPE_INT8 = 3,
-	BW_DTYPE_UINT16 = 4,
-	BW_DTYPE_INT16 = 5,
-	BW_DTYPE_INT32 = 6,
-	BW_DTYPE_INT64 = 7,
-	BW_DTYPE_BOOL = 9,
-	BW_DTYPE_FLOAT16 = 10,
-	BW_DTYPE_DOUBLE = 11,
-	BW_DTYPE_UINT32 = 12,
-	BW_DTYPE_UINT64 = 13,
-	BW_DTYPE_BFLOAT16 = 16,
-};
 
 /*
  * One tensor in a body. Its name (name_len bytes, no NUL) follows the descriptor directly and is
@@ -178,30 +163,28 @@ static inline uint32_t bw_pad8(uint32_t len)
 	return (len + 7u) & ~7u;
 }
 
-/* Bytes per element, or 0 for a dtype that v1 does not carry. */
-static inline uint32_t bw_dtype_size(uint32_t dtype)
+/**
+ * Writes one tensor descriptor and its name, zero-padded to 8 bytes, at p (unaligned is fine): the
+ * one encoding the server's replies and the client's requests share. Reserved fields and the dims
+ * past rank are 0. \return the bytes written: sizeof(struct bw_tensor_desc) + bw_pad8(name_len).
+ */
+static inline uint32_t bw_tensor_desc_write(uint8_t *p, uint16_t index, uint8_t dtype, uint8_t rank,
+					    const uint32_t *dims, const char *name, uint16_t name_len, uint32_t data_len)
 {
-	switch (dtype) {
-	case BW_DTYPE_UINT8:
-	case BW_DTYPE_INT8:
-	case BW_DTYPE_BOOL:
-		return 1;
-	case BW_DTYPE_UINT16:
-	case BW_DTYPE_INT16:
-	case BW_DTYPE_FLOAT16:
-	case BW_DTYPE_BFLOAT16:
-		return 2;
-	case BW_DTYPE_FLOAT:
-	case BW_DTYPE_INT32:
-	case BW_DTYPE_UINT32:
-		return 4;
-	case BW_DTYPE_INT64:
-	case BW_DTYPE_DOUBLE:
-	case BW_DTYPE_UINT64:
-		return 8;
-	default:
-		return 0;
-	}
+	struct bw_tensor_desc desc;
+
+	memset(&desc, 0, sizeof(desc));
+	desc.index = index;
+	desc.dtype = dtype;
+	desc.rank = rank;
+	desc.name_len = name_len;
+	desc.data_len = data_len;
+	memcpy(desc.dims, dims, (size_t)rank * sizeof(desc.dims[0]));
+	memcpy(p, &desc, sizeof(desc));
+	if (name_len > 0)
+		memcpy(p + sizeof(desc), name, name_len);
+	memset(p + sizeof(desc) + name_len, 0, bw_pad8(name_len) - name_len);
+	return (uint32_t)sizeof(desc) + bw_pad8(name_len);
 }
 
 /* A tensor found in a body: pointers into the caller's buffer, nothing copied. */

@@ -12,12 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan.h"
+#include <batchwire/compiler.h> /* likely, unlikely */
+#include <batchwire/err.h>      /* bw_err: plan and executor errors */
 
-#ifndef likely
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#endif
+#include "plan.h"
 
 #define RT_PLAN_OFFSET_NONE SIZE_MAX /* an operand not in the arena: constant data, or omitted */
 

@@ -38,14 +38,12 @@
  */
 #include <errno.h>
 #include <stdalign.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "batching.h"
 #include "defs.h"
 #include "executor.h"
 
@@ -219,20 +217,6 @@ static void counter_inc(_Atomic uint64_t *c)
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
-static int exec_error(char *err, size_t cap, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int exec_error(char *err, size_t cap, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && cap > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* Rows of one graph tensor in a plan: its bytes split into padded rows. */
 static int row_bytes(const struct rt_plan *plan, int32_t v, int64_t batch, const char *what, uint32_t *out,
 		     char *err, size_t cap)
@@ -240,10 +224,10 @@ static int row_bytes(const struct rt_plan *plan, int32_t v, int64_t batch, const
 	struct rt_plan_value_info vi;
 
 	if (rt_plan_value_info(plan, v, &vi) != 0)
-		return exec_error(err, cap, -EINVAL, "%s: value %d out of range", what, v);
+		return bw_err(err, cap, -EINVAL, "%s: value %d out of range", what, v);
 	if (vi.nbytes % (size_t)batch != 0 || vi.nbytes / (size_t)batch > UINT32_MAX)
-		return exec_error(err, cap, -EINVAL, "%s: %zu bytes do not split into %lld rows", what, vi.nbytes,
-				  (long long)batch);
+		return bw_err(err, cap, -EINVAL, "%s: %zu bytes do not split into %lld rows", what, vi.nbytes,
+			      (long long)batch);
 	*out = (uint32_t)(vi.nbytes / (size_t)batch);
 	return 0;
 }
@@ -258,7 +242,7 @@ static int size_init(struct rt_executor *ex, struct exec_size *sz, const struct 
 
 	sz->plan = rt_plan_create_layout(g, batch, RT_DEVICE_CPU, known, RT_PLAN_LAYOUT_CONCURRENT, why, sizeof(why));
 	if (sz->plan == NULL)
-		return exec_error(err, cap, -EINVAL, "batch size %lld: %s", (long long)batch, why);
+		return bw_err(err, cap, -EINVAL, "batch size %lld: %s", (long long)batch, why);
 	sz->padded_rows = (uint32_t)batch;
 	for (uint32_t i = 0; i < g->num_inputs; i++) {
 		snprintf(what, sizeof(what), "batch size %lld: graph input %s", (long long)batch,
@@ -278,7 +262,7 @@ static int size_init(struct rt_executor *ex, struct exec_size *sz, const struct 
 	sz->roots = calloc((size_t)num_steps + 1, sizeof(uint32_t));
 	sz->free_slots = calloc((size_t)ex->nb_slots + 1, sizeof(uint32_t));
 	if (sz->roots == NULL || sz->free_slots == NULL)
-		return exec_error(err, cap, -ENOMEM, "out of memory");
+		return bw_err(err, cap, -ENOMEM, "out of memory");
 	for (uint32_t s = 0; s < num_steps; s++) {
 		if (sz->plan->steps[s].pending_inputs == 0)
 			sz->roots[sz->num_roots++] = s;
@@ -322,28 +306,28 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 	if (err != NULL && cap > 0)
 		err[0] = '\0';
 	if (g == NULL || batch_sizes == NULL || nb_sizes == 0 || nb_sizes > EXEC_SIZES_MAX) {
-		exec_error(err, cap, -EINVAL, "a graph and 1 to %d batch sizes are needed", EXEC_SIZES_MAX);
+		errno = -bw_err(err, cap, -EINVAL, "a graph and 1 to %d batch sizes are needed", EXEC_SIZES_MAX);
 		return NULL;
 	}
 	if (nb_workers == 0 || nb_workers > RT_EXECUTOR_WORKERS_MAX || nb_slots == 0 ||
 	    nb_slots > RT_EXECUTOR_SLOTS_MAX) {
-		exec_error(err, cap, -EINVAL, "%u workers, %u slots: 1 to %d workers and 1 to %d slots are needed",
-			   nb_workers, nb_slots, RT_EXECUTOR_WORKERS_MAX, RT_EXECUTOR_SLOTS_MAX);
+		errno = -bw_err(err, cap, -EINVAL, "%u workers, %u slots: 1 to %d workers and 1 to %d slots are needed",
+		       nb_workers, nb_slots, RT_EXECUTOR_WORKERS_MAX, RT_EXECUTOR_SLOTS_MAX);
 		return NULL;
 	}
 	if (g->num_inputs > BW_BATCH_TENSORS_MAX || g->num_outputs > BW_BATCH_TENSORS_MAX) {
-		exec_error(err, cap, -EINVAL, "the graph has %u inputs and %u outputs; a batch carries at most %d of each",
-			   g->num_inputs, g->num_outputs, BW_BATCH_TENSORS_MAX);
+		errno = -bw_err(err, cap, -EINVAL, "the graph has %u inputs and %u outputs; a batch carries at most %d of each",
+		       g->num_inputs, g->num_outputs, BW_BATCH_TENSORS_MAX);
 		return NULL;
 	}
 	for (unsigned int i = 0; i < nb_sizes; i++) {
 		if (batch_sizes[i] <= 0 || batch_sizes[i] > UINT32_MAX) {
-			exec_error(err, cap, -EINVAL, "batch size %lld is not a row count", (long long)batch_sizes[i]);
+			errno = -bw_err(err, cap, -EINVAL, "batch size %lld is not a row count", (long long)batch_sizes[i]);
 			return NULL;
 		}
 		for (unsigned int j = 0; j < i; j++) {
 			if (batch_sizes[j] == batch_sizes[i]) {
-				exec_error(err, cap, -EINVAL, "batch size %lld is given twice", (long long)batch_sizes[i]);
+				errno = -bw_err(err, cap, -EINVAL, "batch size %lld is given twice", (long long)batch_sizes[i]);
 				return NULL;
 			}
 		}
@@ -369,6 +353,7 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 		rc = size_init(ex, &ex->sizes[i], known, batch_sizes[i], err, cap);
 		if (rc != 0) {
 			rt_executor_destroy(ex);
+			errno = -rc;
 			return NULL;
 		}
 		work_cells += (uint64_t)nb_slots * ex->sizes[i].plan->num_steps;
@@ -403,8 +388,8 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 	if (rc == 0)
 		rc = ring_init(&ex->done, 2 * (uint64_t)ex->total_slots);
 	if (rc == -E2BIG) {
-		exec_error(err, cap, rc, "%u slots of %u batch sizes need a work queue of %llu cells, over %llu",
-			   nb_slots, nb_sizes, (unsigned long long)(2 * work_cells), (unsigned long long)EXEC_RING_CELLS_MAX);
+		errno = -bw_err(err, cap, rc, "%u slots of %u batch sizes need a work queue of %llu cells, over %llu",
+		       nb_slots, nb_sizes, (unsigned long long)(2 * work_cells), (unsigned long long)EXEC_RING_CELLS_MAX);
 		rt_executor_destroy(ex);
 		return NULL;
 	}
@@ -412,8 +397,9 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 		goto fail;
 	return ex;
 fail:
-	exec_error(err, cap, -ENOMEM, "out of memory");
+	bw_err(err, cap, -ENOMEM, "out of memory");
 	rt_executor_destroy(ex);
+	errno = ENOMEM;
 	return NULL;
 }
 
@@ -495,7 +481,7 @@ static void batch_finish(struct rt_executor *ex, uint32_t slot_index, struct exe
 		if (slot->error_of[g->outputs[o]] != 0)
 			continue;
 		valid |= UINT32_C(1) << o;
-		bat_batch_scatter(slot->batch, o, slot->out_data[o], slot->size->out_row_bytes[o]);
+		bw_batch_scatter(slot->batch, o, slot->out_data[o]);
 	}
 	slot->valid_outputs = valid;
 	/* an invalid output carries the error of a failed step that feeds it, and such a step claimed msg */
@@ -528,7 +514,7 @@ int rt_executor_submit(struct rt_executor *ex, struct bw_batch *batch)
 	slot->batch = batch;
 	slot->msg[0] = '\0';
 	for (uint32_t i = 0; i < g->num_inputs; i++)
-		bat_batch_gather(batch, i, slot->in_data[i], sz->in_row_bytes[i]);
+		bw_batch_gather(batch, i, slot->in_data[i], sz->in_row_bytes[i]);
 	/* every count before any step is queued: a root's worker may release any of them at once */
 	for (uint32_t s = 0; s < plan->num_steps; s++)
 		atomic_store_explicit(&slot->pending[s], plan->steps[s].pending_inputs, memory_order_relaxed);
@@ -620,7 +606,7 @@ unsigned int rt_executor_work(struct rt_executor *ex, unsigned int worker)
 	return n;
 }
 
-unsigned int rt_executor_poll_completions(struct rt_executor *ex, rt_executor_completion_fn fn, void *ctx,
+unsigned int rt_executor_poll_completions(struct rt_executor *ex, bw_completion_fn fn, void *ctx,
 					  unsigned int max)
 {
 	unsigned int n = 0;
@@ -628,7 +614,7 @@ unsigned int rt_executor_poll_completions(struct rt_executor *ex, rt_executor_co
 
 	while (n < max && ring_pop(&ex->done, &item)) {
 		struct exec_slot *slot = &ex->slots[item];
-		struct rt_completion c = { .batch = slot->batch, .status = slot->status, .msg = slot->msg,
+		struct bw_completion c = { .batch = slot->batch, .status = slot->status, .msg = slot->msg,
 					   .valid_outputs = slot->valid_outputs };
 		struct exec_size *sz = slot->size;
 
@@ -646,7 +632,7 @@ struct poll_adapter {
 	void *ctx;
 };
 
-static void poll_adapt(void *ctx, const struct rt_completion *c)
+static void poll_adapt(void *ctx, const struct bw_completion *c)
 {
 	const struct poll_adapter *a = ctx;
 

@@ -34,16 +34,9 @@
 struct rt_executor;
 struct rt_plan;
 
-/* A finished batch as the owner's poller sees it. */
-struct rt_completion {
-	struct bw_batch *batch;
-	enum bw_status status;   /* OK when every graph output is valid, else INTERNAL */
-	const char *msg;         /* "" when OK; else "node NAME (OP): the kernel's message" */
-	uint32_t valid_outputs;  /* bit o: graph output o was computed and scattered to the tasks */
-};
-
+/* A finished batch reaches the owner's poller as a struct bw_completion (batchwire/batch.h): status
+ * INTERNAL and msg "node NAME (OP): the kernel's message" when a step failed. */
 typedef void (*rt_executor_done_fn)(void *ctx, struct bw_batch *batch, enum bw_status status, const char *msg);
-typedef void (*rt_executor_completion_fn)(void *ctx, const struct rt_completion *c);
 
 /**
  * Creates an executor for a graph: one plan per batch size (concurrent layout), nb_slots arenas per
@@ -54,7 +47,8 @@ typedef void (*rt_executor_completion_fn)(void *ctx, const struct rt_completion 
  * \param nb_workers   workers that will call rt_executor_work, indices 0..nb_workers-1
  * \param nb_slots     batches of one size that can be in flight at once (each has its own arena)
  * \param err          one line: the plan's error for a batch size, or what is wrong with the arguments
- * \return the executor, or NULL.
+ * \return the executor, or NULL with errno: EINVAL (the arguments, or a batch size the graph cannot be
+ *         planned at: the plan's own errno), E2BIG (a work queue too large), ENOMEM.
  */
 struct rt_executor *rt_executor_create(const struct rt_graph *g, const int64_t *batch_sizes, unsigned int nb_sizes,
 				       unsigned int nb_workers, unsigned int nb_slots, char *err, size_t cap);
@@ -72,7 +66,7 @@ void rt_executor_destroy(struct rt_executor *ex);
 
 /**
  * Starts a batch (owner only): takes a free slot of the plan for batch->padded_size, gathers and pads
- * each graph input i from segment i of every task into the slot's arena (bat_batch_gather), seeds the
+ * each graph input i from segment i of every task into the slot's arena (bw_batch_gather), seeds the
  * slot's pending counts and queues the steps that wait for nothing. No lock, system call or
  * allocation.
  * \return 0 (the batch will complete through rt_executor_poll, once), -EINVAL when no plan has that
@@ -99,7 +93,7 @@ unsigned int rt_executor_work(struct rt_executor *ex, unsigned int worker);
 unsigned int rt_executor_poll(struct rt_executor *ex, rt_executor_done_fn done, void *ctx, unsigned int max);
 
 /** rt_executor_poll with the whole completion, per-output validity included. */
-unsigned int rt_executor_poll_completions(struct rt_executor *ex, rt_executor_completion_fn fn, void *ctx,
+unsigned int rt_executor_poll_completions(struct rt_executor *ex, bw_completion_fn fn, void *ctx,
 					  unsigned int max);
 
 /** Batches submitted and not yet polled (owner only). */

@@ -4,23 +4,16 @@
  * constant subgraphs by running them now, and lays out one arena in which no two tensors that may be
  * alive at the same time overlap.
  *
- * Two layouts (enum rt_plan_layout). Sequential, for rt_plan_run: lifetimes are node indices, a
- * tensor born at its producer (-1 for graph inputs) and dead after its last reader (num_nodes for
- * graph outputs), a node's scratch live at that node only. Concurrent, for rt_executor, where steps
- * run in any order the step graph allows: tensor B may share bytes with tensor A only when one of
- * them is produced by a transitive successor of the other's producer and of all of the other's
- * readers, which reachability bitsets over the steps answer; scratch then belongs to the workers,
- * not to the arena. Either way the layout is the greedy-by-size heuristic of TFLite's arena planner:
- * largest first, each at the lowest offset that clears every placed tensor it may be alive with.
- * Everything here runs at load time, so it allocates freely.
+ * The arena's two layouts, and the lifetimes they read (the births and deaths set here), are
+ * plan_arena.c's. Everything here runs at load time, so it allocates freely.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "defs.h"
+#include "plan_arena.h"
 
 #define RT_PLAN_TENSOR_BYTES_MAX ((size_t)1 << 36) /* one tensor; beyond it a model is refused */
 
@@ -56,35 +49,21 @@ void *rt_exec_zalloc(size_t nbytes)
 	return mem;
 }
 
-static int plan_error(char *err, size_t cap, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int plan_error(char *err, size_t cap, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && cap > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* Bytes of a tensor whose shape must be concrete; why says what is wrong otherwise. */
 static int tensor_nbytes(const struct rt_tensor *t, size_t *nbytes, char *why, size_t cap)
 {
 	size_t n = rt_dtype_size(t->dtype);
 
 	if (n == 0)
-		return plan_error(why, cap, -ENOTSUP, "element type %s cannot be computed", rt_dtype_name(t->dtype));
+		return bw_err(why, cap, -ENOTSUP, "element type %s cannot be computed", rt_dtype_name(t->dtype));
 	if (t->rank > RT_MAX_RANK)
-		return plan_error(why, cap, -EINVAL, "rank %u exceeds %u", t->rank, RT_MAX_RANK);
+		return bw_err(why, cap, -EINVAL, "rank %u exceeds %u", t->rank, RT_MAX_RANK);
 	for (uint8_t d = 0; d < t->rank; d++) {
 		if (t->dims[d] < 0)
-			return plan_error(why, cap, -ENOTSUP, "dimension %u is not known at plan time", d);
+			return bw_err(why, cap, -ENOTSUP, "dimension %u is not known at plan time", d);
 		if (__builtin_mul_overflow(n, (size_t)t->dims[d], &n) || n > RT_PLAN_TENSOR_BYTES_MAX)
-			return plan_error(why, cap, -E2BIG, "shape is too large (over %zu bytes)",
-					  RT_PLAN_TENSOR_BYTES_MAX);
+			return bw_err(why, cap, -E2BIG, "shape is too large (over %zu bytes)",
+				      RT_PLAN_TENSOR_BYTES_MAX);
 	}
 	*nbytes = n;
 	return 0;
@@ -102,43 +81,43 @@ static int bind_input(struct rt_plan *p, uint32_t i, const struct rt_tensor *kno
 	int rc;
 
 	if (v < 0 || (uint32_t)v >= g->num_values)
-		return plan_error(err, cap, -EINVAL, "graph input %u: value index %d out of range", i, v);
+		return bw_err(err, cap, -EINVAL, "graph input %u: value index %d out of range", i, v);
 	gv = &g->values[v];
 	pv = &p->values[v];
 	pv->tensor = gv->tensor;
 	pv->tensor.data = NULL;
 	if (known != NULL && known->data != NULL) {
 		if (gv->tensor.dtype != 0 && known->dtype != gv->tensor.dtype)
-			return plan_error(err, cap, -EINVAL, "graph input %s: value given is %s, declared %s",
-					  gv->name, rt_dtype_name(known->dtype), rt_dtype_name(gv->tensor.dtype));
+			return bw_err(err, cap, -EINVAL, "graph input %s: value given is %s, declared %s",
+				      gv->name, rt_dtype_name(known->dtype), rt_dtype_name(gv->tensor.dtype));
 		/* dtype 0: nothing declared (the loader's convention), so nothing to check */
 		if (gv->tensor.dtype != 0 && known->rank != gv->tensor.rank)
-			return plan_error(err, cap, -EINVAL, "graph input %s: value given has rank %u, declared %u",
-					  gv->name, known->rank, gv->tensor.rank);
+			return bw_err(err, cap, -EINVAL, "graph input %s: value given has rank %u, declared %u",
+				      gv->name, known->rank, gv->tensor.rank);
 		for (uint8_t d = 0; gv->tensor.dtype != 0 && d < gv->tensor.rank; d++) {
 			if (gv->tensor.dims[d] >= 0 && gv->tensor.dims[d] != known->dims[d])
-				return plan_error(err, cap, -EINVAL,
-						  "graph input %s: dimension %u of the value given is %lld, declared %lld",
-						  gv->name, d, (long long)known->dims[d], (long long)gv->tensor.dims[d]);
+				return bw_err(err, cap, -EINVAL,
+					      "graph input %s: dimension %u of the value given is %lld, declared %lld",
+					      gv->name, d, (long long)known->dims[d], (long long)gv->tensor.dims[d]);
 		}
 		pv->tensor = *known;
 		pv->known = true;
 	} else {
 		if (gv->tensor.dtype == 0)
-			return plan_error(err, cap, -EINVAL, "graph input %s: no type and shape declared", gv->name);
+			return bw_err(err, cap, -EINVAL, "graph input %s: no type and shape declared", gv->name);
 		for (uint8_t d = 0; d < pv->tensor.rank && d < RT_MAX_RANK; d++) {
 			if (pv->tensor.dims[d] >= 0)
 				continue;
 			if (p->batch <= 0)
-				return plan_error(err, cap, -EINVAL,
-						  "graph input %s: dimension %u is symbolic and no batch size was given",
-						  gv->name, d);
+				return bw_err(err, cap, -EINVAL,
+					      "graph input %s: dimension %u is symbolic and no batch size was given",
+					      gv->name, d);
 			pv->tensor.dims[d] = p->batch;
 		}
 	}
 	rc = tensor_nbytes(&pv->tensor, &pv->nbytes, why, sizeof(why));
 	if (rc != 0)
-		return plan_error(err, cap, rc, "graph input %s: %s", gv->name, why);
+		return bw_err(err, cap, rc, "graph input %s: %s", gv->name, why);
 	pv->placement = RT_PLACE_ARENA;
 	pv->birth = -1;
 	pv->death = -1;
@@ -243,12 +222,12 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 		if (v == RT_VALUE_NONE)
 			continue;
 		if (v < 0 || (uint32_t)v >= g->num_values)
-			return plan_error(err, cap, -EINVAL, "node %s (%s): input %u: value index %d out of range",
-					  n->name, n->op_type, j, v);
+			return bw_err(err, cap, -EINVAL, "node %s (%s): input %u: value index %d out of range",
+				      n->name, n->op_type, j, v);
 		pv = &p->values[v];
 		if (pv->placement == RT_PLACE_NONE)
-			return plan_error(err, cap, -EINVAL, "node %s (%s): input %u (%s) is not computed before it",
-					  n->name, n->op_type, j, g->values[v].name);
+			return bw_err(err, cap, -EINVAL, "node %s (%s): input %u (%s) is not computed before it",
+				      n->name, n->op_type, j, g->values[v].name);
 		w->in[j] = pv->tensor;
 		if (dtype == 0)
 			dtype = pv->tensor.dtype;
@@ -264,13 +243,13 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 	fold = deterministic && (all_const || op_in(n, g_shape_only_ops, sizeof(g_shape_only_ops) / sizeof(char *)));
 	k = rt_kernel_find(n->op_type, n->domain, n->opset, dtype, fold ? RT_DEVICE_CPU : p->device, why, sizeof(why));
 	if (k == NULL)
-		return plan_error(err, cap, -ENOTSUP, "node %s (%s): %s", n->name, n->op_type, why);
+		return bw_err(err, cap, -ENOTSUP, "node %s (%s): %s", n->name, n->op_type, why);
 	memset(w->out, 0, n->num_outputs * sizeof(w->out[0]));
 	why[0] = '\0';
 	rc = k->infer(n, w->in, w->out, why, sizeof(why));
 	if (rc != 0)
-		return plan_error(err, cap, rc < 0 ? rc : -EINVAL, "node %s (%s): %s", n->name, n->op_type,
-				  why[0] != '\0' ? why : "shape inference failed");
+		return bw_err(err, cap, rc < 0 ? rc : -EINVAL, "node %s (%s): %s", n->name, n->op_type,
+			      why[0] != '\0' ? why : "shape inference failed");
 
 	for (uint16_t j = 0; j < n->num_outputs; j++) {
 		int32_t v = n->outputs[j];
@@ -287,23 +266,23 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 			continue;
 		}
 		if (v < 0 || (uint32_t)v >= g->num_values)
-			return plan_error(err, cap, -EINVAL, "node %s (%s): output %u: value index %d out of range",
-					  n->name, n->op_type, j, v);
+			return bw_err(err, cap, -EINVAL, "node %s (%s): output %u: value index %d out of range",
+				      n->name, n->op_type, j, v);
 		if (p->values[v].placement != RT_PLACE_NONE)
-			return plan_error(err, cap, -EINVAL, "node %s (%s): output %u (%s) is already defined",
-					  n->name, n->op_type, j, g->values[v].name);
+			return bw_err(err, cap, -EINVAL, "node %s (%s): output %u (%s) is already defined",
+				      n->name, n->op_type, j, g->values[v].name);
 		rc = tensor_nbytes(&w->out[j], &w->out_nbytes[j], why, sizeof(why));
 		if (rc != 0)
-			return plan_error(err, cap, rc, "node %s (%s): output %u (%s): %s", n->name, n->op_type, j,
-					  g->values[v].name, why);
+			return bw_err(err, cap, rc, "node %s (%s): output %u (%s): %s", n->name, n->op_type, j,
+				      g->values[v].name, why);
 		w->out_valid[j] = true;
 	}
 
 	if (fold) {
 		rc = run_now(n, k, w, why, sizeof(why));
 		if (rc != 0)
-			return plan_error(err, cap, rc, "node %s (%s): constant folding failed: %s", n->name, n->op_type,
-					  why);
+			return bw_err(err, cap, rc, "node %s (%s): constant folding failed: %s", n->name, n->op_type,
+				      why);
 		for (uint16_t j = 0; j < n->num_outputs; j++) {
 			struct rt_plan_value *pv;
 
@@ -331,7 +310,7 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 	s->num_outputs = n->num_outputs;
 	s->operands = calloc((size_t)n->num_inputs + n->num_outputs + 1, sizeof(s->operands[0]));
 	if (s->operands == NULL)
-		return plan_error(err, cap, -ENOMEM, "node %s (%s): out of memory", n->name, n->op_type);
+		return bw_err(err, cap, -ENOMEM, "node %s (%s): out of memory", n->name, n->op_type);
 	p->num_steps++;
 	step_of[ni] = (int32_t)(p->num_steps - 1);
 	s->scratch_bytes = k->scratch_bytes != NULL ? k->scratch_bytes(n, w->in, w->out) : 0;
@@ -403,14 +382,14 @@ static int finish_values(struct rt_plan *p, char *err, size_t cap)
 	bool *needed = calloc(g->num_values + 1, sizeof(bool));
 
 	if (needed == NULL)
-		return plan_error(err, cap, -ENOMEM, "out of memory");
+		return bw_err(err, cap, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < g->num_outputs; i++) {
 		int32_t v = g->outputs[i];
 
 		if (v < 0 || (uint32_t)v >= g->num_values || p->values[v].placement == RT_PLACE_NONE) {
 			free(needed);
-			return plan_error(err, cap, -EINVAL, "graph output %u (%s) is not computed by the graph", i,
-					  v >= 0 && (uint32_t)v < g->num_values ? g->values[v].name : "?");
+			return bw_err(err, cap, -EINVAL, "graph output %u (%s) is not computed by the graph", i,
+				      v >= 0 && (uint32_t)v < g->num_values ? g->values[v].name : "?");
 		}
 		needed[v] = true;
 		/* what the model declares (dtype 0: nothing) must be what was inferred; dims may differ
@@ -418,9 +397,9 @@ static int finish_values(struct rt_plan *p, char *err, size_t cap)
 		const struct rt_tensor *decl = &g->values[v].tensor, *got = &p->values[v].tensor;
 		if (decl->dtype != 0 && (decl->dtype != got->dtype || decl->rank != got->rank)) {
 			free(needed);
-			return plan_error(err, cap, -EINVAL, "graph output %s: inferred %s of rank %u, declared %s of rank %u",
-					  g->values[v].name, rt_dtype_name(got->dtype), got->rank, rt_dtype_name(decl->dtype),
-					  decl->rank);
+			return bw_err(err, cap, -EINVAL, "graph output %s: inferred %s of rank %u, declared %s of rank %u",
+				      g->values[v].name, rt_dtype_name(got->dtype), got->rank, rt_dtype_name(decl->dtype),
+				      decl->rank);
 		}
 		if (p->values[v].placement == RT_PLACE_ARENA)
 			p->values[v].death = (int32_t)g->num_nodes;
@@ -460,235 +439,6 @@ static int finish_values(struct rt_plan *p, char *err, size_t cap)
 	return 0;
 }
 
-/* One thing the arena holds: a tensor or (sequential layout) a node's scratch. */
-struct arena_item {
-	size_t size;
-	int32_t birth, death;  /* sequential: node indices, both included */
-	int32_t producer;      /* concurrent: its producing step, -1 for a graph input */
-	const uint64_t *after; /* concurrent: steps that may write over it (bitset) */
-	size_t offset;
-	uint32_t id; /* tie-break, for a layout that does not depend on qsort */
-};
-
-static bool bit_test(const uint64_t *set, uint32_t i)
-{
-	return (set[i / 64] >> (i % 64)) & 1;
-}
-
-/* Whether a and b may be alive at the same time, so must not share a byte. */
-static bool items_conflict(const struct arena_item *a, const struct arena_item *b, enum rt_plan_layout layout)
-{
-	if (layout == RT_PLAN_LAYOUT_SEQUENTIAL)
-		return a->birth <= b->death && b->birth <= a->death;
-	/* b after a (b's producer waits for a's producer and readers), or the other way round */
-	return !(b->producer >= 0 && bit_test(a->after, (uint32_t)b->producer)) &&
-	       !(a->producer >= 0 && bit_test(b->after, (uint32_t)a->producer));
-}
-
-static int item_cmp_size(const void *a, const void *b)
-{
-	const struct arena_item *x = *(struct arena_item *const *)a, *y = *(struct arena_item *const *)b;
-
-	if (x->size != y->size)
-		return x->size > y->size ? -1 : 1;
-	if (x->birth != y->birth)
-		return x->birth < y->birth ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static int item_cmp_offset(const void *a, const void *b)
-{
-	const struct arena_item *x = *(struct arena_item *const *)a, *y = *(struct arena_item *const *)b;
-
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* Greedy by size: each item at the lowest offset clear of the placed items alive with it. */
-static size_t layout_items(struct arena_item *items, uint32_t count, struct arena_item **order,
-			   struct arena_item **alive, enum rt_plan_layout layout)
-{
-	size_t top = 0;
-
-	for (uint32_t i = 0; i < count; i++)
-		order[i] = &items[i];
-	qsort(order, count, sizeof(order[0]), item_cmp_size);
-	for (uint32_t i = 0; i < count; i++) {
-		struct arena_item *it = order[i];
-		uint32_t nb_alive = 0;
-		size_t offset = 0;
-
-		for (uint32_t j = 0; j < i; j++) {
-			if (order[j]->size > 0 && items_conflict(order[j], it, layout))
-				alive[nb_alive++] = order[j];
-		}
-		qsort(alive, nb_alive, sizeof(alive[0]), item_cmp_offset);
-		for (uint32_t j = 0; j < nb_alive && it->size > 0; j++) {
-			if (offset + it->size <= alive[j]->offset)
-				break;
-			if (alive[j]->offset + alive[j]->size > offset)
-				offset = alive[j]->offset + alive[j]->size;
-		}
-		it->offset = offset;
-		if (offset + it->size > top)
-			top = offset + it->size;
-	}
-	return top;
-}
-
-/*
- * reach[s * words ...]: the steps that run after step s in every order, its transitive consumers.
- * Consumers come later in the step order, so one backward pass does.
- */
-static uint64_t *steps_reach(const struct rt_plan *p, uint32_t words)
-{
-	uint64_t *reach = calloc((size_t)p->num_steps * words + 1, sizeof(uint64_t));
-
-	for (uint32_t s = p->num_steps; reach != NULL && s-- > 0;) {
-		const struct rt_plan_step *st = &p->steps[s];
-		uint64_t *r = reach + (size_t)s * words;
-
-		for (uint32_t k = 0; k < st->num_consumers; k++) {
-			uint32_t c = st->consumers[k];
-			const uint64_t *rc = reach + (size_t)c * words;
-
-			r[c / 64] |= UINT64_C(1) << (c % 64);
-			for (uint32_t w = 0; w < words; w++)
-				r[w] |= rc[w];
-		}
-	}
-	return reach;
-}
-
-/*
- * The concurrent layout's "after" sets: for each arena tensor, the steps that run after its producer
- * and after every step reading it, so that whatever they produce may take its bytes. A graph input
- * has no producer (the executor writes it before any step runs); a graph output is never dead.
- */
-static int concurrent_after(const struct rt_plan *p, const int32_t *step_of, struct arena_item *items,
-			    uint32_t count, uint64_t **after_out)
-{
-	const struct rt_graph *g = p->graph;
-	uint32_t words = (p->num_steps + 63) / 64 + 1;
-	uint64_t *reach = steps_reach(p, words);
-	uint64_t *after = calloc((size_t)count * words + 1, sizeof(uint64_t));
-	int32_t *item_of = malloc(((size_t)g->num_values + 1) * sizeof(int32_t));
-
-	if (reach == NULL || after == NULL || item_of == NULL) {
-		free(reach);
-		free(after);
-		free(item_of);
-		return -ENOMEM;
-	}
-	for (uint32_t v = 0; v < g->num_values; v++)
-		item_of[v] = -1;
-	for (uint32_t i = 0; i < count; i++) {
-		const struct rt_plan_value *pv = &p->values[items[i].id];
-		uint64_t *a = after + (size_t)i * words;
-
-		item_of[items[i].id] = (int32_t)i;
-		items[i].producer = pv->birth >= 0 ? step_of[pv->birth] : -1;
-		items[i].after = a;
-		if (pv->death == (int32_t)g->num_nodes)
-			continue; /* a graph output: alive to the end */
-		if (items[i].producer >= 0)
-			memcpy(a, reach + (size_t)items[i].producer * words, words * sizeof(uint64_t));
-		else
-			memset(a, 0xff, words * sizeof(uint64_t));
-	}
-	for (uint32_t s = 0; s < p->num_steps; s++) {
-		const struct rt_plan_step *st = &p->steps[s];
-		const uint64_t *r = reach + (size_t)s * words;
-
-		for (uint16_t j = 0; j < st->num_inputs; j++) {
-			int32_t v = st->node->inputs[j];
-			uint64_t *a;
-
-			if (v == RT_VALUE_NONE || item_of[v] < 0)
-				continue;
-			a = after + (size_t)item_of[v] * words;
-			for (uint32_t w = 0; w < words; w++)
-				a[w] &= r[w];
-		}
-	}
-	free(reach);
-	free(item_of);
-	*after_out = after;
-	return 0;
-}
-
-static int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, size_t cap)
-{
-	const struct rt_graph *g = p->graph;
-	uint32_t count = 0, max = g->num_values + p->num_steps;
-	struct arena_item *items = calloc(max + 1, sizeof(*items));
-	struct arena_item **order = calloc(max + 1, sizeof(*order));
-	struct arena_item **alive = calloc(max + 1, sizeof(*alive));
-	uint64_t *after = NULL;
-	size_t descriptors = 0;
-
-	if (items == NULL || order == NULL || alive == NULL) {
-		free(items);
-		free(order);
-		free(alive);
-		return plan_error(err, cap, -ENOMEM, "out of memory");
-	}
-	for (uint32_t s = 0; s < p->num_steps; s++) {
-		p->steps[s].desc_offset = descriptors;
-		descriptors += ((size_t)p->steps[s].num_inputs + p->steps[s].num_outputs) * sizeof(struct rt_tensor);
-		if (rt_align_up(p->steps[s].scratch_total) > p->worker_scratch_bytes)
-			p->worker_scratch_bytes = rt_align_up(p->steps[s].scratch_total);
-	}
-	p->descriptor_bytes = rt_align_up(descriptors);
-
-	for (uint32_t v = 0; v < g->num_values; v++) {
-		const struct rt_plan_value *pv = &p->values[v];
-
-		if (pv->placement != RT_PLACE_ARENA)
-			continue;
-		items[count] = (struct arena_item){ .size = rt_align_up(pv->nbytes), .birth = pv->birth,
-						    .death = pv->death, .id = v };
-		count++;
-	}
-	if (p->layout == RT_PLAN_LAYOUT_CONCURRENT && concurrent_after(p, step_of, items, count, &after) != 0) {
-		free(items);
-		free(order);
-		free(alive);
-		return plan_error(err, cap, -ENOMEM, "out of memory");
-	}
-	for (uint32_t s = 0; s < p->num_steps && p->layout == RT_PLAN_LAYOUT_SEQUENTIAL; s++) {
-		const struct rt_plan_step *st = &p->steps[s];
-
-		if (st->scratch_total == 0)
-			continue;
-		items[count] = (struct arena_item){ .size = rt_align_up(st->scratch_total),
-						    .birth = (int32_t)st->node_index, .death = (int32_t)st->node_index,
-						    .id = g->num_values + s };
-		count++;
-	}
-	for (uint32_t i = 0; i < count; i++)
-		p->tensor_bytes_sum += items[i].size;
-	p->tensor_bytes = layout_items(items, count, order, alive, p->layout);
-	p->arena_bytes = p->descriptor_bytes + p->tensor_bytes;
-	if (p->arena_bytes == 0)
-		p->arena_bytes = RT_PLAN_ALIGN; /* aligned_alloc(, 0) may fail; keep the arena a real one */
-
-	for (uint32_t i = 0; i < count; i++) {
-		size_t offset = p->descriptor_bytes + items[i].offset;
-
-		if (items[i].id < g->num_values)
-			p->values[items[i].id].offset = offset;
-		else
-			p->steps[items[i].id - g->num_values].scratch_offset = offset;
-	}
-	free(after);
-	free(items);
-	free(order);
-	free(alive);
-	return 0;
-}
-
 /*
  * The executor's node table: who waits for whom (through arena tensors: constants order nothing at
  * run time), and which steps a graph output depends on.
@@ -699,7 +449,7 @@ static int link_steps(struct rt_plan *p, const int32_t *step_of, char *err, size
 	int32_t *seen = malloc(((size_t)p->num_steps + 1) * sizeof(int32_t));
 
 	if (seen == NULL)
-		return plan_error(err, cap, -ENOMEM, "out of memory");
+		return bw_err(err, cap, -ENOMEM, "out of memory");
 	/* two passes over the producer of each arena input: count, then fill (ascending by step) */
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t s = 0; s < p->num_steps; s++)
@@ -732,7 +482,7 @@ static int link_steps(struct rt_plan *p, const int32_t *step_of, char *err, size
 				st->consumers = calloc((size_t)st->num_consumers + 1, sizeof(uint32_t));
 				if (st->consumers == NULL) {
 					free(seen);
-					return plan_error(err, cap, -ENOMEM, "out of memory");
+					return bw_err(err, cap, -ENOMEM, "out of memory");
 				}
 				st->num_consumers = 0;
 			}
@@ -791,11 +541,11 @@ struct rt_plan *rt_plan_create_layout(const struct rt_graph *g, int64_t batch, e
 	if (err != NULL && cap > 0)
 		err[0] = '\0';
 	if (g == NULL) {
-		plan_error(err, cap, -EINVAL, "no graph");
+		bw_err(err, cap, -EINVAL, "no graph");
 		return NULL;
 	}
 	if (layout != RT_PLAN_LAYOUT_SEQUENTIAL && layout != RT_PLAN_LAYOUT_CONCURRENT) {
-		plan_error(err, cap, -EINVAL, "unknown layout %d", (int)layout);
+		bw_err(err, cap, -EINVAL, "unknown layout %d", (int)layout);
 		return NULL;
 	}
 	for (uint32_t i = 0; known != NULL && i < g->num_inputs; i++)
@@ -838,7 +588,7 @@ struct rt_plan *rt_plan_create_layout(const struct rt_graph *g, int64_t batch, e
 		bind_operands(p);
 	goto out;
 nomem:
-	plan_error(err, cap, -ENOMEM, "out of memory");
+	bw_err(err, cap, -ENOMEM, "out of memory");
 out:
 	free(step_of);
 	free(w.in);

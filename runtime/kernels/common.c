@@ -1,24 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Helpers shared by the CPU kernels: errors, attributes, axes, shapes, broadcasting, strided copies. */
+/* Helpers shared by the CPU kernels: dims in messages, attributes, axes, shapes, broadcasting, strided copies. */
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kernels.h"
-
-int rt_k_err(char *err, size_t err_cap, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && err_cap > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, err_cap, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 const char *rt_k_dims_str(const struct rt_tensor *t, char *buf, size_t cap)
 {
@@ -56,13 +42,13 @@ int rt_k_need_input(const struct rt_node *node, const struct rt_tensor *inputs, 
 		    const char *name, uint32_t mask, char *err, size_t err_cap)
 {
 	if (!rt_k_has_input(node, inputs, i))
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' is missing", name);
+		return bw_err(err, err_cap, -EINVAL, "input '%s' is missing", name);
 	if (inputs[i].dtype >= 32 || (RT_DTYPE_BIT(inputs[i].dtype) & mask) == 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "input '%s' has unsupported type %s", name,
-				rt_dtype_name(inputs[i].dtype));
+		return bw_err(err, err_cap, -ENOTSUP, "input '%s' has unsupported type %s", name,
+			      rt_dtype_name(inputs[i].dtype));
 	if (inputs[i].rank > RT_MAX_RANK)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' has rank %u > %d", name, inputs[i].rank,
-				RT_MAX_RANK);
+		return bw_err(err, err_cap, -EINVAL, "input '%s' has rank %u > %d", name, inputs[i].rank,
+			      RT_MAX_RANK);
 	return 0;
 }
 
@@ -75,7 +61,7 @@ int rt_k_attr_int(const struct rt_node *node, const char *name, int64_t dflt, in
 	if (a == NULL)
 		return 0;
 	if (a->type != RT_ATTR_INT)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute '%s' must be an int", name);
+		return bw_err(err, err_cap, -EINVAL, "attribute '%s' must be an int", name);
 	*out = a->i;
 	return 0;
 }
@@ -89,7 +75,7 @@ int rt_k_attr_float(const struct rt_node *node, const char *name, float dflt, fl
 	if (a == NULL)
 		return 0;
 	if (a->type != RT_ATTR_FLOAT)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute '%s' must be a float", name);
+		return bw_err(err, err_cap, -EINVAL, "attribute '%s' must be a float", name);
 	*out = a->f;
 	return 0;
 }
@@ -103,10 +89,10 @@ int rt_k_attr_ints(const struct rt_node *node, const char *name, int64_t *out, u
 	if (a == NULL)
 		return 0;
 	if (a->type != RT_ATTR_INTS)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute '%s' must be a list of ints", name);
+		return bw_err(err, err_cap, -EINVAL, "attribute '%s' must be a list of ints", name);
 	if (a->count > cap)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute '%s' has %u values, at most %u allowed", name,
-				a->count, cap);
+		return bw_err(err, err_cap, -EINVAL, "attribute '%s' has %u values, at most %u allowed", name,
+			      a->count, cap);
 	if (a->count > 0)
 		memcpy(out, a->ints, a->count * sizeof(*out));
 	*count = a->count;
@@ -116,8 +102,8 @@ int rt_k_attr_ints(const struct rt_node *node, const char *name, int64_t *out, u
 int rt_k_axis(int64_t axis, int rank, const char *what, int64_t *out, char *err, size_t err_cap)
 {
 	if (axis < -rank || axis >= rank)
-		return rt_k_err(err, err_cap, -EINVAL, "%s %" PRId64 " is out of range for rank %d", what, axis,
-				rank);
+		return bw_err(err, err_cap, -EINVAL, "%s %" PRId64 " is out of range for rank %d", what, axis,
+			      rank);
 	*out = axis < 0 ? axis + rank : axis;
 	return 0;
 }
@@ -128,15 +114,15 @@ int rt_k_read_ints(const struct rt_tensor *t, const char *name, int64_t *out, un
 	int64_t n = rt_tensor_elems(t);
 
 	if (t->dtype != BW_DTYPE_INT64 && t->dtype != BW_DTYPE_INT32)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' must be int64, not %s", name,
-				rt_dtype_name(t->dtype));
+		return bw_err(err, err_cap, -EINVAL, "input '%s' must be int64, not %s", name,
+			      rt_dtype_name(t->dtype));
 	if (t->rank > 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' must be 1-D, has rank %u", name, t->rank);
+		return bw_err(err, err_cap, -EINVAL, "input '%s' must be 1-D, has rank %u", name, t->rank);
 	if (n < 0 || t->data == NULL)
-		return rt_k_err(err, err_cap, -ENOTSUP, "input '%s' must be a constant", name);
+		return bw_err(err, err_cap, -ENOTSUP, "input '%s' must be a constant", name);
 	if (n > (int64_t)cap)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " values, at most %u allowed",
-				name, n, cap);
+		return bw_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " values, at most %u allowed",
+			      name, n, cap);
 	for (int64_t i = 0; i < n; i++)
 		out[i] = t->dtype == BW_DTYPE_INT64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
 	*count = (unsigned int)n;
@@ -153,8 +139,8 @@ int rt_k_ints_attr_or_input(const struct rt_node *node, const struct rt_tensor *
 	if (node->opset < since_opset)
 		return rt_k_attr_ints(node, name, out, cap, count, err, err_cap);
 	if (rt_node_attr(node, name) != NULL)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute '%s' is an input from opset %lld on", name,
-				(long long)since_opset);
+		return bw_err(err, err_cap, -EINVAL, "attribute '%s' is an input from opset %lld on", name,
+			      (long long)since_opset);
 	if (!rt_k_has_input(node, inputs, input_index))
 		return 0;
 	rc = rt_k_read_ints(&inputs[input_index], name, out, cap, count, err, err_cap);
@@ -170,7 +156,7 @@ int rt_k_axes(int64_t *axes, unsigned int count, int rank, const char *what, cha
 			return rc;
 		for (unsigned int j = 0; j < i; j++) {
 			if (axes[j] == axes[i])
-				return rt_k_err(err, err_cap, -EINVAL, "%s repeats axis %" PRId64, what, axes[i]);
+				return bw_err(err, err_cap, -EINVAL, "%s repeats axis %" PRId64, what, axes[i]);
 		}
 	}
 	return 0;
@@ -181,8 +167,8 @@ double rt_k_load_f64(const void *data, uint8_t dtype, int64_t i)
 	switch (dtype) {
 	case BW_DTYPE_FLOAT: return ((const float *)data)[i];
 	case BW_DTYPE_DOUBLE: return ((const double *)data)[i];
-	case BW_DTYPE_FLOAT16: return rt_k_half_to_float(((const uint16_t *)data)[i]);
-	case BW_DTYPE_BFLOAT16: return rt_k_bf16_to_float(((const uint16_t *)data)[i]);
+	case BW_DTYPE_FLOAT16: return bw_half_to_float(((const uint16_t *)data)[i]);
+	case BW_DTYPE_BFLOAT16: return bw_bf16_to_float(((const uint16_t *)data)[i]);
 	case BW_DTYPE_INT8: return ((const int8_t *)data)[i];
 	case BW_DTYPE_INT16: return ((const int16_t *)data)[i];
 	case BW_DTYPE_INT32: return ((const int32_t *)data)[i];
@@ -253,9 +239,9 @@ int rt_k_broadcast_shape(const struct rt_tensor *const *ins, const char *const *
 				if (jd >= 0 && ins[j]->dims[jd] == dim)
 					break;
 			}
-			return rt_k_err(err, err_cap, -EINVAL, "inputs '%s' %s and '%s' %s do not broadcast",
-					names[j < k ? j : 0], rt_k_dims_str(ins[j < k ? j : 0], a, sizeof(a)),
-					names[k], rt_k_dims_str(ins[k], b, sizeof(b)));
+			return bw_err(err, err_cap, -EINVAL, "inputs '%s' %s and '%s' %s do not broadcast",
+				      names[j < k ? j : 0], rt_k_dims_str(ins[j < k ? j : 0], a, sizeof(a)),
+				      names[k], rt_k_dims_str(ins[k], b, sizeof(b)));
 		}
 		out->dims[d] = dim;
 	}
@@ -378,85 +364,6 @@ void rt_k_copy_strided(void *dst, const void *src, int rank, const int64_t *dims
 	}
 }
 
-/* ---- half types -------------------------------------------------------------------------------- */
-
-float rt_k_half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-	float f;
-
-	if (exp == 0x1f) {
-		bits = sign | 0x7f800000u | mant << 13;
-	} else if (exp != 0) {
-		bits = sign | (exp + 112) << 23 | mant << 13;
-	} else {
-		f = ldexpf((float)mant, -24); /* zero or subnormal */
-		return sign ? -f : f;
-	}
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-uint16_t rt_k_float_to_half(float f)
-{
-	uint32_t bits, sign, mant;
-	int32_t exp;
-
-	memcpy(&bits, &f, sizeof(bits));
-	sign = (bits >> 16) & 0x8000;
-	exp = (int32_t)((bits >> 23) & 0xff);
-	mant = bits & 0x7fffff;
-	if (exp == 0xff) /* inf, NaN (kept quiet) */
-		return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 | mant >> 13 : 0));
-	exp -= 127 - 15;
-	if (exp >= 0x1f)
-		return (uint16_t)(sign | 0x7c00);
-	if (exp <= 0) { /* subnormal half, or zero */
-		uint32_t shift, half, rem, halfway;
-
-		if (exp < -10)
-			return (uint16_t)sign;
-		mant |= 0x800000;
-		shift = (uint32_t)(14 - exp);
-		half = mant >> shift;
-		rem = mant & ((1u << shift) - 1);
-		halfway = 1u << (shift - 1);
-		if (rem > halfway || (rem == halfway && (half & 1)))
-			half++;
-		return (uint16_t)(sign | half);
-	}
-	{
-		uint32_t half = (uint32_t)exp << 10 | mant >> 13, rem = mant & 0x1fff;
-
-		if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-			half++; /* a carry into the exponent is still the right answer, up to inf */
-		return (uint16_t)(sign | half);
-	}
-}
-
-float rt_k_bf16_to_float(uint16_t h)
-{
-	uint32_t bits = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-/*
- * Truncation, not rounding: what ONNX 1.12's Cast tests (test_cast_FLOAT_to_BFLOAT16) expect and
- * the conformance runner checks; NaN stays a (quiet) NaN.
- */
-uint16_t rt_k_float_to_bf16(float f)
-{
-	uint32_t bits;
-
-	memcpy(&bits, &f, sizeof(bits));
-	if (isnan(f))
-		return (uint16_t)((bits >> 16) | 0x40);
-	return (uint16_t)(bits >> 16);
-}
-
 /* ---- window geometry (Conv, pooling) ---------------------------------------------------------------- */
 
 static int64_t div_floor(int64_t a, int64_t b)
@@ -479,8 +386,8 @@ int rt_k_window_init(const struct rt_node *node, const struct rt_tensor *x, cons
 
 	memset(w, 0, sizeof(*w));
 	if (x->rank < 3)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 3 (N, C, spatial...), has %u",
-				x->rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 3 (N, C, spatial...), has %u",
+			      x->rank);
 	w->nsp = nsp;
 	for (int i = 0; i < nsp; i++) {
 		w->in[i] = x->dims[i + 2];
@@ -491,49 +398,49 @@ int rt_k_window_init(const struct rt_node *node, const struct rt_tensor *x, cons
 	if (rc < 0)
 		return rc;
 	if (rc == 0 && kernel_from_w == NULL)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'kernel_shape' is missing");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'kernel_shape' is missing");
 	if (rc == 1 && n != (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'kernel_shape' has %u values, expected %d", n,
-				nsp);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'kernel_shape' has %u values, expected %d", n,
+			      nsp);
 	for (int i = 0; i < nsp; i++) {
 		w->kernel[i] = rc == 1 ? vals[i] : kernel_from_w[i];
 		if (kernel_from_w != NULL && w->kernel[i] != kernel_from_w[i])
-			return rt_k_err(err, err_cap, -EINVAL,
-					"attribute 'kernel_shape' does not match the shape of input 'W'");
+			return bw_err(err, err_cap, -EINVAL,
+				      "attribute 'kernel_shape' does not match the shape of input 'W'");
 		if (w->kernel[i] < 1)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'kernel_shape' must be positive");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'kernel_shape' must be positive");
 	}
 	rc = rt_k_attr_ints(node, "strides", vals, RT_MAX_RANK, &n, err, err_cap);
 	if (rc < 0)
 		return rc;
 	if (rc == 1 && n != (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'strides' has %u values, expected %d", n, nsp);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'strides' has %u values, expected %d", n, nsp);
 	for (int i = 0; rc == 1 && i < nsp; i++) {
 		if (vals[i] < 1)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'strides' must be positive");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'strides' must be positive");
 		w->stride[i] = vals[i];
 	}
 	rc = rt_k_attr_ints(node, "dilations", vals, RT_MAX_RANK, &n, err, err_cap);
 	if (rc < 0)
 		return rc;
 	if (rc == 1 && n != (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'dilations' has %u values, expected %d", n,
-				nsp);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'dilations' has %u values, expected %d", n,
+			      nsp);
 	for (int i = 0; rc == 1 && i < nsp; i++) {
 		if (vals[i] < 1)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'dilations' must be positive");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'dilations' must be positive");
 		if (vals[i] != 1 && !allow_dilations)
-			return rt_k_err(err, err_cap, -ENOTSUP, "attribute 'dilations' other than 1 is not supported");
+			return bw_err(err, err_cap, -ENOTSUP, "attribute 'dilations' other than 1 is not supported");
 		w->dilation[i] = vals[i];
 	}
 	rc = rt_k_attr_ints(node, "pads", vals, 2 * RT_MAX_RANK, &n, err, err_cap);
 	if (rc < 0)
 		return rc;
 	if (rc == 1 && n != 2 * (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'pads' has %u values, expected %d", n, 2 * nsp);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'pads' has %u values, expected %d", n, 2 * nsp);
 	for (int i = 0; rc == 1 && i < nsp; i++) {
 		if (vals[i] < 0 || vals[i + nsp] < 0)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'pads' must not be negative");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'pads' must not be negative");
 		w->pad_begin[i] = vals[i];
 		w->pad_end[i] = vals[i + nsp];
 	}
@@ -553,9 +460,9 @@ int rt_k_window_init(const struct rt_node *node, const struct rt_tensor *x, cons
 			int64_t span = in + w->pad_begin[i] + w->pad_end[i] - eff;
 
 			if (span < 0)
-				return rt_k_err(err, err_cap, -EINVAL,
-						"input 'X' spatial dim %d (%" PRId64 ", padded) is smaller than the "
-						"kernel (%" PRId64 ")", i, in, eff);
+				return bw_err(err, err_cap, -EINVAL,
+					      "input 'X' spatial dim %d (%" PRId64 ", padded) is smaller than the "
+					      "kernel (%" PRId64 ")", i, in, eff);
 			if (ceil_mode) {
 				w->out[i] = div_ceil(span, s) + 1;
 				/* a last window starting in the end padding is dropped (ONNX, PyTorch) */
@@ -567,9 +474,9 @@ int rt_k_window_init(const struct rt_node *node, const struct rt_tensor *x, cons
 		} else if (strcmp(auto_pad, "VALID") == 0) {
 			w->pad_begin[i] = w->pad_end[i] = 0;
 			if (in < eff)
-				return rt_k_err(err, err_cap, -EINVAL,
-						"input 'X' spatial dim %d (%" PRId64 ") is smaller than the kernel "
-						"(%" PRId64 ")", i, in, eff);
+				return bw_err(err, err_cap, -EINVAL,
+					      "input 'X' spatial dim %d (%" PRId64 ") is smaller than the kernel "
+					      "(%" PRId64 ")", i, in, eff);
 			w->out[i] = (in - eff) / s + 1;
 		} else if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {
 			int64_t total;
@@ -586,8 +493,8 @@ int rt_k_window_init(const struct rt_node *node, const struct rt_tensor *x, cons
 				w->pad_begin[i] = total - total / 2;
 			}
 		} else {
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'auto_pad' has unknown value '%s'",
-					auto_pad);
+			return bw_err(err, err_cap, -EINVAL, "attribute 'auto_pad' has unknown value '%s'",
+				      auto_pad);
 		}
 	}
 	return 0;

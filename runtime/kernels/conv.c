@@ -38,31 +38,31 @@ static int conv_plan(const struct rt_node *node, const struct rt_tensor *inputs,
 	    (rc = rt_k_attr_int(node, "group", 1, &p->group, err, err_cap)) < 0)
 		return rc;
 	if (x->rank < 3 || w->rank != x->rank)
-		return rt_k_err(err, err_cap, -EINVAL, "inputs 'X' (rank %u) and 'W' (rank %u) must have the same "
-				"rank >= 3", x->rank, w->rank);
+		return bw_err(err, err_cap, -EINVAL, "inputs 'X' (rank %u) and 'W' (rank %u) must have the same "
+			      "rank >= 3", x->rank, w->rank);
 	if (p->group < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'group' must be positive");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'group' must be positive");
 	p->n = x->dims[0];
 	p->c = x->dims[1];
 	if (p->c < 0 || rt_k_dims_prod(w, 0, w->rank) < 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "symbolic channel or kernel dims are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "symbolic channel or kernel dims are not supported");
 	if (p->c % p->group != 0)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'X' has %" PRId64 " channels, not a multiple of 'group' %"
-				PRId64, p->c, p->group);
+		return bw_err(err, err_cap, -EINVAL, "input 'X' has %" PRId64 " channels, not a multiple of 'group' %"
+			      PRId64, p->c, p->group);
 	p->cg = p->c / p->group;
 	if (!transpose) {
 		p->m = w->dims[0];
 		if (w->dims[1] != p->cg)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, expected %" PRId64,
-					w->dims[1], p->cg);
+			return bw_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, expected %" PRId64,
+				      w->dims[1], p->cg);
 		if (p->m % p->group != 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " filters, not a multiple of 'group' %"
-					PRId64, p->m, p->group);
+			return bw_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " filters, not a multiple of 'group' %"
+				      PRId64, p->m, p->group);
 		p->mg = p->m / p->group;
 	} else {
 		if (w->dims[0] != p->c)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, 'X' has %" PRId64,
-					w->dims[0], p->c);
+			return bw_err(err, err_cap, -EINVAL, "input 'W' has %" PRId64 " input channels, 'X' has %" PRId64,
+				      w->dims[0], p->c);
 		p->mg = w->dims[1];
 		p->m = p->mg * p->group;
 	}
@@ -70,7 +70,7 @@ static int conv_plan(const struct rt_node *node, const struct rt_tensor *inputs,
 		if ((rc = rt_k_need_input(node, inputs, 2, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
 			return rc;
 		if (inputs[2].rank != 1 || inputs[2].dims[0] != p->m)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'B' must be 1-D of %" PRId64 " values", p->m);
+			return bw_err(err, err_cap, -EINVAL, "input 'B' must be 1-D of %" PRId64 " values", p->m);
 	}
 	p->ksize = rt_k_dims_prod(w, 2, w->rank);
 	p->in_size = rt_k_dims_prod(x, 2, x->rank);
@@ -94,7 +94,7 @@ static int conv_setup(const struct rt_node *node, const struct rt_tensor *inputs
 			     p->w.pad_end[i] == 0;
 	}
 	if (!rt_k_blas_dim_ok(p->cg * p->ksize) || !rt_k_blas_dim_ok(p->out_size < 0 ? 0 : p->out_size))
-		return rt_k_err(err, err_cap, -ENOTSUP, "Conv dims beyond 2^31 are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "Conv dims beyond 2^31 are not supported");
 	return 0;
 }
 
@@ -241,7 +241,7 @@ static int conv_compute(const struct rt_node *node, const struct rt_tensor *inpu
 	if (rc < 0)
 		return rc;
 	if (!p.direct && col == NULL && p.out_size > 0)
-		return rt_k_err(err, err_cap, -EINVAL, "Conv needs scratch memory and got none");
+		return bw_err(err, err_cap, -EINVAL, "Conv needs scratch memory and got none");
 	for (int64_t b = 0; b < p.n; b++) {
 		for (int64_t g = 0; g < p.group; g++) {
 			const float *xg = x + (b * p.c + g * p.cg) * p.in_size;
@@ -291,7 +291,7 @@ static int fused_inputs(const struct rt_node *node, const struct rt_tensor *inpu
 	if (!*packed)
 		return 0;
 	if (shape == NULL || shape->type != RT_ATTR_INTS || shape->count != 4)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'weight_shape' must be 4 ints with packed weights");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'weight_shape' must be 4 ints with packed weights");
 	ins[1] = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 4 };
 	memcpy(ins[1].dims, shape->ints, 4 * sizeof(int64_t));
 	return 0;
@@ -309,7 +309,7 @@ RT_K_INFER(fused_conv)
 	    (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
 	if (act.kind == RT_K_ACT_GELU)
-		return rt_k_err(err, err_cap, -ENOTSUP, "FusedConv does not apply Gelu");
+		return bw_err(err, err_cap, -ENOTSUP, "FusedConv does not apply Gelu");
 	if (packed) {
 		struct conv_plan p;
 		size_t want;
@@ -319,15 +319,15 @@ RT_K_INFER(fused_conv)
 		want = rt_attr_int(node, "winograd", 0) != 0 ? rt_wg_packed_floats(p.m, p.c) :
 			(size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
 		if (rt_attr_int(node, "winograd", 0) != 0 && !rt_wg_applies(&p.w, p.group))
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'winograd' needs a 3x3, stride-1, ungrouped conv");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'winograd' needs a 3x3, stride-1, ungrouped conv");
 		if (!rt_sg_available())
-			return rt_k_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
+			return bw_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
 		if (p.w.nsp != 2)
-			return rt_k_err(err, err_cap, -ENOTSUP, "packed weights are for 2-D convolutions");
+			return bw_err(err, err_cap, -ENOTSUP, "packed weights are for 2-D convolutions");
 		if (p.in_size > INT32_MAX / 2 || p.w.in[1] * p.w.stride[1] > INT32_MAX / 2)
-			return rt_k_err(err, err_cap, -ENOTSUP, "packed weights need an input plane under 2^30 values");
+			return bw_err(err, err_cap, -ENOTSUP, "packed weights need an input plane under 2^30 values");
 		if (inputs[1].dtype != BW_DTYPE_FLOAT || rt_tensor_elems(&inputs[1]) != (int64_t)want)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'W' must hold %zu packed floats", want);
+			return bw_err(err, err_cap, -EINVAL, "input 'W' must hold %zu packed floats", want);
 	}
 	if (rt_k_has_input(node, inputs, 3)) {
 		const struct rt_tensor *z = &inputs[3];
@@ -335,8 +335,8 @@ RT_K_INFER(fused_conv)
 		if ((rc = rt_k_need_input(node, inputs, 3, "Z", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
 			return rc;
 		if (z->rank != outputs[0].rank || memcmp(z->dims, outputs[0].dims, z->rank * sizeof(int64_t)) != 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'Z' %s must have the output's shape %s",
-					rt_k_dims_str(z, x, sizeof(x)), rt_k_dims_str(&outputs[0], y, sizeof(y)));
+			return bw_err(err, err_cap, -EINVAL, "input 'Z' %s must have the output's shape %s",
+				      rt_k_dims_str(z, x, sizeof(x)), rt_k_dims_str(&outputs[0], y, sizeof(y)));
 	}
 	return 0;
 }
@@ -373,7 +373,7 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 	if (rc < 0)
 		return rc;
 	if (bbuf == NULL && p.out_size > 0)
-		return rt_k_err(err, err_cap, -EINVAL, "FusedConv needs scratch memory and got none");
+		return bw_err(err, err_cap, -EINVAL, "FusedConv needs scratch memory and got none");
 	if (rt_attr_int(node, "winograd", 0) != 0) {
 		for (int64_t b = 0; b < p.n; b++)
 			rt_wg_conv(&p.w, p.m, p.c, x + b * p.c * p.in_size, wp, y + b * p.m * p.out_size, bias,
@@ -451,10 +451,10 @@ static int convt_setup(const struct rt_node *node, const struct rt_tensor *input
 	if ((rc = rt_k_attr_ints(node, "output_padding", vals, RT_MAX_RANK, &n, err, err_cap)) < 0)
 		return rc;
 	if (rc == 1 && n != (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_padding' has %u values, expected %d", n, nsp);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'output_padding' has %u values, expected %d", n, nsp);
 	for (int i = 0; rc == 1 && i < nsp; i++) {
 		if (vals[i] < 0 || vals[i] >= (w->stride[i] > w->dilation[i] ? w->stride[i] : w->dilation[i]))
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_padding' must be in [0, max(stride, dilation))");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'output_padding' must be in [0, max(stride, dilation))");
 		out_pad[i] = vals[i];
 	}
 	if ((rc = rt_k_attr_ints(node, "output_shape", out_shape, RT_MAX_RANK, &nshape, err, err_cap)) < 0)
@@ -464,7 +464,7 @@ static int convt_setup(const struct rt_node *node, const struct rt_tensor *input
 		nshape = (unsigned int)nsp;
 	}
 	if (rc == 1 && nshape != (unsigned int)nsp)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'output_shape' has %u values, expected %d", nshape, nsp);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'output_shape' has %u values, expected %d", nshape, nsp);
 	same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
 	p->out_size = 1;
 	for (int i = 0; i < nsp; i++) {
@@ -473,7 +473,7 @@ static int convt_setup(const struct rt_node *node, const struct rt_tensor *input
 
 		w->in[i] = in;
 		if (in < 0)
-			return rt_k_err(err, err_cap, -ENOTSUP, "symbolic spatial dims are not supported");
+			return bw_err(err, err_cap, -ENOTSUP, "symbolic spatial dims are not supported");
 		if (nshape > 0 || same) {
 			int64_t out = nshape > 0 ? out_shape[i] : in * w->stride[i], total = full - out;
 
@@ -491,12 +491,12 @@ static int convt_setup(const struct rt_node *node, const struct rt_tensor *input
 			w->out[i] = full - w->pad_begin[i] - w->pad_end[i];
 		}
 		if (w->out[i] <= 0)
-			return rt_k_err(err, err_cap, -EINVAL, "ConvTranspose output spatial dim %d would be %" PRId64, i,
-					w->out[i]);
+			return bw_err(err, err_cap, -EINVAL, "ConvTranspose output spatial dim %d would be %" PRId64, i,
+				      w->out[i]);
 		p->out_size *= w->out[i];
 	}
 	if (!rt_k_blas_dim_ok(p->mg * p->ksize) || !rt_k_blas_dim_ok(p->in_size))
-		return rt_k_err(err, err_cap, -ENOTSUP, "ConvTranspose dims beyond 2^31 are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "ConvTranspose dims beyond 2^31 are not supported");
 	return 0;
 }
 
@@ -571,7 +571,7 @@ RT_K_RUN(conv_transpose)
 	if (rc < 0)
 		return rc;
 	if (col == NULL && p.in_size > 0)
-		return rt_k_err(err, err_cap, -EINVAL, "ConvTranspose needs scratch memory and got none");
+		return bw_err(err, err_cap, -EINVAL, "ConvTranspose needs scratch memory and got none");
 	memset(y, 0, (size_t)(p.n * p.m * p.out_size) * sizeof(float));
 	for (int64_t b = 0; b < p.n; b++) {
 		for (int64_t g = 0; g < p.group; g++) {

@@ -73,9 +73,9 @@ static int bcast_infer(const struct rt_node *node, const struct rt_tensor *input
 		if (rc < 0)
 			return rc;
 		if (inputs[first + k].dtype != inputs[first].dtype)
-			return rt_k_err(err, err_cap, -EINVAL, "input '%s' is %s but '%s' is %s", names[k],
-					rt_dtype_name(inputs[first + k].dtype), names[0],
-					rt_dtype_name(inputs[first].dtype));
+			return bw_err(err, err_cap, -EINVAL, "input '%s' is %s but '%s' is %s", names[k],
+				      rt_dtype_name(inputs[first + k].dtype), names[0],
+				      rt_dtype_name(inputs[first].dtype));
 		ins[k] = &inputs[first + k];
 	}
 	rc = rt_k_broadcast_shape(ins, names, n, out, err, err_cap);
@@ -161,7 +161,7 @@ static int bcast_infer(const struct rt_node *node, const struct rt_tensor *input
 	case BW_DTYPE_UINT16: UINTM(uint16_t) break;                                                         \
 	case BW_DTYPE_UINT32: UINTM(uint32_t) break;                                                         \
 	case BW_DTYPE_UINT64: UINTM(uint64_t) break;                                                         \
-	default: return rt_k_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(dtype));  \
+	default: return bw_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(dtype));    \
 	}
 
 static void bcast2(struct rt_k_bcast *bc, const struct rt_tensor *out, const struct rt_tensor *a,
@@ -182,7 +182,7 @@ RT_K_INFER(binary)
 	int rc;
 
 	if (op > OP_MOD)
-		return rt_k_err(err, err_cap, -ENOTSUP, "op %s is not an arithmetic op", node->op_type);
+		return bw_err(err, err_cap, -ENOTSUP, "op %s is not an arithmetic op", node->op_type);
 	rc = bcast_infer(node, inputs, 0, 2, names, RT_K_DTYPE_NUMERIC, 0, &outputs[0], err, err_cap);
 	if (rc < 0)
 		return rc;
@@ -191,10 +191,10 @@ RT_K_INFER(binary)
 		if (rc < 0)
 			return rc;
 		if (c_fmod != 0 && c_fmod != 1)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'fmod' must be 0 or 1");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'fmod' must be 0 or 1");
 		if (c_fmod == 0 && (RT_DTYPE_BIT(inputs[0].dtype) & RT_K_DTYPE_FLOATS) != 0)
-			return rt_k_err(err, err_cap, -EINVAL,
-					"attribute 'fmod' must be 1 for floating-point inputs");
+			return bw_err(err, err_cap, -EINVAL,
+				      "attribute 'fmod' must be 1 for floating-point inputs");
 	}
 	return 0;
 }
@@ -222,8 +222,8 @@ RT_K_INFER(pow)
 	if (rc == 0)
 		rc = rt_k_need_input(node, inputs, 1, "Y", RT_K_DTYPE_NUMERIC, err, err_cap);
 	if (rc == 0 && node->opset < 12 && inputs[1].dtype != inputs[0].dtype)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'Y' is %s but 'X' is %s (same type before opset 12)",
-				rt_dtype_name(inputs[1].dtype), rt_dtype_name(inputs[0].dtype));
+		return bw_err(err, err_cap, -EINVAL, "input 'Y' is %s but 'X' is %s (same type before opset 12)",
+			      rt_dtype_name(inputs[1].dtype), rt_dtype_name(inputs[0].dtype));
 	if (rc == 0)
 		rc = rt_k_broadcast_shape(ins, names, 2, &outputs[0], err, err_cap);
 	outputs[0].dtype = inputs[0].dtype;
@@ -312,7 +312,7 @@ RT_K_INFER(compare)
 	uint32_t mask = RT_K_DTYPE_NUMERIC | (op == OP_EQ ? RT_DTYPE_BIT(BW_DTYPE_BOOL) : 0);
 
 	if (op < OP_EQ || op > OP_LE)
-		return rt_k_err(err, err_cap, -ENOTSUP, "op %s is not a comparison", node->op_type);
+		return bw_err(err, err_cap, -ENOTSUP, "op %s is not a comparison", node->op_type);
 	return bcast_infer(node, inputs, 0, 2, names, mask, BW_DTYPE_BOOL, &outputs[0], err, err_cap);
 }
 
@@ -338,7 +338,7 @@ RT_K_INFER(logical)
 	enum binop op = binop_of(node->op_type);
 
 	if (op < OP_AND || op > OP_XOR)
-		return rt_k_err(err, err_cap, -ENOTSUP, "op %s is not a logical op", node->op_type);
+		return bw_err(err, err_cap, -ENOTSUP, "op %s is not a logical op", node->op_type);
 	return bcast_infer(node, inputs, 0, 2, names, RT_DTYPE_BIT(BW_DTYPE_BOOL), BW_DTYPE_BOOL, &outputs[0],
 			   err, err_cap);
 }
@@ -369,17 +369,17 @@ RT_K_INFER(variadic)
 	int rc;
 
 	if (op < OP_MAX || op > OP_MEAN)
-		return rt_k_err(err, err_cap, -ENOTSUP, "op %s is not a variadic op", node->op_type);
+		return bw_err(err, err_cap, -ENOTSUP, "op %s is not a variadic op", node->op_type);
 	if (node->num_inputs < 1 || node->num_inputs > RT_K_MAX_INPUTS)
-		return rt_k_err(err, err_cap, -EINVAL, "%s takes 1 to %d inputs, not %u", node->op_type,
-				RT_K_MAX_INPUTS, node->num_inputs);
+		return bw_err(err, err_cap, -EINVAL, "%s takes 1 to %d inputs, not %u", node->op_type,
+			      RT_K_MAX_INPUTS, node->num_inputs);
 	for (unsigned int k = 0; k < node->num_inputs; k++) {
 		rc = rt_k_need_input(node, inputs, k, "data_0", mask, err, err_cap);
 		if (rc < 0)
 			return rc;
 		if (inputs[k].dtype != inputs[0].dtype)
-			return rt_k_err(err, err_cap, -EINVAL, "input %u is %s but input 0 is %s", k,
-					rt_dtype_name(inputs[k].dtype), rt_dtype_name(inputs[0].dtype));
+			return bw_err(err, err_cap, -EINVAL, "input %u is %s but input 0 is %s", k,
+				      rt_dtype_name(inputs[k].dtype), rt_dtype_name(inputs[0].dtype));
 		ins[k] = &inputs[k];
 		names[k] = "data";
 	}
@@ -511,8 +511,8 @@ RT_K_INFER(prelu)
 		return rc;
 	if (outputs[0].rank != inputs[0].rank ||
 	    memcmp(outputs[0].dims, inputs[0].dims, inputs[0].rank * sizeof(int64_t)) != 0)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'slope' %s does not broadcast to 'X' %s",
-				rt_k_dims_str(&inputs[1], a, sizeof(a)), rt_k_dims_str(&inputs[0], b, sizeof(b)));
+		return bw_err(err, err_cap, -EINVAL, "input 'slope' %s does not broadcast to 'X' %s",
+			      rt_k_dims_str(&inputs[1], a, sizeof(a)), rt_k_dims_str(&inputs[0], b, sizeof(b)));
 	return 0;
 }
 

@@ -31,7 +31,7 @@ RT_K_INFER(fast_softmax)
 	if (rc < 0)
 		return rc;
 	if (inputs[0].rank < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'input' must have rank >= 1");
+		return bw_err(err, err_cap, -EINVAL, "input 'input' must have rank >= 1");
 	same_shape(&inputs[0], &outputs[0]);
 	return 0;
 }
@@ -62,10 +62,10 @@ RT_K_INFER(fast_layernorm)
 	    (rc = rt_k_axis(axis, x->rank, "attribute 'axis'", &axis, err, err_cap)) < 0)
 		return rc;
 	if (rt_k_has_output(node, 1) || rt_k_has_output(node, 2))
-		return rt_k_err(err, err_cap, -ENOTSUP, "outputs Mean and InvStdDev are not computed here");
+		return bw_err(err, err_cap, -ENOTSUP, "outputs Mean and InvStdDev are not computed here");
 	inner = rt_k_dims_prod(x, (int)axis, x->rank);
 	if (inner <= 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "the normalized dims must be known and not empty");
+		return bw_err(err, err_cap, -ENOTSUP, "the normalized dims must be known and not empty");
 	for (unsigned int i = 1; i < 3; i++) {
 		int64_t n;
 
@@ -75,8 +75,8 @@ RT_K_INFER(fast_layernorm)
 			return rc;
 		n = rt_tensor_elems(&inputs[i]);
 		if (n != inner && n != 1)
-			return rt_k_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " elements, the normalized dims %"
-					PRId64, i == 1 ? "Scale" : "B", n, inner);
+			return bw_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " elements, the normalized dims %"
+				      PRId64, i == 1 ? "Scale" : "B", n, inner);
 	}
 	same_shape(x, &outputs[0]);
 	return 0;
@@ -108,9 +108,9 @@ static int maxpool_setup(const struct rt_node *node, const struct rt_tensor *inp
 	if (rc < 0)
 		return rc;
 	if (inputs[0].rank != 4)
-		return rt_k_err(err, err_cap, -ENOTSUP, "input 'X' must be 4-D (N, C, H, W)");
+		return bw_err(err, err_cap, -ENOTSUP, "input 'X' must be 4-D (N, C, H, W)");
 	if (rt_k_has_output(node, 1))
-		return rt_k_err(err, err_cap, -ENOTSUP, "output Indices is not computed here");
+		return bw_err(err, err_cap, -ENOTSUP, "output Indices is not computed here");
 	/* dilations other than 1 are refused: the rows below are contiguous windows */
 	return rt_k_window_init(node, &inputs[0], NULL, true, false, w, err, err_cap);
 }
@@ -184,7 +184,7 @@ RT_K_RUN(fast_maxpool)
 	if (rc < 0)
 		return rc;
 	if (scratch == NULL && in_plane > 0)
-		return rt_k_err(err, err_cap, -EINVAL, "MaxPool needs scratch memory and got none");
+		return bw_err(err, err_cap, -EINVAL, "MaxPool needs scratch memory and got none");
 	for (int64_t p = 0; p < planes; p++)
 		maxpool_plane(&w, (const float *)x->data + p * in_plane, (float *)outputs[0].data + p * w.out[0] * w.out[1],
 			      scratch);

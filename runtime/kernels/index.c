@@ -7,6 +7,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <batchwire/elem.h> /* bw_elem_set: Pad's constant value, EyeLike's ones and zeros */
+
 #include "kernels.h"
 
 static void copy_shape(struct rt_tensor *out, const struct rt_tensor *in)
@@ -14,26 +16,6 @@ static void copy_shape(struct rt_tensor *out, const struct rt_tensor *in)
 	out->dtype = in->dtype;
 	out->rank = in->rank;
 	memcpy(out->dims, in->dims, sizeof(out->dims));
-}
-
-/* Stores v as element i of a tensor of dtype (OneHot and EyeLike values, Pad's old float value). */
-static void put_f64(void *p, uint8_t dtype, int64_t i, double v)
-{
-	switch (dtype) {
-	case BW_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
-	case BW_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
-	case BW_DTYPE_FLOAT16: ((uint16_t *)p)[i] = rt_k_float_to_half((float)v); break;
-	case BW_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = rt_k_float_to_bf16((float)v); break;
-	case BW_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-	case BW_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-	case BW_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-	case BW_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-	case BW_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-	case BW_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-	case BW_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-	case BW_DTYPE_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-	default: ((uint64_t *)p)[i] = (uint64_t)v; break;
-	}
 }
 
 /* Reads an index of an int32 or int64 tensor. */
@@ -69,7 +51,7 @@ static int pad_plan(const struct rt_node *node, const struct rt_tensor *inputs, 
 	else if (strcmp(mode, "edge") == 0)
 		p->mode = PAD_EDGE;
 	else
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'mode' has unknown value '%s'", mode);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'mode' has unknown value '%s'", mode);
 	if (node->opset < 11) {
 		if ((rc = rt_k_attr_ints(node, "pads", pads, 2 * RT_MAX_RANK, &n, err, err_cap)) < 0 ||
 		    (rc = rt_k_attr_float(node, "value", 0, &value, err, err_cap)) < 0)
@@ -80,11 +62,11 @@ static int pad_plan(const struct rt_node *node, const struct rt_tensor *inputs, 
 			return rc;
 		if (rt_k_has_input(node, inputs, 2) &&
 		    (inputs[2].dtype != in->dtype || rt_tensor_elems(&inputs[2]) != 1))
-			return rt_k_err(err, err_cap, -EINVAL, "input 'constant_value' must be a %s scalar",
-					rt_dtype_name(in->dtype));
+			return bw_err(err, err_cap, -EINVAL, "input 'constant_value' must be a %s scalar",
+				      rt_dtype_name(in->dtype));
 	}
 	if (n != 2 * (unsigned int)r)
-		return rt_k_err(err, err_cap, -EINVAL, "'pads' has %u values for rank %d", n, r);
+		return bw_err(err, err_cap, -EINVAL, "'pads' has %u values for rank %d", n, r);
 	for (int d = 0; d < r; d++) {
 		int64_t dim = in->dims[d];
 
@@ -93,9 +75,9 @@ static int pad_plan(const struct rt_node *node, const struct rt_tensor *inputs, 
 		if (dim < 0)
 			continue;
 		if (dim + p->begin[d] + p->end[d] < 0 || p->begin[d] < -dim || p->end[d] < -dim)
-			return rt_k_err(err, err_cap, -EINVAL, "'pads' crop axis %d (%" PRId64 ") below nothing", d, dim);
+			return bw_err(err, err_cap, -EINVAL, "'pads' crop axis %d (%" PRId64 ") below nothing", d, dim);
 		if (p->mode != PAD_CONSTANT && dim == 0 && (p->begin[d] > 0 || p->end[d] > 0))
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'mode' %s cannot pad the empty axis %d", mode, d);
+			return bw_err(err, err_cap, -EINVAL, "attribute 'mode' %s cannot pad the empty axis %d", mode, d);
 	}
 	return 0;
 }
@@ -147,7 +129,7 @@ RT_K_RUN(pad)
 	if (rc < 0)
 		return rc;
 	if (node->opset < 11)
-		put_f64(cval, in->dtype, 0, rt_attr_float(node, "value", 0));
+		bw_elem_set(in->dtype, cval, 0, rt_attr_float(node, "value", 0));
 	else if (rt_k_has_input(node, inputs, 2))
 		memcpy(cval, inputs[2].data, esize);
 	if (n <= 0)
@@ -199,20 +181,20 @@ static int d2s_plan(const struct rt_node *node, const struct rt_tensor *x, int64
 	if ((rc = rt_k_attr_int(node, "blocksize", 0, &b, err, err_cap)) < 0)
 		return rc;
 	if (b < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'blocksize' must be positive");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'blocksize' must be positive");
 	if (x->rank != 4)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'input' must be 4-D, has rank %u", x->rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'input' must be 4-D, has rank %u", x->rank);
 	if (c < 0 || h < 0 || w < 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "symbolic channel or spatial dims are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "symbolic channel or spatial dims are not supported");
 	copy_shape(out, x);
 	if (to_space) {
 		int64_t cc = c / (b * b);
 
 		if (c % (b * b) != 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'input' has %" PRId64 " channels, not a multiple of "
-					"'blocksize' squared", c);
+			return bw_err(err, err_cap, -EINVAL, "input 'input' has %" PRId64 " channels, not a multiple of "
+				      "'blocksize' squared", c);
 		if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'mode' has unknown value '%s'", mode);
+			return bw_err(err, err_cap, -EINVAL, "attribute 'mode' has unknown value '%s'", mode);
 		out->dims[1] = cc;
 		out->dims[2] = h * b;
 		out->dims[3] = w * b;
@@ -225,7 +207,7 @@ static int d2s_plan(const struct rt_node *node, const struct rt_tensor *x, int64
 		memcpy(strides, s, sizeof(s));
 	} else {
 		if (h % b != 0 || w % b != 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'input' spatial dims are not multiples of 'blocksize'");
+			return bw_err(err, err_cap, -EINVAL, "input 'input' spatial dims are not multiples of 'blocksize'");
 		out->dims[1] = c * b * b;
 		out->dims[2] = h / b;
 		out->dims[3] = w / b;
@@ -271,10 +253,10 @@ RT_K_INFER(trilu)
 	    (rc = rt_k_attr_int(node, "upper", 1, &upper, err, err_cap)) < 0)
 		return rc;
 	if (inputs[0].rank < 2)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'input' must have rank >= 2, has %u", inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'input' must have rank >= 2, has %u", inputs[0].rank);
 	if (rt_k_has_input(node, inputs, 1) &&
 	    (inputs[1].dtype != BW_DTYPE_INT64 || rt_tensor_elems(&inputs[1]) != 1))
-		return rt_k_err(err, err_cap, -EINVAL, "input 'k' must be an int64 scalar");
+		return bw_err(err, err_cap, -EINVAL, "input 'k' must be an int64 scalar");
 	copy_shape(&outputs[0], &inputs[0]);
 	return 0;
 }
@@ -315,11 +297,11 @@ RT_K_INFER(gather_elements)
 	    (rc = rt_k_axis(axis, data->rank, "attribute 'axis'", &axis, err, err_cap)) < 0)
 		return rc;
 	if (idx->rank != data->rank)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'indices' has rank %u, 'data' %u", idx->rank, data->rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'indices' has rank %u, 'data' %u", idx->rank, data->rank);
 	for (int d = 0; d < data->rank; d++) {
 		if (d != axis && idx->dims[d] > data->dims[d] && data->dims[d] >= 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'indices' dim %d (%" PRId64 ") exceeds 'data' (%" PRId64 ")",
-					d, idx->dims[d], data->dims[d]);
+			return bw_err(err, err_cap, -EINVAL, "input 'indices' dim %d (%" PRId64 ") exceeds 'data' (%" PRId64 ")",
+				      d, idx->dims[d], data->dims[d]);
 	}
 	copy_shape(&outputs[0], idx);
 	outputs[0].dtype = data->dtype;
@@ -342,8 +324,8 @@ RT_K_RUN(gather_elements)
 		int64_t v = index_at(idx, i), off = 0;
 
 		if (v < -dim || v >= dim)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'indices' has %" PRId64 ", out of range for axis %"
-					PRId64 " of size %" PRId64, v, axis, dim);
+			return bw_err(err, err_cap, -EINVAL, "input 'indices' has %" PRId64 ", out of range for axis %"
+				      PRId64 " of size %" PRId64, v, axis, dim);
 		if (v < 0)
 			v += dim;
 		for (int d = 0; d < r; d++)
@@ -370,16 +352,16 @@ static int onehot_plan(const struct rt_node *node, const struct rt_tensor *input
 	    (rc = rt_k_axis(*axis, rank, "attribute 'axis'", axis, err, err_cap)) < 0)
 		return rc;
 	if (rank > RT_MAX_RANK)
-		return rt_k_err(err, err_cap, -EINVAL, "OneHot output rank %d exceeds %d", rank, RT_MAX_RANK);
+		return bw_err(err, err_cap, -EINVAL, "OneHot output rank %d exceeds %d", rank, RT_MAX_RANK);
 	if (rt_tensor_elems(&inputs[1]) != 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'depth' must be a scalar");
+		return bw_err(err, err_cap, -EINVAL, "input 'depth' must be a scalar");
 	if (inputs[1].data == NULL)
-		return rt_k_err(err, err_cap, -ENOTSUP, "input 'depth' must be a constant");
+		return bw_err(err, err_cap, -ENOTSUP, "input 'depth' must be a constant");
 	*depth = (int64_t)rt_k_load_f64(inputs[1].data, inputs[1].dtype, 0);
 	if (*depth < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'depth' must be positive");
+		return bw_err(err, err_cap, -EINVAL, "input 'depth' must be positive");
 	if (rt_tensor_elems(&inputs[2]) != 2)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'values' must hold 2 values (off, on)");
+		return bw_err(err, err_cap, -EINVAL, "input 'values' must hold 2 values (off, on)");
 	return 0;
 }
 
@@ -440,9 +422,9 @@ RT_K_INFER(eyelike)
 	    (rc = rt_k_attr_int(node, "k", 0, &k, err, err_cap)) < 0)
 		return rc;
 	if (inputs[0].rank != 2)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'input' must be 2-D, has rank %u", inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'input' must be 2-D, has rank %u", inputs[0].rank);
 	if (dtype <= 0 || dtype >= 32 || (RT_DTYPE_BIT(dtype) & RT_K_DTYPE_ALL) == 0)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'dtype' (%" PRId64 ") is not a supported type", dtype);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'dtype' (%" PRId64 ") is not a supported type", dtype);
 	copy_shape(&outputs[0], &inputs[0]);
 	outputs[0].dtype = (uint8_t)dtype;
 	return 0;
@@ -454,7 +436,7 @@ RT_K_RUN(eyelike)
 
 	for (int64_t i = 0; i < rows; i++) {
 		for (int64_t j = 0; j < cols; j++)
-			put_f64(outputs[0].data, outputs[0].dtype, i * cols + j, j - i == k ? 1 : 0);
+			bw_elem_set(outputs[0].dtype, outputs[0].data, (size_t)(i * cols + j), j - i == k ? 1 : 0);
 	}
 	return 0;
 }

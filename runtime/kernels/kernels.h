@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <batchwire/err.h>  /* bw_err: kernels write their errors with it */
+#include <batchwire/half.h> /* float16 and bfloat16 <-> float */
+
 #include "graph.h"
 
 /* The highest opset of the default domain the runtime reads (ONNX 1.12); ranges end here. */
@@ -36,9 +39,6 @@
 #define RT_K_MAX_INPUTS 64
 
 /* ---- errors and attributes ------------------------------------------------------------------------ */
-
-/** Formats err and \return rc (a negative errno), so callers write `return rt_k_err(...)`. */
-int rt_k_err(char *err, size_t err_cap, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /** "[2,3,4]" ("?" for a symbolic dim) into buf; \return buf. */
 const char *rt_k_dims_str(const struct rt_tensor *t, char *buf, size_t cap);
@@ -137,13 +137,6 @@ void rt_k_copy_strided(void *dst, const void *src, int rank, const int64_t *dims
 
 /** Row-major element strides of t. */
 void rt_k_strides(const struct rt_tensor *t, int64_t *strides);
-
-/* ---- half types ------------------------------------------------------------------------------------ */
-
-float rt_k_half_to_float(uint16_t h);
-uint16_t rt_k_float_to_half(float f);
-float rt_k_bf16_to_float(uint16_t h);
-uint16_t rt_k_float_to_bf16(float f);
 
 /* ---- entry points (cpu.c's table) ---------------------------------------------------------------- */
 

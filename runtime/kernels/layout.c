@@ -32,11 +32,11 @@ static int transpose_perm(const struct rt_node *node, int rank, int64_t *perm, c
 		return 0;
 	}
 	if (n != (unsigned int)rank)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'perm' has %u values for rank %d", n, rank);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'perm' has %u values for rank %d", n, rank);
 	for (int d = 0; d < rank; d++) {
 		if (perm[d] < 0 || perm[d] >= rank || seen[perm[d]])
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'perm' is not a permutation of 0..%d",
-					rank - 1);
+			return bw_err(err, err_cap, -EINVAL, "attribute 'perm' is not a permutation of 0..%d",
+				      rank - 1);
 		seen[perm[d]] = true;
 	}
 	return 0;
@@ -80,11 +80,11 @@ RT_K_INFER(concat)
 	int rc;
 
 	if (node->num_inputs < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "Concat needs at least one input");
+		return bw_err(err, err_cap, -EINVAL, "Concat needs at least one input");
 	if ((rc = rt_k_need_input(node, inputs, 0, "inputs", RT_K_DTYPE_ALL, err, err_cap)) < 0)
 		return rc;
 	if (rt_node_attr(node, "axis") == NULL && node->opset >= 4)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'axis' is missing");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'axis' is missing");
 	if ((rc = rt_k_attr_int(node, "axis", 1, &axis, err, err_cap)) < 0 ||
 	    (rc = rt_k_axis(axis, first->rank, "attribute 'axis'", &axis, err, err_cap)) < 0)
 		return rc;
@@ -95,8 +95,8 @@ RT_K_INFER(concat)
 		if ((rc = rt_k_need_input(node, inputs, k, "inputs", RT_K_DTYPE_ALL, err, err_cap)) < 0)
 			return rc;
 		if (in->dtype != first->dtype)
-			return rt_k_err(err, err_cap, -EINVAL, "input %u is %s but input 0 is %s", k,
-					rt_dtype_name(in->dtype), rt_dtype_name(first->dtype));
+			return bw_err(err, err_cap, -EINVAL, "input %u is %s but input 0 is %s", k,
+				      rt_dtype_name(in->dtype), rt_dtype_name(first->dtype));
 		if (in->rank != first->rank)
 			goto mismatch;
 		for (int d = 0; d < first->rank; d++) {
@@ -106,8 +106,8 @@ RT_K_INFER(concat)
 		sum = sum < 0 || in->dims[axis] < 0 ? -1 : sum + in->dims[axis];
 		continue;
 mismatch:
-		return rt_k_err(err, err_cap, -EINVAL, "input %u %s does not match input 0 %s outside axis %" PRId64,
-				k, rt_k_dims_str(in, a, sizeof(a)), rt_k_dims_str(first, b, sizeof(b)), axis);
+		return bw_err(err, err_cap, -EINVAL, "input %u %s does not match input 0 %s outside axis %" PRId64,
+			      k, rt_k_dims_str(in, a, sizeof(a)), rt_k_dims_str(first, b, sizeof(b)), axis);
 	}
 	copy_shape(&outputs[0], first);
 	outputs[0].dims[axis] = sum;
@@ -148,7 +148,7 @@ static int split_sizes(const struct rt_node *node, const struct rt_tensor *input
 	int rc;
 
 	if (nout < 1 || nout > RT_K_MAX_INPUTS)
-		return rt_k_err(err, err_cap, -EINVAL, "Split needs 1 to %d outputs, has %u", RT_K_MAX_INPUTS, nout);
+		return bw_err(err, err_cap, -EINVAL, "Split needs 1 to %d outputs, has %u", RT_K_MAX_INPUTS, nout);
 	if ((rc = rt_k_attr_int(node, "axis", 0, axis, err, err_cap)) < 0 ||
 	    (rc = rt_k_axis(*axis, in->rank, "attribute 'axis'", axis, err, err_cap)) < 0)
 		return rc;
@@ -158,22 +158,22 @@ static int split_sizes(const struct rt_node *node, const struct rt_tensor *input
 		return rc;
 	if (rc == 0) {
 		if (dim >= 0 && dim % nout != 0)
-			return rt_k_err(err, err_cap, -EINVAL, "axis %" PRId64 " (%" PRId64 ") does not split into %u "
-					"equal parts", *axis, dim, nout);
+			return bw_err(err, err_cap, -EINVAL, "axis %" PRId64 " (%" PRId64 ") does not split into %u "
+				      "equal parts", *axis, dim, nout);
 		for (unsigned int i = 0; i < nout; i++)
 			sizes[i] = dim < 0 ? RT_DIM_SYMBOLIC : dim / nout;
 		return 0;
 	}
 	if (n != nout)
-		return rt_k_err(err, err_cap, -EINVAL, "'split' has %u sizes for %u outputs", n, nout);
+		return bw_err(err, err_cap, -EINVAL, "'split' has %u sizes for %u outputs", n, nout);
 	for (unsigned int i = 0; i < n; i++) {
 		if (sizes[i] < 0)
-			return rt_k_err(err, err_cap, -EINVAL, "'split' has a negative size");
+			return bw_err(err, err_cap, -EINVAL, "'split' has a negative size");
 		sum += sizes[i];
 	}
 	if (dim >= 0 && sum != dim)
-		return rt_k_err(err, err_cap, -EINVAL, "'split' sizes sum to %" PRId64 ", axis %" PRId64 " is %" PRId64,
-				sum, *axis, dim);
+		return bw_err(err, err_cap, -EINVAL, "'split' sizes sum to %" PRId64 ", axis %" PRId64 " is %" PRId64,
+			      sum, *axis, dim);
 	return 0;
 }
 
@@ -232,9 +232,9 @@ static int slice_plan(const struct rt_node *node, const struct rt_tensor *inputs
 
 	if (node->opset < 10) {
 		if ((rc = rt_k_attr_ints(node, "starts", starts, RT_MAX_RANK, &n, err, err_cap)) < 0 ||
-		    (rc == 0 && (rc = rt_k_err(err, err_cap, -EINVAL, "attribute 'starts' is missing")) < 0) ||
+		    (rc == 0 && (rc = bw_err(err, err_cap, -EINVAL, "attribute 'starts' is missing")) < 0) ||
 		    (rc = rt_k_attr_ints(node, "ends", ends, RT_MAX_RANK, &n2, err, err_cap)) < 0 ||
-		    (rc == 0 && (rc = rt_k_err(err, err_cap, -EINVAL, "attribute 'ends' is missing")) < 0) ||
+		    (rc == 0 && (rc = bw_err(err, err_cap, -EINVAL, "attribute 'ends' is missing")) < 0) ||
 		    (rc = rt_k_attr_ints(node, "axes", axes, RT_MAX_RANK, &na, err, err_cap)) < 0)
 			return rc;
 	} else {
@@ -251,21 +251,21 @@ static int slice_plan(const struct rt_node *node, const struct rt_tensor *inputs
 			return rc;
 	}
 	if (n2 != n)
-		return rt_k_err(err, err_cap, -EINVAL, "'starts' has %u values but 'ends' has %u", n, n2);
+		return bw_err(err, err_cap, -EINVAL, "'starts' has %u values but 'ends' has %u", n, n2);
 	if (na == 0) {
 		for (unsigned int i = 0; i < n; i++)
 			axes[i] = i;
 		na = n;
 	}
 	if (na != n)
-		return rt_k_err(err, err_cap, -EINVAL, "'axes' has %u values but 'starts' has %u", na, n);
+		return bw_err(err, err_cap, -EINVAL, "'axes' has %u values but 'starts' has %u", na, n);
 	if (ns == 0) {
 		for (unsigned int i = 0; i < n; i++)
 			steps[i] = 1;
 		ns = n;
 	}
 	if (ns != n)
-		return rt_k_err(err, err_cap, -EINVAL, "'steps' has %u values but 'starts' has %u", ns, n);
+		return bw_err(err, err_cap, -EINVAL, "'steps' has %u values but 'starts' has %u", ns, n);
 	if ((rc = rt_k_axes(axes, na, rank, "'axes'", err, err_cap)) < 0)
 		return rc;
 	for (int d = 0; d < rank; d++) {
@@ -277,7 +277,7 @@ static int slice_plan(const struct rt_node *node, const struct rt_tensor *inputs
 		int64_t d = axes[i], dim = in->dims[d], s = starts[i], e = ends[i], st = steps[i];
 
 		if (st == 0)
-			return rt_k_err(err, err_cap, -EINVAL, "'steps' must not be 0");
+			return bw_err(err, err_cap, -EINVAL, "'steps' must not be 0");
 		p->step[d] = st;
 		if (dim < 0) {
 			p->count[d] = RT_DIM_SYMBOLIC;
@@ -349,8 +349,8 @@ RT_K_INFER(gather)
 	    (rc = rt_k_axis(axis, data->rank, "attribute 'axis'", &axis, err, err_cap)) < 0)
 		return rc;
 	if (data->rank - 1 + idx->rank > RT_MAX_RANK)
-		return rt_k_err(err, err_cap, -EINVAL, "Gather output rank %d exceeds %d", data->rank - 1 + idx->rank,
-				RT_MAX_RANK);
+		return bw_err(err, err_cap, -EINVAL, "Gather output rank %d exceeds %d", data->rank - 1 + idx->rank,
+			      RT_MAX_RANK);
 	for (int d = 0; d < axis; d++)
 		out->dims[r++] = data->dims[d];
 	for (int d = 0; d < idx->rank; d++)
@@ -367,8 +367,8 @@ RT_K_INFER(gather)
 			int64_t v = idx->dtype == BW_DTYPE_INT64 ? ((const int64_t *)idx->data)[i]
 								 : ((const int32_t *)idx->data)[i];
 			if (v < -dim || v >= dim)
-				return rt_k_err(err, err_cap, -EINVAL, "input 'indices' has %" PRId64
-						", out of range for axis %" PRId64 " of size %" PRId64, v, axis, dim);
+				return bw_err(err, err_cap, -EINVAL, "input 'indices' has %" PRId64
+					      ", out of range for axis %" PRId64 " of size %" PRId64, v, axis, dim);
 		}
 	}
 	return 0;
@@ -389,9 +389,9 @@ RT_K_RUN(gather)
 		int64_t v = idx->dtype == BW_DTYPE_INT64 ? ((const int64_t *)idx->data)[i]
 							 : ((const int32_t *)idx->data)[i];
 		if (v < -dim || v >= dim)
-			return rt_k_err(err, err_cap, -EINVAL,
-					"input 'indices' has %" PRId64 ", out of range for axis %" PRId64
-					" of size %" PRId64, v, axis, dim);
+			return bw_err(err, err_cap, -EINVAL,
+				      "input 'indices' has %" PRId64 ", out of range for axis %" PRId64
+				      " of size %" PRId64, v, axis, dim);
 	}
 	for (int64_t o = 0; o < outer; o++) {
 		const char *src = (const char *)data->data + o * dim * inner;
@@ -426,7 +426,7 @@ static int expand_shape(const struct rt_node *node, const struct rt_tensor *inpu
 	shape.rank = (uint8_t)n;
 	for (unsigned int i = 0; i < n; i++) {
 		if (shape.dims[i] < 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'shape' has negative dim %" PRId64, shape.dims[i]);
+			return bw_err(err, err_cap, -EINVAL, "input 'shape' has negative dim %" PRId64, shape.dims[i]);
 	}
 	rc = rt_k_broadcast_shape(ins, names, 2, out, err, err_cap);
 	out->dtype = inputs[0].dtype;
@@ -467,12 +467,12 @@ RT_K_INFER(tile)
 	    (rc = rt_k_read_ints(&inputs[1], "repeats", reps, RT_MAX_RANK, &n, err, err_cap)) < 0)
 		return rc;
 	if (n != inputs[0].rank)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'repeats' has %u values for rank %u", n,
-				inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'repeats' has %u values for rank %u", n,
+			      inputs[0].rank);
 	copy_shape(&outputs[0], &inputs[0]);
 	for (unsigned int d = 0; d < n; d++) {
 		if (reps[d] < 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'repeats' has negative value %" PRId64, reps[d]);
+			return bw_err(err, err_cap, -EINVAL, "input 'repeats' has negative value %" PRId64, reps[d]);
 		outputs[0].dims[d] = inputs[0].dims[d] < 0 ? RT_DIM_SYMBOLIC : inputs[0].dims[d] * reps[d];
 	}
 	return 0;

@@ -89,14 +89,14 @@ static int mm_plan(const struct rt_tensor *a, const struct rt_tensor *b, struct 
 	int rc;
 
 	if (a->rank < 1 || b->rank < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' must have rank >= 1", a->rank < 1 ? "A" : "B");
+		return bw_err(err, err_cap, -EINVAL, "input '%s' must have rank >= 1", a->rank < 1 ? "A" : "B");
 	p->m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
 	p->k = a->dims[a->rank - 1];
 	kb = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2];
 	p->n = b->rank == 1 ? 1 : b->dims[b->rank - 1];
 	if (p->k != kb && p->k >= 0 && kb >= 0)
-		return rt_k_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims %" PRId64 " and %" PRId64
-				" differ", rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(b, y, sizeof(y)), p->k, kb);
+		return bw_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims %" PRId64 " and %" PRId64
+			      " differ", rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(b, y, sizeof(y)), p->k, kb);
 	memset(&p->abatch, 0, sizeof(p->abatch));
 	memset(&p->bbatch, 0, sizeof(p->bbatch));
 	p->abatch.rank = a->rank > 2 ? (uint8_t)(a->rank - 2) : 0;
@@ -105,8 +105,8 @@ static int mm_plan(const struct rt_tensor *a, const struct rt_tensor *b, struct 
 	memcpy(p->bbatch.dims, b->dims, p->bbatch.rank * sizeof(int64_t));
 	rc = rt_k_broadcast_shape(ins, names, 2, &p->obatch, err, err_cap);
 	if (rc < 0)
-		return rt_k_err(err, err_cap, -EINVAL, "batch dims of inputs 'A' %s and 'B' %s do not broadcast",
-				rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(b, y, sizeof(y)));
+		return bw_err(err, err_cap, -EINVAL, "batch dims of inputs 'A' %s and 'B' %s do not broadcast",
+			      rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(b, y, sizeof(y)));
 	return 0;
 }
 
@@ -120,12 +120,12 @@ RT_K_INFER(matmul)
 	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_K_DTYPE_FLOATS, err, err_cap)) < 0)
 		return rc;
 	if (inputs[1].dtype != inputs[0].dtype)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'B' is %s but 'A' is %s", rt_dtype_name(inputs[1].dtype),
-				rt_dtype_name(inputs[0].dtype));
+		return bw_err(err, err_cap, -EINVAL, "input 'B' is %s but 'A' is %s", rt_dtype_name(inputs[1].dtype),
+			      rt_dtype_name(inputs[0].dtype));
 	if ((rc = mm_plan(&inputs[0], &inputs[1], &p, err, err_cap)) < 0)
 		return rc;
 	if (!rt_k_blas_dim_ok(p.m) && p.m >= 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "MatMul dims beyond 2^31 are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "MatMul dims beyond 2^31 are not supported");
 	*out = (struct rt_tensor){.dtype = inputs[0].dtype, .rank = p.obatch.rank, .data = out->data};
 	memcpy(out->dims, p.obatch.dims, sizeof(out->dims));
 	if (inputs[0].rank > 1)
@@ -186,17 +186,17 @@ RT_K_INFER(gemm)
 	    (rc = rt_k_attr_float(node, "beta", 1.0f, &beta, err, err_cap)) < 0)
 		return rc;
 	if (a->rank != 2 || b->rank != 2)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' must be 2-D", a->rank != 2 ? "A" : "B");
+		return bw_err(err, err_cap, -EINVAL, "input '%s' must be 2-D", a->rank != 2 ? "A" : "B");
 	m = a->dims[ta ? 1 : 0];
 	k = a->dims[ta ? 0 : 1];
 	kb = b->dims[tb ? 1 : 0];
 	n = b->dims[tb ? 0 : 1];
 	if (k != kb && k >= 0 && kb >= 0)
-		return rt_k_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims %" PRId64 " and %" PRId64
-				" differ (transA %" PRId64 ", transB %" PRId64 ")", rt_k_dims_str(a, x, sizeof(x)),
-				rt_k_dims_str(b, y, sizeof(y)), k, kb, ta, tb);
+		return bw_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims %" PRId64 " and %" PRId64
+			      " differ (transA %" PRId64 ", transB %" PRId64 ")", rt_k_dims_str(a, x, sizeof(x)),
+			      rt_k_dims_str(b, y, sizeof(y)), k, kb, ta, tb);
 	if (!rt_k_blas_dim_ok(m < 0 ? 0 : m) || !rt_k_blas_dim_ok(n < 0 ? 0 : n) || !rt_k_blas_dim_ok(k < 0 ? 0 : k))
-		return rt_k_err(err, err_cap, -ENOTSUP, "Gemm dims beyond 2^31 are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "Gemm dims beyond 2^31 are not supported");
 	outputs[0] = (struct rt_tensor){.dtype = a->dtype, .rank = 2, .dims = {m, n}, .data = outputs[0].data};
 	if (rt_k_has_input(node, inputs, 2)) {
 		const struct rt_tensor *c = &inputs[2];
@@ -206,8 +206,8 @@ RT_K_INFER(gemm)
 		/* unidirectional: C broadcasts to [M, N], never the other way */
 		if (c->rank > 2 || (c->rank == 2 && c->dims[0] != 1 && c->dims[0] != m) ||
 		    (c->rank >= 1 && c->dims[c->rank - 1] != 1 && c->dims[c->rank - 1] != n))
-			return rt_k_err(err, err_cap, -EINVAL, "input 'C' %s does not broadcast to [%" PRId64 ",%" PRId64 "]",
-					rt_k_dims_str(c, x, sizeof(x)), m, n);
+			return bw_err(err, err_cap, -EINVAL, "input 'C' %s does not broadcast to [%" PRId64 ",%" PRId64 "]",
+				      rt_k_dims_str(c, x, sizeof(x)), m, n);
 	}
 	return 0;
 }
@@ -265,13 +265,13 @@ int rt_k_act_read(const struct rt_node *node, struct rt_k_act_spec *act, char *e
 			break;
 	}
 	if (kind == sizeof(g_act_names) / sizeof(g_act_names[0]))
-		return rt_k_err(err, err_cap, -ENOTSUP, "attribute 'activation' '%s' is not supported", name);
+		return bw_err(err, err_cap, -ENOTSUP, "attribute 'activation' '%s' is not supported", name);
 	act->kind = (enum rt_k_act)kind;
 	if (nparams[kind] == 0)
 		return 0;
 	if (params == NULL || params->type != RT_ATTR_FLOATS || params->count != nparams[kind])
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'activation_params' must be %u floats for %s",
-				nparams[kind], name);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'activation_params' must be %u floats for %s",
+			      nparams[kind], name);
 	act->a = params->floats[0];
 	act->b = nparams[kind] > 1 ? params->floats[1] : 0.0f;
 	return 0;
@@ -293,11 +293,11 @@ static int gemm_weights(const struct rt_node *node, const struct rt_tensor *b, s
 	if (!*packed)
 		return 0;
 	if (ws == NULL || ws->type != RT_ATTR_INTS || ws->count != 2 || ws->ints[0] < 0 || ws->ints[1] < 0)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'weight_shape' must be 2 ints with packed weights");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'weight_shape' must be 2 ints with packed weights");
 	*shape = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 2, .dims = {ws->ints[0], ws->ints[1]} };
 	if (b->dtype != BW_DTYPE_FLOAT || rt_tensor_elems(b) != (int64_t)rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]))
-		return rt_k_err(err, err_cap, -EINVAL, "input 'B' must hold %zu packed floats",
-				rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]));
+		return bw_err(err, err_cap, -EINVAL, "input 'B' must hold %zu packed floats",
+			      rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]));
 	return 0;
 }
 
@@ -319,31 +319,31 @@ RT_K_INFER(fused_gemm)
 	    (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
 	if (a->rank < 1 || b.rank != 2)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'A' must have rank >= 1 and 'B' rank 2");
+		return bw_err(err, err_cap, -EINVAL, "input 'A' must have rank >= 1 and 'B' rank 2");
 	k = b.dims[0];
 	n = b.dims[1];
 	rows = rt_k_dims_prod(a, 0, a->rank - 1);
 	if (a->dims[a->rank - 1] != k || k < 0 || n < 0)
-		return rt_k_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims differ",
-				rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(&b, y, sizeof(y)));
+		return bw_err(err, err_cap, -EINVAL, "inputs 'A' %s and 'B' %s: inner dims differ",
+			      rt_k_dims_str(a, x, sizeof(x)), rt_k_dims_str(&b, y, sizeof(y)));
 	if (!rt_k_blas_dim_ok(k) || !rt_k_blas_dim_ok(n) || !rt_k_blas_dim_ok(rows < 0 ? 0 : rows))
-		return rt_k_err(err, err_cap, -ENOTSUP, "FusedGemm dims beyond 2^31 are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "FusedGemm dims beyond 2^31 are not supported");
 	if (rt_k_has_input(node, inputs, 2)) {
 		if ((rc = rt_k_need_input(node, inputs, 2, "C", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
 			return rc;
 		if (inputs[2].rank != 1 || inputs[2].dims[0] != n)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'C' must be 1-D of %" PRId64 " values", n);
+			return bw_err(err, err_cap, -EINVAL, "input 'C' must be 1-D of %" PRId64 " values", n);
 	}
 	if (rt_k_has_input(node, inputs, 3)) {
 		if ((rc = rt_k_need_input(node, inputs, 3, "Bt", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
 			return rc;
 		if (inputs[3].rank != 2 || inputs[3].dims[0] != n || inputs[3].dims[1] != k)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'Bt' must be [%" PRId64 ",%" PRId64 "]", n, k);
+			return bw_err(err, err_cap, -EINVAL, "input 'Bt' must be [%" PRId64 ",%" PRId64 "]", n, k);
 	}
 	if (packed && !rt_sg_available())
-		return rt_k_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
+		return bw_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
 	if (packed && rows >= 0 && rows < RT_SG_ROWS_MIN && !rt_k_has_input(node, inputs, 3))
-		return rt_k_err(err, err_cap, -EINVAL, "%" PRId64 " rows with packed weights need input 'Bt'", rows);
+		return bw_err(err, err_cap, -EINVAL, "%" PRId64 " rows with packed weights need input 'Bt'", rows);
 	outputs[0] = *a;
 	outputs[0].data = NULL;
 	outputs[0].dims[a->rank - 1] = n;
@@ -384,7 +384,7 @@ RT_K_RUN(fused_gemm)
 	n = b.dims[1];
 	if (packed && rows >= RT_SG_ROWS_MIN) {
 		if (scratch == NULL)
-			return rt_k_err(err, err_cap, -EINVAL, "FusedGemm needs scratch memory and got none");
+			return bw_err(err, err_cap, -EINVAL, "FusedGemm needs scratch memory and got none");
 		rt_sg_gemm_bpacked(rows, n, k, a->data, k, inputs[1].data, y, n, alpha, bias, &act, scratch);
 		return 0;
 	}
@@ -423,7 +423,7 @@ static int fmm_view_of(const struct rt_tensor *src, const struct rt_attr *shape,
 
 	if (shape != NULL) {
 		if (shape->type != RT_ATTR_INTS || shape->count < 1 || shape->count > FMM_RANK_MAX)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_shape' must be 1 to %d ints", what, FMM_RANK_MAX);
+			return bw_err(err, err_cap, -EINVAL, "attribute '%s_shape' must be 1 to %d ints", what, FMM_RANK_MAX);
 		rank = (int)shape->count;
 		for (int d = 0; d < rank; d++) {
 			dims[d] = shape->ints[d];
@@ -432,17 +432,17 @@ static int fmm_view_of(const struct rt_tensor *src, const struct rt_attr *shape,
 			if (dims[d] == -1 && neg < 0)
 				neg = d;
 			else if (dims[d] < 0)
-				return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_shape' has a bad dim", what);
+				return bw_err(err, err_cap, -EINVAL, "attribute '%s_shape' has a bad dim", what);
 			else
 				known *= dims[d];
 		}
 		if (neg >= 0)
 			dims[neg] = known > 0 ? total / known : 0;
 		if (neg >= 0 ? known * dims[neg] != total : known != total)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_shape' does not fit the input", what);
+			return bw_err(err, err_cap, -EINVAL, "attribute '%s_shape' does not fit the input", what);
 	} else {
 		if (rank > FMM_RANK_MAX)
-			return rt_k_err(err, err_cap, -ENOTSUP, "input '%s' of rank %d > %d", what, rank, FMM_RANK_MAX);
+			return bw_err(err, err_cap, -ENOTSUP, "input '%s' of rank %d > %d", what, rank, FMM_RANK_MAX);
 		memcpy(dims, src->dims, (size_t)rank * sizeof(int64_t));
 	}
 	for (int d = rank - 1; d >= 0; d--) {
@@ -456,7 +456,7 @@ static int fmm_view_of(const struct rt_tensor *src, const struct rt_attr *shape,
 		if (perm != NULL) {
 			if (perm->type != RT_ATTR_INTS || perm->count != (uint32_t)rank || perm->ints[d] < 0 ||
 			    perm->ints[d] >= rank)
-				return rt_k_err(err, err_cap, -EINVAL, "attribute '%s_perm' must permute %d dims", what, rank);
+				return bw_err(err, err_cap, -EINVAL, "attribute '%s_perm' must permute %d dims", what, rank);
 			p = perm->ints[d];
 		}
 		v->dims[d] = dims[p];
@@ -513,23 +513,23 @@ static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs,
 		return rc;
 	r = p->a.rank;
 	if (r < 2 || p->b.rank != r)
-		return rt_k_err(err, err_cap, -ENOTSUP, "operands of ranks %d and %d (equal, >= 2, wanted)", r, p->b.rank);
+		return bw_err(err, err_cap, -ENOTSUP, "operands of ranks %d and %d (equal, >= 2, wanted)", r, p->b.rank);
 	p->m = p->a.dims[r - 2];
 	p->k = p->a.dims[r - 1];
 	p->n = p->b.dims[r - 1];
 	if (p->b.dims[r - 2] != p->k)
-		return rt_k_err(err, err_cap, -EINVAL, "inner dims %" PRId64 " and %" PRId64 " differ", p->k, p->b.dims[r - 2]);
+		return bw_err(err, err_cap, -EINVAL, "inner dims %" PRId64 " and %" PRId64 " differ", p->k, p->b.dims[r - 2]);
 	p->nbatch = r - 2;
 	for (int d = 0; d < p->nbatch; d++) {
 		if (p->a.dims[d] != p->b.dims[d])
-			return rt_k_err(err, err_cap, -ENOTSUP, "batch dims must be equal (no broadcasting)");
+			return bw_err(err, err_cap, -ENOTSUP, "batch dims must be equal (no broadcasting)");
 		p->batch[d] = p->a.dims[d];
 	}
 	if (!fmm_blas(&p->a, &p->ta, &p->lda) || !fmm_blas(&p->b, &p->tb, &p->ldb))
-		return rt_k_err(err, err_cap, -ENOTSUP, "an operand's matrices are not row- or column-contiguous");
+		return bw_err(err, err_cap, -ENOTSUP, "an operand's matrices are not row- or column-contiguous");
 	if (!rt_k_blas_dim_ok(p->m) || !rt_k_blas_dim_ok(p->n) || !rt_k_blas_dim_ok(p->k) ||
 	    !rt_k_blas_dim_ok(p->lda) || !rt_k_blas_dim_ok(p->ldb))
-		return rt_k_err(err, err_cap, -ENOTSUP, "FusedMatMul dims beyond 2^31 are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "FusedMatMul dims beyond 2^31 are not supported");
 	/* the product, transposed by y_perm, is the output's memory (y_shape only renames its dims) */
 	prod.rank = (uint8_t)r;
 	memcpy(prod.dims, p->a.dims, (size_t)p->nbatch * sizeof(int64_t));
@@ -554,7 +554,7 @@ static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs,
 		memcpy(p->out.dims, t.dims, (size_t)r * sizeof(int64_t));
 	}
 	if (!fmm_blas(&p->y, &tc, &p->ldc) || tc)
-		return rt_k_err(err, err_cap, -ENOTSUP, "the product's rows are not contiguous in the output");
+		return bw_err(err, err_cap, -ENOTSUP, "the product's rows are not contiguous in the output");
 	if (rt_node_attr(node, "y_shape") != NULL) {
 		struct fmm_view o;
 

@@ -21,20 +21,20 @@ RT_K_INFER(batchnorm)
 	    (rc = rt_k_attr_int(node, "spatial", 1, &spatial, err, err_cap)) < 0)
 		return rc;
 	if (training != 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "attribute 'training_mode' 1 is not supported (inference only)");
+		return bw_err(err, err_cap, -ENOTSUP, "attribute 'training_mode' 1 is not supported (inference only)");
 	if (spatial != 1)
-		return rt_k_err(err, err_cap, -ENOTSUP, "attribute 'spatial' 0 is not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "attribute 'spatial' 0 is not supported");
 	if (node->num_outputs > 1 && rt_k_has_output(node, 1))
-		return rt_k_err(err, err_cap, -ENOTSUP, "training outputs (running mean, var) are not supported");
+		return bw_err(err, err_cap, -ENOTSUP, "training outputs (running mean, var) are not supported");
 	if (inputs[0].rank < 2)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 2, has %u", inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 2, has %u", inputs[0].rank);
 	channels = inputs[0].dims[1];
 	for (unsigned int i = 1; i < 5; i++) {
 		if ((rc = rt_k_need_input(node, inputs, i, names[i], RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
 			return rc;
 		if (inputs[i].rank != 1 || (channels >= 0 && inputs[i].dims[0] >= 0 && inputs[i].dims[0] != channels))
-			return rt_k_err(err, err_cap, -EINVAL, "input '%s' must be 1-D of %" PRId64 " channels", names[i],
-					channels);
+			return bw_err(err, err_cap, -EINVAL, "input '%s' must be 1-D of %" PRId64 " channels", names[i],
+				      channels);
 	}
 	outputs[0].dtype = inputs[0].dtype;
 	outputs[0].rank = inputs[0].rank;
@@ -77,8 +77,8 @@ static int layernorm_param(const struct rt_node *node, const struct rt_tensor *i
 		return rc;
 	n = rt_tensor_elems(&inputs[i]);
 	if (n != inner && n != 1 && n >= 0 && inner >= 0)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " elements, the normalized dims %" PRId64,
-				name, n, inner);
+		return bw_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " elements, the normalized dims %" PRId64,
+			      name, n, inner);
 	return 0;
 }
 
@@ -183,13 +183,13 @@ RT_K_INFER(instancenorm)
 	    (rc = rt_k_attr_float(node, "epsilon", 1e-5f, &eps, err, err_cap)) < 0)
 		return rc;
 	if (inputs[0].rank < 3)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'input' must have rank >= 3, has %u", inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'input' must have rank >= 3, has %u", inputs[0].rank);
 	for (unsigned int i = 1; i < 3; i++) {
 		if ((rc = rt_k_need_input(node, inputs, i, names[i], RT_DTYPE_BIT(inputs[0].dtype), err, err_cap)) < 0)
 			return rc;
 		if (inputs[i].rank != 1 || (inputs[i].dims[0] != inputs[0].dims[1] && inputs[0].dims[1] >= 0))
-			return rt_k_err(err, err_cap, -EINVAL, "input '%s' must be 1-D of %" PRId64 " channels", names[i],
-					inputs[0].dims[1]);
+			return bw_err(err, err_cap, -EINVAL, "input '%s' must be 1-D of %" PRId64 " channels", names[i],
+				      inputs[0].dims[1]);
 	}
 	outputs[0].dtype = inputs[0].dtype;
 	outputs[0].rank = inputs[0].rank;
@@ -242,9 +242,9 @@ RT_K_INFER(lrn)
 	    (rc = rt_k_attr_float(node, "bias", 1.0f, &f, err, err_cap)) < 0)
 		return rc;
 	if (size < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'size' must be positive");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'size' must be positive");
 	if (inputs[0].rank < 3)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 3, has %u", inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 3, has %u", inputs[0].rank);
 	outputs[0].dtype = inputs[0].dtype;
 	outputs[0].rank = inputs[0].rank;
 	memcpy(outputs[0].dims, inputs[0].dims, sizeof(outputs[0].dims));

@@ -30,12 +30,12 @@ static int pool_setup(const struct rt_node *node, const struct rt_tensor *inputs
 		if ((rc = rt_k_attr_int(node, "storage_order", 0, &v, err, err_cap)) < 0)
 			return rc;
 		if (v != 0 && v != 1)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'storage_order' must be 0 or 1");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'storage_order' must be 0 or 1");
 	} else {
 		if ((rc = rt_k_attr_int(node, "count_include_pad", 0, &v, err, err_cap)) < 0)
 			return rc;
 		if (v != 0 && v != 1)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'count_include_pad' must be 0 or 1");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'count_include_pad' must be 0 or 1");
 	}
 	return 0;
 }
@@ -55,7 +55,7 @@ RT_K_INFER(pool)
 		memcpy(&outputs[o].dims[2], w.out, (size_t)w.nsp * sizeof(int64_t));
 	}
 	if (node->num_outputs > 1 && !is_max(node))
-		return rt_k_err(err, err_cap, -EINVAL, "AveragePool has one output");
+		return bw_err(err, err_cap, -EINVAL, "AveragePool has one output");
 	return 0;
 }
 
@@ -265,7 +265,7 @@ RT_K_INFER(global_pool)
 	if (rc < 0)
 		return rc;
 	if (inputs[0].rank < 2)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 2, has %u", inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "input 'X' must have rank >= 2, has %u", inputs[0].rank);
 	outputs[0].dtype = inputs[0].dtype;
 	outputs[0].rank = inputs[0].rank;
 	outputs[0].dims[0] = inputs[0].dims[0];

@@ -73,7 +73,7 @@ RT_K_INFER(reduce)
 	int rc, r = 0;
 
 	if (op == R_UNKNOWN)
-		return rt_k_err(err, err_cap, -ENOTSUP, "op %s is not a reduction", node->op_type);
+		return bw_err(err, err_cap, -ENOTSUP, "op %s is not a reduction", node->op_type);
 	if (op != R_L2 && op != R_LOGSUM && op != R_LOGSUMEXP)
 		mask |= RT_DTYPE_BIT(BW_DTYPE_INT32) | RT_DTYPE_BIT(BW_DTYPE_INT64);
 	if ((rc = rt_k_need_input(node, inputs, 0, "data", mask, err, err_cap)) < 0 ||
@@ -198,7 +198,7 @@ RT_K_RUN(reduce)
 	case BW_DTYPE_INT32: RED_INT(int32_t); break;
 	case BW_DTYPE_INT64: RED_INT(int64_t); break;
 	default:
-		return rt_k_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(in->dtype));
+		return bw_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(in->dtype));
 	}
 	return 0;
 }
@@ -220,8 +220,8 @@ static int softmax_lanes(const struct rt_node *node, const struct rt_tensor *in,
 	if (node->opset < 13) {
 		/* coercion accepts axis == rank: one row of everything */
 		if (axis < -(int64_t)in->rank || axis > in->rank)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'axis' %" PRId64 " is out of range for rank %u",
-					axis, in->rank);
+			return bw_err(err, err_cap, -EINVAL, "attribute 'axis' %" PRId64 " is out of range for rank %u",
+				      axis, in->rank);
 		if (axis < 0)
 			axis += in->rank;
 		*outer = rt_k_dims_prod(in, 0, (int)axis);
@@ -323,7 +323,7 @@ RT_K_INFER(argminmax)
 	    (rc = rt_k_axis(axis, inputs[0].rank, "attribute 'axis'", &axis, err, err_cap)) < 0)
 		return rc;
 	if (inputs[0].dims[axis] == 0)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'data' is empty along axis %" PRId64, axis);
+		return bw_err(err, err_cap, -EINVAL, "input 'data' is empty along axis %" PRId64, axis);
 	for (int d = 0; d < inputs[0].rank; d++) {
 		if (d == axis && !keepdims)
 			continue;
@@ -374,7 +374,7 @@ static int cumsum_axis(const struct rt_tensor *inputs, int64_t *axis, char *err,
 	const struct rt_tensor *a = &inputs[1];
 
 	if ((a->dtype != BW_DTYPE_INT64 && a->dtype != BW_DTYPE_INT32) || rt_tensor_elems(a) != 1 || a->rank > 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'axis' must be an int32 or int64 scalar");
+		return bw_err(err, err_cap, -EINVAL, "input 'axis' must be an int32 or int64 scalar");
 	if (a->data == NULL)
 		return 1;
 	*axis = a->dtype == BW_DTYPE_INT64 ? *(const int64_t *)a->data : *(const int32_t *)a->data;
@@ -428,7 +428,7 @@ RT_K_RUN(cumsum)
 	int rc = cumsum_axis(inputs, &axis, err, err_cap);
 
 	if (rc != 0)
-		return rc < 0 ? rc : rt_k_err(err, err_cap, -EINVAL, "input 'axis' has no data");
+		return rc < 0 ? rc : bw_err(err, err_cap, -EINVAL, "input 'axis' has no data");
 	outer = rt_k_dims_prod(x, 0, (int)axis);
 	n = x->dims[axis];
 	inner = rt_k_dims_prod(x, (int)axis + 1, x->rank);

@@ -48,17 +48,17 @@ static int pick(const char *v, const char *const *names, unsigned int count, con
 			return 0;
 		}
 	}
-	return rt_k_err(err, err_cap, -EINVAL, "attribute '%s' has unknown or unsupported value '%s'", attr, v);
+	return bw_err(err, err_cap, -EINVAL, "attribute '%s' has unknown or unsupported value '%s'", attr, v);
 }
 
 static int read_floats(const struct rt_tensor *t, const char *name, double *out, int64_t count, char *err,
 		       size_t err_cap)
 {
 	if (t->data == NULL)
-		return rt_k_err(err, err_cap, -ENOTSUP, "input '%s' must be a constant", name);
+		return bw_err(err, err_cap, -ENOTSUP, "input '%s' must be a constant", name);
 	if (rt_tensor_elems(t) != count)
-		return rt_k_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " values, expected %" PRId64, name,
-				rt_tensor_elems(t), count);
+		return bw_err(err, err_cap, -EINVAL, "input '%s' has %" PRId64 " values, expected %" PRId64, name,
+			      rt_tensor_elems(t), count);
 	for (int64_t i = 0; i < count; i++)
 		out[i] = rt_k_load_f64(t->data, t->dtype, i);
 	return 0;
@@ -108,7 +108,7 @@ static int rs_plan(const struct rt_node *node, const struct rt_tensor *inputs, s
 		const struct rt_attr *a = rt_node_attr(node, "scales");
 
 		if (a == NULL || a->type != RT_ATTR_FLOATS || a->count != (uint32_t)p->rank)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'scales' must hold %d floats", p->rank);
+			return bw_err(err, err_cap, -EINVAL, "attribute 'scales' must hold %d floats", p->rank);
 		for (int d = 0; d < p->rank; d++)
 			scales[d] = a->floats[d];
 	} else {
@@ -118,10 +118,10 @@ static int rs_plan(const struct rt_node *node, const struct rt_tensor *inputs, s
 		bool has_sizes = !upsample && rt_k_has_input(node, inputs, 3) && rt_tensor_elems(&inputs[3]) != 0;
 
 		if (has_scales == has_sizes)
-			return rt_k_err(err, err_cap, -EINVAL, "exactly one of inputs 'scales' and 'sizes' must be given");
+			return bw_err(err, err_cap, -EINVAL, "exactly one of inputs 'scales' and 'sizes' must be given");
 		if (has_scales) {
 			if (inputs[si].dtype >= 32 || (RT_DTYPE_BIT(inputs[si].dtype) & RT_K_DTYPE_FLOATS) == 0)
-				return rt_k_err(err, err_cap, -EINVAL, "input 'scales' must be float");
+				return bw_err(err, err_cap, -EINVAL, "input 'scales' must be float");
 			if ((rc = read_floats(&inputs[si], "scales", scales, p->rank, err, err_cap)) < 0)
 				return rc;
 		} else {
@@ -131,10 +131,10 @@ static int rs_plan(const struct rt_node *node, const struct rt_tensor *inputs, s
 			if ((rc = rt_k_read_ints(&inputs[3], "sizes", sizes, RT_MAX_RANK, &n, err, err_cap)) < 0)
 				return rc;
 			if (n != (unsigned int)p->rank)
-				return rt_k_err(err, err_cap, -EINVAL, "input 'sizes' has %u values for rank %d", n, p->rank);
+				return bw_err(err, err_cap, -EINVAL, "input 'sizes' has %u values for rank %d", n, p->rank);
 			for (int d = 0; d < p->rank; d++) {
 				if (sizes[d] < 0 || x->dims[d] <= 0)
-					return rt_k_err(err, err_cap, -EINVAL, "input 'sizes' dim %d is invalid", d);
+					return bw_err(err, err_cap, -EINVAL, "input 'sizes' dim %d is invalid", d);
 				p->out[d] = sizes[d];
 				scales[d] = (double)sizes[d] / (double)x->dims[d];
 			}
@@ -143,7 +143,7 @@ static int rs_plan(const struct rt_node *node, const struct rt_tensor *inputs, s
 			double roi[2 * RT_MAX_RANK];
 
 			if (!rt_k_has_input(node, inputs, 1))
-				return rt_k_err(err, err_cap, -EINVAL, "input 'roi' is missing (tf_crop_and_resize)");
+				return bw_err(err, err_cap, -EINVAL, "input 'roi' is missing (tf_crop_and_resize)");
 			if ((rc = read_floats(&inputs[1], "roi", roi, 2 * p->rank, err, err_cap)) < 0)
 				return rc;
 			for (int d = 0; d < p->rank; d++) {
@@ -156,9 +156,9 @@ static int rs_plan(const struct rt_node *node, const struct rt_tensor *inputs, s
 	}
 	for (int d = 0; d < p->rank; d++) {
 		if (!(scales[d] > 0))
-			return rt_k_err(err, err_cap, -EINVAL, "'scales' must be positive");
+			return bw_err(err, err_cap, -EINVAL, "'scales' must be positive");
 		if (x->dims[d] < 0)
-			return rt_k_err(err, err_cap, -ENOTSUP, "symbolic dims are not supported");
+			return bw_err(err, err_cap, -ENOTSUP, "symbolic dims are not supported");
 		p->out[d] = (int64_t)floor(scales[d] * (double)x->dims[d]);
 	}
 done:
@@ -287,7 +287,7 @@ RT_K_RUN(resize)
 	if (n == 0)
 		return 0;
 	if (t == NULL)
-		return rt_k_err(err, err_cap, -EINVAL, "Resize needs scratch memory and got none");
+		return bw_err(err, err_cap, -EINVAL, "Resize needs scratch memory and got none");
 	rt_k_strides(x, strides);
 	for (int d = 0; d < r; d++) {
 		taps[d] = t;

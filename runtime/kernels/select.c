@@ -35,11 +35,11 @@ static int topk_plan(const struct rt_node *node, const struct rt_tensor *inputs,
 		    (rc = rt_k_read_ints(&inputs[1], "K", k, 1, &n, err, err_cap)) < 0)
 			return rc;
 		if (n != 1)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'K' must hold one value");
+			return bw_err(err, err_cap, -EINVAL, "input 'K' must hold one value");
 	}
 	if (*k < 0 || (x->dims[*axis] >= 0 && *k > x->dims[*axis]))
-		return rt_k_err(err, err_cap, -EINVAL, "'K' %" PRId64 " is out of range for axis %" PRId64 " of size %"
-				PRId64, *k, *axis, x->dims[*axis]);
+		return bw_err(err, err_cap, -EINVAL, "'K' %" PRId64 " is out of range for axis %" PRId64 " of size %"
+			      PRId64, *k, *axis, x->dims[*axis]);
 	return 0;
 }
 
@@ -138,7 +138,7 @@ RT_K_RUN(topk)
 	if (k == 0 || n == 0)
 		return 0;
 	if (order == NULL)
-		return rt_k_err(err, err_cap, -EINVAL, "TopK needs scratch memory and got none");
+		return bw_err(err, err_cap, -EINVAL, "TopK needs scratch memory and got none");
 	l.stride = inner;
 	for (int64_t o = 0; o < outer; o++) {
 		for (int64_t i = 0; i < inner; i++) {
@@ -171,15 +171,15 @@ static int gnd_plan(const struct rt_node *node, const struct rt_tensor *data, co
 	if (rc < 0)
 		return rc;
 	if (idx->rank < 1 || p->b < 0 || p->b >= idx->rank || p->b >= data->rank)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'batch_dims' %" PRId64 " does not fit ranks %u and %u",
-				p->b, data->rank, idx->rank);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'batch_dims' %" PRId64 " does not fit ranks %u and %u",
+			      p->b, data->rank, idx->rank);
 	p->k = idx->dims[idx->rank - 1];
 	if (p->k < 1 || p->k > data->rank - p->b)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'indices' last dim %" PRId64 " exceeds the rank of 'data'",
-				p->k);
+		return bw_err(err, err_cap, -EINVAL, "input 'indices' last dim %" PRId64 " exceeds the rank of 'data'",
+			      p->k);
 	for (int d = 0; d < p->b; d++) {
 		if (idx->dims[d] != data->dims[d])
-			return rt_k_err(err, err_cap, -EINVAL, "batch dim %d of 'indices' and 'data' differ", d);
+			return bw_err(err, err_cap, -EINVAL, "batch dim %d of 'indices' and 'data' differ", d);
 	}
 	p->batches = rt_k_dims_prod(data, 0, (int)p->b);
 	p->tuples = rt_k_dims_prod(idx, (int)p->b, idx->rank - 1);
@@ -198,7 +198,7 @@ RT_K_INFER(gather_nd)
 	    (rc = gnd_plan(node, data, idx, &p, err, err_cap)) < 0)
 		return rc;
 	if (idx->rank - 1 + data->rank - p.b - p.k > RT_MAX_RANK)
-		return rt_k_err(err, err_cap, -EINVAL, "GatherND output rank exceeds %d", RT_MAX_RANK);
+		return bw_err(err, err_cap, -EINVAL, "GatherND output rank exceeds %d", RT_MAX_RANK);
 	for (int d = 0; d < idx->rank - 1; d++)
 		outputs[0].dims[r++] = idx->dims[d];
 	for (int d = (int)(p.b + p.k); d < data->rank; d++)
@@ -241,7 +241,7 @@ RT_K_RUN(gather_nd)
 						bt * p.tuples + t);
 
 			if (off < 0)
-				return rt_k_err(err, err_cap, -EINVAL, "input 'indices' has an index out of range");
+				return bw_err(err, err_cap, -EINVAL, "input 'indices' has an index out of range");
 			memcpy(dst, (const char *)data->data + off * esize, (size_t)(p.slice * esize));
 			dst += p.slice * esize;
 		}
@@ -264,7 +264,7 @@ static int scatter_red(const struct rt_node *node, enum scatter_red *red, char *
 	else if (strcmp(r, "mul") == 0)
 		*red = RED_MUL;
 	else
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'reduction' has unknown value '%s'", r);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'reduction' has unknown value '%s'", r);
 	return 0;
 }
 
@@ -304,8 +304,8 @@ static int scatter_types(const struct rt_node *node, const struct rt_tensor *inp
 	    (rc = scatter_red(node, red, err, err_cap)) < 0)
 		return rc;
 	if (*red != RED_NONE && (RT_DTYPE_BIT(inputs[0].dtype) & (RT_K_DTYPE_FLOATS | RT_K_DTYPE_INDEX)) == 0)
-		return rt_k_err(err, err_cap, -ENOTSUP, "attribute 'reduction' on %s is not supported",
-				rt_dtype_name(inputs[0].dtype));
+		return bw_err(err, err_cap, -ENOTSUP, "attribute 'reduction' on %s is not supported",
+			      rt_dtype_name(inputs[0].dtype));
 	return 0;
 }
 
@@ -323,8 +323,8 @@ RT_K_INFER(scatter_elements)
 		return rc;
 	if (idx->rank != data->rank || upd->rank != idx->rank ||
 	    memcmp(idx->dims, upd->dims, idx->rank * sizeof(int64_t)) != 0)
-		return rt_k_err(err, err_cap, -EINVAL, "inputs 'indices' %s and 'updates' %s must have one shape of the "
-				"rank of 'data'", rt_k_dims_str(idx, a, sizeof(a)), rt_k_dims_str(upd, b, sizeof(b)));
+		return bw_err(err, err_cap, -EINVAL, "inputs 'indices' %s and 'updates' %s must have one shape of the "
+			      "rank of 'data'", rt_k_dims_str(idx, a, sizeof(a)), rt_k_dims_str(upd, b, sizeof(b)));
 	outputs[0] = (struct rt_tensor){.dtype = data->dtype, .rank = data->rank, .data = outputs[0].data};
 	memcpy(outputs[0].dims, data->dims, sizeof(outputs[0].dims));
 	return 0;
@@ -348,7 +348,7 @@ RT_K_RUN(scatter_elements)
 		int64_t v = index_at(idx, i);
 
 		if (v < -dim || v >= dim)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'indices' has %" PRId64 ", out of range", v);
+			return bw_err(err, err_cap, -EINVAL, "input 'indices' has %" PRId64 ", out of range", v);
 	}
 	if (outputs[0].data != data->data)
 		memcpy(outputs[0].data, data->data, (size_t)rt_tensor_elems(data) * rt_dtype_size(data->dtype));
@@ -378,10 +378,10 @@ RT_K_INFER(scatter_nd)
 	if ((rc = scatter_types(node, inputs, &red, err, err_cap)) < 0)
 		return rc;
 	if (idx->dtype != BW_DTYPE_INT64 || idx->rank < 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'indices' must be int64 of rank >= 1");
+		return bw_err(err, err_cap, -EINVAL, "input 'indices' must be int64 of rank >= 1");
 	k = idx->dims[idx->rank - 1];
 	if (k < 1 || k > data->rank)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'indices' last dim %" PRId64 " exceeds the rank of 'data'", k);
+		return bw_err(err, err_cap, -EINVAL, "input 'indices' last dim %" PRId64 " exceeds the rank of 'data'", k);
 	/* updates: indices.shape[:-1] + data.shape[k:] */
 	ok = upd->rank == idx->rank - 1 + data->rank - k;
 	for (int d = 0; ok && d < idx->rank - 1; d++)
@@ -389,7 +389,7 @@ RT_K_INFER(scatter_nd)
 	for (int d = (int)k; ok && d < data->rank; d++)
 		ok = upd->dims[idx->rank - 1 + d - k] == data->dims[d];
 	if (!ok)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'updates' must have the shape indices[:-1] + data[k:]");
+		return bw_err(err, err_cap, -EINVAL, "input 'updates' must have the shape indices[:-1] + data[k:]");
 	outputs[0] = (struct rt_tensor){.dtype = data->dtype, .rank = data->rank, .data = outputs[0].data};
 	memcpy(outputs[0].dims, data->dims, sizeof(outputs[0].dims));
 	return 0;
@@ -408,7 +408,7 @@ RT_K_RUN(scatter_nd)
 	rt_k_strides(data, strides);
 	for (int64_t t = 0; t < tuples; t++) {
 		if (nd_offset(data, idx, 0, k, strides, 0, 0, t) < 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'indices' has an index out of range");
+			return bw_err(err, err_cap, -EINVAL, "input 'indices' has an index out of range");
 	}
 	if (outputs[0].data != data->data)
 		memcpy(outputs[0].data, data->data, (size_t)rt_tensor_elems(data) * rt_dtype_size(data->dtype));
@@ -437,9 +437,9 @@ static int compress_plan(const struct rt_node *node, const struct rt_tensor *inp
 		       (rc = rt_k_axis(*axis, x->rank, "attribute 'axis'", axis, err, err_cap)) < 0))
 		return rc;
 	if (cond->rank != 1)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'condition' must be 1-D");
+		return bw_err(err, err_cap, -EINVAL, "input 'condition' must be 1-D");
 	if (cond->data == NULL)
-		return rt_k_err(err, err_cap, -ENOTSUP, "input 'condition' must be a constant");
+		return bw_err(err, err_cap, -ENOTSUP, "input 'condition' must be a constant");
 	dim = *flat ? rt_tensor_elems(x) : x->dims[*axis];
 	n = cond->dims[0] < dim ? cond->dims[0] : dim;
 	*kept = 0;
@@ -508,7 +508,7 @@ RT_K_INFER(nonzero)
 	if (rc < 0)
 		return rc;
 	if (inputs[0].data == NULL)
-		return rt_k_err(err, err_cap, -ENOTSUP, "input 'X' must be a constant (NonZero's shape is its data's)");
+		return bw_err(err, err_cap, -ENOTSUP, "input 'X' must be a constant (NonZero's shape is its data's)");
 	for (int64_t i = 0; i < n; i++)
 		count += nonzero_at(&inputs[0], i);
 	outputs[0].dtype = BW_DTYPE_INT64;
@@ -527,7 +527,7 @@ RT_K_RUN(nonzero)
 	for (int64_t i = 0; i < n; i++) {
 		if (nonzero_at(x, i)) {
 			if (k == count)
-				return rt_k_err(err, err_cap, -EINVAL, "input 'X' has more non-zeros than at load");
+				return bw_err(err, err_cap, -EINVAL, "input 'X' has more non-zeros than at load");
 			for (int d = 0; d < x->rank; d++)
 				y[d * count + k] = pos[d];
 			k++;
@@ -538,7 +538,7 @@ RT_K_RUN(nonzero)
 			pos[d] = 0;
 		}
 	}
-	return k == count ? 0 : rt_k_err(err, err_cap, -EINVAL, "input 'X' has fewer non-zeros than at load");
+	return k == count ? 0 : bw_err(err, err_cap, -EINVAL, "input 'X' has fewer non-zeros than at load");
 }
 
 /* ---- ReverseSequence ----------------------------------------------------------------------------- */
@@ -555,9 +555,9 @@ RT_K_INFER(reverse_sequence)
 	    (rc = rt_k_attr_int(node, "time_axis", 0, &time, err, err_cap)) < 0)
 		return rc;
 	if (x->rank < 2 || (batch != 0 && batch != 1) || (time != 0 && time != 1) || batch == time)
-		return rt_k_err(err, err_cap, -EINVAL, "attributes 'batch_axis' and 'time_axis' must be 0 and 1");
+		return bw_err(err, err_cap, -EINVAL, "attributes 'batch_axis' and 'time_axis' must be 0 and 1");
 	if (inputs[1].rank != 1 || (inputs[1].dims[0] != x->dims[batch] && x->dims[batch] >= 0))
-		return rt_k_err(err, err_cap, -EINVAL, "input 'sequence_lens' must hold one length per batch");
+		return bw_err(err, err_cap, -EINVAL, "input 'sequence_lens' must hold one length per batch");
 	outputs[0].dtype = x->dtype;
 	outputs[0].rank = x->rank;
 	memcpy(outputs[0].dims, x->dims, sizeof(outputs[0].dims));
@@ -576,7 +576,7 @@ RT_K_RUN(reverse_sequence)
 		int64_t len = lens[b];
 
 		if (len < 0 || len > x->dims[time])
-			return rt_k_err(err, err_cap, -EINVAL, "input 'sequence_lens' has %" PRId64 ", out of range", len);
+			return bw_err(err, err_cap, -EINVAL, "input 'sequence_lens' has %" PRId64 ", out of range", len);
 		for (int64_t t = 0; t < x->dims[time]; t++) {
 			int64_t src = t < len ? len - 1 - t : t;
 			int64_t off_d = b * strides[batch] + t * strides[time], off_s = b * strides[batch] + src * strides[time];

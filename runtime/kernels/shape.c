@@ -69,17 +69,17 @@ RT_K_INFER(reshape)
 
 		if (v == -1) {
 			if (neg >= 0)
-				return rt_k_err(err, err_cap, -EINVAL, "input 'shape' has more than one -1");
+				return bw_err(err, err_cap, -EINVAL, "input 'shape' has more than one -1");
 			neg = (int)i;
 			continue;
 		}
 		if (v < -1)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'shape' has invalid dim %" PRId64, v);
+			return bw_err(err, err_cap, -EINVAL, "input 'shape' has invalid dim %" PRId64, v);
 		if (v == 0 && allowzero == 0) {
 			if (i >= inputs[0].rank)
-				return rt_k_err(err, err_cap, -EINVAL,
-						"input 'shape' copies dim %u (0) but 'data' has rank %u", i,
-						inputs[0].rank);
+				return bw_err(err, err_cap, -EINVAL,
+					      "input 'shape' copies dim %u (0) but 'data' has rank %u", i,
+					      inputs[0].rank);
 			v = inputs[0].dims[i];
 		}
 		zero |= v == 0;
@@ -87,21 +87,21 @@ RT_K_INFER(reshape)
 		known = v < 0 || known < 0 ? -1 : known * v;
 	}
 	if (neg >= 0 && zero && allowzero != 0)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'shape' has both 0 and -1 with allowzero set");
+		return bw_err(err, err_cap, -EINVAL, "input 'shape' has both 0 and -1 with allowzero set");
 	total = rt_tensor_elems(&inputs[0]);
 	if (neg >= 0) {
 		if (total < 0 || known < 0) {
 			out->dims[neg] = RT_DIM_SYMBOLIC;
 		} else if (known == 0 || total % known != 0) {
 			out->dims[neg] = 1;
-			return rt_k_err(err, err_cap, -EINVAL, "cannot reshape 'data' %s to 'shape' %s",
-					rt_k_dims_str(&inputs[0], a, sizeof(a)), rt_k_dims_str(out, b, sizeof(b)));
+			return bw_err(err, err_cap, -EINVAL, "cannot reshape 'data' %s to 'shape' %s",
+				      rt_k_dims_str(&inputs[0], a, sizeof(a)), rt_k_dims_str(out, b, sizeof(b)));
 		} else {
 			out->dims[neg] = total / known;
 		}
 	} else if (total >= 0 && known >= 0 && total != known) {
-		return rt_k_err(err, err_cap, -EINVAL, "cannot reshape 'data' %s to 'shape' %s",
-				rt_k_dims_str(&inputs[0], a, sizeof(a)), rt_k_dims_str(out, b, sizeof(b)));
+		return bw_err(err, err_cap, -EINVAL, "cannot reshape 'data' %s to 'shape' %s",
+			      rt_k_dims_str(&inputs[0], a, sizeof(a)), rt_k_dims_str(out, b, sizeof(b)));
 	}
 	out->dtype = inputs[0].dtype;
 	return 0;
@@ -124,8 +124,8 @@ RT_K_INFER(flatten)
 		return rc;
 	/* axis may equal rank: [prod(all), 1] */
 	if (axis < -(int64_t)inputs[0].rank || axis > inputs[0].rank)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'axis' %" PRId64 " is out of range for rank %u",
-				axis, inputs[0].rank);
+		return bw_err(err, err_cap, -EINVAL, "attribute 'axis' %" PRId64 " is out of range for rank %u",
+			      axis, inputs[0].rank);
 	if (axis < 0)
 		axis += inputs[0].rank;
 	outputs[0].dtype = inputs[0].dtype;
@@ -162,10 +162,10 @@ RT_K_INFER(squeeze)
 		int rank = in->rank + (int)n, k = 0;
 
 		if (rc == 0)
-			return rt_k_err(err, err_cap, -EINVAL, "%s 'axes' is missing",
-					node->opset < 13 ? "attribute" : "input");
+			return bw_err(err, err_cap, -EINVAL, "%s 'axes' is missing",
+				      node->opset < 13 ? "attribute" : "input");
 		if (rank > RT_MAX_RANK)
-			return rt_k_err(err, err_cap, -EINVAL, "Unsqueeze to rank %d exceeds %d", rank, RT_MAX_RANK);
+			return bw_err(err, err_cap, -EINVAL, "Unsqueeze to rank %d exceeds %d", rank, RT_MAX_RANK);
 		if ((rc = rt_k_axes(axes, n, rank, "'axes'", err, err_cap)) < 0)
 			return rc;
 		for (unsigned int i = 0; i < n; i++)
@@ -183,9 +183,9 @@ RT_K_INFER(squeeze)
 			return rc;
 		for (unsigned int i = 0; i < n; i++) {
 			if (in->dims[axes[i]] > 1 || in->dims[axes[i]] == 0)
-				return rt_k_err(err, err_cap, -EINVAL,
-						"'axes' names axis %" PRId64 " of 'data' which is %" PRId64 ", not 1",
-						axes[i], in->dims[axes[i]]);
+				return bw_err(err, err_cap, -EINVAL,
+					      "'axes' names axis %" PRId64 " of 'data' which is %" PRId64 ", not 1",
+					      axes[i], in->dims[axes[i]]);
 			drop[axes[i]] = true;
 		}
 		for (int d = 0; d < in->rank; d++) {
@@ -279,18 +279,18 @@ static const struct rt_attr *constant_value(const struct rt_node *node, char *er
 		if (a == NULL)
 			continue;
 		if (found != NULL) {
-			*rc = rt_k_err(err, err_cap, -EINVAL, "attributes '%s' and '%s' both set", found->name,
-				       a->name);
+			*rc = bw_err(err, err_cap, -EINVAL, "attributes '%s' and '%s' both set", found->name,
+				     a->name);
 			return NULL;
 		}
 		if (i >= 5) {
-			*rc = rt_k_err(err, err_cap, -ENOTSUP, "attribute '%s' is not supported", names[i]);
+			*rc = bw_err(err, err_cap, -ENOTSUP, "attribute '%s' is not supported", names[i]);
 			return NULL;
 		}
 		found = a;
 	}
 	if (found == NULL)
-		*rc = rt_k_err(err, err_cap, -EINVAL, "attribute 'value' is missing");
+		*rc = bw_err(err, err_cap, -EINVAL, "attribute 'value' is missing");
 	return found;
 }
 
@@ -305,11 +305,11 @@ RT_K_INFER(constant)
 	switch (a->type) {
 	case RT_ATTR_TENSOR:
 		if (rt_dtype_size(a->tensor.dtype) == 0)
-			return rt_k_err(err, err_cap, -ENOTSUP, "attribute 'value' has unsupported type %s",
-					rt_dtype_name(a->tensor.dtype));
+			return bw_err(err, err_cap, -ENOTSUP, "attribute 'value' has unsupported type %s",
+				      rt_dtype_name(a->tensor.dtype));
 		if (a->tensor.rank > RT_MAX_RANK || rt_tensor_elems(&a->tensor) < 0 ||
 		    (a->tensor.data == NULL && rt_tensor_elems(&a->tensor) > 0))
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'value' has no data");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'value' has no data");
 		out->dtype = a->tensor.dtype;
 		out->rank = a->tensor.rank;
 		memcpy(out->dims, a->tensor.dims, sizeof(out->dims));
@@ -326,7 +326,7 @@ RT_K_INFER(constant)
 		out->dims[0] = a->count;
 		return 0;
 	default:
-		return rt_k_err(err, err_cap, -EINVAL, "attribute '%s' has the wrong type", a->name);
+		return bw_err(err, err_cap, -EINVAL, "attribute '%s' has the wrong type", a->name);
 	}
 }
 
@@ -365,10 +365,10 @@ RT_K_INFER(constant_of_shape)
 		return rc;
 	if (a != NULL && (a->type != RT_ATTR_TENSOR || rt_tensor_elems(&a->tensor) != 1 ||
 			  rt_dtype_size(a->tensor.dtype) == 0 || a->tensor.data == NULL))
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'value' must be a one-element tensor");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'value' must be a one-element tensor");
 	for (unsigned int i = 0; i < n; i++) {
 		if (shape[i] < 0)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'input' has negative dim %" PRId64, shape[i]);
+			return bw_err(err, err_cap, -EINVAL, "input 'input' has negative dim %" PRId64, shape[i]);
 		outputs[0].dims[i] = shape[i];
 	}
 	outputs[0].rank = (uint8_t)n;
@@ -407,16 +407,16 @@ RT_K_INFER(range)
 		if ((rc = rt_k_need_input(node, inputs, i, names[i], RT_K_DTYPE_RANGE, err, err_cap)) < 0)
 			return rc;
 		if (inputs[i].dtype != inputs[0].dtype)
-			return rt_k_err(err, err_cap, -EINVAL, "input '%s' is %s but 'start' is %s", names[i],
-					rt_dtype_name(inputs[i].dtype), rt_dtype_name(inputs[0].dtype));
+			return bw_err(err, err_cap, -EINVAL, "input '%s' is %s but 'start' is %s", names[i],
+				      rt_dtype_name(inputs[i].dtype), rt_dtype_name(inputs[0].dtype));
 		if (rt_tensor_elems(&inputs[i]) != 1 || inputs[i].rank > 1)
-			return rt_k_err(err, err_cap, -EINVAL, "input '%s' must be a scalar", names[i]);
+			return bw_err(err, err_cap, -EINVAL, "input '%s' must be a scalar", names[i]);
 		if (inputs[i].data == NULL)
-			return rt_k_err(err, err_cap, -ENOTSUP, "input '%s' must be a constant", names[i]);
+			return bw_err(err, err_cap, -ENOTSUP, "input '%s' must be a constant", names[i]);
 		v[i] = rt_k_load_f64(inputs[i].data, inputs[i].dtype, 0);
 	}
 	if (v[2] == 0)
-		return rt_k_err(err, err_cap, -EINVAL, "input 'delta' must not be 0");
+		return bw_err(err, err_cap, -EINVAL, "input 'delta' must not be 0");
 	outputs[0].dtype = inputs[0].dtype;
 	outputs[0].rank = 1;
 	outputs[0].dims[0] = (int64_t)fmax(ceil((v[1] - v[0]) / v[2]), 0);

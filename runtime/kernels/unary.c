@@ -76,7 +76,7 @@ RT_K_INFER(unary)
 	int rc;
 
 	if (op == U_UNKNOWN)
-		return rt_k_err(err, err_cap, -ENOTSUP, "op %s is not a unary op", node->op_type);
+		return bw_err(err, err_cap, -ENOTSUP, "op %s is not a unary op", node->op_type);
 	mask = RT_K_DTYPE_FLOATS | (g_unops[op].ints ? RT_K_DTYPE_INTS : 0);
 	if (op == U_NEG || op == U_RELU)
 		mask &= ~RT_K_DTYPE_UINTS;
@@ -88,7 +88,7 @@ RT_K_INFER(unary)
 		if (rc < 0)
 			return rc;
 		if (op == U_CELU && alpha == 0.0f)
-			return rt_k_err(err, err_cap, -EINVAL, "attribute 'alpha' must not be 0");
+			return bw_err(err, err_cap, -EINVAL, "attribute 'alpha' must not be 0");
 	}
 	if (op == U_SHRINK && ((rc = rt_k_attr_float(node, "lambd", 0.5f, &alpha, err, err_cap)) < 0 ||
 			       (rc = rt_k_attr_float(node, "bias", 0.0f, &alpha, err, err_cap)) < 0))
@@ -174,7 +174,7 @@ RT_K_RUN(unary)
 	float alpha = 0, gamma = 0, beta = 0;
 
 	if (op == U_UNKNOWN)
-		return rt_k_err(err, err_cap, -ENOTSUP, "op %s is not a unary op", node->op_type);
+		return bw_err(err, err_cap, -ENOTSUP, "op %s is not a unary op", node->op_type);
 	if (g_unops[op].alpha != NULL)
 		alpha = rt_attr_float(node, "alpha", g_unops[op].alpha_dflt);
 	if (op == U_SELU)
@@ -197,7 +197,7 @@ RT_K_RUN(unary)
 	case BW_DTYPE_UINT32: UNARY_UINT(uint32_t); break;
 	case BW_DTYPE_UINT64: UNARY_UINT(uint64_t); break;
 	default:
-		return rt_k_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(inputs[0].dtype));
+		return bw_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(inputs[0].dtype));
 	}
 	return 0;
 }
@@ -272,20 +272,20 @@ RT_K_INFER(dropout)
 		double ratio = 0.5;
 
 		if (t->dtype != BW_DTYPE_BOOL || rt_tensor_elems(t) != 1)
-			return rt_k_err(err, err_cap, -EINVAL, "input 'training_mode' must be a bool scalar");
+			return bw_err(err, err_cap, -EINVAL, "input 'training_mode' must be a bool scalar");
 		if (t->data == NULL)
-			return rt_k_err(err, err_cap, -ENOTSUP, "input 'training_mode' must be a constant");
+			return bw_err(err, err_cap, -ENOTSUP, "input 'training_mode' must be a constant");
 		if (rt_k_has_input(node, inputs, 1)) {
 			if (rt_tensor_elems(&inputs[1]) != 1 || inputs[1].dtype >= 32 ||
 			    (RT_DTYPE_BIT(inputs[1].dtype) & RT_K_DTYPE_FLOATS) == 0)
-				return rt_k_err(err, err_cap, -EINVAL, "input 'ratio' must be a float scalar");
+				return bw_err(err, err_cap, -EINVAL, "input 'ratio' must be a float scalar");
 			if (inputs[1].data == NULL)
-				return rt_k_err(err, err_cap, -ENOTSUP, "input 'ratio' must be a constant");
+				return bw_err(err, err_cap, -ENOTSUP, "input 'ratio' must be a constant");
 			ratio = rt_k_load_f64(inputs[1].data, inputs[1].dtype, 0);
 		}
 		if (*(const uint8_t *)t->data != 0 && ratio != 0)
-			return rt_k_err(err, err_cap, -ENOTSUP,
-					"input 'training_mode' true with a ratio > 0 (random masks) is not supported");
+			return bw_err(err, err_cap, -ENOTSUP,
+				      "input 'training_mode' true with a ratio > 0 (random masks) is not supported");
 	}
 	for (unsigned int o = 0; o < 2 && o < node->num_outputs; o++) {
 		outputs[o].dtype = o == 0 || node->opset < 10 ? inputs[0].dtype : BW_DTYPE_BOOL;
@@ -335,10 +335,10 @@ RT_K_INFER(clip)
 			if (!rt_k_has_input(node, inputs, i))
 				continue;
 			if (inputs[i].dtype != inputs[0].dtype)
-				return rt_k_err(err, err_cap, -EINVAL, "input '%s' is %s but 'input' is %s", names[i],
-						rt_dtype_name(inputs[i].dtype), rt_dtype_name(inputs[0].dtype));
+				return bw_err(err, err_cap, -EINVAL, "input '%s' is %s but 'input' is %s", names[i],
+					      rt_dtype_name(inputs[i].dtype), rt_dtype_name(inputs[0].dtype));
 			if (rt_tensor_elems(&inputs[i]) != 1 || inputs[i].rank > 1)
-				return rt_k_err(err, err_cap, -EINVAL, "input '%s' must be a scalar", names[i]);
+				return bw_err(err, err_cap, -EINVAL, "input '%s' must be a scalar", names[i]);
 		}
 	}
 	outputs[0].dtype = inputs[0].dtype;
@@ -387,7 +387,7 @@ RT_K_RUN(clip)
 	case BW_DTYPE_UINT32: CLIP(uint32_t); break;
 	case BW_DTYPE_UINT64: CLIP(uint64_t); break;
 	default:
-		return rt_k_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(inputs[0].dtype));
+		return bw_err(err, err_cap, -ENOTSUP, "type %s is not supported", rt_dtype_name(inputs[0].dtype));
 	}
 	return 0;
 }
@@ -404,14 +404,14 @@ RT_K_INFER(cast)
 	if (rc < 0)
 		return rc;
 	if (rt_node_attr(node, "to") == NULL)
-		return rt_k_err(err, err_cap, -EINVAL, "attribute 'to' is missing");
+		return bw_err(err, err_cap, -EINVAL, "attribute 'to' is missing");
 	rc = rt_k_attr_int(node, "to", 0, &to, err, err_cap);
 	if (rc < 0)
 		return rc;
 	if (to <= 0 || to >= 32 || (RT_DTYPE_BIT(to) & RT_K_DTYPE_CASTABLE) == 0)
-		return rt_k_err(err, err_cap, to == RT_DTYPE_STRING ? -ENOTSUP : -EINVAL,
-				"attribute 'to' (%lld, %s) is not a supported type", (long long)to,
-				rt_dtype_name((uint8_t)(to > 0 && to < 32 ? to : 0)));
+		return bw_err(err, err_cap, to == RT_DTYPE_STRING ? -ENOTSUP : -EINVAL,
+			      "attribute 'to' (%lld, %s) is not a supported type", (long long)to,
+			      rt_dtype_name((uint8_t)(to > 0 && to < 32 ? to : 0)));
 	outputs[0].dtype = (uint8_t)to;
 	outputs[0].rank = inputs[0].rank;
 	memcpy(outputs[0].dims, inputs[0].dims, sizeof(outputs[0].dims));
@@ -477,8 +477,8 @@ static void store_num(void *p, uint8_t t, int64_t k, struct num v, bool src_u64)
 		((float *)p)[k] = v.is_int ? (src_u64 ? (float)(uint64_t)v.i : (float)v.i) : (float)v.f;
 		break;
 	case BW_DTYPE_DOUBLE: ((double *)p)[k] = f; break;
-	case BW_DTYPE_FLOAT16: ((uint16_t *)p)[k] = rt_k_float_to_half((float)f); break;
-	case BW_DTYPE_BFLOAT16: ((uint16_t *)p)[k] = rt_k_float_to_bf16((float)f); break;
+	case BW_DTYPE_FLOAT16: ((uint16_t *)p)[k] = bw_float_to_half((float)f); break;
+	case BW_DTYPE_BFLOAT16: ((uint16_t *)p)[k] = bw_float_to_bf16((float)f); break;
 	case BW_DTYPE_BOOL: ((uint8_t *)p)[k] = v.is_int ? v.i != 0 : v.f != 0; break;
 	case BW_DTYPE_INT8: ((int8_t *)p)[k] = (int8_t)i; break;
 	case BW_DTYPE_INT16: ((int16_t *)p)[k] = (int16_t)i; break;

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <batchwire/err.h>
+
 #include "onnx_defs.h"
 #include "onnx_load.h"
 
@@ -25,8 +27,8 @@
 
 static int vfail(struct onnx_ctx *c, int err, const char *fmt, va_list ap)
 {
+	bw_verr(c->err, c->err_cap, err, fmt, ap);
 	if (c->err != NULL && c->err_cap > 0) {
-		vsnprintf(c->err, c->err_cap, fmt, ap);
 		/* names come from the file: keep the message one printable line */
 		for (char *p = c->err; *p != '\0'; p++) {
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <batchwire/err.h>
+
 #include "defs.h"
 
 #define OPT_HUGE_PAGE_BYTES ((size_t)2 << 20)
@@ -16,11 +18,9 @@ int opt_error(struct opt_ctx *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->err != NULL && c->err_cap > 0) {
-		va_start(ap, fmt);
-		vsnprintf(c->err, c->err_cap, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	rc = bw_verr(c->err, c->err_cap, rc, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 

@@ -20,10 +20,11 @@
  * thread, and its replies are compared with the runtime within a tolerance; a refused launch and a
  * lost device are injected into the fake.
  *
- * service.c is #included (SPDK style) to reach its statics: the per-model executor counters and the
- * per-lcore batchers that telemetry reads, the completion rings and the stash. So the executable is
- * built from the sources (this file, app/config.c) with app_dep's include directories only, rather
- * than linked with app_lib, whose service.o would define every function a second time.
+ * The app's sources are #included (SPDK style) to reach their statics: the engines' per-model and
+ * per-lcore state (executor counters, the completion rings and the stash, the GPU executors) and the
+ * per-lcore batchers that telemetry reads. So the executable is built from the sources (this file,
+ * app/config.c) with app_dep's include directories only, rather than linked with app_lib, whose
+ * objects would define every function a second time.
  *
  * Usage: test_service MLP.onnx (or BW_MODEL_MLP=MLP.onnx). Without the file the test is skipped
  * (exit 77). Cases of one suite run in order and share the service the first one sets up.
@@ -45,9 +46,22 @@
 #include "../bw_cunit.h"
 #include "../dataplane/dp_test.h"
 
-#include "../../app/service.c"
+/* the app's sources, one translation unit: their statics are reachable */
+#include "../../app/engine_cpu.c"
+#include "../../app/engine_echo.c"
+#include "../../app/engine_gpu.c"
+#include "../../app/lcores.c"
+#include "../../app/models.c"
+#include "../../app/requests.c"
+#include "../../app/telemetry.c"
 #include "fake.h"
 #include "onnx.pb-c.h"
+
+/* This lcore's GPU executor instance of model id. */
+static struct gpu_channel *gpu_channel_of(uint32_t id)
+{
+	return app_lcores[rte_lcore_id()].channels[id].executor.ctx;
+}
 
 #define T_RING_SIZE 64              /* RX and TX rings of the port: room for every frame of a case */
 #define T_REPLIES_MAX 32
@@ -504,7 +518,9 @@ static void counts_take(uint32_t id, struct model_counts *c)
 
 	stats_sum((int)id, &c->bat);
 	/* on the GPU the executor is the polling lcore's: its counters are the channel's */
-	c->exec = m->gpu_loaded != NULL ? g_lcores[rte_lcore_id()].channels[id].gpu_stats : m->stats;
+	memset(&c->exec, 0, sizeof(c->exec));
+	if (m->engine->exec_stats != NULL)
+		m->engine->exec_stats(m, &c->exec);
 }
 
 static void counts_mark(void)
@@ -604,7 +620,7 @@ static void init_refusal_check_at(const char *const *args, int nb, const char *m
 	t_check(strstr(out, text) != NULL, file, line, "err '%s' does not say '%s'", out, text);
 	/* left empty: nothing served, nothing the fini below could free twice, no global left behind */
 	t_check(svc.nb_models == 0, file, line, "%u models left in a refused service", svc.nb_models);
-	t_check(g_service != &svc, file, line, "a refused service is the one telemetry reads");
+	t_check(app_current != &svc, file, line, "a refused service is the one telemetry reads");
 	/* nor a registry pointing at the models it freed */
 	t_check(svc.registry.count == 0, file, line, "a refused service's registry still lists %u freed models",
 		svc.registry.count);
@@ -693,7 +709,7 @@ static void test_setup(void)
 	CU_ASSERT_EQUAL_FATAL(app_service_init(&g_svc, &g_cfg, stderr), 0);
 	g_svc_up = true;
 	CU_ASSERT_EQUAL_FATAL(g_svc.nb_models, 6);
-	CU_ASSERT_PTR_EQUAL(g_service, &g_svc);
+	CU_ASSERT_PTR_EQUAL(app_current, &g_svc);
 	g_id_mlp = model_id("mlp");
 	g_id_split = model_id("mlps");
 	g_id_one = model_id("mlp1");
@@ -704,8 +720,9 @@ static void test_setup(void)
 	CU_ASSERT(g_id_mlp == 1 && g_id_split == 2 && g_id_one == 3 && g_id_wide == 4 && g_id_gpu == 5);
 	CU_ASSERT_FATAL(g_id_mlp < 6 && g_id_split < 6 && g_id_one < 6 && g_id_wide < 6 && g_id_gpu < 6);
 	/* the GPU model: compiled and loaded on the fake, no workers, a slot per batch in flight */
-	CU_ASSERT_PTR_NOT_NULL(g_svc.models[g_id_gpu]->gpu_loaded);
-	CU_ASSERT_PTR_NULL(g_svc.models[g_id_gpu]->executor);
+	CU_ASSERT_PTR_EQUAL(g_svc.models[g_id_gpu]->engine, &app_engine_gpu);
+	CU_ASSERT_PTR_NOT_NULL(gpu_of(g_svc.models[g_id_gpu])->prog.loaded);
+	CU_ASSERT_PTR_EQUAL(g_svc.models[g_id_mlp]->engine, &app_engine_cpu);
 	CU_ASSERT_EQUAL(g_svc.models[g_id_gpu]->cfg.slots, 1); /* num_batch_threads 1 */
 	CU_ASSERT_STRING_EQUAL(g_gpu.hd.ops->name, "fake");
 	/* the workers default to the main lcore: this thread */
@@ -724,8 +741,9 @@ static void test_setup(void)
 	CU_ASSERT_EQUAL_FATAL(app_service_memory_register(pools, 1, stderr), 0);
 	CU_ASSERT(g_gpu.nb_regions >= 1 && g_gpu.registered_bytes >= (uint64_t)g_pool->size * g_pool->elt_size);
 	CU_ASSERT_EQUAL_FATAL(app_service_lcore_start(rte_lcore_id(), err, sizeof(err)), 0);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(g_lcores[rte_lcore_id()].channels[g_id_gpu].gpu);
-	CU_ASSERT_PTR_NULL(g_lcores[rte_lcore_id()].channels[g_id_mlp].gpu);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(gpu_channel_of(g_id_gpu)->gpu);
+	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[g_id_mlp].executor.ops, &cpu_executor);
+	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[0].executor.ops, &echo_executor);
 	g_nb_pollers = app_service_pollers(rte_lcore_id(), true, true, g_pollers);
 	CU_ASSERT_EQUAL_FATAL(g_nb_pollers, RTE_DIM(names));
 	for (unsigned int i = 0; i < g_nb_pollers; i++)
@@ -946,7 +964,7 @@ static void test_gpu_padded(void)
 	LOGITS_NEAR(fb, 2, ref + MLP_OUT);
 	COUNTS(g_id_gpu, .jobs = 2, .batches = 1, .rows = 3, .padding = 1, .size = 4, .size_batches = 1,
 	       REASON(BW_DISPATCH_TIMEOUT, 1));
-	CU_ASSERT_EQUAL(gpu_executor_in_flight(g_lcores[rte_lcore_id()].channels[g_id_gpu].gpu), 0);
+	CU_ASSERT_EQUAL(gpu_executor_in_flight(gpu_channel_of(g_id_gpu)->gpu), 0);
 }
 
 /* 5b. A launch the device refuses fails its batch's requests with INTERNAL; the device stays healthy
@@ -955,7 +973,7 @@ static void test_gpu_launch_refused(void)
 {
 	static float a[MLP_IN], ref[MLP_OUT];
 	const float *rows[1] = { a };
-	struct app_exec_stats *st = &g_lcores[rte_lcore_id()].channels[g_id_gpu].gpu_stats;
+	struct app_exec_stats *st = &gpu_channel_of(g_id_gpu)->stats;
 	uint64_t failed = st->batches_failed;
 	struct frame *f;
 
@@ -1096,7 +1114,7 @@ static void test_drain_balance(void)
 	CU_ASSERT_EQUAL(rte_ring_count(g_rx_ring), 0);
 	CU_ASSERT_EQUAL(rte_ring_count(g_tx_ring), 0);
 
-	al = &g_lcores[rte_lcore_id()];
+	al = &app_lcores[rte_lcore_id()];
 	CU_ASSERT_EQUAL(al->nb_channels, g_svc.nb_models);
 	CU_ASSERT_EQUAL(al->deferred_count, 0);
 	for (uint32_t id = 0; id < g_svc.nb_models; id++) {
@@ -1112,28 +1130,33 @@ static void test_drain_balance(void)
 		CU_ASSERT_EQUAL(sum.batches_failed, id == g_id_gpu ? 2 : 0);
 		CU_ASSERT_EQUAL(sum.deadline_expired, 0);
 		CU_ASSERT_EQUAL(sum.rejected_full, 0);
-		if (m->gpu_loaded != NULL) {
-			CU_ASSERT_EQUAL(ch->gpu_stats.batches_started, sum.batches);
-			CU_ASSERT_EQUAL(ch->gpu_stats.batches_done, sum.batches);
-			CU_ASSERT_EQUAL(ch->gpu_stats.batches_failed, 2);
-			CU_ASSERT_EQUAL(gpu_executor_in_flight(ch->gpu), 0);
+		if (m->engine == &app_engine_gpu) {
+			const struct gpu_channel *gc = ch->executor.ctx;
+
+			CU_ASSERT_EQUAL(gc->stats.batches_started, sum.batches);
+			CU_ASSERT_EQUAL(gc->stats.batches_done, sum.batches);
+			CU_ASSERT_EQUAL(gc->stats.batches_failed, 2);
+			CU_ASSERT_EQUAL(gpu_executor_in_flight(gc->gpu), 0);
 		}
-		if (m->executor == NULL)
+		if (m->engine != &app_engine_cpu)
 			continue; /* echo, and the GPU's */
-		CU_ASSERT_PTR_NULL(m->stash);
-		CU_ASSERT_EQUAL(rte_ring_count(m->submit_ring), 0);
-		CU_ASSERT_EQUAL(rte_ring_count(ch->completions), 0);
-		CU_ASSERT_EQUAL(m->stats.batches_started, sum.batches);
-		CU_ASSERT_EQUAL(m->stats.batches_done, sum.batches);
-		CU_ASSERT_EQUAL(m->stats.batches_failed, 0);
-		CU_ASSERT_EQUAL(m->stats.busy_waits, 0); /* one batch in flight, one slot: never a wait */
+		const struct cpu_model *cm = cpu_of(m);
+		const struct cpu_channel *cc = ch->executor.ctx;
+
+		CU_ASSERT_PTR_NULL(cm->stash);
+		CU_ASSERT_EQUAL(rte_ring_count(cm->submit_ring), 0);
+		CU_ASSERT_EQUAL(rte_ring_count(cc->completions), 0);
+		CU_ASSERT_EQUAL(cm->stats.batches_started, sum.batches);
+		CU_ASSERT_EQUAL(cm->stats.batches_done, sum.batches);
+		CU_ASSERT_EQUAL(cm->stats.batches_failed, 0);
+		CU_ASSERT_EQUAL(cm->stats.busy_waits, 0); /* one batch in flight, one slot: never a wait */
 	}
 	/* the totals of the cases above: mlp ran 1 + 1 + 1 + 1 + 1 (the GPU lost) batches, mlps 2, mlp1
 	 * none, wide 3 */
-	CU_ASSERT_EQUAL(g_svc.models[g_id_mlp]->stats.batches_done, 5);
-	CU_ASSERT_EQUAL(g_svc.models[g_id_split]->stats.batches_done, 2);
-	CU_ASSERT_EQUAL(g_svc.models[g_id_one]->stats.batches_done, 0);
-	CU_ASSERT_EQUAL(g_svc.models[g_id_wide]->stats.batches_done, 3);
+	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_mlp])->stats.batches_done, 5);
+	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_split])->stats.batches_done, 2);
+	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_one])->stats.batches_done, 0);
+	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_wide])->stats.batches_done, 3);
 	/* /batchwire/model refuses a name it does not serve. (Not called for a model it serves: the
 	 * containers it nests are freed by the telemetry library once it has written them out, which a
 	 * direct call never does; LeakSanitizer would rightly report them. The counters it reads are

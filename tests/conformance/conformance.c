@@ -41,6 +41,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <batchwire/err.h>
+#include <batchwire/half.h>
+
 #include "graph.h"
 #include "exec/executor.h"
 #include "exec/plan.h"
@@ -80,35 +83,12 @@ static enum verdict set_result(struct result *r, enum verdict v, const char *fmt
 
 	r->verdict = v;
 	va_start(ap, fmt);
-	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	bw_verr(r->msg, sizeof(r->msg), 0, fmt, ap);
 	va_end(ap);
 	return v;
 }
 
 /* ---- comparison -------------------------------------------------------------------------------------- */
-
-static float half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-	float f;
-
-	if (exp == 0)
-		f = ldexpf((float)man, -24);
-	else if (exp == 31)
-		f = man != 0 ? NAN : INFINITY;
-	else
-		f = ldexpf((float)(man | 0x400), (int)exp - 25);
-	return sign ? -f : f;
-}
-
-static float bf16_to_float(uint16_t b)
-{
-	uint32_t bits = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
 
 /* Element i as a double, for messages and the float comparison. */
 static double elem_double(const struct rt_tensor *t, size_t i)
@@ -116,8 +96,8 @@ static double elem_double(const struct rt_tensor *t, size_t i)
 	switch (t->dtype) {
 	case BW_DTYPE_FLOAT: return ((const float *)t->data)[i];
 	case BW_DTYPE_DOUBLE: return ((const double *)t->data)[i];
-	case BW_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)t->data)[i]);
-	case BW_DTYPE_BFLOAT16: return bf16_to_float(((const uint16_t *)t->data)[i]);
+	case BW_DTYPE_FLOAT16: return bw_half_to_float(((const uint16_t *)t->data)[i]);
+	case BW_DTYPE_BFLOAT16: return bw_bf16_to_float(((const uint16_t *)t->data)[i]);
 	case BW_DTYPE_INT8: return ((const int8_t *)t->data)[i];
 	case BW_DTYPE_UINT8: case BW_DTYPE_BOOL: return ((const uint8_t *)t->data)[i];
 	case BW_DTYPE_INT16: return ((const int16_t *)t->data)[i];

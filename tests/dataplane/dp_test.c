@@ -12,6 +12,8 @@
 #include <rte_eal.h>
 #include <rte_mbuf.h>
 
+#include <batchwire/err.h>
+
 #include "dp_test.h"
 
 const struct rte_ether_addr g_our_mac = { .addr_bytes = { 0x02, 0x62, 0x77, 0x00, 0x00, 0x01 } };
@@ -35,6 +37,7 @@ void t_lcore_init(struct dp_lcore *lc, const struct dp_config *cfg)
 	lc->cfg = cfg;
 	lc->mac = g_our_mac;
 	lc->models = &g_stub_ops;
+	lc->model_lcore = &g_stub;
 	lc->burst_tsc = T_BURST_TSC;
 }
 
@@ -105,7 +108,7 @@ void t_check(bool ok, const char *file, int line, const char *fmt, ...)
 		return;
 	}
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	bw_verr(text, sizeof(text), 0, fmt, ap);
 	va_end(ap);
 	CU_assertImplementation(CU_FALSE, (unsigned int)line, text, file, "", CU_FALSE);
 }

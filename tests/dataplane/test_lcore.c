@@ -25,6 +25,7 @@
 #include <rte_ring.h>
 
 #include "../bw_cunit.h"
+#include "defs.h" /* dp_port_csum_offloads */
 #include "dp_test.h"
 
 #define T_RX_RING_SIZE 128          /* room for every frame a case injects at once */
@@ -540,6 +541,8 @@ static void test_lcore_init(void)
 	CU_ASSERT_EQUAL_FATAL(dp_lcore_init(&g_lc, rte_lcore_id(), (uint16_t)g_port, 0, (int)rte_socket_id(), &g_cfg,
 					    &g_stub_ops),
 			      0);
+	CU_ASSERT_PTR_NULL(g_lc.model_lcore); /* the model layer's to set */
+	g_lc.model_lcore = &g_stub;
 	CU_ASSERT_PTR_NOT_NULL(g_lc.tx_buffer);
 	CU_ASSERT(rte_is_same_ether_addr(&g_lc.mac, &g_port_mac));
 	CU_ASSERT_EQUAL(g_lc.port_id, g_port);
@@ -703,6 +706,7 @@ static void test_tx_full(void)
 	CU_ASSERT_EQUAL_FATAL(dp_lcore_init(&lc, rte_lcore_id(), (uint16_t)port, 0, (int)rte_socket_id(), &g_cfg,
 					    &g_stub_ops),
 			      0);
+	lc.model_lcore = &g_stub;
 	avail = rte_mempool_avail_count(g_pool);
 
 	expected_reset(&lc.mac);
@@ -737,9 +741,93 @@ static void test_tx_full(void)
 	ring_free(&tx);
 }
 
+/* The checksum offloads a port gets: IPv4 and UDP together on each side, or neither. */
+static void test_port_csum_offloads(void)
+{
+	const uint64_t tx = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+	const uint64_t rx = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	struct rte_eth_dev_info info = { 0 };
+	struct dp_csum_offloads c;
+
+	c = dp_port_csum_offloads(&info);
+	CU_ASSERT_EQUAL(c.tx, 0);
+	CU_ASSERT_EQUAL(c.rx, 0);
+	/* both, among other capabilities: exactly the two checksums */
+	info.tx_offload_capa = tx | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+	info.rx_offload_capa = rx | RTE_ETH_RX_OFFLOAD_TCP_CKSUM;
+	c = dp_port_csum_offloads(&info);
+	CU_ASSERT_EQUAL(c.tx, tx);
+	CU_ASSERT_EQUAL(c.rx, rx);
+	/* one of the two on a side: neither there, the other side unaffected */
+	info.tx_offload_capa = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+	info.rx_offload_capa = rx;
+	c = dp_port_csum_offloads(&info);
+	CU_ASSERT_EQUAL(c.tx, 0);
+	CU_ASSERT_EQUAL(c.rx, rx);
+	info.tx_offload_capa = tx;
+	info.rx_offload_capa = RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	c = dp_port_csum_offloads(&info);
+	CU_ASSERT_EQUAL(c.tx, tx);
+	CU_ASSERT_EQUAL(c.rx, 0);
+}
+
 /* ---- telemetry -------------------------------------------------------------------------------- */
 
 static struct dp_lcore *g_telemetry_lcores[] = { &g_lc };
+
+/* Every counter of every lcore goes into the sum once; the totals add every status and reason. */
+static void test_lcores_stats_sum(void)
+{
+	static struct dp_lcore a, b;
+	struct dp_lcore *const lcores[] = { &a, &b };
+	struct dp_lcore_stats sum;
+	struct plat_poll_stats poll;
+	unsigned int k, bad = 0;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.stats = (struct dp_lcore_stats){ .rx_packets = 1, .rx_bytes = 2, .tx_packets = 3, .tx_bytes = 4,
+					   .arp_replies = 5, .icmp_echo_replies = 6, .requests = 7 };
+	b.stats = (struct dp_lcore_stats){ .rx_packets = 10, .rx_bytes = 20, .tx_packets = 30, .tx_bytes = 40,
+					   .arp_replies = 50, .icmp_echo_replies = 60, .requests = 70 };
+	for (k = 0; k < BW_STATUS_COUNT; k++) {
+		a.stats.replies[k] = k + 1;
+		b.stats.replies[k] = 100 * (k + 1);
+	}
+	for (k = 0; k < DP_DROP_COUNT; k++) {
+		a.stats.drops[k] = 2 * k + 1;
+		b.stats.drops[k] = 1000;
+	}
+	a.poll = (struct plat_poll_stats){ .iterations = 9, .busy_iterations = 8 };
+	b.poll = (struct plat_poll_stats){ .iterations = 90, .busy_iterations = 80 };
+	memset(&poll, 0xff, sizeof(poll)); /* overwritten, not added to */
+
+	dp_lcores_stats_sum(lcores, RTE_DIM(lcores), &sum, &poll);
+	CU_ASSERT_EQUAL(sum.rx_packets, 11);
+	CU_ASSERT_EQUAL(sum.rx_bytes, 22);
+	CU_ASSERT_EQUAL(sum.tx_packets, 33);
+	CU_ASSERT_EQUAL(sum.tx_bytes, 44);
+	CU_ASSERT_EQUAL(sum.arp_replies, 55);
+	CU_ASSERT_EQUAL(sum.icmp_echo_replies, 66);
+	CU_ASSERT_EQUAL(sum.requests, 77);
+	for (k = 0; k < BW_STATUS_COUNT; k++)
+		bad += sum.replies[k] != 101 * (k + 1);
+	for (k = 0; k < DP_DROP_COUNT; k++)
+		bad += sum.drops[k] != 2 * k + 1 + 1000;
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(poll.iterations, 99);
+	CU_ASSERT_EQUAL(poll.busy_iterations, 88);
+	CU_ASSERT_EQUAL(dp_stats_replies_total(&sum), 101ull * BW_STATUS_COUNT * (BW_STATUS_COUNT + 1) / 2);
+	CU_ASSERT_EQUAL(dp_stats_drops_total(&sum), (uint64_t)DP_DROP_COUNT * DP_DROP_COUNT + 1000ull * DP_DROP_COUNT);
+	/* one lcore, no poll counts wanted; none at all: zeros */
+	dp_lcores_stats_sum(lcores, 1, &sum, NULL);
+	CU_ASSERT_EQUAL(sum.requests, 7);
+	CU_ASSERT_EQUAL(dp_stats_drops_total(&sum), (uint64_t)DP_DROP_COUNT * DP_DROP_COUNT);
+	dp_lcores_stats_sum(lcores, 0, &sum, &poll);
+	CU_ASSERT_EQUAL(sum.rx_packets, 0);
+	CU_ASSERT_EQUAL(dp_stats_replies_total(&sum), 0);
+	CU_ASSERT_EQUAL(poll.iterations, 0);
+}
 
 /*
  * Registration only stores callbacks in rte_telemetry's table; --no-telemetry stops the socket
@@ -846,6 +934,7 @@ static CU_TestInfo g_port_tests[] = {
 	{ "MTU outside the device's range: -EINVAL", test_port_init_mtu_range },
 	{ "invalid port id: -ENODEV", test_port_init_invalid_port },
 	{ "net_null, 2 queues, MTU 9000: started, each queue on its own pool", test_port_init_null_multiqueue },
+	{ "dp_port_csum_offloads: IPv4 and UDP checksums together or neither", test_port_csum_offloads },
 	CU_TEST_INFO_NULL,
 };
 
@@ -859,6 +948,7 @@ static CU_TestInfo g_poll_tests[] = {
 
 static CU_TestInfo g_telemetry_tests[] = {
 	{ "dp_telemetry_register: once, and again", test_telemetry_register },
+	{ "dp_lcores_stats_sum: every counter of every lcore; the totals", test_lcores_stats_sum },
 	CU_TEST_INFO_NULL,
 };
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The GPU check of issue 7, for a machine with an NVIDIA GPU (the H200 lent to some sessions; at most
+# The GPU check, for a machine with an NVIDIA GPU (the H200 lent to some sessions; at most
 # CHECK_BUDGET_S, 300 s by default, so that one call of a 15-minute device lease measures everything):
 #   tests/gpu/check.sh BIN_DIR RESULTS_DIR
 # Run from the source tree's root. BIN_DIR: a build directory, or a bundle made by tests/gpu/bundle.sh
@@ -172,7 +172,7 @@ if [ "$module" = fake ]; then
 	rn_batches="1"
 	rn_bwrun_iters=(--warmup 0 --repeat 1)
 fi
-# bwrun --precision arrives with issue 7; an older bwrun runs FP32 without the flag and no FP16
+# a bwrun without --precision (an older build) runs FP32 without the flag and no FP16
 if "${bwenv[@]}" "$bwrun" --help 2>/dev/null | grep -q -- '--precision'; then
 	has_precision=1
 else

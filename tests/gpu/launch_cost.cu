@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * launch_cost: what CUDA itself charges the host for a launch, the floor under bench/gpu_launch's
- * launch_cpu_us (issue 7). Host time spent inside cudaLaunchKernel of an empty kernel, and inside
+ * launch_cpu_us. Host time spent inside cudaLaunchKernel of an empty kernel, and inside
  * cudaGraphLaunch of a graph holding one empty kernel, on a non-blocking stream: the mean over
  * LAUNCHES calls after a warm-up, timed around the calls only, in chunks of CHUNK with the stream
  * synchronised between chunks outside the timed region (so the queue never fills and blocks a

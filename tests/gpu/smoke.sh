@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# The GPU smoke test of issue 6, for a machine with an NVIDIA GPU (about a minute on an H200):
+# The GPU smoke test, for a machine with an NVIDIA GPU (about a minute on an H200):
 #   tests/gpu/smoke.sh BIN_DIR [RESULTS_DIR]
 # BIN_DIR: a build directory, or a bundle made by tests/gpu/bundle.sh (for a machine without this
 # project's build dependencies). Run from the source tree's root (models/gen_models.py is used).

@@ -127,37 +127,37 @@ static void test_half(void)
 {
 	uint32_t v, bad = 0;
 
-	CU_ASSERT_EQUAL(gpu_float_to_half(0.0f), 0x0000);
-	CU_ASSERT_EQUAL(gpu_float_to_half(-0.0f), 0x8000);
-	CU_ASSERT_EQUAL(gpu_float_to_half(1.0f), 0x3c00);
-	CU_ASSERT_EQUAL(gpu_float_to_half(-2.0f), 0xc000);
-	CU_ASSERT_EQUAL(gpu_float_to_half(0.1f), 0x2e66);
-	CU_ASSERT_EQUAL(gpu_float_to_half(65504.0f), 0x7bff);     /* the largest half */
-	CU_ASSERT_EQUAL(gpu_float_to_half(65519.0f), 0x7bff);     /* below the midpoint to infinity */
-	CU_ASSERT_EQUAL(gpu_float_to_half(65520.0f), 0x7c00);     /* the midpoint rounds to even: infinity */
-	CU_ASSERT_EQUAL(gpu_float_to_half(1e10f), 0x7c00);
-	CU_ASSERT_EQUAL(gpu_float_to_half(-INFINITY), 0xfc00);
-	CU_ASSERT_EQUAL(gpu_float_to_half(NAN) & 0x7c00, 0x7c00);
-	CU_ASSERT_NOT_EQUAL(gpu_float_to_half(NAN) & 0x03ff, 0);
-	CU_ASSERT_EQUAL(gpu_float_to_half(1.0f + 0x1p-11f), 0x3c00);        /* a tie: to even */
-	CU_ASSERT_EQUAL(gpu_float_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);    /* a tie: to even, upwards */
-	CU_ASSERT_EQUAL(gpu_float_to_half(0x1p-24f), 0x0001);               /* the smallest subnormal */
-	CU_ASSERT_EQUAL(gpu_float_to_half(0x1p-25f), 0x0000);               /* a tie with 0: to even */
-	CU_ASSERT_EQUAL(gpu_float_to_half(0x1.8p-25f), 0x0001);
-	CU_ASSERT_EQUAL(gpu_float_to_half(0x1p-14f), 0x0400);               /* the smallest normal */
-	CU_ASSERT_EQUAL(gpu_float_to_half(0x1.ffcp-15f), 0x0400);           /* a tie, up out of the subnormals */
-	CU_ASSERT_EQUAL(gpu_half_to_float(0x0001), 0x1p-24f);
-	CU_ASSERT_EQUAL(gpu_half_to_float(0x03ff), 0x1.ff8p-15f);
-	CU_ASSERT_EQUAL(gpu_half_to_float(0x3555), bits_f32(0x3eaaa000));   /* 0.333251953125 */
-	CU_ASSERT(isinf(gpu_half_to_float(0x7c00)) && gpu_half_to_float(0x7c00) > 0);
-	CU_ASSERT(isnan(gpu_half_to_float(0x7e00)));
+	CU_ASSERT_EQUAL(bw_float_to_half(0.0f), 0x0000);
+	CU_ASSERT_EQUAL(bw_float_to_half(-0.0f), 0x8000);
+	CU_ASSERT_EQUAL(bw_float_to_half(1.0f), 0x3c00);
+	CU_ASSERT_EQUAL(bw_float_to_half(-2.0f), 0xc000);
+	CU_ASSERT_EQUAL(bw_float_to_half(0.1f), 0x2e66);
+	CU_ASSERT_EQUAL(bw_float_to_half(65504.0f), 0x7bff);     /* the largest half */
+	CU_ASSERT_EQUAL(bw_float_to_half(65519.0f), 0x7bff);     /* below the midpoint to infinity */
+	CU_ASSERT_EQUAL(bw_float_to_half(65520.0f), 0x7c00);     /* the midpoint rounds to even: infinity */
+	CU_ASSERT_EQUAL(bw_float_to_half(1e10f), 0x7c00);
+	CU_ASSERT_EQUAL(bw_float_to_half(-INFINITY), 0xfc00);
+	CU_ASSERT_EQUAL(bw_float_to_half(NAN) & 0x7c00, 0x7c00);
+	CU_ASSERT_NOT_EQUAL(bw_float_to_half(NAN) & 0x03ff, 0);
+	CU_ASSERT_EQUAL(bw_float_to_half(1.0f + 0x1p-11f), 0x3c00);        /* a tie: to even */
+	CU_ASSERT_EQUAL(bw_float_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);    /* a tie: to even, upwards */
+	CU_ASSERT_EQUAL(bw_float_to_half(0x1p-24f), 0x0001);               /* the smallest subnormal */
+	CU_ASSERT_EQUAL(bw_float_to_half(0x1p-25f), 0x0000);               /* a tie with 0: to even */
+	CU_ASSERT_EQUAL(bw_float_to_half(0x1.8p-25f), 0x0001);
+	CU_ASSERT_EQUAL(bw_float_to_half(0x1p-14f), 0x0400);               /* the smallest normal */
+	CU_ASSERT_EQUAL(bw_float_to_half(0x1.ffcp-15f), 0x0400);           /* a tie, up out of the subnormals */
+	CU_ASSERT_EQUAL(bw_half_to_float(0x0001), 0x1p-24f);
+	CU_ASSERT_EQUAL(bw_half_to_float(0x03ff), 0x1.ff8p-15f);
+	CU_ASSERT_EQUAL(bw_half_to_float(0x3555), bits_f32(0x3eaaa000));   /* 0.333251953125 */
+	CU_ASSERT(isinf(bw_half_to_float(0x7c00)) && bw_half_to_float(0x7c00) > 0);
+	CU_ASSERT(isnan(bw_half_to_float(0x7e00)));
 	/* every half that is not NaN goes to float and back unchanged */
 	for (v = 0; v < 0x10000u; v++) {
 		if ((v & 0x7c00u) == 0x7c00u && (v & 0x3ffu) != 0)
 			continue;
-		if (gpu_float_to_half(gpu_half_to_float((uint16_t)v)) != v && bad++ < 4)
-			printf("\n    half 0x%04x -> %g -> 0x%04x", v, (double)gpu_half_to_float((uint16_t)v),
-			       gpu_float_to_half(gpu_half_to_float((uint16_t)v)));
+		if (bw_float_to_half(bw_half_to_float((uint16_t)v)) != v && bad++ < 4)
+			printf("\n    half 0x%04x -> %g -> 0x%04x", v, (double)bw_half_to_float((uint16_t)v),
+			       bw_float_to_half(bw_half_to_float((uint16_t)v)));
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 }
@@ -182,7 +182,7 @@ static struct gpu_op conv_op(uint32_t dtype)
 
 static void test_conv_supported(void)
 {
-	struct gpu_op op = conv_op(BW_DTYPE_F32);
+	struct gpu_op op = conv_op(BW_DTYPE_FLOAT);
 	struct conv_key k, k2;
 	char why[GPU_ERR_MAX];
 
@@ -198,24 +198,24 @@ static void test_conv_supported(void)
 	CU_ASSERT_EQUAL(k2.nhwc, 1);
 	CU_ASSERT_NOT_EQUAL(memcmp(&k, &k2, sizeof(k)), 0);
 
-	op = conv_op(BW_DTYPE_F16);
+	op = conv_op(BW_DTYPE_FLOAT16);
 	CU_ASSERT_TRUE(conv_supported(&op, &k, why, sizeof(why)));
-	op.in[2].dtype = BW_DTYPE_F32; /* a float32 constant bias: converted at load */
+	op.in[2].dtype = BW_DTYPE_FLOAT; /* a float32 constant bias: converted at load */
 	CU_ASSERT_TRUE(conv_supported(&op, &k, why, sizeof(why)));
 	op.in[2].space = GPU_SPACE_ARENA; /* in the arena it cannot be */
 	CU_ASSERT_FALSE(conv_supported(&op, &k, why, sizeof(why)));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "bias dtype"));
 
-	op = conv_op(BW_DTYPE_F32);
-	op.in[1].dtype = BW_DTYPE_F16;
+	op = conv_op(BW_DTYPE_FLOAT);
+	op.in[1].dtype = BW_DTYPE_FLOAT16;
 	CU_ASSERT_FALSE(conv_supported(&op, &k, why, sizeof(why)));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "mixed dtypes"));
 
-	op = conv_op(BW_DTYPE_F64);
+	op = conv_op(BW_DTYPE_DOUBLE);
 	CU_ASSERT_FALSE(conv_supported(&op, &k, why, sizeof(why)));
 
 	/* ONNX end padding: one more output row than symmetric padding gives */
-	op = conv_op(BW_DTYPE_F32);
+	op = conv_op(BW_DTYPE_FLOAT);
 	op.u.conv.pad_h = 0;
 	op.u.conv.oh = 2;
 	CU_ASSERT_TRUE(conv_supported(&op, &k, why, sizeof(why))); /* (7 - 4 - 1) / 2 + 1 = 2: symmetric */
@@ -224,13 +224,13 @@ static void test_conv_supported(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "symmetric"));
 
 	/* a residual that is the output: allowed (beta = 1); one that straddles it: not */
-	op = conv_op(BW_DTYPE_F32);
+	op = conv_op(BW_DTYPE_FLOAT);
 	op.in[3].offset = op.out.offset;
 	CU_ASSERT_TRUE(conv_supported(&op, &k, why, sizeof(why)));
 	CU_ASSERT_EQUAL(k.z_is_y, 1);
 	op.in[3].offset = op.out.offset + 64;
 	CU_ASSERT_FALSE(conv_supported(&op, &k, why, sizeof(why)));
-	op = conv_op(BW_DTYPE_F32);
+	op = conv_op(BW_DTYPE_FLOAT);
 	op.out.offset = 64; /* inside x's 1568 bytes */
 	CU_ASSERT_FALSE(conv_supported(&op, &k, why, sizeof(why)));
 }

@@ -1,26 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of gpu/ against the fake device (gpu/fake.h), so they run on every host: registration
- * bookkeeping, completion words written and polled, launch/poll/complete with completions out of
- * order, error paths (a refused signal, a sticky error that marks the device unhealthy) and the
- * module loader. argv[1], argv[2]: the fake built as a module, and the same from "another ABI".
+ * bookkeeping, streams and the order their launches finish in (one program of a single COPY op, its
+ * rows gathered from and scattered into registered memory), error paths (a refused launch, a sticky
+ * error that marks the device unhealthy) and the module loader. tests/gpu/test_program.c covers the
+ * programs themselves. argv[1], argv[2]: the fake built as a module, and the same from "another ABI".
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include <batchwire/dtype.h>
 
 #include "../bw_cunit.h"
 
 #include "fake.h"
 #include "gpu.h"
-
-#define THREAD_LAUNCHES 500        /* launches per stream in the threaded test */
-#define THREAD_SLOTS 16
-#define THREAD_TIMEOUT_S 40        /* a liveness bound (valgrind, a loaded host), not a timing check */
 
 static const char *g_fake_module_path;
 static const char *g_other_abi_module_path;
@@ -116,225 +113,202 @@ static void test_register(void)
 	g_ops->dev_close(dev);
 }
 
-/* The device writes registered memory, and only registered memory. */
-static void test_fill(void)
-{
-	static uint8_t mem[256];
-	struct gpu_dev *dev = open_fake(GPU_FAKE_ON_DEMAND, 1);
-	struct gpu_stream *s = make_stream(dev, 4);
-	char err[GPU_ERR_MAX];
-	void *dev_addr = NULL;
-	unsigned int i, bad = 0;
+/* ---- launches ----------------------------------------------------------------------------------------- */
 
-	memset(mem, 0, sizeof(mem));
-	CU_ASSERT_EQUAL(g_ops->fill(s, mem, 16, 0xa5, err, sizeof(err)), -EINVAL); /* not registered */
-	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, 128, &dev_addr, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->fill(s, (uint8_t *)dev_addr + 120, 16, 0xa5, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not inside"));
-	CU_ASSERT_EQUAL(g_ops->fill(s, (uint8_t *)dev_addr + 64, 64, 0xa5, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->signal(s, 0, 1, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(mem[64], 0); /* queued, not done */
-	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 2);
-	CU_ASSERT_TRUE(gpu_word_reached(&g_ops->stream_words(s)[0], 1));
-	for (i = 0; i < sizeof(mem); i++)
-		bad += mem[i] != (i >= 64 && i < 128 ? 0xa5 : 0);
-	CU_ASSERT_EQUAL(bad, 0);
-	g_ops->stream_destroy(s);
-	CU_ASSERT_EQUAL(g_ops->host_unregister(dev, mem, err, sizeof(err)), 0);
-	g_ops->dev_close(dev);
+#define COPY_ROW_BYTES 64 /* one COPY program's input and output row */
+
+/* A program of one COPY op at batch size 1: each launch copies one row of host memory to another. */
+struct copy_program {
+	struct gpu_op op;
+	struct gpu_program prog;
+};
+
+static void copy_program_init(struct copy_program *cp)
+{
+	memset(cp, 0, sizeof(*cp));
+	cp->op.code = GPU_OP_COPY;
+	cp->op.in[0] = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_UINT8, .offset = 0 };
+	cp->op.out = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_UINT8, .offset = COPY_ROW_BYTES };
+	cp->op.count = COPY_ROW_BYTES;
+	snprintf(cp->prog.name, sizeof(cp->prog.name), "copy");
+	cp->prog.nb_inputs = cp->prog.nb_outputs = 1;
+	cp->prog.input_row_bytes[0] = cp->prog.output_row_bytes[0] = COPY_ROW_BYTES;
+	cp->prog.max_segments = 2;
+	cp->prog.nb_sizes = 1;
+	cp->prog.sizes[0] = (struct gpu_program_size){ .batch = 1, .nb_ops = 1, .ops = &cp->op,
+						       .arena_bytes = GPU_PROG_ALIGN,
+						       .output_offset = { COPY_ROW_BYTES } };
 }
 
-/* ---- completion words ------------------------------------------------------------------------------------ */
-
-static void test_words(void)
+static struct gpu_loaded *load_copy(struct gpu_dev *dev, struct copy_program *cp)
 {
+	struct gpu_loaded *lp = NULL;
+	char err[GPU_ERR_MAX];
+
+	copy_program_init(cp);
+	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &cp->prog, &lp, err, sizeof(err)), 0);
+	return lp;
+}
+
+static struct gpu_instance *make_instance(struct gpu_loaded *lp, struct gpu_stream *s, uint32_t nb_slots)
+{
+	struct gpu_instance *inst = NULL;
+	char err[GPU_ERR_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(lp, s, nb_slots, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
+	return inst;
+}
+
+/* Writes slot's table: copy the row at in to out (host addresses inside registered memory). */
+static void table_set(struct gpu_dev *dev, struct gpu_instance *inst, uint32_t slot, uint32_t generation,
+		      const uint8_t *in, uint8_t *out)
+{
+	struct gpu_batch_table *t = g_ops->instance_table(inst, 0, slot);
+
+	t->generation = generation;
+	t->nb_gather = 1;
+	t->nb_scatter = 1;
+	t->fault = 0;
+	t->segments[0] = (struct gpu_segment){ .len = COPY_ROW_BYTES };
+	t->segments[1] = (struct gpu_segment){ .len = COPY_ROW_BYTES };
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, in, COPY_ROW_BYTES, &t->segments[0].addr), 0);
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, out, COPY_ROW_BYTES, &t->segments[1].addr), 0);
+}
+
+static bool slot_done(struct gpu_instance *inst, uint32_t slot, uint32_t generation)
+{
+	return gpu_word_reached(g_ops->instance_word(inst, 0, slot), generation);
+}
+
+/*
+ * The device reads and writes registered memory, and host_to_dev names only that; nb_words is checked;
+ * a stream's launches finish in the order they were queued, different streams' in any order.
+ */
+static void test_streams(void)
+{
+	static uint8_t mem[8][COPY_ROW_BYTES]; /* rows 0..3 inputs, 4..7 outputs */
+	static uint8_t unregistered[COPY_ROW_BYTES];
 	struct gpu_dev *dev = open_fake(GPU_FAKE_ON_DEMAND, 1);
 	struct gpu_stream *s = NULL, *t;
-	volatile uint32_t *w;
+	struct gpu_instance *is, *it;
+	struct copy_program cp;
+	struct gpu_loaded *lp;
 	char err[GPU_ERR_MAX];
-	unsigned int i, nonzero = 0;
+	uint64_t dev_addr;
+	unsigned int r, bad = 0;
 
 	CU_ASSERT_EQUAL(g_ops->stream_create(dev, 0, &s, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_EQUAL(g_ops->stream_create(dev, GPU_STREAM_WORDS_MAX + 1, &s, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NULL(s);
+	memset(mem, 0, sizeof(mem));
+	for (r = 0; r < 4; r++)
+		memset(mem[r], 0x10 + r, COPY_ROW_BYTES);
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, unregistered, 1, &dev_addr), -EFAULT);
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, mem[7] + 1, COPY_ROW_BYTES, &dev_addr), -EFAULT); /* past the end */
 	s = make_stream(dev, 8);
 	t = make_stream(dev, 8);
-	w = g_ops->stream_words(s);
-	for (i = 0; i < 8; i++)
-		nonzero += w[i] != 0;
-	CU_ASSERT_EQUAL(nonzero, 0);
-	CU_ASSERT_EQUAL(g_ops->signal(s, 8, 1, err, sizeof(err)), -EINVAL);
-	/* one stream's work finishes in order */
-	CU_ASSERT_EQUAL(g_ops->signal(s, 3, 7, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->signal(s, 5, 9, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->signal(t, 0, 4, err, sizeof(err)), 0);
+	lp = load_copy(dev, &cp);
+	is = make_instance(lp, s, 2);
+	it = make_instance(lp, t, 1);
+
+	table_set(dev, is, 0, 7, mem[0], mem[4]);
+	table_set(dev, is, 1, 9, mem[1], mem[5]);
+	table_set(dev, it, 0, 4, mem[2], mem[6]);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(is, 0, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(is, 0, 1, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(it, 0, 0, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 3);
-	CU_ASSERT_FALSE(gpu_word_reached(&w[3], 7));
+	CU_ASSERT_FALSE(slot_done(is, 0, 7));
+	CU_ASSERT_EQUAL(mem[4][0], 0); /* queued, not done */
 	/* the other stream first: across streams, any order */
 	CU_ASSERT_EQUAL(gpu_fake_complete(t), 1);
-	CU_ASSERT_TRUE(gpu_word_reached(&g_ops->stream_words(t)[0], 4));
-	CU_ASSERT_FALSE(gpu_word_reached(&w[3], 7));
+	CU_ASSERT_TRUE(slot_done(it, 0, 4));
+	CU_ASSERT_FALSE(slot_done(is, 0, 7));
+	/* one stream's launches in order */
 	CU_ASSERT_EQUAL(gpu_fake_complete(s), 1);
-	CU_ASSERT_TRUE(gpu_word_reached(&w[3], 7));
-	CU_ASSERT_FALSE(gpu_word_reached(&w[5], 9));
+	CU_ASSERT_TRUE(slot_done(is, 0, 7));
+	CU_ASSERT_FALSE(slot_done(is, 1, 9));
 	CU_ASSERT_EQUAL(gpu_fake_complete(s), 1);
-	CU_ASSERT_TRUE(gpu_word_reached(&w[5], 9));
+	CU_ASSERT_TRUE(slot_done(is, 1, 9));
 	CU_ASSERT_EQUAL(gpu_fake_complete(s), 0);
 	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
-	/* destroying a stream lets its queued work finish first, as cudaStreamDestroy does */
-	CU_ASSERT_EQUAL(g_ops->signal(t, 1, 2, err, sizeof(err)), 0);
+	/* rows 4..6 now hold inputs 0..2; row 7 was never written */
+	for (r = 0; r < 4; r++)
+		for (unsigned int i = 0; i < COPY_ROW_BYTES; i++)
+			bad += mem[4 + r][i] != (r < 3 ? 0x10 + r : 0);
+	CU_ASSERT_EQUAL(bad, 0);
+
+	g_ops->instance_destroy(is);
+	g_ops->instance_destroy(it);
+	g_ops->program_unload(lp);
 	g_ops->stream_destroy(t);
-	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
 	g_ops->stream_destroy(s);
-	g_ops->dev_close(dev);
-}
-
-/* ---- launch / poll / complete ------------------------------------------------------------------------------ */
-
-static void test_inflight(void)
-{
-	struct gpu_dev *dev = open_fake(GPU_FAKE_ON_DEMAND, 1);
-	struct gpu_stream *s = make_stream(dev, 4);
-	struct gpu_inflight *fl;
-	volatile uint32_t *w = g_ops->stream_words(s);
-	int cookies[6] = { 10, 11, 12, 13, 14, 15 };
-	void *got[8];
-	uint32_t slot[6];
-	char err[GPU_ERR_MAX];
-	unsigned int i;
-
-	CU_ASSERT_PTR_NULL(gpu_inflight_create(g_ops, s, 0));
-	CU_ASSERT_PTR_NULL(gpu_inflight_create(g_ops, s, GPU_STREAM_WORDS_MAX + 1));
-	fl = gpu_inflight_create(g_ops, s, 4);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
-	for (i = 0; i < 4; i++)
-		CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookies[i], &slot[i], err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookies[4], &slot[4], err, sizeof(err)), -EBUSY);
-	CU_ASSERT_EQUAL(gpu_inflight_pending(fl), 4);
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got, 8), 0);
-
-	/* out of order: the device finishes the launches in slots 2 and 0 (as a device running several
-	 * graphs at once would), not 1 and 3 */
-	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 4); /* the fake writes in order... */
-	__atomic_store_n(&w[slot[1]], 0, __ATOMIC_RELEASE); /* ...so take two back: still running */
-	__atomic_store_n(&w[slot[3]], 0, __ATOMIC_RELEASE);
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got, 1), 1); /* max respected */
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got + 1, 8), 1);
-	CU_ASSERT_TRUE((got[0] == &cookies[0] && got[1] == &cookies[2]) ||
-		       (got[0] == &cookies[2] && got[1] == &cookies[0]));
-	CU_ASSERT_EQUAL(gpu_inflight_pending(fl), 2);
-	/* the freed slots take new launches while 1 and 3 are still out */
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookies[4], &slot[4], err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookies[5], &slot[5], err, sizeof(err)), 0);
-	CU_ASSERT_TRUE((slot[4] == slot[0] || slot[4] == slot[2]) && (slot[5] == slot[0] || slot[5] == slot[2]));
-	/* a reused slot is not done because its word still holds the previous generation */
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got, 8), 0);
-	__atomic_store_n(&w[slot[3]], 1, __ATOMIC_RELEASE); /* slot 3's first launch: generation 1 */
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got, 8), 1);
-	CU_ASSERT_PTR_EQUAL(got[0], &cookies[3]);
-	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 2);
-	__atomic_store_n(&w[slot[1]], 1, __ATOMIC_RELEASE);
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got, 8), 3);
-	CU_ASSERT_EQUAL(gpu_inflight_pending(fl), 0);
-
-	/* a refused signal leaves the slot free and nothing in flight */
-	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "test: transient");
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookies[0], &slot[0], err, sizeof(err)), -EIO);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "test: transient"));
-	CU_ASSERT_EQUAL(gpu_inflight_pending(fl), 0);
-	CU_ASSERT_EQUAL(g_ops->health(dev, err, sizeof(err)), 0); /* not sticky */
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookies[0], &slot[0], err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(gpu_fake_complete(s), 1);
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got, 8), 1);
-	gpu_inflight_free(fl);
-	g_ops->stream_destroy(s);
-	g_ops->dev_close(dev);
-}
-
-/* Two streams, the fake's own thread finishing their work in random order; every launch comes back once. */
-static void test_inflight_threaded(void)
-{
-	struct gpu_dev *dev = open_fake(GPU_FAKE_THREAD, 12345);
-	struct gpu_stream *s[2];
-	struct gpu_inflight *fl[2];
-	static unsigned char seen[2][THREAD_LAUNCHES];
-	unsigned int launched[2] = { 0, 0 }, done[2] = { 0, 0 }, twice = 0, k, n;
-	char err[GPU_ERR_MAX];
-	void *got[THREAD_SLOTS];
-	uint32_t slot;
-	time_t start = time(NULL);
-
-	memset(seen, 0, sizeof(seen));
-	for (k = 0; k < 2; k++) {
-		s[k] = make_stream(dev, THREAD_SLOTS);
-		fl[k] = gpu_inflight_create(g_ops, s[k], THREAD_SLOTS);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(fl[k]);
-	}
-	while ((done[0] < THREAD_LAUNCHES || done[1] < THREAD_LAUNCHES) && time(NULL) - start < THREAD_TIMEOUT_S) {
-		for (k = 0; k < 2; k++) {
-			while (launched[k] < THREAD_LAUNCHES &&
-			       gpu_inflight_launch(fl[k], &seen[k][launched[k]], &slot, err, sizeof(err)) == 0)
-				launched[k]++;
-			n = gpu_inflight_poll(fl[k], got, THREAD_SLOTS);
-			for (unsigned int i = 0; i < n; i++) {
-				unsigned char *c = got[i];
-
-				twice += *c != 0;
-				*c = 1;
-			}
-			done[k] += n;
-			if (n == 0)
-				sched_yield(); /* the fake's thread may share our core */
-		}
-	}
-	CU_ASSERT_EQUAL(done[0], THREAD_LAUNCHES);
-	CU_ASSERT_EQUAL(done[1], THREAD_LAUNCHES);
-	CU_ASSERT_EQUAL(twice, 0);
-	CU_ASSERT_PTR_NULL(memchr(seen[0], 0, THREAD_LAUNCHES));
-	CU_ASSERT_PTR_NULL(memchr(seen[1], 0, THREAD_LAUNCHES));
-	for (k = 0; k < 2; k++) {
-		gpu_inflight_free(fl[k]);
-		g_ops->stream_destroy(s[k]);
-	}
+	CU_ASSERT_EQUAL(g_ops->host_unregister(dev, mem, err, sizeof(err)), 0);
 	g_ops->dev_close(dev);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------------------- */
 
-/* A sticky error while work is queued: the words never arrive, health says why, every call fails. */
-static void test_sticky(void)
+/* A refused launch (GPU_FAKE_FAULT_NEXT_SIGNAL) queues nothing and leaves the device healthy. */
+static void test_refused(void)
 {
-	static uint8_t mem[64];
+	static uint8_t mem[2][COPY_ROW_BYTES];
 	struct gpu_dev *dev = open_fake(GPU_FAKE_ON_DEMAND, 1);
-	struct gpu_stream *s = make_stream(dev, 4), *t = NULL;
-	struct gpu_inflight *fl = gpu_inflight_create(g_ops, s, 4);
-	int cookie = 1;
-	void *got[4];
-	uint32_t slot;
+	struct gpu_stream *s = make_stream(dev, 4);
+	struct copy_program cp;
+	struct gpu_loaded *lp = load_copy(dev, &cp);
+	struct gpu_instance *inst = make_instance(lp, s, 1);
 	char err[GPU_ERR_MAX];
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
-	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookie, &slot, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
+	table_set(dev, inst, 0, 1, mem[0], mem[1]);
+	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "test: transient");
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), -EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "test: transient"));
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+	CU_ASSERT_EQUAL(g_ops->health(dev, err, sizeof(err)), 0); /* not sticky */
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gpu_fake_complete(s), 1);
+	CU_ASSERT_TRUE(slot_done(inst, 0, 1));
+	g_ops->instance_destroy(inst);
+	g_ops->program_unload(lp);
+	g_ops->stream_destroy(s);
+	CU_ASSERT_EQUAL(g_ops->host_unregister(dev, mem, err, sizeof(err)), 0);
+	g_ops->dev_close(dev);
+}
+
+/* A sticky error while a launch is queued: its word never arrives, health says why, every call fails. */
+static void test_sticky(void)
+{
+	static uint8_t mem[2][COPY_ROW_BYTES], spare[8];
+	struct gpu_dev *dev = open_fake(GPU_FAKE_ON_DEMAND, 1);
+	struct gpu_stream *s = make_stream(dev, 4), *t = NULL;
+	struct copy_program cp;
+	struct gpu_loaded *lp = load_copy(dev, &cp);
+	struct gpu_instance *inst = make_instance(lp, s, 1);
+	char err[GPU_ERR_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
+	table_set(dev, inst, 0, 1, mem[0], mem[1]);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), 0);
 	gpu_fake_inject(dev, GPU_FAKE_FAULT_STICKY, "test: illegal address");
 	gpu_fake_inject(dev, GPU_FAKE_FAULT_STICKY, "test: a later error"); /* the first one is kept */
 	CU_ASSERT_EQUAL(gpu_fake_complete(s), 0);
 	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 0);
-	CU_ASSERT_EQUAL(gpu_inflight_poll(fl, got, 4), 0);
-	CU_ASSERT_EQUAL(gpu_inflight_pending(fl), 1);
+	CU_ASSERT_FALSE(slot_done(inst, 0, 1));
 
 	CU_ASSERT_EQUAL(g_ops->health(dev, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "unhealthy: test: illegal address"));
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &cookie, &slot, err, sizeof(err)), -EIO);
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "test: illegal address"));
-	CU_ASSERT_EQUAL(g_ops->signal(s, 0, 5, err, sizeof(err)), -EIO);
-	CU_ASSERT_EQUAL(g_ops->fill(s, mem, 8, 1, err, sizeof(err)), -EIO);
-	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem + 32, 8, NULL, err, sizeof(err)), -EIO);
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, spare, sizeof(spare), NULL, err, sizeof(err)), -EIO);
 	CU_ASSERT_EQUAL(g_ops->stream_create(dev, 4, &t, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NULL(t);
 	/* shutdown still works on a lost device */
 	CU_ASSERT_EQUAL(g_ops->host_unregister(dev, mem, err, sizeof(err)), 0);
-	gpu_inflight_free(fl);
+	g_ops->instance_destroy(inst);
+	g_ops->program_unload(lp);
 	g_ops->stream_destroy(s);
 	g_ops->dev_close(dev);
 }
@@ -382,16 +356,11 @@ int main(int argc, char **argv)
 	static CU_TestInfo device_tests[] = {
 		{ "probe and open", test_probe },
 		{ "host registration bookkeeping", test_register },
-		{ "fill reaches registered memory only", test_fill },
-		{ "completion words written and polled", test_words },
-		CU_TEST_INFO_NULL,
-	};
-	static CU_TestInfo inflight_tests[] = {
-		{ "launch, poll, complete out of order", test_inflight },
-		{ "two streams on the fake's thread", test_inflight_threaded },
+		{ "streams: registered memory only, launches in order per stream, any order across", test_streams },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo error_tests[] = {
+		{ "a refused launch queues nothing, the device stays healthy", test_refused },
 		{ "sticky error marks the device unhealthy", test_sticky },
 		CU_TEST_INFO_NULL,
 	};
@@ -401,7 +370,6 @@ int main(int argc, char **argv)
 	};
 	static CU_SuiteInfo suites[] = {
 		{ "fake device", NULL, NULL, NULL, NULL, device_tests },
-		{ "in-flight tracking", NULL, NULL, NULL, NULL, inflight_tests },
 		{ "errors", NULL, NULL, NULL, NULL, error_tests },
 		{ "loader", NULL, NULL, NULL, NULL, loader_tests },
 		CU_SUITE_INFO_NULL,

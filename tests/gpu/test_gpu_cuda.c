@@ -3,14 +3,13 @@
  * The CUDA module on a real GPU (registered only when the module was built). Without a device it
  * prints the probe's reason and exits 77, which meson reports as SKIP: never a silent pass.
  *
- * With one: open device 0, register host memory, have a kernel fill it and a stream memory op write
- * a completion word behind it, poll the word from here (no synchronize call), check the bytes; then
- * launch/poll round trips through the in-flight tracker, and the module's error paths. The round
- * trip time is printed, never asserted. Then device programs (program.h): hand-built programs loaded,
- * instantiated and launched as graphs, their batches gathered from and scattered into registered host
- * memory, the results compared with program_math.h's per-item functions run here on a host copy of
- * the arena (what the fake device does), and a Gather index out of range reported in the table's
- * fault word. CONV ops go through cuDNN where the module finds it (BW_CUDNN_LOG=1 prints each plan;
+ * With one: open device 0, register host memory, have a program of one COPY op gather a row from it
+ * and scatter the row back into it, poll the completion word from here (no synchronize call), check
+ * the bytes; then launch/poll round trips of it. The round trip time is printed, never asserted. Then
+ * device programs (program.h): hand-built programs loaded, instantiated and launched as graphs, their
+ * batches gathered from and scattered into registered host memory, the results compared with
+ * program_math.h's per-item functions run here on a host copy of the arena (what the fake device
+ * does), and a Gather index out of range reported in the table's fault word. CONV ops go through cuDNN where the module finds it (BW_CUDNN_LOG=1 prints each plan;
  * BW_CUDNN=0 runs the same tests on the generic kernel). Then the doorbell launch mode on two programs:
  * mixed sizes and slots in flight at once, results and words checked, and its round trip printed
  * beside graph mode's. argv[1]: the module, or --fake: the same tests on the fake device (gpu/fake.h,
@@ -36,6 +35,7 @@
 #define WAIT_NS (5ll * 1000000000ll)  /* longest wait for one completion word */
 #define ROUND_TRIPS 1000
 #define SLOTS 8
+#define COPY_ROW_BYTES (64u << 10)    /* test_register_and_copy's row: inside HOST_BYTES, 256-aligned */
 
 static const struct gpu_ops *g_ops;
 static struct gpu_dev *g_dev;
@@ -47,66 +47,6 @@ static long long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-/* Spins on the tracker until one launch completes. \return 1, or 0 after WAIT_NS. */
-static int wait_one(struct gpu_inflight *fl, void **cookie)
-{
-	long long start = now_ns();
-
-	while (gpu_inflight_poll(fl, cookie, 1) == 0)
-		if (now_ns() - start > WAIT_NS)
-			return 0;
-	return 1;
-}
-
-static void test_fill_and_signal(void)
-{
-	uint8_t *mem = aligned_alloc(PAGE_BYTES, HOST_BYTES);
-	struct gpu_stream *s = NULL;
-	struct gpu_inflight *fl;
-	void *dev_addr = NULL, *cookie = NULL;
-	char err[GPU_ERR_MAX];
-	uint32_t slot, i, bad = 0;
-	int tag = 1;
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
-	memset(mem, 0, HOST_BYTES);
-	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(g_dev, mem, HOST_BYTES, &dev_addr, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->host_regions(g_dev), 1);
-	CU_ASSERT_EQUAL(g_ops->host_register(g_dev, mem + 64, 64, NULL, err, sizeof(err)), -EEXIST);
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(g_dev, SLOTS, &s, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->signal(s, SLOTS, 1, err, sizeof(err)), -EINVAL);
-	fl = gpu_inflight_create(g_ops, s, SLOTS);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
-
-	CU_ASSERT_EQUAL(g_ops->fill(s, dev_addr, HOST_BYTES, 0xa5, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(gpu_inflight_launch(fl, &tag, &slot, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(wait_one(fl, &cookie), 1);
-	CU_ASSERT_PTR_EQUAL(cookie, &tag);
-	for (i = 0; i < HOST_BYTES; i++)
-		bad += mem[i] != 0xa5;
-	CU_ASSERT_EQUAL(bad, 0);
-
-	{
-		long long start = now_ns();
-		unsigned int done = 0;
-
-		for (i = 0; i < ROUND_TRIPS; i++) {
-			if (gpu_inflight_launch(fl, &tag, &slot, err, sizeof(err)) != 0 || !wait_one(fl, &cookie))
-				break;
-			done++;
-		}
-		CU_ASSERT_EQUAL(done, ROUND_TRIPS);
-		printf("\n    signal -> poll round trip: %.2f us mean over %u\n",
-		       (double)(now_ns() - start) / 1000.0 / (done ? done : 1), done);
-	}
-	CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
-	gpu_inflight_free(fl);
-	g_ops->stream_destroy(s);
-	CU_ASSERT_EQUAL(g_ops->host_unregister(g_dev, mem, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(g_ops->host_unregister(g_dev, mem, err, sizeof(err)), -ENOENT);
-	free(mem);
 }
 
 /* ---- device programs ----------------------------------------------------------------------------- */
@@ -165,13 +105,13 @@ static uint32_t mlp_ops(uint32_t b, struct gpu_op *ops)
 {
 	struct gpu_ref none = { 0 };
 
-	ops[0] = (struct gpu_op){ .code = GPU_OP_UNARY, .fn = GPU_UNARY_RELU, .in = { arena_ref(BW_DTYPE_F32, A_X) },
-				  .out = arena_ref(BW_DTYPE_F32, A_T0), .count = b * 8u };
-	ops[1] = gemm_op(arena_ref(BW_DTYPE_F32, A_T0), const_ref(BW_DTYPE_F32, C_W), const_ref(BW_DTYPE_F32, C_BIAS),
-			 arena_ref(BW_DTYPE_F32, A_T1), GPU_ACT_RELU, 1.0f, 1, b, 16, 8, 0);
+	ops[0] = (struct gpu_op){ .code = GPU_OP_UNARY, .fn = GPU_UNARY_RELU, .in = { arena_ref(BW_DTYPE_FLOAT, A_X) },
+				  .out = arena_ref(BW_DTYPE_FLOAT, A_T0), .count = b * 8u };
+	ops[1] = gemm_op(arena_ref(BW_DTYPE_FLOAT, A_T0), const_ref(BW_DTYPE_FLOAT, C_W), const_ref(BW_DTYPE_FLOAT, C_BIAS),
+			 arena_ref(BW_DTYPE_FLOAT, A_T1), GPU_ACT_RELU, 1.0f, 1, b, 16, 8, 0);
 	ops[2] = (struct gpu_op){ .code = GPU_OP_BINARY, .fn = GPU_BINARY_ADD,
-				  .in = { arena_ref(BW_DTYPE_F32, A_T1), const_ref(BW_DTYPE_F32, C_ADD) },
-				  .out = arena_ref(BW_DTYPE_F32, A_T2), .count = b * 16u };
+				  .in = { arena_ref(BW_DTYPE_FLOAT, A_T1), const_ref(BW_DTYPE_FLOAT, C_ADD) },
+				  .out = arena_ref(BW_DTYPE_FLOAT, A_T2), .count = b * 16u };
 	ops[2].u.bcast.rank = 2;
 	ops[2].u.bcast.dims[0] = b;
 	ops[2].u.bcast.dims[1] = 16;
@@ -180,14 +120,14 @@ static uint32_t mlp_ops(uint32_t b, struct gpu_op *ops)
 	ops[2].u.bcast.strides[1][0] = 0;
 	ops[2].u.bcast.strides[1][1] = 1;
 	ops[2].u.bcast.strides[2][1] = 1;
-	ops[3] = gemm_op(arena_ref(BW_DTYPE_F32, A_T2), const_ref(BW_DTYPE_F32, C_W2), none,
-			 arena_ref(BW_DTYPE_F32, A_T3), GPU_ACT_NONE, 0.5f, 1, b, 4, 16, 1);
-	ops[4] = (struct gpu_op){ .code = GPU_OP_SOFTMAX, .in = { arena_ref(BW_DTYPE_F32, A_T3) },
-				  .out = arena_ref(BW_DTYPE_F32, A_Y), .count = b * 4u };
+	ops[3] = gemm_op(arena_ref(BW_DTYPE_FLOAT, A_T2), const_ref(BW_DTYPE_FLOAT, C_W2), none,
+			 arena_ref(BW_DTYPE_FLOAT, A_T3), GPU_ACT_NONE, 0.5f, 1, b, 4, 16, 1);
+	ops[4] = (struct gpu_op){ .code = GPU_OP_SOFTMAX, .in = { arena_ref(BW_DTYPE_FLOAT, A_T3) },
+				  .out = arena_ref(BW_DTYPE_FLOAT, A_Y), .count = b * 4u };
 	ops[4].u.rows.rows = b;
 	ops[4].u.rows.cols = 4;
-	ops[5] = gemm_op(arena_ref(BW_DTYPE_F32, A_T2), const_ref(BW_DTYPE_F32, C_W2), none,
-			 arena_ref(BW_DTYPE_F32, A_T5), GPU_ACT_NONE, 1.0f, b, 1, 4, 16, 1);
+	ops[5] = gemm_op(arena_ref(BW_DTYPE_FLOAT, A_T2), const_ref(BW_DTYPE_FLOAT, C_W2), none,
+			 arena_ref(BW_DTYPE_FLOAT, A_T5), GPU_ACT_NONE, 1.0f, b, 1, 4, 16, 1);
 	ops[5].u.gemm.stride_a = 16;
 	ops[5].u.gemm.stride_b = 0;
 	ops[5].u.gemm.stride_c = 4;
@@ -314,6 +254,80 @@ static int batch_wait(struct gpu_instance *inst, uint32_t size_idx, uint32_t slo
 	fprintf(stderr, "\n    size %u slot %u: no completion word %u after %lld ns (word %u; %s)\n", size_idx, slot,
 		generation, WAIT_NS, *word, err);
 	return 0;
+}
+
+/*
+ * Registration, and the device reaching registered memory: a program of one COPY op gathers a row from
+ * the registered region and scatters it back into another part of it; then ROUND_TRIPS launches of it,
+ * each polled on its completion word from here (no synchronize call). The round trip time is printed,
+ * never asserted.
+ */
+static void test_register_and_copy(void)
+{
+	uint8_t *mem = aligned_alloc(PAGE_BYTES, HOST_BYTES);
+	struct gpu_stream *s = NULL;
+	struct gpu_loaded *lp = NULL;
+	struct gpu_instance *inst = NULL;
+	struct gpu_batch_table *t;
+	struct gpu_program prog;
+	struct gpu_op op = { .code = GPU_OP_COPY, .count = COPY_ROW_BYTES };
+	uint32_t row = COPY_ROW_BYTES, gen = 1, i, bad = 0, done = 0;
+	char err[GPU_ERR_MAX];
+	void *dev_addr = NULL;
+	long long start;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	for (i = 0; i < HOST_BYTES; i++)
+		mem[i] = (uint8_t)(i * 131u + 7u);
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(g_dev, mem, HOST_BYTES, &dev_addr, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_regions(g_dev), 1);
+	CU_ASSERT_EQUAL(g_ops->host_register(g_dev, mem + 64, 64, NULL, err, sizeof(err)), -EEXIST);
+	CU_ASSERT_EQUAL(g_ops->stream_create(g_dev, 0, &s, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(g_dev, SLOTS, &s, err, sizeof(err)), 0);
+
+	prog_header(&prog, "copy", row, 1, &row);
+	prog.max_segments = 2;
+	prog.nb_sizes = 1;
+	op.in[0] = arena_ref(BW_DTYPE_UINT8, 0);
+	op.out = arena_ref(BW_DTYPE_UINT8, COPY_ROW_BYTES);
+	prog.sizes[0] = (struct gpu_program_size){ .batch = 1, .nb_ops = 1, .ops = &op,
+						   .arena_bytes = 2 * COPY_ROW_BYTES, .output_offset = { COPY_ROW_BYTES } };
+	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(g_dev, &prog, &lp, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(lp, s, 1, GPU_LAUNCH_GRAPH, &inst, err, sizeof(err)), 0);
+	t = g_ops->instance_table(inst, 0, 0);
+	t->nb_gather = 1;
+	t->nb_scatter = 1;
+	t->segments[0] = (struct gpu_segment){ .len = COPY_ROW_BYTES };
+	t->segments[1] = (struct gpu_segment){ .len = COPY_ROW_BYTES };
+	/* the row at the region's start goes to its last row */
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, mem, COPY_ROW_BYTES, &t->segments[0].addr), 0);
+	CU_ASSERT_EQUAL(g_ops->host_to_dev(g_dev, mem + HOST_BYTES - COPY_ROW_BYTES, COPY_ROW_BYTES,
+					   &t->segments[1].addr), 0);
+	memset(mem + HOST_BYTES - COPY_ROW_BYTES, 0, COPY_ROW_BYTES);
+	t->generation = gen;
+	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(batch_wait(inst, 0, 0, gen), 1);
+	for (i = 0; i < COPY_ROW_BYTES; i++)
+		bad += mem[HOST_BYTES - COPY_ROW_BYTES + i] != mem[i];
+	CU_ASSERT_EQUAL(bad, 0);
+
+	start = now_ns();
+	for (i = 0; i < ROUND_TRIPS; i++) {
+		t->generation = ++gen;
+		if (g_ops->instance_launch(inst, 0, 0, err, sizeof(err)) != 0 || !batch_wait(inst, 0, 0, gen))
+			break;
+		done++;
+	}
+	CU_ASSERT_EQUAL(done, ROUND_TRIPS);
+	printf("\n    launch -> poll round trip (a %u-byte COPY program): %.2f us mean over %u\n", COPY_ROW_BYTES,
+	       (double)(now_ns() - start) / 1000.0 / (done ? done : 1), done);
+	CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
+	g_ops->instance_destroy(inst);
+	g_ops->program_unload(lp);
+	g_ops->stream_destroy(s);
+	CU_ASSERT_EQUAL(g_ops->host_unregister(g_dev, mem, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_unregister(g_dev, mem, err, sizeof(err)), -ENOENT);
+	free(mem);
 }
 
 /*
@@ -476,8 +490,8 @@ static void test_program_gather_fault(void)
 {
 	enum { G_IDX = 0, G_OUT = 256, G_BYTES = 512 };
 	static const uint32_t out_rows[] = { 3 * sizeof(float) };
-	struct gpu_op op = { .code = GPU_OP_GATHER, .in = { const_ref(BW_DTYPE_F32, 0), arena_ref(BW_DTYPE_I64, G_IDX) },
-			     .out = arena_ref(BW_DTYPE_F32, G_OUT), .count = PROG_BATCH_MAX * 3 };
+	struct gpu_op op = { .code = GPU_OP_GATHER, .in = { const_ref(BW_DTYPE_FLOAT, 0), arena_ref(BW_DTYPE_INT64, G_IDX) },
+			     .out = arena_ref(BW_DTYPE_FLOAT, G_OUT), .count = PROG_BATCH_MAX * 3 };
 	static const int64_t bad_idx[PROG_BATCH_MAX] = { 1, -1, 7, 0 }, good_idx[PROG_BATCH_MAX] = { 4, 3, -5, 2 };
 	float data[15];
 	struct gpu_program prog;
@@ -549,21 +563,21 @@ static void conv_geometry(struct gpu_op *op, int64_t n, int64_t c, int64_t hw, i
 static uint32_t cnn_ops(uint32_t b, struct gpu_op *ops)
 {
 	ops[0] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
-				  .in = { arena_ref(BW_DTYPE_F32, K_X), const_ref(BW_DTYPE_F32, K_W),
-					  const_ref(BW_DTYPE_F32, K_B) },
-				  .out = arena_ref(BW_DTYPE_F32, K_T), .count = b * 100u };
+				  .in = { arena_ref(BW_DTYPE_FLOAT, K_X), const_ref(BW_DTYPE_FLOAT, K_W),
+					  const_ref(BW_DTYPE_FLOAT, K_B) },
+				  .out = arena_ref(BW_DTYPE_FLOAT, K_T), .count = b * 100u };
 	ops[0].u.conv.n = b, ops[0].u.conv.c = 2, ops[0].u.conv.h = 5, ops[0].u.conv.w = 5;
 	ops[0].u.conv.m = 4, ops[0].u.conv.oh = 5, ops[0].u.conv.ow = 5, ops[0].u.conv.kh = 3, ops[0].u.conv.kw = 3;
 	ops[0].u.conv.stride_h = 1, ops[0].u.conv.stride_w = 1, ops[0].u.conv.pad_h = 1, ops[0].u.conv.pad_w = 1;
 	ops[0].u.conv.dil_h = 1, ops[0].u.conv.dil_w = 1, ops[0].u.conv.group = 1;
-	ops[1] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_MAX, .in = { arena_ref(BW_DTYPE_F32, K_T) },
-				  .out = arena_ref(BW_DTYPE_F32, K_Y), .count = b * 16u };
+	ops[1] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_MAX, .in = { arena_ref(BW_DTYPE_FLOAT, K_T) },
+				  .out = arena_ref(BW_DTYPE_FLOAT, K_Y), .count = b * 16u };
 	ops[1].u.conv = ops[0].u.conv;
 	ops[1].u.conv.c = 4, ops[1].u.conv.group = 4, ops[1].u.conv.oh = 2, ops[1].u.conv.ow = 2;
 	ops[1].u.conv.kh = 2, ops[1].u.conv.kw = 2, ops[1].u.conv.stride_h = 2, ops[1].u.conv.stride_w = 2;
 	ops[1].u.conv.pad_h = 0, ops[1].u.conv.pad_w = 0;
-	ops[2] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_AVG, .in = { arena_ref(BW_DTYPE_F32, K_T) },
-				  .out = arena_ref(BW_DTYPE_F32, K_Z), .count = b * 4u };
+	ops[2] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_AVG, .in = { arena_ref(BW_DTYPE_FLOAT, K_T) },
+				  .out = arena_ref(BW_DTYPE_FLOAT, K_Z), .count = b * 4u };
 	ops[2].u.conv = ops[1].u.conv;
 	ops[2].u.conv.oh = 1, ops[2].u.conv.ow = 1, ops[2].u.conv.kh = 5, ops[2].u.conv.kw = 5;
 	ops[2].u.conv.stride_h = 1, ops[2].u.conv.stride_w = 1;
@@ -638,18 +652,18 @@ static struct gpu_op cast_op(uint64_t from_off, uint32_t from, uint64_t to_off, 
 static uint32_t conv_features_ops(const struct conv_case *cc, uint32_t b, struct gpu_op *ops)
 {
 	uint32_t d = cc->dtype, n = 0, k;
-	bool h = d == BW_DTYPE_F16;
+	bool h = d == BW_DTYPE_FLOAT16;
 	uint64_t x = h ? F_XH : F_X, z = h ? F_ZH : F_Z, ya = h ? F_YAH : F_YA, yb = h ? F_YBH : F_YB;
 	uint64_t p = h ? F_PH : F_P;
 	struct gpu_ref none = { 0 };
 
 	if (h)
-		ops[n++] = cast_op(F_X, BW_DTYPE_F32, F_XH, BW_DTYPE_F16, b * 196u);
+		ops[n++] = cast_op(F_X, BW_DTYPE_FLOAT, F_XH, BW_DTYPE_FLOAT16, b * 196u);
 	ops[n] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_AVG, .in = { arena_ref(d, x) },
 				  .out = arena_ref(d, z) };
 	conv_geometry(&ops[n++], b, 4, 7, 4, 3, 2, 0, 1, 4);
 	ops[n] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
-				  .in = { arena_ref(d, x), const_ref(d, F_WA), const_ref(BW_DTYPE_F32, F_BA), arena_ref(d, z) },
+				  .in = { arena_ref(d, x), const_ref(d, F_WA), const_ref(BW_DTYPE_FLOAT, F_BA), arena_ref(d, z) },
 				  .out = arena_ref(d, ya) };
 	conv_geometry(&ops[n++], b, 4, 7, 4, 3, 2, 1, 2, 2);
 	ops[n] = (struct gpu_op){ .code = GPU_OP_CONV, .fn = GPU_ACT_RELU,
@@ -662,9 +676,9 @@ static uint32_t conv_features_ops(const struct conv_case *cc, uint32_t b, struct
 				  .out = arena_ref(d, p) };
 	conv_geometry(&ops[n++], b, 4, 7, 4, 1, 1, 0, 1, 1);
 	if (h) {
-		ops[n++] = cast_op(F_YAH, BW_DTYPE_F16, F_YA, BW_DTYPE_F32, b * 36u);
-		ops[n++] = cast_op(F_YBH, BW_DTYPE_F16, F_YB, BW_DTYPE_F32, b * 150u);
-		ops[n++] = cast_op(F_PH, BW_DTYPE_F16, F_P, BW_DTYPE_F32, b * 196u);
+		ops[n++] = cast_op(F_YAH, BW_DTYPE_FLOAT16, F_YA, BW_DTYPE_FLOAT, b * 36u);
+		ops[n++] = cast_op(F_YBH, BW_DTYPE_FLOAT16, F_YB, BW_DTYPE_FLOAT, b * 150u);
+		ops[n++] = cast_op(F_PH, BW_DTYPE_FLOAT16, F_P, BW_DTYPE_FLOAT, b * 196u);
 	}
 	for (k = 0; k < n; k++)
 		if (ops[k].code == GPU_OP_CONV || ops[k].code == GPU_OP_POOL)
@@ -677,7 +691,7 @@ static void conv_features_consts(const struct conv_case *cc, uint8_t *blob)
 {
 	static const uint64_t half[][2] = { { F_WA, 72 }, { F_WB, 216 }, { F_WC, 16 }, { F_BC, 4 } };
 
-	if (cc->dtype != BW_DTYPE_F16)
+	if (cc->dtype != BW_DTYPE_FLOAT16)
 		return;
 	for (uint32_t r = 0; r < sizeof(half) / sizeof(half[0]); r++) {
 		for (uint64_t e = 0; e < half[r][1]; e++) {
@@ -685,7 +699,7 @@ static void conv_features_consts(const struct conv_case *cc, uint8_t *blob)
 			uint16_t v;
 
 			memcpy(&f, blob + half[r][0] + e * sizeof(float), sizeof(f));
-			v = gpu_float_to_half(f);
+			v = bw_float_to_half(f);
 			memcpy(blob + half[r][0] + e * sizeof(v), &v, sizeof(v));
 		}
 	}
@@ -747,7 +761,7 @@ static void test_program_cnn(void)
 	static const struct conv_case cc = { .name = "cnn", .ops = cnn_case_ops, .in_row = 50 * sizeof(float),
 					     .nb_outputs = 2, .out_rows = { 16 * sizeof(float), 4 * sizeof(float) },
 					     .arena_bytes = K_BYTES, .input_offset = K_X, .output_offset = { K_Y, K_Z },
-					     .const_bytes = K_CONST_BYTES, .dtype = BW_DTYPE_F32,
+					     .const_bytes = K_CONST_BYTES, .dtype = BW_DTYPE_FLOAT,
 					     .rel_tol = CONV_REL_TOLERANCE };
 
 	conv_case_run(&cc);
@@ -760,31 +774,31 @@ static void conv_features_run(const char *name, uint32_t dtype, uint32_t nhwc)
 	struct conv_case cc = {
 		.name = name, .ops = conv_features_ops, .consts = conv_features_consts, .in_row = 196 * sizeof(float),
 		.nb_outputs = 3, .out_rows = { 36 * sizeof(float), 150 * sizeof(float), 196 * sizeof(float) },
-		.arena_bytes = dtype == BW_DTYPE_F16 ? F16_BYTES : F_BYTES, .input_offset = F_X,
+		.arena_bytes = dtype == BW_DTYPE_FLOAT16 ? F16_BYTES : F_BYTES, .input_offset = F_X,
 		.output_offset = { F_YA, F_YB, F_P }, .const_bytes = F_CONST_BYTES, .dtype = dtype, .nhwc = nhwc,
-		.rel_tol = dtype == BW_DTYPE_F16 ? CONV_F16_REL_TOLERANCE : CONV_REL_TOLERANCE };
+		.rel_tol = dtype == BW_DTYPE_FLOAT16 ? CONV_F16_REL_TOLERANCE : CONV_REL_TOLERANCE };
 
 	conv_case_run(&cc);
 }
 
 static void test_program_conv_features(void)
 {
-	conv_features_run("conv-features", BW_DTYPE_F32, 0);
+	conv_features_run("conv-features", BW_DTYPE_FLOAT, 0);
 }
 
 static void test_program_conv_features_nhwc(void)
 {
-	conv_features_run("conv-features-nhwc", BW_DTYPE_F32, 1);
+	conv_features_run("conv-features-nhwc", BW_DTYPE_FLOAT, 1);
 }
 
 static void test_program_conv_features_f16(void)
 {
-	conv_features_run("conv-features-f16", BW_DTYPE_F16, 0);
+	conv_features_run("conv-features-f16", BW_DTYPE_FLOAT16, 0);
 }
 
 static void test_program_conv_features_f16_nhwc(void)
 {
-	conv_features_run("conv-features-f16-nhwc", BW_DTYPE_F16, 1);
+	conv_features_run("conv-features-f16-nhwc", BW_DTYPE_FLOAT16, 1);
 }
 
 /* ---- the doorbell launch mode ---------------------------------------------------------------------------- */
@@ -966,7 +980,8 @@ static void test_program_refused(void)
 int main(int argc, char **argv)
 {
 	static CU_TestInfo tests[] = {
-		{ "register, fill, signal, poll", test_fill_and_signal },
+		{ "register, a COPY program through registered memory, launch -> poll round trips",
+		  test_register_and_copy },
 		{ "program: relu, gemm+bias+relu, broadcast add, softmax, batched gemm", test_program_mlp },
 		{ "program: gather index out of range raises the fault word", test_program_gather_fault },
 		{ "program: conv + bias + relu, max pool, global average pool", test_program_cnn },

@@ -40,8 +40,7 @@ struct rig {
 	struct gpu_dev *dev;
 	struct gpu_stream *stream[2];
 	struct rt_graph *g;
-	struct gpu_compiled *compiled;
-	struct gpu_loaded *loaded;
+	struct gpu_host_program prog;
 	struct gpu_executor *ex[2];
 	uint8_t *mem;            /* registered: every task's inputs and outputs */
 	size_t mem_bytes;
@@ -62,17 +61,15 @@ static int rig_open_at(struct rig *r, struct rt_graph *g, const int64_t *sizes, 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	rc = r->ops->dev_open(0, &r->dev, err, sizeof(err));
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
-	rc = gpu_compile_with(g, sizes, nb_sizes, o, &r->compiled, err, sizeof(err));
+	/* the daemon's and bwrun's way, on a fake opened by hand (ON_DEMAND: the test finishes the work) */
+	rc = gpu_host_program_load(&(struct gpu_host_device){.ops = r->ops, .dev = r->dev, .info.name = "fake"}, g,
+				   sizes, nb_sizes, o, &r->prog, err, sizeof(err));
 	if (rc != 0)
-		printf("\n  gpu_compile: %s\n", err);
-	CU_ASSERT_EQUAL_FATAL(rc, 0);
-	rc = r->ops->program_load(r->dev, &r->compiled->prog, &r->loaded, err, sizeof(err));
-	if (rc != 0)
-		printf("\n  program_load: %s\n", err);
+		printf("\n  gpu_host_program_load: %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	for (unsigned int s = 0; s < nb_streams; s++) {
 		CU_ASSERT_EQUAL_FATAL(r->ops->stream_create(r->dev, WORDS, &r->stream[s], err, sizeof(err)), 0);
-		r->ex[s] = gpu_executor_create(r->ops, r->dev, r->loaded, r->compiled, r->stream[s], SLOTS,
+		r->ex[s] = gpu_executor_create(r->ops, r->dev, r->prog.loaded, r->prog.compiled, r->stream[s], SLOTS,
 						 g_mode, err,
 					       sizeof(err));
 		if (r->ex[s] == NULL)
@@ -103,12 +100,10 @@ static void rig_close(struct rig *r)
 		if (r->stream[s] != NULL)
 			r->ops->stream_destroy(r->stream[s]);
 	}
-	if (r->loaded != NULL)
-		r->ops->program_unload(r->loaded);
+	gpu_host_program_unload(&(struct gpu_host_device){.ops = r->ops, .dev = r->dev}, &r->prog);
 	if (r->mem != NULL)
 		r->ops->host_unregister(r->dev, r->mem, NULL, 0);
 	r->ops->dev_close(r->dev);
-	gpu_compiled_free(r->compiled);
 	rt_graph_free(r->g);
 	free(r->mem);
 }
@@ -120,7 +115,7 @@ struct done {
 	char msg[8][RT_EXECUTOR_MSG_MAX];
 };
 
-static void on_done(void *ctx, const struct rt_completion *c)
+static void on_done(void *ctx, const struct bw_completion *c)
 {
 	struct done *d = ctx;
 
@@ -192,8 +187,8 @@ static void check_against_cpu(struct rig *r, const struct bw_batch *batch, doubl
 	arena = aligned_alloc(RT_PLAN_ALIGN, rt_plan_arena_bytes(p));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(arena);
 	rt_plan_bind(p, arena, in, out);
-	for (uint32_t t = 0; t < r->compiled->prog.nb_inputs; t++) {
-		uint32_t rb = r->compiled->prog.input_row_bytes[t], row = 0;
+	for (uint32_t t = 0; t < r->prog.compiled->prog.nb_inputs; t++) {
+		uint32_t rb = r->prog.compiled->prog.input_row_bytes[t], row = 0;
 
 		memset(in[t].data, 0, (size_t)rb * batch->padded_size);
 		for (uint16_t k = 0; k < batch->num_tasks; k++) {
@@ -203,8 +198,8 @@ static void check_against_cpu(struct rig *r, const struct bw_batch *batch, doubl
 		}
 	}
 	CU_ASSERT_EQUAL_FATAL(rt_plan_run(p, arena, err, sizeof(err)), 0);
-	for (uint32_t t = 0; t < r->compiled->prog.nb_outputs; t++) {
-		uint32_t rb = r->compiled->prog.output_row_bytes[t], row = 0;
+	for (uint32_t t = 0; t < r->prog.compiled->prog.nb_outputs; t++) {
+		uint32_t rb = r->prog.compiled->prog.output_row_bytes[t], row = 0;
 		const float *ref = out[t].data;
 		size_t n = (size_t)rb / sizeof(float) * batch->size;
 		double scale = 1e-30, worst = 0.0;
@@ -236,7 +231,7 @@ static void make_batch(struct rig *r, struct bw_batch *batch, struct bw_batch_ta
 		       struct bw_batch_task **ptrs, const uint32_t *rows, uint16_t nb_tasks, uint32_t padded,
 		       size_t *mem_off, unsigned int seed)
 {
-	const struct gpu_program *prog = &r->compiled->prog;
+	const struct gpu_program *prog = &r->prog.compiled->prog;
 	int64_t vocab = 30522;
 
 	memset(batch, 0, sizeof(*batch));
@@ -411,8 +406,8 @@ static void test_cnn_batch(void)
 	g = load_for_gpu(g_cnn_path, &rep);
 	CU_ASSERT(rep.nodes_after < rep.nodes_before); /* the BatchNormalizations and Relus folded in */
 	rig_open(&r, g, sizes, 2, 1, 1 << 20);
-	for (uint32_t o = 0; o < r.compiled->prog.sizes[1].nb_ops; o++) {
-		const struct gpu_op *op = &r.compiled->prog.sizes[1].ops[o];
+	for (uint32_t o = 0; o < r.prog.compiled->prog.sizes[1].nb_ops; o++) {
+		const struct gpu_op *op = &r.prog.compiled->prog.sizes[1].ops[o];
 
 		convs += op->code == GPU_OP_CONV;
 		pools += op->code == GPU_OP_POOL;
@@ -454,15 +449,15 @@ static void test_fp16(void)
 
 		rig_open_at(&r, g, sizes, 2, 1, 1 << 20, &o);
 		/* auto: NHWC for fp16, where there are convolutions */
-		CU_ASSERT_EQUAL(r.compiled->layout, k == 1 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW);
-		sz = &r.compiled->prog.sizes[1];
+		CU_ASSERT_EQUAL(r.prog.compiled->layout, k == 1 ? GPU_LAYOUT_NHWC : GPU_LAYOUT_NCHW);
+		sz = &r.prog.compiled->prog.sizes[1];
 		CU_ASSERT_TRUE_FATAL(sz->nb_ops >= 3);
 		CU_ASSERT(sz->ops[0].code == GPU_OP_CAST && sz->ops[0].u.cast.from == BW_DTYPE_FLOAT &&
 			  sz->ops[0].u.cast.to == BW_DTYPE_FLOAT16 && sz->ops[0].in[0].offset == sz->input_offset[0]);
 		CU_ASSERT(sz->ops[sz->nb_ops - 1].code == GPU_OP_CAST &&
 			  sz->ops[sz->nb_ops - 1].out.offset == sz->output_offset[0] &&
 			  sz->ops[sz->nb_ops - 1].out.dtype == BW_DTYPE_FLOAT);
-		CU_ASSERT_STRING_EQUAL(gpu_compiled_op_node(r.compiled, 1, 0), "(added by the compiler: a copy or cast)");
+		CU_ASSERT_STRING_EQUAL(gpu_compiled_op_node(r.prog.compiled, 1, 0), "(added by the compiler: a copy or cast)");
 		for (uint32_t o = 1; o + 1 < sz->nb_ops; o++) {
 			halves += sz->ops[o].out.dtype == BW_DTYPE_FLOAT16;
 			floats += sz->ops[o].out.dtype == BW_DTYPE_FLOAT;
@@ -507,9 +502,9 @@ static void test_nhwc(void)
 		size_t off = 0;
 
 		rig_open_at(&r, g, sizes, 1, 1, 1 << 20, &o);
-		CU_ASSERT_EQUAL(r.compiled->layout, layout);
-		for (uint32_t i = 0; i < r.compiled->prog.sizes[0].nb_ops; i++) {
-			const struct gpu_op *op = &r.compiled->prog.sizes[0].ops[i];
+		CU_ASSERT_EQUAL(r.prog.compiled->layout, layout);
+		for (uint32_t i = 0; i < r.prog.compiled->prog.sizes[0].nb_ops; i++) {
+			const struct gpu_op *op = &r.prog.compiled->prog.sizes[0].ops[i];
 			bool window = op->code == GPU_OP_CONV || op->code == GPU_OP_POOL;
 
 			windows += window;

@@ -137,7 +137,7 @@ static void cpu_run(Onnx__ModelProto *m, const void *const *inputs, unsigned int
 
 static void in_f32(Onnx__ModelProto *m, const char *name, int rank, const int64_t *dims)
 {
-	onnx_build_input(m, name, BW_DTYPE_F32, rank, dims);
+	onnx_build_input(m, name, BW_DTYPE_FLOAT, rank, dims);
 }
 
 static void out_any(Onnx__ModelProto *m, const char *name, int32_t dtype)
@@ -147,7 +147,7 @@ static void out_any(Onnx__ModelProto *m, const char *name, int32_t dtype)
 
 static void init_f32_scalar(Onnx__ModelProto *m, const char *name, float v)
 {
-	Onnx__TensorProto *t = onnx_build_initializer(m, name, BW_DTYPE_F32, 0, NULL);
+	Onnx__TensorProto *t = onnx_build_initializer(m, name, BW_DTYPE_FLOAT, 0, NULL);
 
 	PUSH(t->float_data, t->n_float_data, v);
 }
@@ -155,7 +155,7 @@ static void init_f32_scalar(Onnx__ModelProto *m, const char *name, float v)
 static void init_i64(Onnx__ModelProto *m, const char *name, const int64_t *v, size_t n)
 {
 	int64_t dims[1] = { (int64_t)n };
-	Onnx__TensorProto *t = onnx_build_initializer(m, name, BW_DTYPE_I64, 1, dims);
+	Onnx__TensorProto *t = onnx_build_initializer(m, name, BW_DTYPE_INT64, 1, dims);
 
 	for (size_t i = 0; i < n; i++)
 		PUSH(t->int64_data, t->n_int64_data, v[i]);
@@ -394,7 +394,7 @@ static void test_unary(void)
 
 		fill_rnd(x, U_ELEMS, uc->scale, uc->offset);
 		in_f32(m, "x", 3, g_u_dims);
-		out_any(m, "y", BW_DTYPE_F32);
+		out_any(m, "y", BW_DTYPE_FLOAT);
 		if (uc->fn == GPU_UNARY_CLIP) {
 			init_f32_scalar(m, "lo", -0.5f);
 			init_f32_scalar(m, "hi", 0.7f);
@@ -410,8 +410,8 @@ static void test_unary(void)
 		memset(&op, 0, sizeof(op));
 		op.code = GPU_OP_UNARY;
 		op.fn = uc->fn;
-		op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-		op.out = arena_out(&c, BW_DTYPE_F32);
+		op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+		op.out = arena_out(&c, BW_DTYPE_FLOAT);
 		op.count = U_ELEMS;
 		op.alpha = uc->fn == GPU_UNARY_CLIP ? -0.5f : 0.13f;
 		op.beta = 0.7f;
@@ -477,7 +477,7 @@ static void test_binary(void)
 					xb[i] += xb[i] < 0 ? -0.25f : 0.25f;
 			in_f32(m, "a", a->rank, a->dims);
 			in_f32(m, "b", b->rank, b->dims);
-			out_any(m, "y", BW_DTYPE_F32);
+			out_any(m, "y", BW_DTYPE_FLOAT);
 			onnx_build_node(m, NULL, names[fn], "a,b", "y");
 			cpu_run(m, ins, 2, want, sizeof(want));
 
@@ -485,9 +485,9 @@ static void test_binary(void)
 			memset(&op, 0, sizeof(op));
 			op.code = GPU_OP_BINARY;
 			op.fn = fn;
-			op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-			op.in[1] = arena_in(&c, 1, BW_DTYPE_F32);
-			op.out = arena_out(&c, BW_DTYPE_F32);
+			op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+			op.in[1] = arena_in(&c, 1, BW_DTYPE_FLOAT);
+			op.out = arena_out(&c, BW_DTYPE_FLOAT);
 			op.count = 24;
 			op.u.bcast.rank = 3;
 			memcpy(op.u.bcast.dims, out_dims, sizeof(out_dims));
@@ -519,7 +519,7 @@ static void test_where(void)
 	onnx_build_input(m, "c", BW_DTYPE_BOOL, 3, cd);
 	in_f32(m, "x", 1, xd);
 	in_f32(m, "y", 2, yd);
-	out_any(m, "z", BW_DTYPE_F32);
+	out_any(m, "z", BW_DTYPE_FLOAT);
 	onnx_build_node(m, NULL, "Where", "c,x,y", "z");
 	cpu_run(m, ins, 3, want, sizeof(want));
 
@@ -527,9 +527,9 @@ static void test_where(void)
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_WHERE;
 	op.in[0] = arena_in(&c, 0, BW_DTYPE_BOOL);
-	op.in[1] = arena_in(&c, 1, BW_DTYPE_F32);
-	op.in[2] = arena_in(&c, 2, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.in[1] = arena_in(&c, 1, BW_DTYPE_FLOAT);
+	op.in[2] = arena_in(&c, 2, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = 24;
 	op.u.bcast.rank = 3;
 	memcpy(op.u.bcast.dims, cd, sizeof(cd));
@@ -582,9 +582,9 @@ static void test_cast(void)
 		f[i] = rnd() * 300.0f;
 		b[i] = rnd() > 0;
 	}
-	cast_case("Cast int64 -> float", BW_DTYPE_I64, BW_DTYPE_F32, i64, 32);
-	cast_case("Cast float -> int64", BW_DTYPE_F32, BW_DTYPE_I64, f, 32);
-	cast_case("Cast bool -> float", BW_DTYPE_BOOL, BW_DTYPE_F32, b, 32);
+	cast_case("Cast int64 -> float", BW_DTYPE_INT64, BW_DTYPE_FLOAT, i64, 32);
+	cast_case("Cast float -> int64", BW_DTYPE_FLOAT, BW_DTYPE_INT64, f, 32);
+	cast_case("Cast bool -> float", BW_DTYPE_BOOL, BW_DTYPE_FLOAT, b, 32);
 }
 
 static void transpose_case(const int64_t *perm, uint32_t dtype)
@@ -601,7 +601,7 @@ static void transpose_case(const int64_t *perm, uint32_t dtype)
 	char what[64];
 
 	for (int i = 0; i < 120; i++) {
-		if (dtype == BW_DTYPE_F32)
+		if (dtype == BW_DTYPE_FLOAT)
 			((float *)x)[i] = rnd();
 		else
 			((int64_t *)x)[i] = (int64_t)(rnd() * 1e6) * (1ll << 20);
@@ -633,9 +633,9 @@ static void test_transpose(void)
 {
 	static const int64_t p0213[4] = { 0, 2, 1, 3 }, p0231[4] = { 0, 2, 3, 1 };
 
-	transpose_case(p0213, BW_DTYPE_F32);
-	transpose_case(p0231, BW_DTYPE_F32);
-	transpose_case(p0231, BW_DTYPE_I64); /* the 8-byte path */
+	transpose_case(p0213, BW_DTYPE_FLOAT);
+	transpose_case(p0231, BW_DTYPE_FLOAT);
+	transpose_case(p0231, BW_DTYPE_INT64); /* the 8-byte path */
 }
 
 static void test_gather(void)
@@ -652,8 +652,8 @@ static void test_gather(void)
 
 	fill_rnd(data, 60, 2, 0);
 	in_f32(m, "d", 3, dd);
-	onnx_build_input(m, "i", BW_DTYPE_I64, 2, id);
-	out_any(m, "y", BW_DTYPE_F32);
+	onnx_build_input(m, "i", BW_DTYPE_INT64, 2, id);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	node = onnx_build_node(m, NULL, "Gather", "d,i", "y");
 	onnx_build_attr_int(node, "axis", 0);
 	cpu_run(m, ins, 2, want, sizeof(want));
@@ -661,9 +661,9 @@ static void test_gather(void)
 	case_layout(&c);
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_GATHER;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	op.in[1] = arena_in(&c, 1, BW_DTYPE_I64);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	op.in[1] = arena_in(&c, 1, BW_DTYPE_INT64);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = 48;
 	op.u.gather.outer = 1;
 	op.u.gather.axis_len = 5;
@@ -685,15 +685,15 @@ static void test_softmax(void)
 
 	fill_rnd(x, 48, 4, 0);
 	in_f32(m, "x", 3, dims);
-	out_any(m, "y", BW_DTYPE_F32);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	onnx_build_attr_int(onnx_build_node(m, NULL, "Softmax", "x", "y"), "axis", -1);
 	cpu_run(m, ins, 1, want, sizeof(want));
 
 	case_layout(&c);
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_SOFTMAX;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = 48;
 	op.u.rows.rows = 6;
 	op.u.rows.cols = 8;
@@ -722,7 +722,7 @@ static void layernorm_case(bool with_bias)
 	in_f32(m, "s", 1, pd);
 	if (with_bias)
 		in_f32(m, "b", 1, pd);
-	out_any(m, "y", BW_DTYPE_F32);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	onnx_build_attr_int(onnx_build_node(m, NULL, "LayerNormalization", with_bias ? "x,s,b" : "x,s", "y"), "axis",
 			    -1);
 	cpu_run(m, ins, with_bias ? 3 : 2, want, sizeof(want));
@@ -730,11 +730,11 @@ static void layernorm_case(bool with_bias)
 	case_layout(&c);
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_LAYERNORM;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	op.in[1] = const_ref(0, BW_DTYPE_F32);
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	op.in[1] = const_ref(0, BW_DTYPE_FLOAT);
 	if (with_bias)
-		op.in[2] = const_ref(256, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+		op.in[2] = const_ref(256, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = 48;
 	op.alpha = 1e-5f; /* ONNX's default epsilon */
 	op.u.rows.rows = 6;
@@ -764,7 +764,7 @@ static void reduce_case(const char *onnx, uint32_t fn, int keepdims)
 
 	fill_rnd(x, 24, 2, 0);
 	in_f32(m, "x", 3, dims);
-	out_any(m, "y", BW_DTYPE_F32);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	if (fn == GPU_REDUCE_SUM) { /* opset 13: axes an input */
 		init_i64(m, "axes", axes, 1);
 		node = onnx_build_node(m, NULL, onnx, "x,axes", "y");
@@ -779,8 +779,8 @@ static void reduce_case(const char *onnx, uint32_t fn, int keepdims)
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_REDUCE;
 	op.fn = fn;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = 8;
 	op.u.reduce.outer = 2;
 	op.u.reduce.reduced = 3;
@@ -819,7 +819,7 @@ static void matmul_case(const char *what, const struct shape *a, const struct sh
 	fill_rnd(xb, (size_t)nb, 2, 0);
 	in_f32(m, "a", a->rank, a->dims);
 	in_f32(m, "b", b->rank, b->dims);
-	out_any(m, "y", BW_DTYPE_F32);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	onnx_build_node(m, NULL, "MatMul", "a,b", "y");
 	cpu_run(m, ins, 2, want, (size_t)no * 4);
 
@@ -827,9 +827,9 @@ static void matmul_case(const char *what, const struct shape *a, const struct sh
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_GEMM;
 	op.fn = GPU_ACT_NONE;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	op.in[1] = b_const ? const_ref(0, BW_DTYPE_F32) : arena_in(&c, 1, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	op.in[1] = b_const ? const_ref(0, BW_DTYPE_FLOAT) : arena_in(&c, 1, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = (uint64_t)no;
 	op.alpha = 1.0f;
 	op.u.gemm = (typeof(op.u.gemm)){ .batch = batch, .m = mm, .n = n, .k = k, .stride_a = stride_a,
@@ -866,7 +866,7 @@ static void gemm_case(bool trans_a, bool relu_after)
 	in_f32(m, "a", 2, ad);
 	in_f32(m, "b", 2, bd);
 	in_f32(m, "c", 1, cd);
-	out_any(m, "y", BW_DTYPE_F32);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	node = onnx_build_node(m, NULL, "Gemm", "a,b,c", relu_after ? "g" : "y");
 	onnx_build_attr_int(node, "transB", 1);
 	if (trans_a)
@@ -880,10 +880,10 @@ static void gemm_case(bool trans_a, bool relu_after)
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_GEMM;
 	op.fn = relu_after ? GPU_ACT_RELU : GPU_ACT_NONE;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	op.in[1] = arena_in(&c, 1, BW_DTYPE_F32);
-	op.in[2] = arena_in(&c, 2, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	op.in[1] = arena_in(&c, 1, BW_DTYPE_FLOAT);
+	op.in[2] = arena_in(&c, 2, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = 15;
 	op.alpha = 0.5f;
 	op.u.gemm = (typeof(op.u.gemm)){ .batch = 1, .m = 3, .n = 5, .k = 4, .stride_a = 12, .stride_b = 20,
@@ -925,7 +925,7 @@ static void conv_case(bool fused)
 	in_f32(m, "b", 1, bd);
 	if (fused)
 		in_f32(m, "z", 4, yd);
-	out_any(m, "y", BW_DTYPE_F32);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	node = onnx_build_node(m, NULL, "Conv", "x,w,b", fused ? "c" : "y");
 	onnx_build_attr_int(node, "group", 2);
 	onnx_build_attr_ints(node, "strides", strides, 2);
@@ -942,8 +942,8 @@ static void conv_case(bool fused)
 	op.code = GPU_OP_CONV;
 	op.fn = fused ? GPU_ACT_RELU : GPU_ACT_NONE;
 	for (unsigned int i = 0; i < c.nb_in; i++)
-		op.in[i] = arena_in(&c, i, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+		op.in[i] = arena_in(&c, i, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = DIM(got);
 	op.u.conv = (typeof(op.u.conv)){ .n = 2, .c = 4, .h = 7, .w = 6, .m = 6, .oh = 3, .ow = 6, .kh = 3, .kw = 3,
 					 .stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 1, .dil_h = 2, .dil_w = 1,
@@ -976,7 +976,7 @@ static void pool_case(const char *onnx, uint32_t fn, int count_include_pad)
 
 	fill_rnd(x, DIM(x), 2, 0);
 	in_f32(m, "x", 4, xd);
-	out_any(m, "y", BW_DTYPE_F32);
+	out_any(m, "y", BW_DTYPE_FLOAT);
 	node = onnx_build_node(m, NULL, onnx, "x", "y");
 	if (!global) {
 		onnx_build_attr_ints(node, "kernel_shape", k, 2);
@@ -991,8 +991,8 @@ static void pool_case(const char *onnx, uint32_t fn, int count_include_pad)
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_POOL;
 	op.fn = fn;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	op.out = arena_out(&c, BW_DTYPE_F32);
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	op.out = arena_out(&c, BW_DTYPE_FLOAT);
 	op.count = n;
 	if (global)
 		op.u.conv = (typeof(op.u.conv)){ .n = 2, .c = 3, .h = 7, .w = 7, .m = 3, .oh = 1, .ow = 1, .kh = 7, .kw = 7,
@@ -1032,8 +1032,8 @@ static void test_copy(void)
 		case_layout(&c);
 		memset(&op, 0, sizeof(op));
 		op.code = GPU_OP_COPY;
-		op.in[0] = arena_in(&c, 0, BW_DTYPE_U8);
-		op.out = arena_out(&c, BW_DTYPE_U8);
+		op.in[0] = arena_in(&c, 0, BW_DTYPE_UINT8);
+		op.out = arena_out(&c, BW_DTYPE_UINT8);
 		op.count = lens[k];
 		CU_ASSERT_EQUAL(dev_run(&c, &op, 1, got, NULL), GPU_FAULT_NONE);
 		expect_bits("Copy", got, x, lens[k]);
@@ -1053,12 +1053,12 @@ static void test_half_conversion(void)
 	uint32_t bad = 0;
 
 	for (uint32_t h = 0; h < 0x10000u; h++) {
-		float f = gpu_half_to_float((uint16_t)h);
+		float f = bw_half_to_float((uint16_t)h);
 
 		if (isnan(f))
-			bad += (h & 0x7c00u) != 0x7c00u || (h & 0x3ffu) == 0 || !isnan(gpu_half_to_float(gpu_float_to_half(f)));
+			bad += (h & 0x7c00u) != 0x7c00u || (h & 0x3ffu) == 0 || !isnan(bw_half_to_float(bw_float_to_half(f)));
 		else
-			bad += gpu_float_to_half(f) != h;
+			bad += bw_float_to_half(f) != h;
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 #ifdef __FLT16_MAX__
@@ -1073,8 +1073,8 @@ static void test_half_conversion(void)
 			continue;
 		want = (_Float16)f;
 		memcpy(&want_bits, &want, sizeof(want_bits));
-		if (gpu_float_to_half(f) != want_bits && bad++ == 0)
-			fprintf(stderr, "\n    %#x: %#x, _Float16 %#x\n", bits, gpu_float_to_half(f), want_bits);
+		if (bw_float_to_half(f) != want_bits && bad++ == 0)
+			fprintf(stderr, "\n    %#x: %#x, _Float16 %#x\n", bits, bw_float_to_half(f), want_bits);
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 #else
@@ -1150,9 +1150,9 @@ static void test_half_ops(void)
 	fill_rnd(x, H_IN0, 2.0f, 0.0f);
 	fill_rnd(w, H_IN1, 0.5f, 0.1f);
 	for (int i = 0; i < H_IN0; i++)
-		x[i] = gpu_half_to_float(xh[i] = gpu_float_to_half(x[i]));
+		x[i] = bw_half_to_float(xh[i] = bw_float_to_half(x[i]));
 	for (int i = 0; i < H_IN1; i++)
-		w[i] = gpu_half_to_float(wh[i] = gpu_float_to_half(w[i]));
+		w[i] = bw_half_to_float(wh[i] = bw_float_to_half(w[i]));
 	for (int kind = 0; kind < (int)DIM(names); kind++) {
 		struct dev_case c32 = { .nb_in = 2, .in = { x, w }, .in_bytes = { sizeof(x), sizeof(w) } };
 		struct dev_case c16 = { .nb_in = 2, .in = { xh, wh }, .in_bytes = { sizeof(xh), sizeof(wh) } };
@@ -1163,17 +1163,17 @@ static void test_half_ops(void)
 		c32.out_bytes = c16.out_bytes = sizeof(got32); /* laid out for the largest output */
 		case_layout(&c32);
 		case_layout(&c16);
-		op = half_case_op(&c32, kind, BW_DTYPE_F32);
+		op = half_case_op(&c32, kind, BW_DTYPE_FLOAT);
 		n = op.count;
 		c32.out_bytes = n * sizeof(float);
 		CU_ASSERT_EQUAL(dev_run(&c32, &op, 1, got32, NULL), GPU_FAULT_NONE);
-		op = half_case_op(&c16, kind, BW_DTYPE_F16);
+		op = half_case_op(&c16, kind, BW_DTYPE_FLOAT16);
 		c16.out_bytes = n * sizeof(uint16_t);
 		CU_ASSERT_EQUAL(dev_run(&c16, &op, 1, got16, NULL), GPU_FAULT_NONE);
 		for (uint64_t i = 0; i < n; i++)
-			if (got16[i] != gpu_float_to_half(got32[i]) && bad++ == 0)
+			if (got16[i] != bw_float_to_half(got32[i]) && bad++ == 0)
 				fprintf(stderr, "\n    %s float16: element %llu: %#x, float32 %.9g rounds to %#x\n", names[kind],
-					(unsigned long long)i, got16[i], (double)got32[i], gpu_float_to_half(got32[i]));
+					(unsigned long long)i, got16[i], (double)got32[i], bw_float_to_half(got32[i]));
 		CU_ASSERT_EQUAL(bad, 0);
 	}
 }
@@ -1194,15 +1194,15 @@ static void test_half_cast(void)
 	case_layout(&c);
 	memset(&op, 0, sizeof(op));
 	op.code = GPU_OP_CAST, op.count = H_IN0;
-	op.in[0] = arena_in(&c, 0, BW_DTYPE_F32), op.out = arena_out(&c, BW_DTYPE_F16);
-	op.u.cast.from = BW_DTYPE_F32, op.u.cast.to = BW_DTYPE_F16;
+	op.in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT), op.out = arena_out(&c, BW_DTYPE_FLOAT16);
+	op.u.cast.from = BW_DTYPE_FLOAT, op.u.cast.to = BW_DTYPE_FLOAT16;
 	CU_ASSERT_EQUAL(dev_run(&c, &op, 1, h, NULL), GPU_FAULT_NONE);
 	case_layout(&d);
-	op.in[0] = arena_in(&d, 0, BW_DTYPE_F16), op.out = arena_out(&d, BW_DTYPE_F32);
-	op.u.cast.from = BW_DTYPE_F16, op.u.cast.to = BW_DTYPE_F32;
+	op.in[0] = arena_in(&d, 0, BW_DTYPE_FLOAT16), op.out = arena_out(&d, BW_DTYPE_FLOAT);
+	op.u.cast.from = BW_DTYPE_FLOAT16, op.u.cast.to = BW_DTYPE_FLOAT;
 	CU_ASSERT_EQUAL(dev_run(&d, &op, 1, back, NULL), GPU_FAULT_NONE);
 	for (int i = 0; i < H_IN0; i++)
-		bad += h[i] != gpu_float_to_half(x[i]) || back[i] != gpu_half_to_float(h[i]);
+		bad += h[i] != bw_float_to_half(x[i]) || back[i] != bw_half_to_float(h[i]);
 	CU_ASSERT_EQUAL(bad, 0);
 	CU_ASSERT_TRUE(isinf(back[0]));
 	CU_ASSERT_TRUE(back[1] > 0.0f && fabsf(back[1] - 1e-6f) < 6e-8f);
@@ -1240,9 +1240,9 @@ static void add_program_init(struct add_program *ap)
 
 		op->code = GPU_OP_BINARY;
 		op->fn = GPU_BINARY_ADD;
-		op->in[0] = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_F32, .offset = 0 };
-		op->in[1] = const_ref(0, BW_DTYPE_F32);
-		op->out = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_F32, .offset = 256 };
+		op->in[0] = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_FLOAT, .offset = 0 };
+		op->in[1] = const_ref(0, BW_DTYPE_FLOAT);
+		op->out = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_FLOAT, .offset = 256 };
 		op->count = batches[s] * ROW_FLOATS;
 		op->u.bcast.rank = 2;
 		op->u.bcast.dims[0] = batches[s];
@@ -1765,13 +1765,13 @@ static void test_gather_fault(void)
 	memset(ops, 0, sizeof(ops));
 	ops[0].code = GPU_OP_UNARY;
 	ops[0].fn = GPU_UNARY_RELU;
-	ops[0].in[0] = arena_in(&c, 0, BW_DTYPE_F32);
-	ops[0].out = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_F32, .offset = c.scratch_off };
+	ops[0].in[0] = arena_in(&c, 0, BW_DTYPE_FLOAT);
+	ops[0].out = (struct gpu_ref){ .space = GPU_SPACE_ARENA, .dtype = BW_DTYPE_FLOAT, .offset = c.scratch_off };
 	ops[0].count = 20;
 	ops[1].code = GPU_OP_GATHER;
 	ops[1].in[0] = ops[0].out;
-	ops[1].in[1] = arena_in(&c, 1, BW_DTYPE_I64);
-	ops[1].out = arena_out(&c, BW_DTYPE_F32);
+	ops[1].in[1] = arena_in(&c, 1, BW_DTYPE_INT64);
+	ops[1].out = arena_out(&c, BW_DTYPE_FLOAT);
 	ops[1].count = 12;
 	ops[1].u.gather = (typeof(ops[1].u.gather)){ .outer = 1, .axis_len = 5, .nb_idx = 3, .inner = 4,
 						     .elem_bytes = 4 };
@@ -1943,7 +1943,7 @@ static void test_program_check(void)
 	expect_refused("bad fn", &ap, "size 2 op 0 (BINARY): function 7 unknown");
 
 	ap = base, fix_ops(&ap);
-	ap.ops[0].in[0].dtype = BW_DTYPE_I64;
+	ap.ops[0].in[0].dtype = BW_DTYPE_INT64;
 	expect_refused("bad dtype", &ap, "size 2 op 0 (BINARY): in0: dtype 7, this op computes float");
 
 	ap = base, fix_ops(&ap);
@@ -1975,7 +1975,7 @@ static void test_program_check(void)
 	expect_refused("a required operand missing", &ap, "in0 is required and missing");
 
 	ap = base, fix_ops(&ap);
-	ap.ops[0].out = const_ref(0, BW_DTYPE_F32);
+	ap.ops[0].out = const_ref(0, BW_DTYPE_FLOAT);
 	expect_refused("an output in the constants", &ap, "out must be in the arena");
 
 	ap = base, fix_ops(&ap);
@@ -1995,17 +1995,17 @@ static void test_program_check(void)
 	ap = base, fix_ops(&ap);
 	memset(&ap.ops[0], 0, sizeof(ap.ops[0]));
 	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_CAST, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_BF16, 0 },
-				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 8,
-				     .u.cast = { .from = BW_DTYPE_BF16, .to = BW_DTYPE_F32 } };
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 256 }, .count = 8,
+				     .u.cast = { .from = BW_DTYPE_BF16, .to = BW_DTYPE_FLOAT } };
 	expect_refused("Cast from bfloat16", &ap, "cast from dtype 16 to 1");
 
 	ap = base, fix_ops(&ap);
-	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_GATHER, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
-				     .in[1] = { GPU_SPACE_CONST, BW_DTYPE_F32, 0 },
-				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 4,
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_GATHER, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 0 },
+				     .in[1] = { GPU_SPACE_CONST, BW_DTYPE_FLOAT, 0 },
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 256 }, .count = 4,
 				     .u.gather = { .outer = 1, .axis_len = 2, .nb_idx = 1, .inner = 4, .elem_bytes = 4 } };
 	expect_refused("Gather's indices float", &ap, "indices dtype 1");
-	ap.ops[0].in[1].dtype = BW_DTYPE_I32;
+	ap.ops[0].in[1].dtype = BW_DTYPE_INT32;
 	ap.ops[0].u.gather.elem_bytes = 0;
 	expect_refused("Gather's elem_bytes 0", &ap, "elem_bytes 0");
 	ap.ops[0].u.gather.elem_bytes = 4;
@@ -2018,13 +2018,13 @@ static void test_program_check(void)
 				     .out = { GPU_SPACE_ARENA, BW_DTYPE_BF16, 256 }, .count = 8,
 				     .u.bcast = { .rank = 1, .dims = { 8 }, .strides = { { 1 } } } };
 	expect_refused("Permute of bfloat16", &ap, "out: dtype 16, not one of 1, 2, 4 or 8 bytes");
-	ap.ops[0].in[0].dtype = ap.ops[0].out.dtype = BW_DTYPE_F16; /* 2-byte elements: float16's */
+	ap.ops[0].in[0].dtype = ap.ops[0].out.dtype = BW_DTYPE_FLOAT16; /* 2-byte elements: float16's */
 	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
 
 	ap = base, fix_ops(&ap);
-	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_GEMM, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
-				     .in[1] = { GPU_SPACE_CONST, BW_DTYPE_F32, 0 },
-				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 4, .alpha = 1,
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_GEMM, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 0 },
+				     .in[1] = { GPU_SPACE_CONST, BW_DTYPE_FLOAT, 0 },
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 256 }, .count = 4, .alpha = 1,
 				     .u.gemm = { .batch = 1, .m = 2, .n = 2, .k = 2, .stride_c = 4 } };
 	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
 	ap.ops[0].u.gemm.trans_b = 1;
@@ -2042,9 +2042,9 @@ static void test_program_check(void)
 	expect_refused("GEMM's stride_c", &ap, "stride_c 5");
 
 	ap = base, fix_ops(&ap);
-	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_CONV, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
-				     .in[1] = { GPU_SPACE_CONST, BW_DTYPE_F32, 0 },
-				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 9,
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_CONV, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 0 },
+				     .in[1] = { GPU_SPACE_CONST, BW_DTYPE_FLOAT, 0 },
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 256 }, .count = 9,
 				     .u.conv = { .n = 1, .c = 1, .h = 4, .w = 4, .m = 1, .oh = 3, .ow = 3, .kh = 2, .kw = 2,
 						 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1 } };
 	CU_ASSERT_EQUAL(gpu_program_check(&ap.prog, err, sizeof(err)), 0);
@@ -2069,8 +2069,8 @@ static void test_program_check(void)
 	ap.ops[0].u.conv.oh = 5; /* the last windows would start past the input */
 	ap.ops[0].count = 15;
 	expect_refused("CONV's output dims", &ap, "its last windows start past");
-	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_MAX, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_F32, 0 },
-				     .out = { GPU_SPACE_ARENA, BW_DTYPE_F32, 256 }, .count = 9,
+	ap.ops[0] = (struct gpu_op){ .code = GPU_OP_POOL, .fn = GPU_POOL_MAX, .in[0] = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 0 },
+				     .out = { GPU_SPACE_ARENA, BW_DTYPE_FLOAT, 256 }, .count = 9,
 				     .u.conv = { .n = 1, .c = 1, .h = 4, .w = 4, .m = 2, .oh = 3, .ow = 3, .kh = 2, .kw = 2,
 						 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1 } };
 	expect_refused("POOL's count", &ap, "count 9 is not n * m * oh * ow = 18");

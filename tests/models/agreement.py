@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Agreement of batchwire's CPU runtime with onnxruntime on the generated models (issue 5).
+"""Agreement of batchwire's CPU runtime with onnxruntime on the generated models.
 
     agreement.py --bwrun PATH [--workdir DIR] [--batches 1,8] NAME=MODEL.onnx...
 

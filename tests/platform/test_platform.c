@@ -320,34 +320,42 @@ static void pin_in_thread(struct pin_job *job)
 	CU_ASSERT_EQUAL_FATAL(pthread_join(thread, NULL), 0);
 }
 
-static void test_thread_pin_and_name(void)
+/* The lowest cpu this process may run on: the pin case's cpu, so it runs whatever cpu set it is given. */
+static unsigned int first_allowed_cpu(void)
 {
 	cpu_set_t allowed;
-	struct pin_job job;
+	unsigned int cpu = 0;
 
 	CU_ASSERT_EQUAL_FATAL(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
-	if (!CPU_ISSET(0, &allowed)) {
-		printf("\n  (cpu 0 is outside this process's cpu set: pin and name skipped) ");
-	} else {
-		job = (struct pin_job){.cpu = 0, .name = "bw-poll-1"};
-		pin_in_thread(&job);
-		CU_ASSERT_EQUAL(job.ret, 0);
-		CU_ASSERT_STRING_EQUAL(job.name_after, "bw-poll-1");
-		CU_ASSERT_EQUAL(job.cpu_after, 0);
-		CU_ASSERT_TRUE(job.only_cpu_in_mask);
+	while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed))
+		cpu++;
+	CU_ASSERT_FATAL(cpu < CPU_SETSIZE); /* a running process has a cpu */
+	return cpu;
+}
 
-		/* 15 characters fit; longer names are cut to 15 rather than refused. */
-		job = (struct pin_job){.cpu = 0, .name = "bw-fifteen-char"};
-		pin_in_thread(&job);
-		CU_ASSERT_EQUAL(job.ret, 0);
-		CU_ASSERT_STRING_EQUAL(job.name_after, "bw-fifteen-char");
+static void test_thread_pin_and_name(void)
+{
+	unsigned int cpu = first_allowed_cpu();
+	struct pin_job job;
 
-		job = (struct pin_job){.cpu = 0, .name = "bw-poll-lcore-127-with-a-long-name"};
-		pin_in_thread(&job);
-		CU_ASSERT_EQUAL(job.ret, 0);
-		CU_ASSERT_STRING_EQUAL(job.name_after, "bw-poll-lcore-1");
-		CU_ASSERT_EQUAL(strlen(job.name_after), 15);
-	}
+	job = (struct pin_job){.cpu = cpu, .name = "bw-poll-1"};
+	pin_in_thread(&job);
+	CU_ASSERT_EQUAL(job.ret, 0);
+	CU_ASSERT_STRING_EQUAL(job.name_after, "bw-poll-1");
+	CU_ASSERT_EQUAL(job.cpu_after, (int)cpu);
+	CU_ASSERT_TRUE(job.only_cpu_in_mask);
+
+	/* 15 characters fit; longer names are cut to 15 rather than refused. */
+	job = (struct pin_job){.cpu = cpu, .name = "bw-fifteen-char"};
+	pin_in_thread(&job);
+	CU_ASSERT_EQUAL(job.ret, 0);
+	CU_ASSERT_STRING_EQUAL(job.name_after, "bw-fifteen-char");
+
+	job = (struct pin_job){.cpu = cpu, .name = "bw-poll-lcore-127-with-a-long-name"};
+	pin_in_thread(&job);
+	CU_ASSERT_EQUAL(job.ret, 0);
+	CU_ASSERT_STRING_EQUAL(job.name_after, "bw-poll-lcore-1");
+	CU_ASSERT_EQUAL(strlen(job.name_after), 15);
 
 	job = (struct pin_job){.cpu = 100000, .name = "bw-nowhere"};
 	pin_in_thread(&job);

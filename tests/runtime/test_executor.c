@@ -196,7 +196,7 @@ static void tb_free(struct test_batch *tb)
 }
 
 /* The poller's callback: records the completion in the batch. */
-static void on_completion(void *ctx, const struct rt_completion *c)
+static void on_completion(void *ctx, const struct bw_completion *c)
 {
 	struct test_batch *tb = c->batch->owner;
 	unsigned int *count = ctx;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Issue 4's hot-path check on real models: while rt_plan_run runs a model, no heap allocation and no
+ * The hot path's check on real models: while rt_plan_run runs a model, no heap allocation and no
  * thread creation happens anywhere in the process, OpenBLAS included.
  *
  * The models are the ONNX node tests of Debian's libonnx-testdata whose ops are all claimed in
@@ -262,7 +262,7 @@ static void test_counters_see(void)
 	CU_ASSERT_EQUAL(openblas_get_num_threads(), 1);
 }
 
-/* The op families issue 4 names, each of which must be among the models checked. */
+/* The op families the hot-path rule is checked on, each of which must be among the models checked. */
 static const char *const g_families[] = {
 	"test_conv_", "test_gemm_", "test_matmul_", "test_averagepool_", "test_maxpool_",
 	"test_layer_normalization_", "test_softmax_", "test_reduce_", "test_resize_",

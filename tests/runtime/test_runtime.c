@@ -12,6 +12,7 @@
 
 #include "../bw_cunit.h"
 
+#include "graph.h"
 #include "runtime.h"
 
 /* Little-endian reads at literal offsets. */
@@ -208,7 +209,7 @@ static void test_describe_echo(void)
 	CU_ASSERT_TRUE(all_zero(buf + 33, 7));
 }
 
-/* A model as issue 4's loader will fill it: 2 inputs, 1 output, 3 batch sizes. */
+/* A model as the ONNX loader fills one: 2 inputs, 1 output, 3 batch sizes. */
 static void model_two_in_one_out(struct rt_model *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -325,9 +326,27 @@ static void test_describe_caps(void)
 	}
 }
 
+/* rt_dtype_name: the wire's names (batchwire/dtype.h), "string" for ONNX's STRING, "unknown" else. */
+static void test_dtype_name(void)
+{
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(BW_DTYPE_FLOAT), "float");
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(BW_DTYPE_FLOAT16), "float16");
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(BW_DTYPE_BFLOAT16), "bfloat16");
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(BW_DTYPE_UINT64), "uint64");
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(RT_DTYPE_STRING), "string");
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(0), "unknown");
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(14), "unknown"); /* COMPLEX128: not carried */
+	CU_ASSERT_STRING_EQUAL(rt_dtype_name(255), "unknown");
+	for (unsigned int d = 0; d <= UINT8_MAX; d++) {
+		if (d != RT_DTYPE_STRING && bw_dtype_name(d) != NULL)
+			CU_ASSERT_PTR_EQUAL(rt_dtype_name((uint8_t)d), bw_dtype_name(d));
+	}
+}
+
 int main(void)
 {
 	static CU_TestInfo tests[] = {
+		{"rt_dtype_name", test_dtype_name},
 		{"rt_registry_add", test_registry_add},
 		{"rt_registry_add full", test_registry_full},
 		{"rt_registry_find by id and name", test_registry_find},

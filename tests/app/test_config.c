@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit tests of the app's parameters: every option of the command line and of the --config INI file at
- * its bounds, every kind of bad value with the one-line message it must produce, the precedence of the
- * command line over the file, and the EAL/app split at "--". No EAL: parsing must work before it starts.
+ * Unit tests of app/config.c, the app's parameters: every option of the command line and of the
+ * --config INI file at its bounds, every kind of bad value with the one-line message it must produce,
+ * the precedence of the command line over the file, and the EAL/app split at "--". No EAL: parsing
+ * must work before it starts. The mode-000 case runs alone (argument mode-000, meson test
+ * app-config-mode-000): it reports SKIP where this process reads such a file anyway, as root does.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -660,21 +664,45 @@ static void test_config_missing_file(void)
 	ini_remove();
 }
 
-static void test_config_unreadable(void)
+/*
+ * Whether this process reads a file of mode 000 anyway (root, or CAP_DAC_OVERRIDE): then permissions
+ * cannot make --config unreadable and test_config_mode_000 cannot run. \return NULL, or why.
+ */
+static const char *mode_000_cannot_run(void)
 {
-	/* Permissions do not stop root, so test them only as another user. */
-	if (geteuid() != 0) {
-		ini_write(g_full_ini);
-		CU_ASSERT_EQUAL_FATAL(chmod(g_ini_path, 0), 0);
-		CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--config", g_ini_path), -EINVAL);
-		CU_ASSERT_TRUE(err_is_one_line());
-		CU_ASSERT_TRUE(err_has("--config"));
-		CU_ASSERT_TRUE(err_has(g_ini_path));
-		ini_remove();
-	} else {
-		printf("\n  (running as root: the chmod 000 case is skipped) ");
-	}
+	char path[] = "/tmp/bwtest-app-mode-XXXXXX";
+	int fd = mkstemp(path);
+	bool readable;
 
+	if (fd < 0)
+		return NULL; /* let the case run and fail on the same temp file */
+	readable = fchmod(fd, 0) == 0;
+	close(fd);
+	fd = readable ? open(path, O_RDONLY) : -1;
+	readable = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	if (!readable)
+		return NULL;
+	return geteuid() == 0 ? "running as root, which reads a file of mode 000: --config cannot be made unreadable"
+			      : "this process reads a file of mode 000 (CAP_DAC_OVERRIDE): --config cannot be made unreadable";
+}
+
+/* Runs alone (its own meson test): where mode 000 does not stop this process, it reports SKIP. */
+static void test_config_mode_000(void)
+{
+	ini_write(g_full_ini);
+	CU_ASSERT_EQUAL_FATAL(chmod(g_ini_path, 0), 0);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--config", g_ini_path), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("--config"));
+	CU_ASSERT_TRUE(err_has(g_ini_path));
+	ini_remove();
+}
+
+static void test_config_directory(void)
+{
 	/* A directory opens but cannot be read: it is no INI file, not an empty one. */
 	char dir[] = "/tmp/bwtest-app-dir-XXXXXX";
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
@@ -703,19 +731,20 @@ static void test_config_parse_error_names_cause(void)
 
 static void test_config_repeated_section(void)
 {
-	/* rte_cfgfile keeps both sections; a key of the second must not be silently dropped. */
+	/*
+	 * rte_cfgfile keeps both sections where the parser would read only the first, so a key of the
+	 * second would be dropped without a word: config_file_check refuses the file instead, naming the
+	 * section and the line it appears again on.
+	 */
 	ini_write("[dataplane]\nip = 10.0.0.1\n[dataplane]\nmtu = 9000\n");
-	PARSE("--config", g_ini_path);
-	if (g_run.ret == APP_CONFIG_RUN) {
-		CU_ASSERT_EQUAL(g_run.cfg.dp.mtu, 9000);
-		if (g_run.cfg.dp.mtu != 9000)
-			printf("\n  repeated [dataplane]: mtu = 9000 of the second section ignored (mtu %u) ",
-				g_run.cfg.dp.mtu);
-	} else {
-		CU_ASSERT_EQUAL(g_run.ret, -EINVAL);
-		CU_ASSERT_TRUE(err_is_one_line());
-		CU_ASSERT_TRUE(err_has(g_ini_path));
-	}
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has(g_ini_path));
+	CU_ASSERT_TRUE(err_has("line 3"));
+	CU_ASSERT_TRUE(err_has("section [dataplane] appears twice"));
+	CU_ASSERT_TRUE(err_has("expected each section once"));
+	if (g_run.ret != -EINVAL)
+		printf("\n  repeated [dataplane] -> %d, mtu %u ", g_run.ret, g_run.cfg.dp.mtu);
 	ini_remove();
 }
 
@@ -756,26 +785,24 @@ static void test_config_shipped_files(void)
 	unsigned int parsed = 0;
 	struct dirent *ent;
 
-	if (dir != NULL) {
-		while ((ent = readdir(dir)) != NULL) {
-			size_t len = strlen(ent->d_name);
-			char path[4096];
+	/* configs/ is part of the source tree: without it, or without a file in it, nothing is checked */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	while ((ent = readdir(dir)) != NULL) {
+		size_t len = strlen(ent->d_name);
+		char path[4096];
 
-			if (len < 4 || strcmp(ent->d_name + len - 4, ".ini") != 0)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir_path, ent->d_name);
-			CU_ASSERT_EQUAL(PARSE("--config", path), APP_CONFIG_RUN);
-			CU_ASSERT_STRING_EQUAL(g_run.err, "");
-			if (g_run.ret != APP_CONFIG_RUN)
-				printf("\n  %s: %s", path, g_run.err);
-			parsed++;
-		}
-		closedir(dir);
+		if (len < 4 || strcmp(ent->d_name + len - 4, ".ini") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir_path, ent->d_name);
+		CU_ASSERT_EQUAL(PARSE("--config", path), APP_CONFIG_RUN);
+		CU_ASSERT_STRING_EQUAL(g_run.err, "");
+		if (g_run.ret != APP_CONFIG_RUN)
+			printf("\n  %s: %s", path, g_run.err);
+		parsed++;
 	}
-	if (parsed == 0)
-		printf("\n  (no %s/*.ini yet: nothing to check) ", dir_path);
-	else
-		printf("\n  (%u file(s) of %s parsed) ", parsed, dir_path);
+	closedir(dir);
+	CU_ASSERT(parsed > 0);
+	printf("\n  (%u file(s) of %s parsed) ", parsed, dir_path);
 }
 
 /* ---- app_args_split ------------------------------------------------------------------------------ */
@@ -1109,7 +1136,7 @@ static void test_onnx_models(void)
 	CU_ASSERT_EQUAL(parse_args(many, n - 2), APP_CONFIG_RUN);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static CU_TestInfo tests[] = {
 		{"defaults when absent", test_defaults},
@@ -1131,7 +1158,7 @@ int main(void)
 		{"--config unknown section", test_config_unknown_section},
 		{"--config bad value", test_config_bad_value},
 		{"--config missing or unparsable file", test_config_missing_file},
-		{"--config unreadable file or directory", test_config_unreadable},
+		{"--config a directory", test_config_directory},
 		{"--config parse error ignores stale errno", test_config_parse_error_names_cause},
 		{"--config repeated [dataplane] section", test_config_repeated_section},
 		{"--config line without '='", test_config_line_without_value},
@@ -1149,7 +1176,12 @@ int main(void)
 		{.pName = "app_config", .pTests = tests},
 		CU_SUITE_INFO_NULL,
 	};
-	int status = bw_cunit_run(suites);
+	static const struct bw_cunit_alone alone[] = {
+		{.arg = "mode-000", .name = "--config a file of mode 000", .test = test_config_mode_000,
+		 .cannot_run = mode_000_cannot_run},
+		{.arg = NULL},
+	};
+	int status = bw_cunit_main(argc, argv, suites, alone);
 
 	run_free();
 	return status;

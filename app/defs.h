@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to app/: the models as served, their engines, and each polling lcore's part of the
+ * service. service.h is the public side (main.c's); these files share the rest:
+ *
+ *   requests.c    binding a request to its model, queueing it with the batcher, building its reply
+ *   models.c      model lifecycle: create (the engine loads it), register, free; service init/fini
+ *   lcores.c      a polling lcore's channels, its pollers, drain; the worker lcores' pollers
+ *   engine_echo.c the built-in echo model: a batch finishes as it is submitted
+ *   engine_cpu.c  ONNX on the CPU: the model's worker lcores run rt_executor; rings to and from them
+ *   engine_gpu.c  ONNX on a GPU: the polling lcore launches and polls; the device, its memory, health
+ *   telemetry.c   /batchwire/stats' batch keys, /batchwire/models, /batchwire/model,NAME
+ *
+ * An engine is a table (struct app_engine) chosen once per model, when it is created: nothing else
+ * asks what kind a model is. Per polling lcore, each model has a channel whose executor
+ * (struct bw_executor, batchwire/batch.h) the batcher submits to and the completion poller polls.
+ */
+#ifndef BW_APP_DEFS_H
+#define BW_APP_DEFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <rte_common.h>
+
+#include <batchwire/batch.h>
+
+#include "service.h"
+
+struct rte_mempool;
+struct rte_tel_data;
+struct app_model;
+struct app_channel;
+
+#define APP_COMPLETION_BURST 32 /* completions a poller hands on per turn */
+#define APP_FAIL_LOG_EVERY 1024 /* after the first 10, one failed batch in this many is logged */
+
+/* Counters of a model's executor side: written by one thread (the CPU model's owner worker; a GPU
+ * model's polling lcore, one set per lcore), read by telemetry. */
+struct app_exec_stats {
+	uint64_t batches_started;
+	uint64_t batches_done;
+	uint64_t batches_failed;
+	uint64_t queue_wait_us;  /* sum over batches: dispatched by the batcher -> started by the engine */
+	uint64_t compute_us;     /* sum over batches: started -> completion seen */
+	uint64_t busy_waits;     /* every slot of a batch's size was in flight: it waited its turn */
+};
+
+/*
+ * What runs a kind of model. The daemon has three (app_engines: echo, cpu, gpu); app_engine_for picks
+ * a model's from its configuration, once. Optional members are NULL where the engine has nothing to do.
+ */
+struct app_engine {
+	const char *name;                        /* "echo", "cpu", "gpu" */
+	const char *kind;                        /* telemetry's "kind": "echo" or "onnx" */
+	const char *device;                      /* telemetry's "device": "cpu" or "gpu" */
+	const struct bw_executor_ops *executor;  /* one instance per model and polling lcore */
+	/** (hot) Binds a request to the model and queues it with ch's batcher; on error msg says why. */
+	enum bw_status (*request_queue)(struct app_channel *ch, struct dp_request *req, uint32_t body_cap, char *msg,
+					size_t cap);
+	bat_job_done_fn job_done;                /* the batcher is done with a request: its reply */
+	/** Once, before any model is created (the CPU kernels' instruction set, the GPU). One line on err. */
+	int (*init)(const struct app_config *cfg, FILE *err);
+	/** After every model is freed. */
+	void (*fini)(void);
+	/** Loads the model (m->cfg), fills m->spec (id set), makes what every lcore shares. One line on err. */
+	int (*model_create)(struct app_model *m, FILE *err);
+	void (*model_free)(struct app_model *m);
+	/** A polling lcore's executor instance for the model: fills ch->executor.ctx. \return 0 or -errno. */
+	int (*channel_init)(struct app_channel *ch, int socket);
+	/** The pollers this model runs on worker lcore lcore_id (optional). \return how many written. */
+	unsigned int (*worker_pollers)(struct app_model *m, unsigned int lcore_id, struct plat_poller *pollers,
+				       unsigned int room);
+	/** The mbuf pools' memory, before any port starts (optional). \return 0 or -errno, one line on err. */
+	int (*memory_register)(struct rte_mempool *const *pools, unsigned int nb_pools, FILE *err);
+	/** The model's executor counters, summed over wherever they are kept (optional: it has none). */
+	void (*exec_stats)(const struct app_model *m, struct app_exec_stats *sum);
+	/** Adds the engine's own keys to the model's /batchwire/model dict. */
+	void (*model_telemetry)(const struct app_model *m, struct rte_tel_data *d);
+	/** Registers the engine's own telemetry commands (optional). \return 0 or -errno. */
+	int (*telemetry_register)(void);
+};
+
+extern const struct app_engine app_engine_echo;
+extern const struct app_engine app_engine_cpu;
+extern const struct app_engine app_engine_gpu;
+
+/* Every engine, in the order their init runs. */
+extern const struct app_engine *const app_engines[];
+extern const unsigned int app_nb_engines;
+
+/** The engine a configured model runs on. */
+const struct app_engine *app_engine_for(const struct app_model_config *mc);
+
+/* One model as served. Read-only after init except where an engine says. */
+struct app_model {
+	struct rt_model spec;            /* registered; MODEL_INFO describes it */
+	struct app_model_config cfg;
+	const struct app_engine *engine;
+	struct bat_limiter *limiter;     /* in-flight limit shared by every polling lcore */
+	uint32_t reply_desc_bytes;       /* output descriptors with their names, as every reply has them */
+	uint32_t output_row_bytes;       /* all outputs of one row */
+	void *priv;                      /* the engine's (struct cpu_model, struct gpu_model) */
+} __rte_cache_aligned;
+
+/* One model on one polling lcore. */
+struct app_channel {
+	struct app_lcore *lcore;
+	struct app_model *model;
+	struct bat_queue *queue;
+	struct bw_executor executor;     /* the engine's, for this lcore: the batcher submits, the lcore polls */
+};
+
+/* A batch finished on its polling lcore without leaving it (echo, a GPU launch that failed). */
+struct app_deferred {
+	struct bw_batch *batch;
+	enum bw_status status;
+};
+
+/* One polling lcore's part of the service: written only by that lcore (telemetry reads stats). */
+struct app_lcore {
+	struct dp_lcore *dp;
+	unsigned int lcore_id;
+	unsigned int nb_channels;
+	struct app_channel channels[APP_MODELS_MAX]; /* index: the model's id */
+	/* batches finished at submit, waiting for the completion poller: SP/SC on one lcore */
+	struct app_deferred deferred[APP_DEFERRED_MAX];
+	uint32_t deferred_head;
+	uint32_t deferred_count;
+	uint64_t now_tsc;                /* the completion poller's clock, for the engines' polls */
+	void *gpu_stream;                /* engine_gpu.c's: the lcore's stream on the GPU, or NULL */
+} __rte_cache_aligned;
+
+/* Every polling lcore's part, by lcore id; the service being run (NULL before init, after fini). */
+extern struct app_lcore app_lcores[RTE_MAX_LCORE];
+extern struct app_service *app_current;
+
+/** After the lcores stopped, on the main thread: every channel's executor instance freed. */
+void app_lcores_stop(void);
+
+/* ---- requests.c -------------------------------------------------------------------------------- */
+
+/** The dataplane's view of the models served by svc (infer's context: the polling lcore's app_lcore). */
+struct dp_model_ops app_model_ops(struct app_service *svc);
+
+/** Fills reply_desc_bytes and output_row_bytes from the spec's outputs. */
+void app_reply_layout(struct app_model *m);
+
+/* Echo takes any tensors and answers with them; ONNX models bind the request to their inputs. */
+enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap, char *msg,
+				      size_t cap);
+enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap, char *msg,
+				      size_t cap);
+
+/** The batcher is done with an echo request / an ONNX one: answer it from its own mbuf. */
+void app_echo_job_done(void *ctx, struct bat_job *job, enum bw_status status);
+void app_onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status);
+
+/* ---- engines' shared pieces ---------------------------------------------------------------------- */
+
+/**
+ * (hot) A batch finished at submit completes from the completion poller, never inside submit (the
+ * batcher is still dispatching it), as a real executor's would. \return 0, or -ENOBUFS (UNAVAILABLE).
+ */
+int app_deferred_push(struct app_lcore *al, struct bw_batch *batch, enum bw_status status);
+
+/** Rate-limited: the first 10 failures counted in st, then one in APP_FAIL_LOG_EVERY. */
+void app_failure_log(const struct app_model *m, const struct app_exec_stats *st, bool per_lcore, const char *msg);
+
+/** Adds st to sum. */
+void app_exec_stats_sum(struct app_exec_stats *sum, const struct app_exec_stats *st);
+
+#endif /* BW_APP_DEFS_H */

@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ONNX models on a GPU: no workers. The graph is compiled into a device program once (one op list
+ * per allowed batch size) and loaded on the device; each polling lcore makes its own GPU executor
+ * (arenas, batch tables, one CUDA graph per size, captured on that lcore's stream) on its own thread,
+ * and launches a closed batch where it was batched, at once. It sees the batch finish by reading a
+ * completion word the GPU writes into mapped host memory. The device reads requests from and writes
+ * replies into the mbuf pools, registered with it before the port starts.
+ *
+ * Health: a lost CUDA context fails no call until one is made, so a failed launch, or launches in
+ * flight with none finishing for GPU_HEALTH_CHECK_US, has the device asked. The first lcore to see it
+ * lost marks it so: its models answer UNAVAILABLE from then on, and each lcore fails its own batches
+ * in flight.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+#include <rte_telemetry.h>
+
+#include "defs.h"
+#include "graph.h"
+#include "host.h"
+
+/* GPU batches in flight this long with none finishing: ask the device whether it is still there.
+ * Only then: the question is not free. */
+#define GPU_HEALTH_CHECK_US 100000
+#define GPU_STREAM_WORDS 1 /* the executor's graphs write their own words; the stream needs none */
+
+/*
+ * The device the models with device = gpu run on, opened at init before any lcore runs; hd.ops NULL
+ * when no model does.
+ */
+struct gpu_service {
+	struct gpu_host_device hd;
+	unsigned int nb_regions;
+	void *regions[GPU_REGIONS_MAX]; /* host memory registered with it (the mbuf pools) */
+	uint64_t registered_bytes;
+	uint32_t lost;                  /* 0 healthy, 1 being marked, 2 lost (lost_why written) */
+	char lost_why[GPU_ERR_MAX];
+};
+
+/* A model's GPU side (app_model.priv): the program, compiled and loaded once. */
+struct gpu_model {
+	struct gpu_host_program prog;
+};
+
+/* A model on one polling lcore (the channel's executor instance): written by that lcore only. */
+struct gpu_channel {
+	struct app_model *model;
+	struct app_lcore *lcore;
+	struct gpu_executor *gpu;       /* made on the lcore's own thread (gpu_lcore_start) */
+	struct app_exec_stats stats;
+	uint64_t progress_tsc;          /* last completion, or last health check */
+	uint64_t health_checks;
+};
+
+static struct gpu_service g_gpu;
+
+static struct gpu_model *gpu_of(const struct app_model *m)
+{
+	return m->priv;
+}
+
+/* ---- health ------------------------------------------------------------------------------------- */
+
+/* (hot) \return true once the GPU was found unhealthy: a plain load. */
+static inline bool gpu_lost(void)
+{
+	return __atomic_load_n(&g_gpu.lost, __ATOMIC_RELAXED) != 0;
+}
+
+static const char *gpu_lost_why(void)
+{
+	return __atomic_load_n(&g_gpu.lost, __ATOMIC_ACQUIRE) == 2 ? g_gpu.lost_why : "";
+}
+
+/* The cold path: the first lcore to see it says why; the others see the flag. */
+static void gpu_mark_lost(const char *why)
+{
+	uint32_t healthy = 0;
+
+	if (!__atomic_compare_exchange_n(&g_gpu.lost, &healthy, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	snprintf(g_gpu.lost_why, sizeof(g_gpu.lost_why), "%s", why);
+	__atomic_store_n(&g_gpu.lost, 2, __ATOMIC_RELEASE);
+	PLAT_LOG(ERR, app, "GPU %d (%s) is unhealthy: %s; the models on it answer UNAVAILABLE from now on",
+		 g_gpu.hd.index, g_gpu.hd.info.name, why);
+}
+
+/* Off the hot path (a failed launch, a stall): asks the device and marks it lost when it is. */
+static void gpu_health_check(void)
+{
+	char why[GPU_ERR_MAX];
+
+	if (g_gpu.hd.ops->health(g_gpu.hd.dev, why, sizeof(why)) != 0)
+		gpu_mark_lost(why);
+}
+
+static int gpu_health(const void *ctx __rte_unused, char *why, size_t cap)
+{
+	if (likely(!gpu_lost()))
+		return 0;
+	snprintf(why, cap, "its GPU is unhealthy (%s)", gpu_lost_why());
+	return -ENODEV;
+}
+
+/* ---- the polling lcore's executor --------------------------------------------------------------- */
+
+/*
+ * (hot) A batch on the GPU starts where it was batched, at once: the batch table written and one
+ * graph launched. A launch that fails completes its batch with INTERNAL (from the completion poller)
+ * and has the device asked whether it is lost.
+ */
+static int gpu_submit(void *ctx, struct bw_batch *batch)
+{
+	struct gpu_channel *gc = ctx;
+	struct app_exec_stats *st = &gc->stats;
+	const char *why;
+	int rc;
+
+	if (unlikely(gpu_lost()))
+		return -ENODEV; /* UNAVAILABLE, as the model now is */
+	batch->started_tsc = plat_tsc_now();
+	rc = gpu_executor_submit(gc->gpu, batch);
+	if (likely(rc == 0)) {
+		st->batches_started++;
+		return 0;
+	}
+	if (rc == -EBUSY) {
+		/* slots >= the in-flight limit (config.c) makes this a bug; the batch is refused, not lost */
+		st->busy_waits++;
+		return rc;
+	}
+	st->batches_started++;
+	st->batches_done++;
+	st->batches_failed++;
+	why = rc == -EIO ? gpu_executor_error(gc->gpu) :
+	      rc == -EFAULT ? "a request's memory is not registered with the GPU" :
+	      "the GPU executor has no graph for the batch's size";
+	app_failure_log(gc->model, st, true, why);
+	if (rc == -EIO)
+		gpu_health_check();
+	return app_deferred_push(gc->lcore, batch, BW_STATUS_INTERNAL);
+}
+
+/* What poll hands on: the lcore's done, after this channel's own counting. */
+struct gpu_poll_ctx {
+	struct gpu_channel *gc;
+	bw_completion_fn done;
+	void *arg;
+};
+
+static void gpu_batch_done(void *ctx, const struct bw_completion *c)
+{
+	struct gpu_poll_ctx *p = ctx;
+	struct app_exec_stats *st = &p->gc->stats;
+	uint64_t now = p->gc->lcore->now_tsc;
+	struct bw_batch *b = c->batch;
+
+	st->batches_done++;
+	st->compute_us += now > b->started_tsc ? plat_tsc_to_us(now - b->started_tsc) : 0;
+	if (c->status != BW_STATUS_OK) {
+		st->batches_failed++;
+		app_failure_log(p->gc->model, st, true, c->msg);
+	}
+	p->done(p->arg, c);
+}
+
+/* Launches in flight and none finishing for GPU_HEALTH_CHECK_US: is the device still there? */
+static void gpu_stall_check(struct gpu_channel *gc, unsigned int completed)
+{
+	uint64_t now = gc->lcore->now_tsc;
+
+	if (completed != 0 || gpu_executor_in_flight(gc->gpu) == 0 || gpu_lost()) {
+		gc->progress_tsc = now;
+		return;
+	}
+	if (now - gc->progress_tsc < plat_us_to_tsc(GPU_HEALTH_CHECK_US))
+		return;
+	gc->progress_tsc = now;
+	gc->health_checks++;
+	gpu_health_check();
+}
+
+/* (hot) This lcore's finished launches of one model; all of them at once when the device is lost. */
+static unsigned int gpu_poll(void *ctx, bw_completion_fn done, void *arg, unsigned int max)
+{
+	struct gpu_channel *gc = ctx;
+	struct gpu_poll_ctx p = {gc, done, arg};
+	unsigned int n;
+
+	if (unlikely(gpu_lost()) && gpu_executor_in_flight(gc->gpu) > 0)
+		return gpu_executor_fail_all(gc->gpu, gpu_batch_done, &p,
+					     "the GPU is unhealthy: the batch's launch will never finish");
+	n = gpu_executor_poll(gc->gpu, gpu_batch_done, &p, max);
+	gpu_stall_check(gc, n);
+	return n;
+}
+
+/*
+ * On the polling lcore's own thread, before its poll loop: its stream (one per lcore, shared by its
+ * GPU models) and this model's executor (CUDA graphs are captured on the stream of the thread that
+ * will launch them).
+ */
+static int gpu_lcore_start(void *ctx, char *err, size_t cap)
+{
+	struct gpu_channel *gc = ctx;
+	struct app_lcore *al = gc->lcore;
+	struct app_model *m = gc->model;
+	char why[GPU_ERR_MAX * 2];
+	int ret;
+
+	if (gc->gpu != NULL)
+		return 0;
+	if (al->gpu_stream == NULL) {
+		ret = g_gpu.hd.ops->stream_create(g_gpu.hd.dev, GPU_STREAM_WORDS, (struct gpu_stream **)&al->gpu_stream,
+						  why, sizeof(why));
+		if (ret != 0) {
+			snprintf(err, cap, "lcore %u: a stream on GPU %d: %s", al->lcore_id, g_gpu.hd.index, why);
+			return ret;
+		}
+	}
+	gc->gpu = gpu_executor_create(g_gpu.hd.ops, g_gpu.hd.dev, gpu_of(m)->prog.loaded, gpu_of(m)->prog.compiled,
+				      al->gpu_stream, m->cfg.slots, m->cfg.launch_mode, why, sizeof(why));
+	if (gc->gpu == NULL) {
+		ret = -errno;
+		snprintf(err, cap, "lcore %u: model '%s' on GPU %d: %s", al->lcore_id, m->spec.name, g_gpu.hd.index, why);
+		return ret;
+	}
+	gc->progress_tsc = plat_tsc_now();
+	return 0;
+}
+
+/* After the lcore stopped launching, on the main thread; the lcore's stream goes with the device. */
+static void gpu_lcore_stop(void *ctx)
+{
+	struct gpu_channel *gc = ctx;
+
+	gpu_executor_destroy(gc->gpu);
+	rte_free(gc);
+}
+
+static void gpu_stats(const void *ctx, bw_stat_fn add, void *sink)
+{
+	const struct gpu_channel *gc = ctx;
+	struct gpu_executor_stats gs = {0};
+
+	if (gc->gpu == NULL)
+		return;
+	gpu_executor_stats(gc->gpu, &gs);
+	add(sink, "gpu_launched", gs.launched);
+	add(sink, "gpu_completed", gs.completed);
+	add(sink, "gpu_faulted", gs.faulted);
+	add(sink, "gpu_launch_errors", gs.launch_errors);
+	add(sink, "gpu_in_flight", gpu_executor_in_flight(gc->gpu));
+	add(sink, "gpu_stall_health_checks", gc->health_checks);
+}
+
+static const struct bw_executor_ops gpu_executor = {
+	.name = "gpu",
+	.lcore_start = gpu_lcore_start,
+	.lcore_stop = gpu_lcore_stop,
+	.submit = gpu_submit,
+	.poll = gpu_poll,
+	.health = gpu_health,
+	.stats = gpu_stats,
+};
+
+static int gpu_channel_init(struct app_channel *ch, int socket)
+{
+	struct gpu_channel *gc = rte_zmalloc_socket("bw_gpu_channel", sizeof(*gc), RTE_CACHE_LINE_SIZE, socket);
+
+	if (gc == NULL)
+		return -ENOMEM;
+	gc->model = ch->model;
+	gc->lcore = ch->lcore;
+	ch->executor.ctx = gc;
+	return 0;
+}
+
+/* ---- the device ---------------------------------------------------------------------------------- */
+
+/* Opens the device when a model runs on it: a host without one stops here, saying why. */
+static int gpu_init(const struct app_config *cfg, FILE *err)
+{
+	const char *user = NULL, *module = cfg->gpu_module[0] != '\0' ? cfg->gpu_module : NULL;
+	char why[GPU_ERR_MAX * 2];
+	int ret;
+
+	memset(&g_gpu, 0, sizeof(g_gpu));
+	for (unsigned int i = 0; i < cfg->nb_models && user == NULL; i++)
+		if (app_engine_for(&cfg->models[i]) == &app_engine_gpu)
+			user = cfg->models[i].name;
+	if (user == NULL)
+		return 0;
+	ret = gpu_kernels_register();
+	if (ret == 0)
+		ret = gpu_host_device_open(module, cfg->gpu_index, &g_gpu.hd, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "registering the GPU kernels: %s", strerror(-ret));
+	if (ret != 0) {
+		fprintf(err, "batchwire: model '%s' has device = gpu, but the GPU cannot be used: %s\n", user, why);
+		return ret;
+	}
+	PLAT_LOG(INFO, app, "GPU %d: %s (compute capability %d.%d, %" PRIu64 " MiB, %d SMs) through the %s module%s%s",
+		 g_gpu.hd.index, g_gpu.hd.info.name, g_gpu.hd.info.cc_major, g_gpu.hd.info.cc_minor,
+		 g_gpu.hd.info.total_mem_bytes >> 20, g_gpu.hd.info.multiprocessors, g_gpu.hd.ops->name,
+		 g_gpu.hd.module.handle != NULL ? " " : "", g_gpu.hd.module.handle != NULL ? g_gpu.hd.module.path : "");
+	return 0;
+}
+
+/* After every model is gone: the lcores' streams, the registered memory, the device. */
+static void gpu_fini(void)
+{
+	if (g_gpu.hd.ops == NULL)
+		return;
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		if (app_lcores[l].gpu_stream != NULL)
+			g_gpu.hd.ops->stream_destroy(app_lcores[l].gpu_stream);
+		app_lcores[l].gpu_stream = NULL;
+	}
+	for (unsigned int r = 0; r < g_gpu.nb_regions; r++)
+		g_gpu.hd.ops->host_unregister(g_gpu.hd.dev, g_gpu.regions[r], NULL, 0);
+	gpu_host_device_close(&g_gpu.hd);
+	memset(&g_gpu, 0, sizeof(g_gpu));
+}
+
+static void gpu_model_free(struct app_model *m)
+{
+	struct gpu_model *gm = gpu_of(m);
+
+	if (gm != NULL) {
+		gpu_host_program_unload(&g_gpu.hd, &gm->prog);
+		rte_free(gm);
+	}
+	m->priv = NULL;
+	rt_model_fini(&m->spec);
+}
+
+/*
+ * Loads the graph as the file has it (the CPU's fused ops are CPU kernels), compiles it into a device
+ * program (one op list per allowed size) and loads that on the device once.
+ */
+static int gpu_model_create(struct app_model *m, FILE *err)
+{
+	struct app_model_config *mc = &m->cfg;
+	const struct bat_options *o = &mc->batching;
+	int64_t sizes[BAT_ALLOWED_SIZES_MAX];
+	char why[GPU_ERR_MAX * 2];
+	struct gpu_model *gm;
+	size_t arena = 0;
+	int ret;
+
+	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, RT_DEVICE_GPU, NULL, why, sizeof(why));
+	if (ret != 0) {
+		fprintf(err, "batchwire: model '%s' (%s): %s\n", mc->name, mc->path, why);
+		return ret;
+	}
+	gm = rte_zmalloc("bw_gpu_model", sizeof(*gm), RTE_CACHE_LINE_SIZE);
+	if (gm == NULL) {
+		fprintf(err, "batchwire: model '%s': out of memory\n", mc->name);
+		return -ENOMEM;
+	}
+	m->priv = gm;
+	for (unsigned int i = 0; i < o->num_allowed_batch_sizes; i++)
+		sizes[i] = o->allowed_batch_sizes[i];
+	ret = gpu_host_program_load(&g_gpu.hd, m->spec.graph, sizes, o->num_allowed_batch_sizes,
+				    &(struct gpu_compile_options){ mc->precision, mc->layout }, &gm->prog, why, sizeof(why));
+	if (ret != 0) {
+		fprintf(err, "batchwire: model '%s' (%s): on GPU %d: %s\n", mc->name, mc->path, g_gpu.hd.index, why);
+		return ret;
+	}
+	/* a slot per batch the in-flight limit lets through: a dispatched batch always finds one */
+	if (mc->slots == 0)
+		mc->slots = app_model_inflight_max(mc);
+	for (uint32_t i = 0; i < gm->prog.compiled->prog.nb_sizes; i++)
+		arena += gm->prog.compiled->prog.sizes[i].arena_bytes;
+	app_reply_layout(m);
+	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s on GPU %d (%s), %s, %s, %s launch: %u inputs, %u outputs, %u "
+		 "nodes, %u device ops at size %" PRId64 ", %u batch sizes up to %" PRId64 ", %u slots each per polling "
+		 "lcore (%zu KiB of device arenas per lcore), %zu KiB of constants", m->spec.name, m->spec.id, mc->path,
+		 g_gpu.hd.index, g_gpu.hd.info.name, gpu_precision_name(mc->precision),
+		 gpu_layout_name(gm->prog.compiled->layout), gpu_launch_mode_name(mc->launch_mode), m->spec.num_inputs,
+		 m->spec.num_outputs, m->spec.graph->num_nodes,
+		 gm->prog.compiled->prog.sizes[o->num_allowed_batch_sizes - 1].nb_ops,
+		 sizes[o->num_allowed_batch_sizes - 1], o->num_allowed_batch_sizes,
+		 sizes[o->num_allowed_batch_sizes - 1], mc->slots, arena * mc->slots / 1024,
+		 gm->prog.compiled->prog.const_bytes / 1024);
+	return 0;
+}
+
+/* ---- the mbuf pools' memory ---------------------------------------------------------------------- */
+
+/* A mempool's memory chunks, page-aligned, for the device to register. */
+struct region_list {
+	unsigned int count;
+	bool overflow;
+	struct {
+		uintptr_t start, end;
+	} r[GPU_REGIONS_MAX];
+};
+
+static void region_add(struct rte_mempool *mp __rte_unused, void *opaque, struct rte_mempool_memhdr *memhdr,
+		       unsigned int mem_idx __rte_unused)
+{
+	struct region_list *list = opaque;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (list->count == GPU_REGIONS_MAX) {
+		list->overflow = true;
+		return;
+	}
+	list->r[list->count].start = (uintptr_t)memhdr->addr & ~(page - 1);
+	list->r[list->count].end = ((uintptr_t)memhdr->addr + memhdr->len + page - 1) & ~(page - 1);
+	list->count++;
+}
+
+static int region_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int gpu_memory_register(struct rte_mempool *const *pools, unsigned int nb_pools, FILE *err)
+{
+	struct region_list list = {0};
+	char why[GPU_ERR_MAX];
+	unsigned int merged = 0;
+
+	if (g_gpu.hd.ops == NULL)
+		return 0;
+	for (unsigned int p = 0; p < nb_pools; p++)
+		rte_mempool_mem_iter(pools[p], region_add, &list);
+	/* Chunks rounded out to pages may touch or overlap: one registration per run of them. */
+	qsort(list.r, list.count, sizeof(list.r[0]), region_cmp);
+	for (unsigned int i = 0; i < list.count; i++) {
+		if (merged > 0 && list.r[i].start <= list.r[merged - 1].end)
+			list.r[merged - 1].end = RTE_MAX(list.r[merged - 1].end, list.r[i].end);
+		else
+			list.r[merged++] = list.r[i];
+	}
+	if (list.overflow) {
+		fprintf(err, "batchwire: the mbuf pools have more than %d memory chunks: the GPU cannot register them "
+			"all (expected hugepages, or fewer pools)\n", GPU_REGIONS_MAX);
+		return -ENOSPC;
+	}
+	for (unsigned int i = 0; i < merged; i++) {
+		void *addr = (void *)list.r[i].start, *dev_addr;
+		size_t len = list.r[i].end - list.r[i].start;
+		int ret = g_gpu.hd.ops->host_register(g_gpu.hd.dev, addr, len, &dev_addr, why, sizeof(why));
+
+		if (ret != 0) {
+			fprintf(err, "batchwire: registering %zu KiB of mbuf pool memory with GPU %d: %s\n", len >> 10,
+				g_gpu.hd.index, why);
+			return ret;
+		}
+		g_gpu.regions[g_gpu.nb_regions++] = addr;
+		g_gpu.registered_bytes += len;
+	}
+	PLAT_LOG(INFO, app, "GPU %d reads requests from and writes replies into the mbuf pools: %u regions, %" PRIu64
+		 " MiB registered", g_gpu.hd.index, g_gpu.nb_regions, g_gpu.registered_bytes >> 20);
+	return 0;
+}
+
+/* ---- telemetry ---------------------------------------------------------------------------------- */
+
+/* Kept per polling lcore: each lcore's channel counts its own launches. */
+static void gpu_exec_stats(const struct app_model *m, struct app_exec_stats *sum)
+{
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct app_lcore *al = &app_lcores[l];
+		unsigned int nb = __atomic_load_n(&al->nb_channels, __ATOMIC_ACQUIRE);
+		const struct gpu_channel *gc = m->spec.id < nb ? al->channels[m->spec.id].executor.ctx : NULL;
+
+		if (gc != NULL)
+			app_exec_stats_sum(sum, &gc->stats);
+	}
+}
+
+static void gpu_model_telemetry(const struct app_model *m, struct rte_tel_data *d)
+{
+	rte_tel_data_add_dict_u64(d, "workers", 0);
+	rte_tel_data_add_dict_u64(d, "slots", m->cfg.slots);
+	rte_tel_data_add_dict_u64(d, "available", gpu_lost() ? 0 : 1);
+	rte_tel_data_add_dict_string(d, "precision", gpu_precision_name(m->cfg.precision));
+	rte_tel_data_add_dict_string(d, "layout", gpu_layout_name(gpu_of(m)->prog.compiled->layout));
+	rte_tel_data_add_dict_string(d, "launch_mode", gpu_launch_mode_name(m->cfg.launch_mode));
+}
+
+/* /batchwire/gpu: the device the models with device = gpu run on, and whether it is healthy. */
+static int gpu_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	uint64_t checks = 0;
+	char cc[16];
+
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "in_use", g_gpu.hd.ops != NULL);
+	if (g_gpu.hd.ops == NULL)
+		return 0;
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct app_lcore *al = &app_lcores[l];
+
+		for (unsigned int c = 0; c < al->nb_channels; c++) {
+			if (al->channels[c].executor.ops == &gpu_executor)
+				checks += ((const struct gpu_channel *)al->channels[c].executor.ctx)->health_checks;
+		}
+	}
+	snprintf(cc, sizeof(cc), "%d.%d", g_gpu.hd.info.cc_major, g_gpu.hd.info.cc_minor);
+	rte_tel_data_add_dict_string(d, "module", g_gpu.hd.ops->name);
+	rte_tel_data_add_dict_u64(d, "index", (uint64_t)g_gpu.hd.index);
+	rte_tel_data_add_dict_string(d, "name", g_gpu.hd.info.name);
+	rte_tel_data_add_dict_string(d, "compute_capability", cc);
+	rte_tel_data_add_dict_u64(d, "memory_mib", g_gpu.hd.info.total_mem_bytes >> 20);
+	rte_tel_data_add_dict_u64(d, "healthy", gpu_lost() ? 0 : 1);
+	rte_tel_data_add_dict_string(d, "reason", gpu_lost() ? gpu_lost_why() : "");
+	rte_tel_data_add_dict_u64(d, "regions", g_gpu.nb_regions);
+	rte_tel_data_add_dict_u64(d, "registered_bytes", g_gpu.registered_bytes);
+	rte_tel_data_add_dict_u64(d, "stall_health_checks", checks);
+	return 0;
+}
+
+static int gpu_telemetry_register(void)
+{
+	return rte_telemetry_register_cmd("/batchwire/gpu", gpu_cb,
+					  "The GPU of the models with device = gpu: name, health and the reason when "
+					  "unhealthy, host memory registered. No parameters.");
+}
+
+const struct app_engine app_engine_gpu = {
+	.name = "gpu",
+	.kind = "onnx",
+	.device = "gpu",
+	.executor = &gpu_executor,
+	.request_queue = app_onnx_request_queue,
+	.job_done = app_onnx_job_done,
+	.init = gpu_init,
+	.fini = gpu_fini,
+	.model_create = gpu_model_create,
+	.model_free = gpu_model_free,
+	.channel_init = gpu_channel_init,
+	.memory_register = gpu_memory_register,
+	.exec_stats = gpu_exec_stats,
+	.model_telemetry = gpu_model_telemetry,
+	.telemetry_register = gpu_telemetry_register,
+};

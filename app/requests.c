@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Requests and replies: what the dataplane calls for a model (dp_model_ops), binding an INFER
+ * request to its model's inputs, queueing it as a job with the polling lcore's batcher, and building
+ * the reply in the request's own mbuf when the batcher is done with it. All of it on the polling
+ * lcore, per request: no lock, allocation or system call.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_common.h>
+
+#include "defs.h"
+#include "graph.h"
+
+static const void *service_lookup(void *ctx, uint32_t id, const char *name, uint32_t name_len)
+{
+	const struct rt_registry *reg = ctx;
+
+	if (id == BW_MODEL_ID_ANY)
+		return rt_registry_find_name(reg, name, name_len);
+	return rt_registry_find_id(reg, id);
+}
+
+static uint32_t service_priority_levels(const void *model)
+{
+	return ((const struct rt_model *)model)->priority_levels;
+}
+
+static int service_describe(const void *model, uint8_t *buf, uint32_t cap)
+{
+	return rt_model_describe(model, buf, cap);
+}
+
+/* Echo: any tensors, the first dimension of every one is the request's rows. */
+static uint32_t echo_request_rows(const struct dp_request *req, char *msg, size_t cap)
+{
+	uint32_t rows;
+
+	if (req->num_tensors == 0 || req->num_tensors > BW_BATCH_TENSORS_MAX) {
+		snprintf(msg, cap, "a batched model takes 1..%u tensors, got %u", BW_BATCH_TENSORS_MAX,
+			 req->num_tensors);
+		return 0;
+	}
+	rows = req->tensors[0].desc->rank > 0 ? req->tensors[0].desc->dims[0] : 0;
+	for (uint16_t i = 0; i < req->num_tensors; i++) {
+		const struct bw_tensor_desc *d = req->tensors[i].desc;
+		if (d->rank == 0 || d->dims[0] != rows || rows == 0) {
+			snprintf(msg, cap, "tensor %u: a batched model needs the batch dimension first, non-zero and "
+				 "equal in every tensor", i);
+			return 0;
+		}
+	}
+	return rows;
+}
+
+static void shape_format(char *buf, size_t cap, const uint32_t *dims, uint8_t rank, bool batch_as_n)
+{
+	size_t off = (size_t)snprintf(buf, cap, "[");
+
+	for (uint8_t d = 0; d < rank && off < cap; d++) {
+		if (d == 0 && batch_as_n)
+			off += (size_t)snprintf(buf + off, cap - off, "N");
+		else
+			off += (size_t)snprintf(buf + off, cap - off, "%s%u", d > 0 ? "," : "", dims[d]);
+	}
+	if (off < cap)
+		snprintf(buf + off, cap - off, "]");
+}
+
+/*
+ * ONNX: matches the request's tensors to the model's inputs (by index, or by name when the index is
+ * BW_TENSOR_BY_NAME) and checks dtype and shape. \return the rows, or 0 with msg saying why.
+ */
+static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_request *req,
+				  const struct bw_tensor_view **by_input, char *msg, size_t cap)
+{
+	uint32_t rows = 0;
+
+	if (req->num_tensors != model->num_inputs) {
+		snprintf(msg, cap, "model '%s' takes %u input tensors, got %u", model->name, model->num_inputs,
+			 req->num_tensors);
+		return 0;
+	}
+	memset(by_input, 0, model->num_inputs * sizeof(by_input[0]));
+	for (uint16_t t = 0; t < req->num_tensors; t++) {
+		const struct bw_tensor_view *v = &req->tensors[t];
+		const struct bw_tensor_desc *d = v->desc;
+		uint16_t i = d->index;
+
+		if (i == BW_TENSOR_BY_NAME) {
+			for (i = 0; i < model->num_inputs; i++) {
+				if (strlen(model->inputs[i].name) == d->name_len &&
+				    memcmp(model->inputs[i].name, v->name, d->name_len) == 0)
+					break;
+			}
+			if (i == model->num_inputs) {
+				snprintf(msg, cap, "tensor %u: model '%s' has no input named '%.*s'", t, model->name,
+					 (int)RTE_MIN(d->name_len, 64), v->name);
+				return 0;
+			}
+		} else if (i >= model->num_inputs) {
+			snprintf(msg, cap, "tensor %u: input index %u out of range: model '%s' has %u inputs", t, i,
+				 model->name, model->num_inputs);
+			return 0;
+		}
+		const struct rt_tensor_spec *spec = &model->inputs[i];
+		if (by_input[i] != NULL) {
+			snprintf(msg, cap, "input '%s' given twice", spec->name);
+			return 0;
+		}
+		by_input[i] = v;
+		if (d->dtype != spec->dtype) {
+			snprintf(msg, cap, "input '%s': dtype %s, expected %s", spec->name, rt_dtype_name(d->dtype),
+				 rt_dtype_name(spec->dtype));
+			return 0;
+		}
+		bool shape_ok = d->rank == spec->rank && d->dims[0] != 0 && (rows == 0 || d->dims[0] == rows);
+		for (uint8_t k = 1; shape_ok && k < d->rank; k++)
+			shape_ok = d->dims[k] == spec->dims[k];
+		if (!shape_ok) {
+			char got[96], want[96];
+			uint32_t dims[BW_MAX_RANK];
+
+			memcpy(dims, d->dims, sizeof(dims)); /* the descriptor is packed: no pointer into it */
+			shape_format(got, sizeof(got), dims, d->rank, false);
+			shape_format(want, sizeof(want), spec->dims, spec->rank, true);
+			snprintf(msg, cap, "input '%s': shape %s, expected %s with N > 0 rows, the same N in every input",
+				 spec->name, got, want);
+			return 0;
+		}
+		rows = d->dims[0];
+	}
+	return rows;
+}
+
+/* A blank job for a request of rows rows and these tensor counts, or NULL with msg saying why. */
+static struct bat_job *job_take(struct bat_queue *q, uint32_t rows, uint16_t num_inputs, uint16_t num_outputs,
+				char *msg, size_t cap)
+{
+	struct bat_job *job = bat_job_alloc(q);
+
+	if (job == NULL) {
+		snprintf(msg, cap, "no free request slot in this core's batcher");
+		return NULL;
+	}
+	job->rows = rows;
+	job->num_inputs = num_inputs;
+	job->num_outputs = num_outputs;
+	return job;
+}
+
+/* Fills what every batched job has and queues it; the caller filled rows and segments. */
+static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struct dp_request *req, char *msg,
+				 size_t cap)
+{
+	const struct bat_options *opts = bat_queue_options(q);
+	enum bw_status status;
+
+	job->priority = req->hdr->priority;
+	job->arrival_tsc = req->arrival_tsc;
+	job->deadline_tsc = req->hdr->deadline_us != BW_DEADLINE_NONE
+				    ? req->arrival_tsc + plat_us_to_tsc(req->hdr->deadline_us) : 0;
+	job->owner[0] = req->mbuf;
+	job->owner[1] = req->hdr;
+	status = bat_submit(q, job, req->arrival_tsc);
+	if (status == BW_STATUS_UNAVAILABLE)
+		snprintf(msg, cap, "the batch scheduling queue is full (max_enqueued_batches %u, max_queue_size %u)",
+			 opts->max_enqueued_batches, opts->max_queue_size);
+	else if (status != BW_STATUS_OK)
+		snprintf(msg, cap, "batch of %u rows refused: max_batch_size is %u", job->rows, opts->max_batch_size);
+	else
+		req->held = true;
+	return status;
+}
+
+enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap __rte_unused,
+				      char *msg, size_t cap)
+{
+	uint32_t rows = echo_request_rows(req, msg, cap);
+	struct bat_job *job;
+
+	if (rows == 0)
+		return BW_STATUS_INVALID_ARGUMENT;
+	job = job_take(ch->queue, rows, req->num_tensors, req->num_tensors, msg, cap);
+	if (job == NULL)
+		return BW_STATUS_RESOURCE_EXHAUSTED;
+	for (uint16_t i = 0; i < req->num_tensors; i++) {
+		/* Echo computes in place: each output is its input, in the request mbuf the reply reuses. */
+		struct bw_segment seg = {(uint8_t *)req->tensors[i].data, req->tensors[i].desc->data_len};
+		job->inputs[i] = seg;
+		job->outputs[i] = seg;
+	}
+	return job_submit(ch->queue, job, req, msg, cap);
+}
+
+/*
+ * The outputs are staged in the request's own mbuf past everything the request holds (its body, and
+ * the room the reply's descriptors will take), so that no output row lands on an input row a later
+ * piece of a split request still has to gather. The reply is then descriptors + the staged bytes,
+ * moved down once (app_onnx_job_done).
+ */
+enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap, char *msg,
+				      size_t cap)
+{
+	const struct rt_model *model = &ch->model->spec;
+	const struct bw_tensor_view *by_input[RT_MODEL_TENSORS_MAX];
+	uint32_t rows = onnx_request_bind(model, req, by_input, msg, cap);
+	uint32_t stage, per_row = ch->model->output_row_bytes;
+	uint64_t out_bytes;
+	struct bat_job *job;
+	uint8_t *out;
+
+	if (rows == 0)
+		return BW_STATUS_INVALID_ARGUMENT;
+	stage = bw_pad8(RTE_MAX(req->hdr->body_len, ch->model->reply_desc_bytes));
+	out_bytes = (uint64_t)rows * per_row; /* rows come from the wire: no 32-bit overflow */
+	if (stage + out_bytes > body_cap) {
+		uint32_t room = body_cap > stage ? body_cap - stage : 0;
+		snprintf(msg, cap, "the reply to %u rows (%" PRIu64 " bytes of outputs) does not fit one datagram at this "
+			 "MTU: send at most %u rows per request (multi-packet requests come later)", rows, out_bytes,
+			 room / per_row);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	job = job_take(ch->queue, rows, model->num_inputs, model->num_outputs, msg, cap);
+	if (job == NULL)
+		return BW_STATUS_RESOURCE_EXHAUSTED;
+	for (uint16_t i = 0; i < model->num_inputs; i++)
+		job->inputs[i] = (struct bw_segment){(uint8_t *)by_input[i]->data, by_input[i]->desc->data_len};
+	out = req->body + stage;
+	for (uint16_t o = 0; o < model->num_outputs; o++) {
+		uint32_t len = rows * model->output_row_bytes[o];
+		job->outputs[o] = (struct bw_segment){out, len};
+		out += len;
+	}
+	return job_submit(ch->queue, job, req, msg, cap);
+}
+
+/* (hot) The request's channel is its model's on this lcore; the model's engine binds and queues it. */
+static enum bw_status service_infer(void *lcore_ctx, const void *handle, struct dp_request *req, uint32_t body_cap,
+				    uint32_t *reply_len, uint16_t *reply_tensors, char *msg, size_t msg_cap)
+{
+	const struct rt_model *model = handle;
+	struct app_channel *ch = &((struct app_lcore *)lcore_ctx)->channels[model->id];
+	const struct bw_executor_ops *ex = ch->executor.ops;
+	char why[160];
+
+	*reply_len = 0; /* always answered later, through the batcher */
+	*reply_tensors = 0;
+	if (ex->health != NULL && unlikely(ex->health(ch->executor.ctx, why, sizeof(why)) != 0)) {
+		snprintf(msg, msg_cap, "model '%s' is unavailable: %s", model->name, why);
+		return BW_STATUS_UNAVAILABLE;
+	}
+	return ch->model->engine->request_queue(ch, req, body_cap, msg, msg_cap);
+}
+
+struct dp_model_ops app_model_ops(struct app_service *svc)
+{
+	return (struct dp_model_ops){
+		.lookup = service_lookup,
+		.priority_levels = service_priority_levels,
+		.describe = service_describe,
+		.infer = service_infer,
+		.ctx = &svc->registry,
+	};
+}
+
+static const char *job_error_message(enum bw_status status)
+{
+	switch (status) {
+	case BW_STATUS_DEADLINE_EXCEEDED:
+		return "the request's deadline passed before its batch ran";
+	case BW_STATUS_UNAVAILABLE:
+		return "the model could not take its batch (its executor was full, or its GPU is unhealthy)";
+	case BW_STATUS_INTERNAL:
+		return "the model failed on its batch; the server log names the node";
+	default:
+		return "its batch failed";
+	}
+}
+
+/* The batcher is done with an echo request: answer it from the mbuf it has held. */
+void app_echo_job_done(void *ctx, struct bat_job *job, enum bw_status status)
+{
+	struct app_channel *ch = ctx;
+	struct bw_hdr *hdr = job->owner[1];
+
+	/* Echo's outputs are its inputs, already where the reply body goes. */
+	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, status, hdr->body_len, hdr->num_tensors,
+			    status == BW_STATUS_OK ? NULL : job_error_message(status));
+}
+
+/* An ONNX request is done: descriptors at the body, the staged outputs moved right behind them. */
+void app_onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
+{
+	struct app_channel *ch = ctx;
+	const struct rt_model *model = &ch->model->spec;
+	struct bw_hdr *hdr = job->owner[1];
+	uint8_t *body = (uint8_t *)(hdr + 1), *p = body;
+	uint32_t out_bytes = job->rows * ch->model->output_row_bytes;
+
+	if (status != BW_STATUS_OK) {
+		dp_request_complete(ch->lcore->dp, job->owner[0], hdr, status, 0, 0, job_error_message(status));
+		return;
+	}
+	/* The staging area starts at or past the end of the descriptors: writing them first is safe. */
+	for (uint16_t o = 0; o < model->num_outputs; o++) {
+		const struct rt_tensor_spec *spec = &model->outputs[o];
+		uint32_t dims[BW_MAX_RANK];
+
+		memcpy(dims, spec->dims, sizeof(dims));
+		dims[0] = job->rows;
+		p += bw_tensor_desc_write(p, o, spec->dtype, spec->rank, dims, spec->name, (uint16_t)strlen(spec->name),
+					  job->rows * model->output_row_bytes[o]);
+	}
+	memmove(p, job->outputs[0].data, out_bytes);
+	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, BW_STATUS_OK, (uint32_t)(p - body) + out_bytes,
+			    model->num_outputs, NULL);
+}
+
+/* The reply's fixed parts: every reply carries the output descriptors with their names. */
+void app_reply_layout(struct app_model *m)
+{
+	for (uint16_t o = 0; o < m->spec.num_outputs; o++) {
+		m->reply_desc_bytes += (uint32_t)sizeof(struct bw_tensor_desc) +
+				       bw_pad8((uint32_t)strlen(m->spec.outputs[o].name));
+		m->output_row_bytes += m->spec.output_row_bytes[o];
+	}
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What bwcli's commands share before they send anything: strict option values and their one-line
+ * errors, the connection, --model resolved to an id, and the generated request data.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <batchwire/inputs.h>
+
+#include "bwcli.h"
+
+/* One line on stderr naming what was wrong; the caller exits with EXIT_USAGE. */
+void usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s%s%s: ", PROG, cmd != NULL ? " " : "", cmd != NULL ? cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Strict unsigned decimal: no sign, no spaces, no trailing junk, within [min, max]. */
+bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool opt_u64(const char *cmd, const char *opt, const char *val, uint64_t min, uint64_t max,
+	     uint64_t *out)
+{
+	if (parse_u64(val, min, max, out))
+		return true;
+	usage_error(cmd, "%s: invalid value '%s' (expected an integer %" PRIu64 "..%" PRIu64 ")",
+		    opt, val, min, max);
+	return false;
+}
+
+static bool is_number(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+int open_client(struct cli *cli)
+{
+	int err;
+
+	cli->c = bwc_open(&cli->opts, &err);
+	if (cli->c != NULL)
+		return EXIT_OK;
+	if (err == -ENXIO || err == -EINVAL) {
+		usage_error(NULL, "--host: cannot resolve '%s' (expected an IPv4 address or host name)",
+			    cli->opts.host);
+		return EXIT_USAGE;
+	}
+	if (err == -EAGAIN) {
+		fprintf(stderr, "%s: --host: cannot resolve '%s' now (temporary name resolution "
+			"failure)\n", PROG, cli->opts.host);
+		return EXIT_FAIL;
+	}
+	fprintf(stderr, "%s: cannot open a UDP socket to %s:%u: %s\n", PROG, cli->opts.host,
+		(unsigned)cli->opts.port, strerror(-err));
+	return EXIT_FAIL;
+}
+
+/* Fills elems elements of dtype with batchwire/inputs.h's values from seed: request i gets seed i, the
+ * same data in every run. */
+void generate_data(uint8_t *out, uint32_t dtype, uint64_t elems, uint64_t seed)
+{
+	uint64_t state = bw_input_stream(seed, 0);
+
+	bw_input_fill(dtype, out, elems, elems, false, &state);
+}
+
+/* Common handling of getopt's '?' and ':' for the commands. */
+int command_opt_error(const char *cmd, int opt, char **argv)
+{
+	if (opt == ':')
+		usage_error(cmd, "option '%s' needs a value (see " PROG " %s --help)", argv[optind - 1],
+			    cmd);
+	else
+		usage_error(cmd, "unknown option '%s' (see " PROG " %s --help)", argv[optind - 1], cmd);
+	return EXIT_USAGE;
+}
+
+int no_operands(const char *cmd, int argc, char **argv)
+{
+	if (optind < argc) {
+		usage_error(cmd, "unexpected argument '%s' (see " PROG " %s --help)", argv[optind], cmd);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* Resolves --model: a number is an id, anything else a name looked up with MODEL_INFO. */
+int resolve_model(struct cli *cli, const char *cmd, const char *model,
+		  struct bwc_model_info *info, bool *have_info, uint32_t *model_id)
+{
+	uint64_t v;
+	int rc;
+
+	*have_info = false;
+	if (is_number(model)) {
+		if (!parse_u64(model, 0, BW_MODEL_ID_ANY - 1u, &v)) {
+			usage_error(cmd, "--model: invalid value '%s' (expected a model id "
+				    "0..4294967294 or a model name)", model);
+			return EXIT_USAGE;
+		}
+		*model_id = (uint32_t)v;
+		return EXIT_OK;
+	}
+	if (strlen(model) > BW_MAX_NAME_LEN) {
+		usage_error(cmd, "--model: invalid value '%.32s...' (expected a model id or a "
+			    "name of 1..255 bytes)", model);
+		return EXIT_USAGE;
+	}
+	rc = bwc_model_info_by_name(cli->c, model, info);
+	if (rc != 0) {
+		char what[300];
+
+		snprintf(what, sizeof(what), "%s %s: model '%s'", PROG, cmd, model);
+		print_failure(what, rc, cli->c);
+		return EXIT_FAIL;
+	}
+	*have_info = true;
+	*model_id = info->model_id;
+	return EXIT_OK;
+}
