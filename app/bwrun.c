@@ -50,7 +50,6 @@
 #define GPU_WAIT_S 30           /* a launch not finished by then is reported, not waited for */
 #define FAKE_WAIT_S 900         /* the fake runs programs naively on one CPU thread: an encoder at fp16
 				 * takes minutes on a loaded 2-core host */
-#define GPU_WORDS 8             /* completion words of bwrun's stream (one slot) */
 
 struct input_file {
 	const char *name;
@@ -624,7 +623,7 @@ static void setup_gpu(struct runner *r, const struct opts *o)
 				   &r->prog, err, sizeof(err));
 	if (rc != 0)
 		die("%s: on the GPU: %s", o->model, err);
-	rc = r->gpu.ops->stream_create(r->gpu.dev, GPU_WORDS, &r->gstream, err, sizeof(err));
+	rc = r->gpu.ops->stream_create(r->gpu.dev, &r->gstream, err, sizeof(err));
 	if (rc != 0)
 		die("--device gpu: %s", err);
 	r->gex = gpu_executor_create(r->gpu.ops, r->gpu.dev, r->prog.loaded, r->prog.compiled, r->gstream, 1, o->launch_mode, err,

@@ -31,7 +31,6 @@
 /* GPU batches in flight this long with none finishing: ask the device whether it is still there.
  * Only then: the question is not free. */
 #define GPU_HEALTH_CHECK_US 100000
-#define GPU_STREAM_WORDS 1 /* the executor's graphs write their own words; the stream needs none */
 
 /*
  * The device the models with device = gpu run on, opened at init before any lcore runs; hd.ops NULL
@@ -220,7 +219,7 @@ static int gpu_lcore_start(void *ctx, char *err, size_t cap)
 	if (gc->gpu != NULL)
 		return 0;
 	if (al->gpu_stream == NULL) {
-		ret = g_gpu.hd.ops->stream_create(g_gpu.hd.dev, GPU_STREAM_WORDS, (struct gpu_stream **)&al->gpu_stream,
+		ret = g_gpu.hd.ops->stream_create(g_gpu.hd.dev, (struct gpu_stream **)&al->gpu_stream,
 						  why, sizeof(why));
 		if (ret != 0) {
 			snprintf(err, cap, "lcore %u: a stream on GPU %d: %s", al->lcore_id, g_gpu.hd.index, why);

@@ -55,7 +55,6 @@
 #define WARMUP_DEFAULT 100u        /* untimed batches per size first */
 #define GRAPH_ITERS_DEFAULT 200u   /* launches instance_time times back to back */
 #define SYSCALL_BATCHES_DEFAULT 100u
-#define STREAM_WORDS 1             /* stream_create's nb_words: checked, nothing more (instances have the words) */
 #define WAIT_NS (10ll * 1000000000ll) /* a batch not done by then is a failure */
 #define POLL_CLOCK_EVERY 4096u     /* polls between clock reads while waiting for a word */
 #define TENSOR_ALIGN 64            /* bytes between tensors in the host buffers */
@@ -552,7 +551,7 @@ static void *item_main(void *arg)
 		return NULL;
 	}
 	/* the stream and the instance on this thread: CUDA's current device and the graphs' capture are per thread */
-	rc = ops->stream_create(it->hd->dev, STREAM_WORDS, &stream, it->err, sizeof(it->err));
+	rc = ops->stream_create(it->hd->dev, &stream, it->err, sizeof(it->err));
 	if (rc == 0) {
 		rc = ops->instance_create(it->loaded, stream, 1, it->mode, &inst, it->err, sizeof(it->err));
 		it->refused = rc == -ENOTSUP;

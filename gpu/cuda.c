@@ -201,16 +201,12 @@ static unsigned int cuda_host_regions(const struct gpu_dev *dev)
 	return dev->regions.n;
 }
 
-static int cuda_stream_create(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **out, char *err, size_t cap)
+static int cuda_stream_create(struct gpu_dev *dev, struct gpu_stream **out, char *err, size_t cap)
 {
 	struct gpu_stream *s;
 	cudaError_t e;
 	int rc;
 
-	if (nb_words == 0 || nb_words > GPU_STREAM_WORDS_MAX) {
-		gpu_err(err, cap, "stream of %u words: 1 to %u", nb_words, GPU_STREAM_WORDS_MAX);
-		return -EINVAL;
-	}
 	rc = cuda_check(dev, err, cap);
 	if (rc < 0)
 		return rc;

@@ -555,8 +555,8 @@ int cuda_instance_create(struct gpu_loaded *lp, struct gpu_stream *stream, uint3
 	cudaError_t e;
 	int rc;
 
-	if (nb_slots == 0 || nb_slots > GPU_STREAM_WORDS_MAX) {
-		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_STREAM_WORDS_MAX);
+	if (nb_slots == 0 || nb_slots > GPU_INSTANCE_SLOTS_MAX) {
+		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_INSTANCE_SLOTS_MAX);
 		return -EINVAL;
 	}
 	if (mode >= GPU_LAUNCH_MODE_COUNT) {

@@ -114,7 +114,7 @@ int fake_check(const struct gpu_dev *dev, char *err, size_t cap)
 
 /*
  * Whether the device takes a piece of work (what: "launch", "doorbell"): not when lost, nor the first
- * one after GPU_FAKE_FAULT_NEXT_SIGNAL. Caller holds the lock. \return 0, or -EIO with err.
+ * one after GPU_FAKE_FAULT_NEXT_LAUNCH. Caller holds the lock. \return 0, or -EIO with err.
  */
 int fake_accepts(struct gpu_dev *dev, const char *what, char *err, size_t cap)
 {
@@ -176,15 +176,11 @@ static unsigned int fake_host_regions(const struct gpu_dev *dev)
 	return __atomic_load_n(&dev->regions.n, __ATOMIC_RELAXED);
 }
 
-static int fake_stream_create(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **out, char *err, size_t cap)
+static int fake_stream_create(struct gpu_dev *dev, struct gpu_stream **out, char *err, size_t cap)
 {
 	struct gpu_stream *s;
 	int rc;
 
-	if (nb_words == 0 || nb_words > GPU_STREAM_WORDS_MAX) {
-		gpu_err(err, cap, "stream of %u words: 1 to %u", nb_words, GPU_STREAM_WORDS_MAX);
-		return -EINVAL;
-	}
 	pthread_mutex_lock(&dev->lock);
 	rc = fake_check(dev, err, cap);
 	pthread_mutex_unlock(&dev->lock);

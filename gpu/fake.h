@@ -30,7 +30,7 @@ enum gpu_fake_mode {
 };
 
 enum gpu_fake_fault {
-	GPU_FAKE_FAULT_NEXT_SIGNAL, /* the next instance_launch (doorbell ones too) is refused (-EIO);
+	GPU_FAKE_FAULT_NEXT_LAUNCH, /* the next instance_launch (doorbell ones too) is refused (-EIO);
 				     * the device stays healthy */
 	GPU_FAKE_FAULT_STICKY,      /* the device is lost now: queued work never finishes, every later
 				     * call fails -EIO, health reports the reason */

@@ -82,8 +82,8 @@ int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream, uint32
 	uint32_t n;
 	int rc;
 
-	if (nb_slots == 0 || nb_slots > GPU_STREAM_WORDS_MAX) {
-		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_STREAM_WORDS_MAX);
+	if (nb_slots == 0 || nb_slots > GPU_INSTANCE_SLOTS_MAX) {
+		gpu_err(err, cap, "instance of %s with %u slots: 1 to %u", prog->name, nb_slots, GPU_INSTANCE_SLOTS_MAX);
 		return -EINVAL;
 	}
 	if (mode >= GPU_LAUNCH_MODE_COUNT) {
@@ -219,7 +219,7 @@ int fake_instance_launch(struct gpu_instance *inst, uint32_t size_idx, uint32_t 
 		return -EINVAL;
 	}
 	if (inst->mode == GPU_LAUNCH_DOORBELL) {
-		/* no lock unless a fault is pending: a lost device or GPU_FAKE_FAULT_NEXT_SIGNAL */
+		/* no lock unless a fault is pending: a lost device or GPU_FAKE_FAULT_NEXT_LAUNCH */
 		if (__atomic_load_n(&dev->lost, __ATOMIC_ACQUIRE) || __atomic_load_n(&dev->fail_next, __ATOMIC_ACQUIRE)) {
 			pthread_mutex_lock(&dev->lock);
 			rc = fake_accepts(dev, "doorbell", err, cap);

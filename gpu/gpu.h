@@ -37,7 +37,7 @@
 #define GPU_DEVICES_MAX 16       /* devices a probe reports */
 #define GPU_NAME_MAX 256        /* cudaDeviceProp.name's size */
 #define GPU_REGIONS_MAX 64       /* host regions registered per device at once */
-#define GPU_STREAM_WORDS_MAX 4096 /* stream_create's nb_words, and an instance's slots per size */
+#define GPU_INSTANCE_SLOTS_MAX 4096 /* an instance's slots per size */
 
 /* One device as a probe sees it. */
 struct gpu_device_info {
@@ -115,12 +115,10 @@ struct gpu_ops {
 
 	/**
 	 * Creates a stream for one caller. Call it on the thread that will use the stream: it makes the
-	 * device current there (CUDA's current device is per thread). nb_words is checked and allocates
-	 * nothing: the completion words are the instances' (instance_create).
-	 * \return 0; -EINVAL (nb_words 0 or above GPU_STREAM_WORDS_MAX); -ENOMEM; -EIO.
+	 * device current there (CUDA's current device is per thread). The completion words are the
+	 * instances' (instance_create). \return 0; -ENOMEM; -EIO.
 	 */
-	int (*stream_create)(struct gpu_dev *dev, uint32_t nb_words, struct gpu_stream **stream, char *err,
-			     size_t cap);
+	int (*stream_create)(struct gpu_dev *dev, struct gpu_stream **stream, char *err, size_t cap);
 	/** Destroys a stream, waiting for its queued work. */
 	void (*stream_destroy)(struct gpu_stream *stream);
 
@@ -148,7 +146,7 @@ struct gpu_ops {
 	 * memory, and one CUDA graph (gather, the ops, scatter, completion write) captured and
 	 * instantiated now, so that a launch is a single graph launch. Call it on the stream's thread.
 	 * \param mode  enum gpu_launch_mode
-	 * \return 0 and *out; -EINVAL (nb_slots 0 or above GPU_STREAM_WORDS_MAX, an unknown mode);
+	 * \return 0 and *out; -EINVAL (nb_slots 0 or above GPU_INSTANCE_SLOTS_MAX, an unknown mode);
 	 *         -ENOTSUP (the mode is not available on this device or driver: err says why); -ENOMEM;
 	 *         -EIO.
 	 */

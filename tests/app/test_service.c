@@ -978,7 +978,7 @@ static void test_gpu_launch_refused(void)
 	struct frame *f;
 
 	NEED_SERVICE();
-	gpu_fake_inject(g_gpu.hd.dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "injected: launch refused");
+	gpu_fake_inject(g_gpu.hd.dev, GPU_FAKE_FAULT_NEXT_LAUNCH, "injected: launch refused");
 	rows_fill(a, MLP_IN, 71);
 	f = infer_rows_add(g_id_gpu, 1, a);
 	inject(f);

@@ -34,12 +34,12 @@ static struct gpu_dev *open_fake(enum gpu_fake_mode mode, unsigned int seed)
 	return dev;
 }
 
-static struct gpu_stream *make_stream(struct gpu_dev *dev, uint32_t nb_words)
+static struct gpu_stream *make_stream(struct gpu_dev *dev)
 {
 	struct gpu_stream *s = NULL;
 	char err[GPU_ERR_MAX];
 
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, nb_words, &s, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &s, err, sizeof(err)), 0);
 	return s;
 }
 
@@ -181,7 +181,7 @@ static bool slot_done(struct gpu_instance *inst, uint32_t slot, uint32_t generat
 }
 
 /*
- * The device reads and writes registered memory, and host_to_dev names only that; nb_words is checked;
+ * The device reads and writes registered memory, and host_to_dev names only that;
  * a stream's launches finish in the order they were queued, different streams' in any order.
  */
 static void test_streams(void)
@@ -197,17 +197,14 @@ static void test_streams(void)
 	uint64_t dev_addr;
 	unsigned int r, bad = 0;
 
-	CU_ASSERT_EQUAL(g_ops->stream_create(dev, 0, &s, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL(g_ops->stream_create(dev, GPU_STREAM_WORDS_MAX + 1, &s, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_PTR_NULL(s);
 	memset(mem, 0, sizeof(mem));
 	for (r = 0; r < 4; r++)
 		memset(mem[r], 0x10 + r, COPY_ROW_BYTES);
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, unregistered, 1, &dev_addr), -EFAULT);
 	CU_ASSERT_EQUAL(g_ops->host_to_dev(dev, mem[7] + 1, COPY_ROW_BYTES, &dev_addr), -EFAULT); /* past the end */
-	s = make_stream(dev, 8);
-	t = make_stream(dev, 8);
+	s = make_stream(dev);
+	t = make_stream(dev);
 	lp = load_copy(dev, &cp);
 	is = make_instance(lp, s, 2);
 	it = make_instance(lp, t, 1);
@@ -250,12 +247,12 @@ static void test_streams(void)
 
 /* ---- errors ---------------------------------------------------------------------------------------------- */
 
-/* A refused launch (GPU_FAKE_FAULT_NEXT_SIGNAL) queues nothing and leaves the device healthy. */
+/* A refused launch (GPU_FAKE_FAULT_NEXT_LAUNCH) queues nothing and leaves the device healthy. */
 static void test_refused(void)
 {
 	static uint8_t mem[2][COPY_ROW_BYTES];
 	struct gpu_dev *dev = open_fake(GPU_FAKE_ON_DEMAND, 1);
-	struct gpu_stream *s = make_stream(dev, 4);
+	struct gpu_stream *s = make_stream(dev);
 	struct copy_program cp;
 	struct gpu_loaded *lp = load_copy(dev, &cp);
 	struct gpu_instance *inst = make_instance(lp, s, 1);
@@ -263,7 +260,7 @@ static void test_refused(void)
 
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
 	table_set(dev, inst, 0, 1, mem[0], mem[1]);
-	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "test: transient");
+	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_LAUNCH, "test: transient");
 	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "test: transient"));
 	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
@@ -283,7 +280,7 @@ static void test_sticky(void)
 {
 	static uint8_t mem[2][COPY_ROW_BYTES], spare[8];
 	struct gpu_dev *dev = open_fake(GPU_FAKE_ON_DEMAND, 1);
-	struct gpu_stream *s = make_stream(dev, 4), *t = NULL;
+	struct gpu_stream *s = make_stream(dev), *t = NULL;
 	struct copy_program cp;
 	struct gpu_loaded *lp = load_copy(dev, &cp);
 	struct gpu_instance *inst = make_instance(lp, s, 1);
@@ -303,7 +300,7 @@ static void test_sticky(void)
 	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "test: illegal address"));
 	CU_ASSERT_EQUAL(g_ops->host_register(dev, spare, sizeof(spare), NULL, err, sizeof(err)), -EIO);
-	CU_ASSERT_EQUAL(g_ops->stream_create(dev, 4, &t, err, sizeof(err)), -EIO);
+	CU_ASSERT_EQUAL(g_ops->stream_create(dev, &t, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NULL(t);
 	/* shutdown still works on a lost device */
 	CU_ASSERT_EQUAL(g_ops->host_unregister(dev, mem, err, sizeof(err)), 0);

@@ -173,7 +173,7 @@ static int prog_env_open(struct prog_env *env)
 		return -ENOMEM;
 	memset(env->mem, 0, HOST_BYTES);
 	if (g_ops->host_register(g_dev, env->mem, HOST_BYTES, &dev_addr, err, sizeof(err)) < 0 ||
-	    g_ops->stream_create(g_dev, 1, &env->stream, err, sizeof(err)) < 0) {
+	    g_ops->stream_create(g_dev, &env->stream, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return -EIO;
 	}
@@ -282,8 +282,7 @@ static void test_register_and_copy(void)
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(g_dev, mem, HOST_BYTES, &dev_addr, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(g_ops->host_regions(g_dev), 1);
 	CU_ASSERT_EQUAL(g_ops->host_register(g_dev, mem + 64, 64, NULL, err, sizeof(err)), -EEXIST);
-	CU_ASSERT_EQUAL(g_ops->stream_create(g_dev, 0, &s, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(g_dev, SLOTS, &s, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(g_dev, &s, err, sizeof(err)), 0);
 
 	prog_header(&prog, "copy", row, 1, &row);
 	prog.max_segments = 2;

@@ -26,7 +26,6 @@
 
 #define ROWS_MAX 8
 #define SLOTS 2
-#define WORDS 64
 
 static const char *g_mlp_path = "models/mlp.onnx";
 static const char *g_minilm_path = "models/minilm.onnx";
@@ -68,7 +67,7 @@ static int rig_open_at(struct rig *r, struct rt_graph *g, const int64_t *sizes, 
 		printf("\n  gpu_host_program_load: %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	for (unsigned int s = 0; s < nb_streams; s++) {
-		CU_ASSERT_EQUAL_FATAL(r->ops->stream_create(r->dev, WORDS, &r->stream[s], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(r->ops->stream_create(r->dev, &r->stream[s], err, sizeof(err)), 0);
 		r->ex[s] = gpu_executor_create(r->ops, r->dev, r->prog.loaded, r->prog.compiled, r->stream[s], SLOTS,
 						 g_mode, err,
 					       sizeof(err));

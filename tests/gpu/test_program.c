@@ -265,7 +265,7 @@ static uint32_t dev_run(const struct dev_case *c, const struct gpu_op *ops, uint
 	for (unsigned int i = 0; i < c->nb_in; i++)
 		memcpy(pkt + in_at[i], c->in[i], c->in_bytes[i]);
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, pkt, pkt_bytes, NULL, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &stream, err, sizeof(err)), 0);
 
 	memset(&prog, 0, sizeof(prog));
 	snprintf(prog.name, sizeof(prog.name), "case");
@@ -1317,7 +1317,7 @@ static void test_batch_table(void)
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, replies, sizeof(replies), NULL, err, sizeof(err)), 0);
 	req = dev_addr_of(dev, requests, sizeof(requests));
 	rep = dev_addr_of(dev, replies, sizeof(replies));
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, g_mode, &inst, err, sizeof(err)), 0);
 
@@ -1394,7 +1394,7 @@ static void test_two_streams(void)
 	for (int k = 0; k < 2; k++) {
 		struct gpu_batch_table *t;
 
-		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &s[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &s[k], err, sizeof(err)), 0);
 		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], 1, g_mode, &inst[k], err, sizeof(err)), 0);
 		fill_rnd(x[k], 2 * ROW_FLOATS, 2, 0);
 		memcpy(mem + k * 64, x[k], sizeof(x[k]));
@@ -1455,7 +1455,7 @@ static void test_threaded(void)
 	memset(busy, 0, sizeof(busy));
 	memset(gen, 0, sizeof(gen));
 	for (int k = 0; k < 2; k++) {
-		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &s[k], err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &s[k], err, sizeof(err)), 0);
 		CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, s[k], THREAD_SLOTS, g_mode, &inst[k], err, sizeof(err)), 0);
 	}
 	while ((done[0] < THREAD_LAUNCHES || done[1] < THREAD_LAUNCHES) && time(NULL) - start < THREAD_TIMEOUT_S) {
@@ -1521,7 +1521,7 @@ static void test_instance_time(void)
 	fill_rnd(x, 4 * ROW_FLOATS, 2, 0);
 	memcpy(mem, x, sizeof(x));
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 2, g_mode, &inst, err, sizeof(err)), 0);
 	t = g_ops->instance_table(inst, 1, 1);
@@ -1576,7 +1576,7 @@ static void db_open(struct db_env *env, struct gpu_dev *dev, uint32_t nb_slots)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(env->mem);
 	memset(env->mem, CANARY, 2 * nb_slots * DB_AREA);
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, env->mem, 2 * nb_slots * DB_AREA, NULL, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &env->stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &env->stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &env->ap.prog, &env->loaded, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(env->loaded, env->stream, nb_slots, GPU_LAUNCH_DOORBELL, &env->inst,
 						     err, sizeof(err)), 0);
@@ -1722,7 +1722,7 @@ static void test_doorbell_destroy(void)
 
 /*
  * A caller ringing a slot still in flight breaks the ring's bound: the fake loses the device naming
- * it (CUDA would run the wrong batches). And a refused doorbell (GPU_FAKE_FAULT_NEXT_SIGNAL) posts nothing.
+ * it (CUDA would run the wrong batches). And a refused doorbell (GPU_FAKE_FAULT_NEXT_LAUNCH) posts nothing.
  */
 static void test_doorbell_faults(void)
 {
@@ -1731,7 +1731,7 @@ static void test_doorbell_faults(void)
 	struct db_env env;
 
 	db_open(&env, dev, 1); /* 2 pairs: a ring of 4 */
-	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "injected refusal");
+	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_LAUNCH, "injected refusal");
 	CU_ASSERT_EQUAL(g_ops->instance_launch(env.inst, 0, 0, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "injected refusal"));
 	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
@@ -1799,7 +1799,7 @@ static void test_launch_errors(void)
 	uint64_t a = 0;
 
 	add_program_init(&ap);
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(g_ops->instance_create(loaded, stream, 0, g_mode, &inst, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_EQUAL(g_ops->instance_create(loaded, stream, 2, GPU_LAUNCH_MODE_COUNT, &inst, err, sizeof(err)), -EINVAL);
@@ -1829,7 +1829,7 @@ static void test_launch_errors(void)
 	t->nb_gather = 1;
 	t->nb_scatter = 1;
 	t->generation = 5;
-	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_SIGNAL, "injected refusal");
+	gpu_fake_inject(dev, GPU_FAKE_FAULT_NEXT_LAUNCH, "injected refusal");
 	CU_ASSERT_EQUAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), -EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "injected refusal"));
 	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
@@ -1871,7 +1871,7 @@ static void test_bad_segment(void)
 	add_program_init(&ap);
 	memset(unregistered, CANARY, sizeof(unregistered));
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, mem, sizeof(mem), NULL, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, 4, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &stream, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &ap.prog, &loaded, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, g_mode, &inst, err, sizeof(err)), 0);
 	t = g_ops->instance_table(inst, 0, 0);
