@@ -15,7 +15,7 @@
 #include <batchwire/compiler.h> /* likely, unlikely */
 #include <batchwire/err.h>      /* bw_err: plan and executor errors */
 
-#include "plan.h"
+#include "exec/plan.h"
 
 #define RT_PLAN_OFFSET_NONE SIZE_MAX /* an operand not in the arena: constant data, or omitted */
 

@@ -45,7 +45,7 @@
 #include <string.h>
 
 #include "defs.h"
-#include "executor.h"
+#include "exec/executor.h"
 
 #define EXEC_CACHE_LINE 64
 _Static_assert(RT_PLAN_ALIGN % EXEC_CACHE_LINE == 0, "rt_exec_zalloc's memory holds cache-aligned structs");

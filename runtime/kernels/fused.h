@@ -37,32 +37,8 @@
 
 #include "kernels.h"
 
-#define RT_K_DOMAIN "ai.batchwire"
-#define RT_K_DOMAIN_OPSET 1
-
-/* ---- activations, applied in place after the GEMM (an epilogue) ------------------------------------ */
-
-enum rt_k_act {
-	RT_K_ACT_NONE,
-	RT_K_ACT_RELU,
-	RT_K_ACT_LEAKY_RELU,
-	RT_K_ACT_CLIP,
-	RT_K_ACT_GELU,
-};
-
-struct rt_k_act_spec {
-	enum rt_k_act kind;
-	float a, b; /* LeakyRelu: alpha; Clip: min, max */
-};
-
-/**
- * Reads "activation" and "activation_params" of a fused node.
- * \return 0, or -EINVAL/-ENOTSUP naming the attribute.
- */
-int rt_k_act_read(const struct rt_node *node, struct rt_k_act_spec *act, char *err, size_t err_cap);
-
-/** The activation's ONNX name ("Relu"...), "" for none. */
-const char *rt_k_act_name(enum rt_k_act kind);
+/* The domain, the activations (rt_k_act_spec, rt_k_act_read) and the window geometry are
+ * fused_ops.h's: a device runtime's kernels read them too. */
 
 /* ---- vector math (vecmath.c): AVX2/FMA where the CPU has them, chosen when the program loads ------ */
 

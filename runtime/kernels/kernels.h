@@ -16,6 +16,7 @@
 #include <batchwire/err.h>  /* bw_err: kernels write their errors with it */
 #include <batchwire/half.h> /* float16 and bfloat16 <-> float */
 
+#include "fused_ops.h" /* the window geometry pool.c and linalg.c share, the fused activations */
 #include "graph.h"
 
 /* The highest opset of the default domain the runtime reads (ONNX 1.12); ranges end here. */
@@ -233,24 +234,5 @@ RT_K_DECLARE(conv);
 RT_K_SCRATCH(conv);
 RT_K_DECLARE(conv_transpose);
 RT_K_SCRATCH(conv_transpose);
-
-/* pool.c and linalg.c share the window geometry of Conv, ConvTranspose and pooling. */
-struct rt_k_window {
-	int nsp;                      /* spatial dims */
-	int64_t in[RT_MAX_RANK];      /* input spatial dims */
-	int64_t kernel[RT_MAX_RANK];
-	int64_t stride[RT_MAX_RANK];
-	int64_t dilation[RT_MAX_RANK];
-	int64_t pad_begin[RT_MAX_RANK];
-	int64_t pad_end[RT_MAX_RANK];
-	int64_t out[RT_MAX_RANK];     /* output spatial dims */
-};
-
-/**
- * Reads kernel_shape (or takes kernel from the caller when kernel_from_w), strides, dilations, pads,
- * auto_pad and, for pooling, ceil_mode, and computes the output spatial dims.
- */
-int rt_k_window_init(const struct rt_node *node, const struct rt_tensor *x, const int64_t *kernel_from_w,
-		     bool pooling, bool allow_dilations, struct rt_k_window *w, char *err, size_t err_cap);
 
 #endif /* BW_RT_KERNELS_H */

@@ -14,7 +14,7 @@
 
 #include <batchwire/err.h>
 
-#include "kernels/fused.h"  /* the runtime's window geometry and fused activations: one reading of them */
+#include "fused_ops.h" /* the runtime's window geometry and fused activations: one reading of them */
 #include "lower.h"
 #include "program_math.h"
 
