@@ -71,21 +71,25 @@ static struct gpu_channel *gpu_channel_of(uint32_t id)
 #define MLP_OUT 10                  /* logits of one row */
 #define MLP_ROW_OUT_BYTES (MLP_OUT * 4u)
 #define T_REF_BATCH_MAX 4
-#define T_RELU_MODEL "/usr/share/libonnx-testdata/data/node/test_relu/model.onnx"
 #define T_GPU_TOLERANCE 1e-5f       /* of the largest |logit|: the fake's GEMM sums in its own order */
 
 static const char *g_mlp_path;
 
-/* ---- the models: the MLP given, "wide" written here --------------------------------------------- */
+/* ---- the models: the MLP given, "wide" and "fixed" written here ------------------------------------ */
 
 #define WIDE_IN 2
 #define WIDE_OUT 64
+#define FIXED_ROWS 3 /* "fixed": wide with a first dimension of 3, not the batch */
 
 static char g_tmpdir[64];
 static char g_wide_path[128];
+static char g_fixed_path[128];
 
-/* x float [N,2] -> MatMul(x, W) -> y float [N,64], W an initializer. \return 0 or -1. */
-static int wide_model_write(const char *path)
+/*
+ * x float [N,2] -> MatMul(x, W) -> y float [N,64], W an initializer; with fixed_rows > 0, N is that
+ * number instead of a symbolic batch (a model the service must refuse). \return 0 or -1.
+ */
+static int wide_model_write(const char *path, int64_t fixed_rows)
 {
 	static float w[WIDE_IN * WIDE_OUT];
 	Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
@@ -117,8 +121,13 @@ static int wide_model_write(const char *path)
 	opset.domain = "";
 	opset.has_version = true;
 	opset.version = 13;
-	dim_n.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-	dim_n.dim_param = "N";
+	if (fixed_rows > 0) {
+		dim_n.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+		dim_n.dim_value = fixed_rows;
+	} else {
+		dim_n.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+		dim_n.dim_param = "N";
+	}
 	dim_in.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 	dim_in.dim_value = WIDE_IN;
 	dim_out.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
@@ -641,11 +650,10 @@ static void test_init_missing_file(void)
 
 static void test_init_fixed_batch(void)
 {
-	if (access(T_RELU_MODEL, R_OK) != 0) {
-		printf("\n  skipped: %s is not installed (libonnx-testdata)", T_RELU_MODEL);
-		return;
-	}
-	INIT_REFUSAL("relu", "first dimension must be the batch", "--ip", "10.0.0.1", "--model", "relu=" T_RELU_MODEL);
+	char fixed[sizeof(g_fixed_path) + 8];
+
+	snprintf(fixed, sizeof(fixed), "fixed=%s", g_fixed_path);
+	INIT_REFUSAL("fixed", "first dimension must be the batch", "--ip", "10.0.0.1", "--model", fixed);
 }
 
 static void test_init_gpu(void)
@@ -1209,6 +1217,8 @@ static void env_fini(void)
 	ref_fini(&g_ref_wide);
 	if (g_wide_path[0] != '\0')
 		unlink(g_wide_path);
+	if (g_fixed_path[0] != '\0')
+		unlink(g_fixed_path);
 	if (g_tmpdir[0] != '\0')
 		rmdir(g_tmpdir);
 	t_env_fini();
@@ -1239,9 +1249,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(g_wide_path, sizeof(g_wide_path), "%s/wide.onnx", g_tmpdir);
-	if (plat_clock_init() != 0 || wide_model_write(g_wide_path) != 0 || ref_init(&g_ref_mlp, g_mlp_path) != 0 ||
+	snprintf(g_fixed_path, sizeof(g_fixed_path), "%s/fixed.onnx", g_tmpdir);
+	if (plat_clock_init() != 0 || wide_model_write(g_wide_path, 0) != 0 ||
+	    wide_model_write(g_fixed_path, FIXED_ROWS) != 0 || ref_init(&g_ref_mlp, g_mlp_path) != 0 ||
 	    ref_init(&g_ref_wide, g_wide_path) != 0) {
-		fprintf(stderr, "clock, wide.onnx or reference set-up failed\n");
+		fprintf(stderr, "clock, wide.onnx, fixed.onnx or reference set-up failed\n");
 		env_fini();
 		return 1;
 	}

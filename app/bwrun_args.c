@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* bwrun's command line: --help and the options, each checked with one line naming it when wrong. */
+#include "bwrun.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " [options] MODEL.onnx\n"
+		"Runs an ONNX model through batchwire's CPU runtime and reports placement, outputs and timings.\n"
+		"\n"
+		"  --batch N            bind the batch dimension to N (default 1)\n"
+		"  --input NAME=FILE    input NAME from a NumPy .npy file (repeatable); its dtype and shape must be\n"
+		"                       the model's with the batch dimension = N\n"
+		"  --seed S             seed for inputs not given (default %u): floats uniform in [-1,1); integers\n"
+		"                       in [0,%d), except names containing \"mask\": ones, last quarter of each row 0\n"
+		"  --save-inputs DIR    write the inputs used as DIR/NAME.npy\n"
+		"  --output-dir DIR     write each output as DIR/NAME.npy\n"
+		"  --repeat N           timed runs (default 1)\n"
+		"  --warmup N           untimed runs before them (default 0)\n"
+		"  --workers N          1 (default): rt_plan_run on this thread; N > 1: the daemon's multi-worker\n"
+		"                       executor with N workers (this thread is worker 0)\n"
+		"  --no-optimize        skip the load-time graph rewrites (fusions, layouts)\n"
+		"  --device cpu|gpu     where the model runs (default cpu); gpu: the GPU executor, the time is\n"
+		"                       launch to completion seen, gather and scatter included\n"
+		"  --gpu-module PATH    the device module for --device gpu (default: libbwgpu.so beside bwrun or\n"
+		"                       in the build or install tree); 'fake': the fake device, on the CPU\n"
+		"  --gpu-index N        the device to use (default 0)\n"
+		"  --precision P        fp32 (default) or fp16: float tensors and weights in half precision on\n"
+		"                       the device, fp32 accumulation; inputs and outputs stay fp32\n"
+		"  --layout L           auto (default: nhwc for fp16, nchw for fp32), nchw or nhwc: where the\n"
+		"                       device's convolutions keep their channels\n"
+		"  --launch-mode M      graph (default): one graph launch per batch; doorbell: the launch is a\n"
+		"                       memory write the device's dispatcher picks up\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"File names: a tensor name's characters other than [A-Za-z0-9._-] become '_'.\n"
+		"Environment: BW_CPU_ISA=baseline|avx2|avx512|amx caps the CPU kernels' instruction set (default:\n"
+		"  the highest this CPU runs; the 'cpu' line says which run and why).\n"
+		"Last line: model=F batch=N workers=N runs=N mean_us=X p50_us=X p99_us=X min_us=X device=D\n"
+		"Exit status: 0 on success, 1 on any error (one line on stderr).\n",
+		BW_INPUT_SEED_DEFAULT, BW_INPUT_INT_RANGE);
+}
+
+static unsigned long long parse_uint(const char *opt, const char *s, unsigned long long lo, unsigned long long hi)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < lo || v > hi)
+		die("%s: '%s' is not an integer in [%llu, %llu]", opt, s, lo, hi);
+	return v;
+}
+
+void parse_args(int argc, char **argv, struct opts *o)
+{
+	enum { OPT_BATCH = 256, OPT_INPUT, OPT_SEED, OPT_SAVE_INPUTS, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_WARMUP,
+	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_PRECISION, OPT_LAUNCH_MODE,
+	       OPT_LAYOUT };
+	static const struct option longopts[] = {
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "input", required_argument, NULL, OPT_INPUT },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "save-inputs", required_argument, NULL, OPT_SAVE_INPUTS },
+		{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+		{ "repeat", required_argument, NULL, OPT_REPEAT },
+		{ "warmup", required_argument, NULL, OPT_WARMUP },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "no-optimize", no_argument, NULL, OPT_NO_OPTIMIZE },
+		{ "device", required_argument, NULL, OPT_DEVICE },
+		{ "gpu-module", required_argument, NULL, OPT_GPU_MODULE },
+		{ "gpu-index", required_argument, NULL, OPT_GPU_INDEX },
+		{ "precision", required_argument, NULL, OPT_PRECISION },
+		{ "launch-mode", required_argument, NULL, OPT_LAUNCH_MODE },
+		{ "layout", required_argument, NULL, OPT_LAYOUT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool gpu_only = false; /* an option only --device gpu takes was given */
+	int c, rc;
+
+	*o = (struct opts){ .batch = 1, .seed = BW_INPUT_SEED_DEFAULT, .repeat = 1, .workers = 1, .optimize = true };
+	opterr = 0; /* our own one-line messages */
+	/* The leading ':' tells a missing argument (':') from an unknown option ('?'). */
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_BATCH:
+			o->batch = (int64_t)parse_uint("--batch", optarg, 1, BATCH_MAX);
+			o->batch_given = true;
+			break;
+		case OPT_INPUT: {
+			char *eq = strchr(optarg, '=');
+
+			if (eq == NULL || eq == optarg || eq[1] == '\0')
+				die("--input: '%s' is not NAME=FILE.npy", optarg);
+			if (o->num_inputs == INPUT_FILES_MAX)
+				die("--input: more than %d inputs", INPUT_FILES_MAX);
+			*eq = '\0';
+			for (unsigned int i = 0; i < o->num_inputs; i++)
+				if (strcmp(o->inputs[i].name, optarg) == 0)
+					die("--input: %s given twice", optarg);
+			o->inputs[o->num_inputs++] = (struct input_file){ optarg, eq + 1 };
+			break;
+		}
+		case OPT_SEED:
+			o->seed = parse_uint("--seed", optarg, 0, UINT64_MAX);
+			break;
+		case OPT_SAVE_INPUTS:
+			o->save_inputs = optarg;
+			break;
+		case OPT_OUTPUT_DIR:
+			o->output_dir = optarg;
+			break;
+		case OPT_REPEAT:
+			o->repeat = (unsigned int)parse_uint("--repeat", optarg, 1, REPEAT_MAX);
+			break;
+		case OPT_WARMUP:
+			o->warmup = (unsigned int)parse_uint("--warmup", optarg, 0, REPEAT_MAX);
+			break;
+		case OPT_WORKERS:
+			o->workers = (unsigned int)parse_uint("--workers", optarg, 1, RT_EXECUTOR_WORKERS_MAX);
+			break;
+		case OPT_NO_OPTIMIZE:
+			o->optimize = false;
+			break;
+		case OPT_DEVICE:
+			if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "gpu") != 0)
+				die("--device: '%s' is neither cpu nor gpu", optarg);
+			o->gpu = strcmp(optarg, "gpu") == 0;
+			break;
+		case OPT_GPU_MODULE:
+			o->gpu_module = optarg;
+			break;
+		case OPT_GPU_INDEX:
+			o->gpu_index = (int)parse_uint("--gpu-index", optarg, 0, GPU_DEVICES_MAX - 1);
+			break;
+		case OPT_PRECISION:
+			rc = gpu_precision_parse(optarg);
+			if (rc < 0)
+				die("--precision: '%s' is neither fp32 nor fp16", optarg);
+			o->precision = (uint32_t)rc;
+			gpu_only = true;
+			break;
+		case OPT_LAYOUT:
+			rc = gpu_layout_parse(optarg);
+			if (rc < 0)
+				die("--layout: '%s' is none of auto, nchw, nhwc", optarg);
+			o->layout = (uint32_t)rc;
+			gpu_only = true;
+			break;
+		case OPT_LAUNCH_MODE:
+			rc = gpu_launch_mode_parse(optarg);
+			if (rc < 0)
+				die("--launch-mode: '%s' is neither graph nor doorbell", optarg);
+			o->launch_mode = (uint32_t)rc;
+			gpu_only = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			die("option %s needs an argument (see --help)", argv[optind - 1]);
+		case '?':
+		default:
+			if (optopt > 0 && optopt < 256)
+				die("option -%c is unknown (see --help)", optopt);
+			die("option %s is unknown (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		die(optind == argc ? "no model file given (see --help)" : "one model file at a time (see --help)");
+	if (!o->gpu && (o->gpu_module != NULL || o->gpu_index != 0 || gpu_only))
+		die("--gpu-module, --gpu-index, --precision, --layout and --launch-mode go with --device gpu");
+	if (o->gpu && o->workers != 1)
+		die("--workers is the CPU executor's: --device gpu runs on one polling thread");
+	o->model = argv[optind];
+}
