@@ -29,7 +29,7 @@ echo "== batchwire on net_af_packet ($BW_SRV_NS/$BW_SRV_IF, $BW_SERVER_IP:7878, 
 bw_daemon_start "$BATCHWIRE" --model mlp="$MLP" --model-opt mlp.max_batch_size=8 \
 	--model-opt mlp.allowed_batch_sizes=1,2,4,8 --model-opt mlp.batch_timeout_micros=200 \
 	--model-opt mlp.num_batch_threads=2
-grep -E "batchwire: (model|port|lcore|serving)" "$BW_LOG"
+grep -E "batchwire: (CPU kernels|model|port|lcore|serving)" "$BW_LOG"
 
 echo "== ping from the client namespace: ICMP, then protocol v1 PING"
 bw_cli ping -c 2 -q "$BW_SERVER_IP" | tail -n 2

@@ -239,15 +239,13 @@ enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request 
 
 /* (hot) The request's channel is its model's on this lcore; the model's engine binds and queues it. */
 static enum bw_status service_infer(void *lcore_ctx, const void *handle, struct dp_request *req, uint32_t body_cap,
-				    uint32_t *reply_len, uint16_t *reply_tensors, char *msg, size_t msg_cap)
+				    char *msg, size_t msg_cap)
 {
 	const struct rt_model *model = handle;
 	struct app_channel *ch = &((struct app_lcore *)lcore_ctx)->channels[model->id];
 	const struct bw_executor_ops *ex = ch->executor.ops;
 	char why[160];
 
-	*reply_len = 0; /* always answered later, through the batcher */
-	*reply_tensors = 0;
 	if (ex->health != NULL && unlikely(ex->health(ch->executor.ctx, why, sizeof(why)) != 0)) {
 		snprintf(msg, msg_cap, "model '%s' is unavailable: %s", model->name, why);
 		return BW_STATUS_UNAVAILABLE;

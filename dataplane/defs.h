@@ -56,4 +56,11 @@ struct dp_csum_offloads {
  */
 struct dp_csum_offloads dp_port_csum_offloads(const struct rte_eth_dev_info *info);
 
+/*
+ * dp_request_complete without the send: the reply built in m and counted. The dataplane's unit tests
+ * answer held requests with it on an lcore that has no TX queue.
+ */
+void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+		      uint32_t reply_len, uint16_t reply_tensors, const char *msg);
+
 #endif /* BW_DP_DEFS_H */

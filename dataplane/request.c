@@ -197,33 +197,34 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 	req->num_tensors = hdr->num_tensors;
 	req->arrival_tsc = lc->burst_tsc;
 	req->held = false;
-	uint32_t reply_len = 0;
-	uint16_t reply_tensors = 0;
 	msg[0] = '\0';
-	status = lc->models->infer(lc->model_lcore, model, req, body_cap, &reply_len, &reply_tensors, msg,
-				   sizeof(msg));
-	/* The model layer is trusted with the mbuf, not with the counters' bounds or the reply's room. */
+	status = lc->models->infer(lc->model_lcore, model, req, body_cap, msg, sizeof(msg));
+	/* The model layer is trusted with the mbuf, not with the counters' bounds. */
 	if (unlikely(status >= BW_STATUS_COUNT)) {
 		snprintf(msg, sizeof(msg), "model returned status %u, which protocol v1 does not define", status);
 		status = BW_STATUS_INTERNAL;
-	} else if (unlikely(status == BW_STATUS_OK && reply_len > body_cap)) {
-		snprintf(msg, sizeof(msg), "reply of %u bytes does not fit one datagram (%u bytes)", reply_len, body_cap);
+	} else if (unlikely(status == BW_STATUS_OK && !req->held)) {
+		snprintf(msg, sizeof(msg), "the model layer accepted the request without taking it");
 		status = BW_STATUS_INTERNAL;
 	}
-	if (status == BW_STATUS_OK && req->held)
-		return DP_VERDICT_HELD;
-	if (status != BW_STATUS_OK)
-		return error_reply(lc, m, hdr, status, msg[0] != '\0' ? msg : bw_status_name(status));
-	return reply_send(lc, m, hdr, BW_STATUS_OK, reply_len, reply_tensors);
+	if (status == BW_STATUS_OK)
+		return DP_VERDICT_HELD; /* answered later, through dp_request_complete */
+	return error_reply(lc, m, hdr, status, msg[0] != '\0' ? msg : bw_status_name(status));
 }
 
-void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
-			 uint32_t reply_len, uint16_t reply_tensors, const char *msg)
+void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+		      uint32_t reply_len, uint16_t reply_tensors, const char *msg)
 {
 	if (status == BW_STATUS_OK)
 		reply_send(lc, m, hdr, status, reply_len, reply_tensors);
 	else
 		error_reply(lc, m, hdr, status < BW_STATUS_COUNT ? status : BW_STATUS_INTERNAL,
 			    msg != NULL ? msg : bw_status_name(status));
+}
+
+void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			 uint32_t reply_len, uint16_t reply_tensors, const char *msg)
+{
+	dp_request_reply(lc, m, hdr, status, reply_len, reply_tensors, msg);
 	dp_tx_enqueue(lc, m);
 }

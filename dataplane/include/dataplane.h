@@ -121,15 +121,14 @@ struct dp_model_ops {
 	/** Writes the MODEL_INFO body. \return its length or -EMSGSIZE. */
 	int (*describe)(const void *model, uint8_t *buf, uint32_t cap);
 	/**
-	 * Runs INFER, or takes it to run later; lcore is the polling lcore's dp_lcore.model_lcore (the model
-	 * layer's own per-lcore state). Synchronously: on OK the output tensors have been written
-	 * as a body at req->body (room: body_cap bytes; it may reuse the request's bytes in place) and
-	 * *reply_len and *reply_tensors say what it holds; otherwise msg holds the reason for the error
-	 * reply. Later (batching): it sets req->held and returns OK, keeps req->mbuf and req->hdr, and
-	 * answers through dp_request_complete on this same lcore, exactly once.
+	 * Takes INFER to run; lcore is the polling lcore's dp_lcore.model_lcore (the model layer's own
+	 * per-lcore state). On OK it has set req->held: it keeps req->mbuf and req->hdr and answers
+	 * through dp_request_complete on this same lcore, exactly once, with a reply body of at most
+	 * body_cap bytes at req->body (it may reuse the request's bytes in place). Any other status is
+	 * answered at once, with msg as the reason.
 	 */
-	enum bw_status (*infer)(void *lcore, const void *model, struct dp_request *req, uint32_t body_cap,
-				uint32_t *reply_len, uint16_t *reply_tensors, char *msg, size_t msg_cap);
+	enum bw_status (*infer)(void *lcore, const void *model, struct dp_request *req, uint32_t body_cap, char *msg,
+				size_t msg_cap);
 	void *ctx;
 };
 

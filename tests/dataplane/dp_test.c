@@ -14,6 +14,7 @@
 
 #include <batchwire/err.h>
 
+#include "../../dataplane/defs.h" /* dp_request_reply: answering held requests without a TX queue */
 #include "dp_test.h"
 
 const struct rte_ether_addr g_our_mac = { .addr_bytes = { 0x02, 0x62, 0x77, 0x00, 0x00, 0x01 } };
@@ -189,13 +190,19 @@ static int stub_describe(const void *model, uint8_t *buf, uint32_t cap)
 	}
 }
 
-static enum bw_status stub_infer(void *ctx, const void *model, struct dp_request *req, uint32_t body_cap,
-				 uint32_t *reply_len, uint16_t *reply_tensors, char *msg, size_t msg_cap)
+/*
+ * Echo takes the request and answers it from its own mbuf (the output is the input, already in
+ * place). Its per-lcore context says how: &g_stub (t_lcore_init's lcores, which have no TX queue):
+ * held for t_run to answer, as the app's batcher would later; an lcore with a TX queue sets itself
+ * (model_lcore = the dp_lcore): answered at once through dp_request_complete.
+ */
+static enum bw_status stub_infer(void *ctx, const void *model, struct dp_request *req, uint32_t body_cap, char *msg,
+				 size_t msg_cap)
 {
 	const struct stub_model *sm = model;
 	uint16_t i;
 
-	CU_ASSERT(ctx == &g_stub);
+	CU_ASSERT(ctx == &g_stub || ((struct dp_lcore *)ctx)->model_lcore == ctx);
 	g_stub.infer_calls++;
 	g_stub.infer_cap = body_cap;
 	g_stub.arrival_tsc = req->arrival_tsc;
@@ -212,13 +219,21 @@ static enum bw_status stub_infer(void *ctx, const void *model, struct dp_request
 		snprintf(msg, msg_cap, "%s", STUB_BROKEN_MSG);
 		return BW_STATUS_INTERNAL;
 	}
+	if (sm->id == STUB_MODEL_BIG)
+		return BW_STATUS_OK; /* without req->held: nobody would ever answer it */
 	if (req->hdr->body_len > body_cap) {
 		snprintf(msg, msg_cap, "echo output of %u bytes exceeds the %u bytes of room", req->hdr->body_len,
 			 body_cap);
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	}
-	*reply_len = req->hdr->body_len; /* the output is the input, already in place */
-	*reply_tensors = req->num_tensors;
+	req->held = true;
+	if (ctx != &g_stub) {
+		dp_request_complete(ctx, req->mbuf, req->hdr, BW_STATUS_OK, req->hdr->body_len, req->num_tensors, NULL);
+		return BW_STATUS_OK;
+	}
+	g_stub.held_mbuf = req->mbuf;
+	g_stub.held_hdr = req->hdr;
+	g_stub.held_tensors = req->num_tensors;
 	return BW_STATUS_OK;
 }
 
@@ -473,7 +488,15 @@ struct outcome t_run(struct dp_lcore *lc, const struct frame *f, uint32_t len, u
 	m->ol_flags = rx_ol_flags;
 	g_stub.cap_limit = lc->cfg->mtu - T_IP_LEN - T_UDP_LEN - T_BW_LEN;
 
+	g_stub.held_mbuf = NULL;
 	o.verdict = dp_packet_handle(lc, m);
+	if (o.verdict == DP_VERDICT_HELD && g_stub.held_mbuf == m) {
+		/* the stub took it: its answer, in place, as dp_request_complete would send it */
+		dp_request_reply(lc, m, g_stub.held_hdr, BW_STATUS_OK, g_stub.held_hdr->body_len, g_stub.held_tensors,
+				 NULL);
+		g_stub.held_mbuf = NULL;
+		o.verdict = DP_VERDICT_REPLY;
+	}
 
 	o.drop = single_rise(before.drops, after->drops, DP_DROP_COUNT);
 	o.status = single_rise(before.replies, after->replies, BW_STATUS_COUNT);

@@ -59,7 +59,8 @@ void t_lcore_init(struct dp_lcore *lc, const struct dp_config *cfg);
 
 #define STUB_MODEL_ECHO 0     /* "echo": infer echoes the body in place; 2 priority levels */
 #define STUB_MODEL_BROKEN 7   /* "broken": infer fails INTERNAL with STUB_BROKEN_MSG; describe -EMSGSIZE */
-#define STUB_MODEL_BIG 9      /* "big": its description needs STUB_BIG_DESC_LEN bytes */
+#define STUB_MODEL_BIG 9      /* "big": its description needs STUB_BIG_DESC_LEN bytes; infer says OK
+			       * without taking the request (a model layer's bug the dataplane answers) */
 #define STUB_MODEL_UNKNOWN 42
 #define STUB_ECHO_LEVELS 2
 #define STUB_BROKEN_MSG "kernel 3 failed: illegal address"
@@ -81,6 +82,9 @@ struct stub_state {
 	int32_t desc_off[BW_MAX_TENSORS];   /* the views, relative to req->body */
 	int32_t name_off[BW_MAX_TENSORS];
 	int32_t data_off[BW_MAX_TENSORS];
+	struct rte_mbuf *held_mbuf;         /* the request echo took on a t_lcore_init lcore, for t_run */
+	struct bw_hdr *held_hdr;
+	uint16_t held_tensors;
 };
 extern struct stub_state g_stub;
 extern const struct dp_model_ops g_stub_ops;

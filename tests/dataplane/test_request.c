@@ -538,6 +538,9 @@ static void test_model_failure(void)
 	CU_ASSERT(h->body_len == strlen(STUB_BROKEN_MSG) &&
 		  memcmp(reply_body(h), STUB_BROKEN_MSG, strlen(STUB_BROKEN_MSG)) == 0);
 	t_reply_release();
+	/* OK without taking the request would leave it unanswered: the dataplane answers INTERNAL */
+	infer_frame(STUB_MODEL_BIG, g_three, RTE_DIM(g_three));
+	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INTERNAL, "the model layer accepted the request without taking it");
 }
 
 /* ---- MTU 1500 --------------------------------------------------------------------------------- */
