@@ -33,12 +33,10 @@ static int64_t tensor_desc_size(const struct bwc_tensor *t)
 	return (int64_t)sizeof(struct bw_tensor_desc) + bw_pad8((uint32_t)name_len);
 }
 
-int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
+/* Checks a request; \return its body's length (descriptors, then payloads, then a raw body), or -EINVAL. */
+static int64_t request_body_len(const struct bwc_request *req)
 {
-	uint8_t *out = buf;
-	struct bw_hdr *hdr = buf;
 	uint64_t body_len = 0;
-	uint32_t off, i;
 
 	if (req->opcode < BW_OP_PING || req->opcode > BW_OP_MODEL_INFO)
 		return -EINVAL;
@@ -49,22 +47,56 @@ int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 		return -EINVAL;
 	if (req->body_len > 0 && req->body == NULL)
 		return -EINVAL;
-
-	for (i = 0; i < req->num_tensors; i++) {
+	for (uint32_t i = 0; i < req->num_tensors; i++) {
 		int64_t sz = tensor_desc_size(&req->tensors[i]);
 
 		if (sz < 0)
-			return (int)sz;
+			return sz;
 		body_len += (uint64_t)sz + req->tensors[i].data_len;
 	}
-	body_len += req->body_len;
+	return (int64_t)(body_len + req->body_len);
+}
 
-	if (sizeof(*hdr) + body_len > BW_DGRAM_MAX || sizeof(*hdr) + body_len > cap)
-		return -EMSGSIZE;
+/* Copies the overlap of [part, part + part_len) with the slice [off, off + len) of the body to out. */
+static void part_copy(uint64_t part, const uint8_t *src, uint64_t part_len, uint64_t off, uint32_t len, uint8_t *out)
+{
+	uint64_t lo = part > off ? part : off, hi = part + part_len < off + len ? part + part_len : off + len;
 
+	if (lo < hi)
+		memcpy(out + (lo - off), src + (lo - part), hi - lo);
+}
+
+/*
+ * Writes bytes [off, off + len) of the request's body to out, without building the whole body: each
+ * descriptor is encoded on the stack, each payload copied from the caller's tensor. The one layout of
+ * a request body, for one datagram or for the slices of a segmented message.
+ */
+static void body_copy(const struct bwc_request *req, uint64_t off, uint32_t len, uint8_t *out)
+{
+	uint8_t desc[sizeof(struct bw_tensor_desc) + BW_MAX_NAME_LEN + 8];
+	uint64_t at = 0;
+
+	for (uint32_t i = 0; i < req->num_tensors; i++) {
+		const struct bwc_tensor *t = &req->tensors[i];
+		uint32_t n = bw_tensor_desc_write(desc, t->index, t->dtype, t->rank, t->dims, t->name,
+						  t->name != NULL ? (uint16_t)strlen(t->name) : 0, t->data_len);
+
+		part_copy(at, desc, n, off, len, out);
+		at += n;
+	}
+	for (uint32_t i = 0; i < req->num_tensors; i++) {
+		part_copy(at, req->tensors[i].data, req->tensors[i].data_len, off, len, out);
+		at += req->tensors[i].data_len;
+	}
+	part_copy(at, req->body, req->body_len, off, len, out);
+}
+
+static void header_write(const struct bwc_request *req, uint32_t body_len, uint16_t seg_index, uint16_t seg_count,
+			 uint32_t total_body_len, struct bw_hdr *hdr)
+{
 	/* Zero first: the header's reserved fields must be 0 on the wire (bw_tensor_desc_write zeroes the
 	 * descriptors' own). */
-	memset(out, 0, sizeof(*hdr));
+	memset(hdr, 0, sizeof(*hdr));
 	hdr->magic = BW_PROTO_MAGIC;
 	hdr->version = BW_PROTO_VERSION;
 	hdr->opcode = req->opcode;
@@ -73,28 +105,56 @@ int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 	hdr->deadline_us = req->deadline_us;
 	hdr->priority = req->priority;
 	hdr->num_tensors = req->num_tensors;
-	hdr->body_len = (uint32_t)body_len;
-	hdr->seg_index = 0;
-	hdr->seg_count = 1;
-	hdr->total_body_len = (uint32_t)body_len;
+	hdr->body_len = body_len;
+	hdr->seg_index = seg_index;
+	hdr->seg_count = seg_count;
+	hdr->total_body_len = total_body_len;
+}
 
-	off = sizeof(*hdr);
-	for (i = 0; i < req->num_tensors; i++) {
-		const struct bwc_tensor *t = &req->tensors[i];
+int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
+{
+	int64_t body_len = request_body_len(req);
 
-		off += bw_tensor_desc_write(out + off, t->index, t->dtype, t->rank, t->dims, t->name,
-					    t->name != NULL ? (uint16_t)strlen(t->name) : 0, t->data_len);
-	}
-	for (i = 0; i < req->num_tensors; i++) {
-		if (req->tensors[i].data_len > 0)
-			memcpy(out + off, req->tensors[i].data, req->tensors[i].data_len);
-		off += req->tensors[i].data_len;
-	}
-	if (req->body_len > 0) {
-		memcpy(out + off, req->body, req->body_len);
-		off += req->body_len;
-	}
-	return (int)off;
+	if (body_len < 0)
+		return (int)body_len;
+	if (sizeof(struct bw_hdr) + (uint64_t)body_len > BW_DGRAM_MAX || sizeof(struct bw_hdr) + (uint64_t)body_len > cap)
+		return -EMSGSIZE;
+	header_write(req, (uint32_t)body_len, 0, 1, (uint32_t)body_len, buf);
+	body_copy(req, 0, (uint32_t)body_len, (uint8_t *)buf + sizeof(struct bw_hdr));
+	return (int)(sizeof(struct bw_hdr) + (uint64_t)body_len);
+}
+
+int bwc_request_segments(const struct bwc_request *req, uint32_t slice)
+{
+	int64_t body_len = request_body_len(req);
+	uint64_t count;
+
+	if (body_len < 0)
+		return (int)body_len;
+	if (slice == 0 || slice > BWC_BODY_MAX)
+		return -EINVAL;
+	count = body_len == 0 ? 1 : ((uint64_t)body_len + slice - 1) / slice;
+	if (count > BWC_SEGMENTS_MAX || (uint64_t)body_len > UINT32_MAX)
+		return -EMSGSIZE;
+	return (int)count;
+}
+
+int bwc_encode_request_segment(const struct bwc_request *req, uint32_t slice, uint32_t index, void *buf, size_t cap)
+{
+	int count = bwc_request_segments(req, slice);
+	uint32_t total, len;
+
+	if (count < 0)
+		return count;
+	if (index >= (uint32_t)count)
+		return -EINVAL;
+	total = (uint32_t)request_body_len(req);
+	len = index + 1 < (uint32_t)count ? slice : total - slice * index; /* the last: what is left */
+	if (sizeof(struct bw_hdr) + len > cap)
+		return -EMSGSIZE;
+	header_write(req, len, (uint16_t)index, (uint16_t)count, total, buf);
+	body_copy(req, (uint64_t)slice * index, len, (uint8_t *)buf + sizeof(struct bw_hdr));
+	return (int)(sizeof(struct bw_hdr) + len);
 }
 
 static int reply_fail(struct bwc_reply *reply, int err, const char *why)

@@ -2,8 +2,9 @@
 /*
  * bwclient: the batchwire client library. Kernel UDP sockets and libc only, no DPDK, so any Linux
  * host can talk to the appliance. Two layers:
- *   - a pure codec (bwc_encode_request, bwc_decode_reply, bwc_decode_model_info) that touches no
- *     socket, so the tests can check every byte;
+ *   - a pure codec (bwc_encode_request, bwc_encode_request_segment for a body larger than one
+ *     datagram, bwc_decode_reply, bwc_decode_model_info) that touches no socket, so the tests can
+ *     check every byte;
  *   - calls (bwc_ping, bwc_infer, bwc_model_info*) that send one request and wait for its reply,
  *     resending on timeout.
  *
@@ -123,6 +124,27 @@ struct bwc;
  *         cap or BW_DGRAM_MAX
  */
 int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap);
+
+/* Segments of one message at most (seg_count is 16 bits). */
+#define BWC_SEGMENTS_MAX 65535u
+
+/**
+ * How many datagrams a request takes when its body is cut into slices of slice bytes
+ * (docs/protocol.md, "Segmentation": every segment but the last carries exactly slice bytes).
+ * \param slice  body bytes per segment, 1..BWC_BODY_MAX (at an MTU: MTU - 20 - 8 - 40)
+ * \return the segment count (1 for a body of at most slice bytes), -EINVAL (a malformed request or
+ *         slice), -EMSGSIZE (more than BWC_SEGMENTS_MAX segments)
+ */
+int bwc_request_segments(const struct bwc_request *req, uint32_t slice);
+
+/**
+ * Writes segment index of a request cut as bwc_request_segments says into buf: the header (the same
+ * in every segment but seg_index and body_len) and its slice of the body, taken from the request's
+ * tensors without building the whole body. A one-segment request is bwc_encode_request's datagram.
+ * \return the datagram length, -EINVAL (as bwc_request_segments, or index out of range), -EMSGSIZE
+ *         (cap too small, or too many segments)
+ */
+int bwc_encode_request_segment(const struct bwc_request *req, uint32_t slice, uint32_t index, void *buf, size_t cap);
 
 /**
  * Checks a reply datagram and fills reply. The request_id is not compared: callers match it.

@@ -207,6 +207,105 @@ static void test_encode_sizes(void)
 	CU_ASSERT_EQUAL(bwc_encode_request(&req, buf, sizeof(buf)), BW_DGRAM_MAX);
 }
 
+/*
+ * Segments (docs/protocol.md, "Segmentation"): for slices of every size from 1 byte to the whole
+ * body, the segments' bodies concatenated in seg_index order are the unsegmented body byte for byte;
+ * each header is the unsegmented one but for seg_index, seg_count and body_len (the slice; the last
+ * what is left); the count is the least that holds the body. A 600 KB tensor (ResNet-50's input)
+ * at MTU 1500 and 9000. The limits and refusals.
+ */
+static void test_encode_segments(void)
+{
+	static uint8_t whole[BW_DGRAM_MAX], joined[BW_DGRAM_MAX], seg[BW_DGRAM_MAX];
+	struct bwc_tensor t[3];
+	struct bwc_request req = { .opcode = BW_OP_INFER, .request_id = 77, .model_id = 5, .deadline_us = 900,
+				   .priority = 1, .num_tensors = 3 };
+	const uint32_t body = TOTAL3 - 40u;
+	unsigned int bad = 0;
+
+	three_tensors(t);
+	req.tensors = t;
+	CU_ASSERT_EQUAL_FATAL(bwc_encode_request(&req, whole, sizeof(whole)), (int)TOTAL3);
+	for (uint32_t slice = 1; slice <= body + 1; slice++) {
+		int count = bwc_request_segments(&req, slice);
+		uint32_t off = 0;
+
+		if (count != (int)((body + slice - 1) / slice)) {
+			bad++;
+			continue;
+		}
+		memset(joined, 0x5a, sizeof(joined));
+		for (int i = 0; i < count; i++) {
+			int len = bwc_encode_request_segment(&req, slice, (uint32_t)i, seg, sizeof(seg));
+			uint32_t want = i + 1 < count ? slice : body - slice * (uint32_t)i;
+
+			bad += len != (int)(40 + want) || rd16(seg, 32) != i || rd16(seg, 34) != count ||
+			       rd32(seg, 28) != want || rd32(seg, 36) != body;
+			/* everything else as in the unsegmented header */
+			bad += memcmp(seg, whole, 28) != 0;
+			if (len > 40)
+				memcpy(joined + off, seg + 40, (size_t)len - 40);
+			off += want;
+		}
+		bad += off != body || memcmp(joined, whole + 40, body) != 0;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	/* one segment: the unsegmented datagram */
+	CU_ASSERT_EQUAL(bwc_encode_request_segment(&req, body, 0, seg, sizeof(seg)), (int)TOTAL3);
+	CU_ASSERT(memcmp(seg, whole, TOTAL3) == 0);
+	/* refusals */
+	CU_ASSERT_EQUAL(bwc_request_segments(&req, 0), -EINVAL);
+	CU_ASSERT_EQUAL(bwc_request_segments(&req, BWC_BODY_MAX + 1), -EINVAL);
+	CU_ASSERT_EQUAL(bwc_encode_request_segment(&req, 16, (uint32_t)bwc_request_segments(&req, 16), seg, sizeof(seg)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(bwc_encode_request_segment(&req, 16, 0, seg, 40 + 15), -EMSGSIZE);
+	CU_ASSERT_EQUAL(bwc_encode_request_segment(&req, 16, 0, seg, 40 + 16), 40 + 16);
+	req.opcode = 9;
+	CU_ASSERT_EQUAL(bwc_request_segments(&req, 16), -EINVAL);
+}
+
+static void test_encode_segments_large(void)
+{
+	const uint32_t image = 3u * 224u * 224u * 4u; /* 602,112 bytes */
+	uint8_t *data = malloc(image), *joined = malloc(image + 64);
+	static uint8_t seg[BW_DGRAM_MAX];
+	struct bwc_tensor t = { .index = 0, .dtype = BW_DTYPE_FLOAT, .rank = 4, .dims = { 1, 3, 224, 224 },
+				.name = "input", .data_len = image };
+	struct bwc_request req = { .opcode = BW_OP_INFER, .request_id = 9, .num_tensors = 1, .tensors = &t };
+	static const uint32_t mtus[] = { 1500, 9000 };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(joined);
+	for (uint32_t i = 0; i < image; i++)
+		data[i] = (uint8_t)(i * 2654435761u >> 24);
+	t.data = data;
+	for (unsigned int m = 0; m < 2; m++) {
+		uint32_t slice = mtus[m] - 20 - 8 - 40, off = 0, body = 48 + 8 + image; /* "input" padded to 8 */
+		int count = bwc_request_segments(&req, slice);
+		unsigned int bad = 0;
+
+		printf("\n    %u-byte body at MTU %u: %d datagrams of up to %u bytes", body, mtus[m], count, slice);
+		CU_ASSERT_EQUAL(count, (int)((body + slice - 1) / slice));
+		for (int i = 0; i < count; i++) {
+			int len = bwc_encode_request_segment(&req, slice, (uint32_t)i, seg, sizeof(seg));
+
+			bad += len <= 40 || len > (int)(mtus[m] - 28) || rd32(seg, 36) != body;
+			if (len > 40) {
+				memcpy(joined + off, seg + 40, (size_t)len - 40);
+				off += (uint32_t)len - 40;
+			}
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		CU_ASSERT_EQUAL_FATAL(off, body);
+		CU_ASSERT(memcmp(joined + 56, data, image) == 0); /* the payload after its descriptor and name */
+		CU_ASSERT(memcmp(joined + 48, "input", 5) == 0);
+	}
+	/* more segments than seg_count holds: refused */
+	CU_ASSERT_EQUAL(bwc_request_segments(&req, 8), -EMSGSIZE);
+	free(data);
+	free(joined);
+}
+
 static void test_encode_invalid(void)
 {
 	uint8_t buf[512], data[16] = { 0 };
@@ -832,6 +931,8 @@ int main(void)
 		{ "encode: round trip through bw_body_parse", test_encode_round_trip },
 		{ "encode: -EMSGSIZE past one datagram or the buffer", test_encode_sizes },
 		{ "encode: invalid tensors rejected", test_encode_invalid },
+		{ "encode: segments of every slice size rebuild the body", test_encode_segments },
+		{ "encode: a 600 KB tensor in segments at MTU 1500 and 9000", test_encode_segments_large },
 		{ "decode: OK INFER reply", test_decode_ok_infer },
 		{ "decode: error reply with message", test_decode_error_reply },
 		{ "decode: truncated at every length", test_decode_truncated },
