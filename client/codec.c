@@ -163,6 +163,83 @@ static int reply_fail(struct bwc_reply *reply, int err, const char *why)
 	return err;
 }
 
+void bwc_reasm_init(struct bwc_reasm *r, void *buf, size_t cap, uint64_t request_id, uint8_t opcode)
+{
+	memset(r, 0, sizeof(*r));
+	r->buf = buf;
+	r->cap = cap;
+	r->request_id = request_id;
+	r->opcode = opcode;
+}
+
+/* Whether h's message fields are the first segment's. */
+static bool reasm_same_message(const struct bw_hdr *a, const struct bw_hdr *h)
+{
+	return a->opcode == h->opcode && a->status == h->status && a->model_id == h->model_id &&
+	       a->deadline_us == h->deadline_us && a->priority == h->priority && a->flags == h->flags &&
+	       a->num_tensors == h->num_tensors && a->seg_count == h->seg_count && a->total_body_len == h->total_body_len;
+}
+
+int bwc_reasm_add(struct bwc_reasm *r, const void *dgram, size_t len)
+{
+	const struct bw_hdr *h = dgram;
+	uint32_t count, idx, off;
+	size_t trailer;
+
+	if (len < sizeof(*h) || h->magic != BW_PROTO_MAGIC || h->version != BW_PROTO_VERSION ||
+	    h->request_id != r->request_id || h->opcode != (r->opcode | BW_OP_REPLY))
+		return 0; /* not part of this reply: a stale one, or someone else's */
+	trailer = (h->flags & BW_FLAG_AUTH) ? sizeof(struct bw_auth_trailer) : 0;
+	count = h->seg_count;
+	idx = h->seg_index;
+	if (count == 0 || idx >= count || (uint64_t)sizeof(*h) + h->body_len + trailer != len ||
+	    h->body_len > h->total_body_len || (count == 1 && h->body_len != h->total_body_len) ||
+	    (count > 1 && h->body_len == 0))
+		return -EBADMSG;
+	if (!r->started) {
+		if (sizeof(*h) + (uint64_t)h->total_body_len > r->cap)
+			return -EMSGSIZE;
+		r->first = *h;
+		r->started = true;
+	} else if (!reasm_same_message(&r->first, h)) {
+		return -EBADMSG;
+	}
+	if (r->seen[idx / 8] & (1u << (idx % 8)))
+		return 0; /* a duplicate */
+	if (idx + 1 < count) {
+		/* every slice but the last is the same; the last is what they leave, at least one byte */
+		if (r->slice == 0) {
+			if ((uint64_t)h->body_len * (count - 1) >= h->total_body_len ||
+			    (uint64_t)h->body_len * count < h->total_body_len)
+				return -EBADMSG;
+			r->slice = h->body_len;
+			if (r->last_len != 0 && r->last_len != h->total_body_len - r->slice * (count - 1))
+				return -EBADMSG;
+		} else if (h->body_len != r->slice) {
+			return -EBADMSG;
+		}
+		off = r->slice * idx;
+	} else {
+		if (r->slice != 0 && h->body_len != h->total_body_len - r->slice * (count - 1))
+			return -EBADMSG;
+		if ((uint64_t)h->body_len + (count - 1) > h->total_body_len) /* each other segment holds a byte */
+			return -EBADMSG;
+		r->last_len = h->body_len;
+		off = h->total_body_len - h->body_len;
+	}
+	memcpy(r->buf + sizeof(*h) + off, h + 1, h->body_len);
+	r->seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	if (++r->received < count)
+		return 0;
+	/* whole: the header of the one datagram it now is */
+	memcpy(r->buf, &r->first, sizeof(r->first));
+	((struct bw_hdr *)r->buf)->seg_index = 0;
+	((struct bw_hdr *)r->buf)->seg_count = 1;
+	((struct bw_hdr *)r->buf)->flags &= (uint8_t)~BW_FLAG_AUTH;
+	((struct bw_hdr *)r->buf)->body_len = r->first.total_body_len;
+	return 1;
+}
+
 int bwc_decode_reply(const void *buf, size_t len, uint8_t opcode, struct bwc_reply *reply)
 {
 	const struct bw_hdr *hdr = buf;

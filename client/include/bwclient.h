@@ -3,8 +3,8 @@
  * bwclient: the batchwire client library. Kernel UDP sockets and libc only, no DPDK, so any Linux
  * host can talk to the appliance. Two layers:
  *   - a pure codec (bwc_encode_request, bwc_encode_request_segment for a body larger than one
- *     datagram, bwc_decode_reply, bwc_decode_model_info) that touches no socket, so the tests can
- *     check every byte;
+ *     datagram, bwc_reasm_add for a reply that came in segments, bwc_decode_reply,
+ *     bwc_decode_model_info) that touches no socket, so the tests can check every byte;
  *   - calls (bwc_ping, bwc_infer, bwc_model_info*) that send one request and wait for its reply,
  *     resending on timeout.
  *
@@ -18,6 +18,7 @@
 #ifndef BATCHWIRE_BWCLIENT_H
 #define BATCHWIRE_BWCLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,9 @@
 
 /* Room for a server's error message; the protocol promises at most 200 bytes. */
 #define BWC_ERRMSG_MAX 255
+
+/* Segments of one message at most (seg_count is 16 bits). */
+#define BWC_SEGMENTS_MAX 65535u
 
 /* Largest body of an unsegmented message. */
 #define BWC_BODY_MAX ((uint32_t)(BW_DGRAM_MAX - sizeof(struct bw_hdr)))
@@ -125,8 +129,6 @@ struct bwc;
  */
 int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap);
 
-/* Segments of one message at most (seg_count is 16 bits). */
-#define BWC_SEGMENTS_MAX 65535u
 
 /**
  * How many datagrams a request takes when its body is cut into slices of slice bytes
@@ -145,6 +147,38 @@ int bwc_request_segments(const struct bwc_request *req, uint32_t slice);
  *         (cap too small, or too many segments)
  */
 int bwc_encode_request_segment(const struct bwc_request *req, uint32_t slice, uint32_t index, void *buf, size_t cap);
+
+/*
+ * A segmented reply being put back together (docs/protocol.md, "Segmentation") in the caller's
+ * buffer, as the one datagram bwc_decode_reply reads: the header (seg_count 1, body_len the whole
+ * body, the AUTH flag cleared: each segment's trailer is its own) and the body, each segment's slice
+ * written where it belongs. A few KiB: keep it off the stack.
+ */
+struct bwc_reasm {
+	uint8_t *buf;
+	size_t cap;
+	uint64_t request_id;
+	uint8_t opcode;                     /* the request's */
+	bool started;                       /* a segment of the reply has arrived */
+	struct bw_hdr first;                /* the first segment's header: every other must agree */
+	uint32_t slice;                     /* body bytes of every segment but the last; 0 until one arrived */
+	uint32_t last_len;                  /* the last segment's, when it came before any other */
+	uint32_t received;                  /* distinct segments */
+	uint8_t seen[BWC_SEGMENTS_MAX / 8 + 1];
+};
+
+/** Starts a reassembly of the reply to (request_id, opcode) into buf (room for header and body). */
+void bwc_reasm_init(struct bwc_reasm *r, void *buf, size_t cap, uint64_t request_id, uint8_t opcode);
+
+/**
+ * Adds one datagram. Datagrams of another request, and duplicates, are ignored.
+ * \return 1 when the reply is whole (buf holds it: hand 40 + its body_len bytes to bwc_decode_reply),
+ *         0 when more segments are needed or the datagram was ignored; -EBADMSG for a segment that
+ *         breaks the rules (a field unlike the first segment's, seg_index out of range, a slice of
+ *         the wrong length, lengths that do not add up) and -EMSGSIZE for a reply larger than cap:
+ *         the reassembly is then over.
+ */
+int bwc_reasm_add(struct bwc_reasm *r, const void *dgram, size_t len);
 
 /**
  * Checks a reply datagram and fills reply. The request_id is not compared: callers match it.

@@ -306,6 +306,117 @@ static void test_encode_segments_large(void)
 	free(joined);
 }
 
+/* Segments of three_tensors() as an OK INFER reply would carry them, cut into slices of slice bytes. */
+static int reply_segments(uint32_t slice, uint8_t (*segs)[BW_DGRAM_MAX], int *lens)
+{
+	struct bwc_tensor t[3];
+	struct bwc_request req = { .opcode = BW_OP_INFER, .request_id = 4242, .model_id = 5, .num_tensors = 3 };
+	int count;
+
+	three_tensors(t);
+	req.tensors = t;
+	count = bwc_request_segments(&req, slice);
+	for (int i = 0; i < count; i++) {
+		lens[i] = bwc_encode_request_segment(&req, slice, (uint32_t)i, segs[i], BW_DGRAM_MAX);
+		segs[i][5] |= BW_OP_REPLY;
+	}
+	return count;
+}
+
+/*
+ * A segmented reply put back together: in order, reversed and shuffled, with duplicates and a
+ * stranger's datagram mixed in, at every slice size; the result decodes as the unsegmented reply
+ * would. Each broken rule ends it with -EBADMSG, a reply larger than the buffer with -EMSGSIZE.
+ */
+static void test_reasm(void)
+{
+	static uint8_t segs[TOTAL3][BW_DGRAM_MAX], buf[BW_DGRAM_MAX], other[BW_DGRAM_MAX];
+	static struct bwc_reasm r;
+	static struct bwc_reply reply;
+	int lens[TOTAL3];
+	unsigned int bad = 0, seed = 7;
+	const uint32_t body = TOTAL3 - 40u;
+
+	for (uint32_t slice = 1; slice <= body; slice++) {
+		int count = reply_segments(slice, segs, lens);
+
+		for (int order = 0; order < 3; order++) {
+			int idx[TOTAL3], rc = 0;
+
+			for (int i = 0; i < count; i++)
+				idx[i] = order == 1 ? count - 1 - i : i;
+			for (int i = count - 1; order == 2 && i > 0; i--) {
+				int j = rand_r(&seed) % (i + 1), x = idx[i];
+
+				idx[i] = idx[j];
+				idx[j] = x;
+			}
+			bwc_reasm_init(&r, buf, sizeof(buf), 4242, BW_OP_INFER);
+			memcpy(other, segs[0], (size_t)lens[0]);
+			((struct bw_hdr *)other)->request_id = 1; /* someone else's reply: ignored */
+			bad += bwc_reasm_add(&r, other, (size_t)lens[0]) != 0;
+			for (int i = 0; i < count; i++) {
+				rc = bwc_reasm_add(&r, segs[idx[i]], (size_t)lens[idx[i]]);
+				bad += rc != (i + 1 == count ? 1 : 0);
+				if (i + 1 < count) /* a duplicate changes nothing */
+					bad += bwc_reasm_add(&r, segs[idx[i]], (size_t)lens[idx[i]]) != 0;
+			}
+			bad += rc != 1 || bwc_decode_reply(buf, 40 + body, BW_OP_INFER, &reply) != 0 ||
+			       reply.num_tensors != 3 || memcmp(reply.tensors[1].data, g_in1, sizeof(g_in1)) != 0 ||
+			       reply.tensors[2].data[0] != 0xab;
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+
+	/* broken rules, each on a fresh reassembly of slices of 16 bytes */
+	int count = reply_segments(16, segs, lens);
+	struct { const char *what; int seg; size_t field; uint32_t value; int width; } cases[] = {
+		{ "another model", 1, offsetof(struct bw_hdr, model_id), 9, 4 },
+		{ "another total", 1, offsetof(struct bw_hdr, total_body_len), body + 16, 4 },
+		{ "another seg_count", 1, offsetof(struct bw_hdr, seg_count), (uint32_t)count + 1, 2 },
+		{ "seg_index out of range", 1, offsetof(struct bw_hdr, seg_index), (uint32_t)count, 2 },
+		{ "another status", 1, offsetof(struct bw_hdr, status), BW_STATUS_INTERNAL, 2 },
+	};
+	CU_ASSERT_FATAL(count > 3);
+	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		memcpy(other, segs[cases[c].seg], (size_t)lens[cases[c].seg]);
+		if (cases[c].width == 4)
+			memcpy(other + cases[c].field, &cases[c].value, 4);
+		else
+			memcpy(other + cases[c].field, &(uint16_t){ (uint16_t)cases[c].value }, 2);
+		bwc_reasm_init(&r, buf, sizeof(buf), 4242, BW_OP_INFER);
+		CU_ASSERT_EQUAL(bwc_reasm_add(&r, segs[0], (size_t)lens[0]), 0);
+		if (bwc_reasm_add(&r, other, (size_t)lens[cases[c].seg]) != -EBADMSG)
+			printf("\n    not refused: %s", cases[c].what);
+		CU_ASSERT_EQUAL(bwc_reasm_add(&r, other, (size_t)lens[cases[c].seg]), -EBADMSG);
+	}
+	/* a middle slice of another length (the datagram shortened with it) */
+	memcpy(other, segs[1], (size_t)lens[1]);
+	((struct bw_hdr *)other)->body_len = 15;
+	bwc_reasm_init(&r, buf, sizeof(buf), 4242, BW_OP_INFER);
+	CU_ASSERT_EQUAL(bwc_reasm_add(&r, segs[0], (size_t)lens[0]), 0);
+	CU_ASSERT_EQUAL(bwc_reasm_add(&r, other, (size_t)lens[1] - 1), -EBADMSG);
+	/* the last first, then a slice it does not fit with */
+	bwc_reasm_init(&r, buf, sizeof(buf), 4242, BW_OP_INFER);
+	CU_ASSERT_EQUAL(bwc_reasm_add(&r, segs[count - 1], (size_t)lens[count - 1]), 0);
+	memcpy(other, segs[0], (size_t)lens[0]);
+	((struct bw_hdr *)other)->body_len = 17;
+	memset(other + lens[0], 0, 1);
+	CU_ASSERT_EQUAL(bwc_reasm_add(&r, other, (size_t)lens[0] + 1), -EBADMSG);
+	/* a datagram whose length is not its header's */
+	bwc_reasm_init(&r, buf, sizeof(buf), 4242, BW_OP_INFER);
+	CU_ASSERT_EQUAL(bwc_reasm_add(&r, segs[0], (size_t)lens[0] - 1), -EBADMSG);
+	/* larger than the caller's buffer: refused at the first segment */
+	bwc_reasm_init(&r, buf, 40 + body - 1, 4242, BW_OP_INFER);
+	CU_ASSERT_EQUAL(bwc_reasm_add(&r, segs[0], (size_t)lens[0]), -EMSGSIZE);
+	/* an unsegmented reply is whole at once, an empty one included */
+	count = reply_segments(body, segs, lens);
+	CU_ASSERT_EQUAL(count, 1);
+	bwc_reasm_init(&r, buf, sizeof(buf), 4242, BW_OP_INFER);
+	CU_ASSERT_EQUAL(bwc_reasm_add(&r, segs[0], (size_t)lens[0]), 1);
+	CU_ASSERT(memcmp(buf, segs[0], (size_t)lens[0]) == 0);
+}
+
 static void test_encode_invalid(void)
 {
 	uint8_t buf[512], data[16] = { 0 };
@@ -933,6 +1044,7 @@ int main(void)
 		{ "encode: invalid tensors rejected", test_encode_invalid },
 		{ "encode: segments of every slice size rebuild the body", test_encode_segments },
 		{ "encode: a 600 KB tensor in segments at MTU 1500 and 9000", test_encode_segments_large },
+		{ "reassembly of a segmented reply: any order, duplicates, every broken rule", test_reasm },
 		{ "decode: OK INFER reply", test_decode_ok_infer },
 		{ "decode: error reply with message", test_decode_error_reply },
 		{ "decode: truncated at every length", test_decode_truncated },
