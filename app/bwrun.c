@@ -230,13 +230,13 @@ static void setup_batch(struct runner *r, const struct opts *o)
 	for (uint32_t i = 0; i < g->num_inputs; i++) {
 		if (r->in_bytes[i] > UINT32_MAX)
 			die("input %s: %zu bytes do not fit a batch segment", g->values[g->inputs[i]].name, r->in_bytes[i]);
-		r->task.inputs[i] = (struct bw_segment){ r->in_data[i], (uint32_t)r->in_bytes[i] };
+		r->task.inputs[i] = bw_segment_flat(r->in_data[i], (uint32_t)r->in_bytes[i]);
 	}
 	for (uint32_t i = 0; i < g->num_outputs; i++) {
 		r->out_data[i] = malloc(r->out_bytes[i] != 0 ? r->out_bytes[i] : 1);
 		if (r->out_data[i] == NULL || r->out_bytes[i] > UINT32_MAX)
 			die("output %s: cannot hold %zu bytes", g->values[g->outputs[i]].name, r->out_bytes[i]);
-		r->task.outputs[i] = (struct bw_segment){ r->out_data[i], (uint32_t)r->out_bytes[i] };
+		r->task.outputs[i] = bw_segment_flat(r->out_data[i], (uint32_t)r->out_bytes[i]);
 	}
 }
 

@@ -64,12 +64,12 @@ void setup_gpu(struct runner *r, const struct opts *o)
 	one_task_batch(r, o);
 	for (uint32_t i = 0; i < g->num_inputs; i++) {
 		memcpy(r->gmem + off, r->in_data[i], r->in_bytes[i]);
-		r->task.inputs[i] = (struct bw_segment){ r->gmem + off, (uint32_t)r->in_bytes[i] };
+		r->task.inputs[i] = bw_segment_flat(r->gmem + off, (uint32_t)r->in_bytes[i]);
 		off += (r->in_bytes[i] + 63) & ~(size_t)63;
 	}
 	for (uint32_t i = 0; i < g->num_outputs; i++) {
 		r->out_data[i] = r->gmem + off; /* not ours to free: part of gmem */
-		r->task.outputs[i] = (struct bw_segment){ r->gmem + off, (uint32_t)r->out_bytes[i] };
+		r->task.outputs[i] = bw_segment_flat(r->gmem + off, (uint32_t)r->out_bytes[i]);
 		off += (r->out_bytes[i] + 63) & ~(size_t)63;
 	}
 }

@@ -154,6 +154,17 @@ static const struct app_option g_options[] = {
 	{"mbufs-held", "mbufs_held", parse_uint, 0, 1u << 20, U32_FIELD(dp.mbufs_held),
 	 "an integer in 0..1048576",
 	 "extra mbufs per socket for requests held in queued batches (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
+	{"max-message-bytes", "max_message_bytes", parse_uint, 1024, 1u << 30, U32_FIELD(dp.msg_max),
+	 "an integer in 1024..1073741824",
+	 "largest request (and reply) body, in bytes, across all its datagrams (default 16777216)"},
+	{"reassembly-messages", "reassembly_messages", parse_uint, 1, DP_REASM_MSGS_MAX, U32_FIELD(dp.reasm_msgs),
+	 "an integer in 1.." XSTR(DP_REASM_MSGS_MAX),
+	 "per polling lcore: multi-datagram messages being reassembled or served at once (default "
+	 XSTR(DP_REASM_MSGS_DEFAULT) ")"},
+	{"reassembly-mbufs", "reassembly_mbufs", parse_uint, 0, 1u << 22, U32_FIELD(dp.reasm_mbufs),
+	 "an integer in 0..4194304",
+	 "per polling lcore: mbufs those messages may hold (default 0: one maximal\n"
+	 "                   request at the MTU, and 1024 more)"},
 	{"gpu-module", "gpu_module", parse_gpu_module, 0, 0, 0, 0, "a file path below 4096 bytes, or 'fake'",
 	 "device module of the models with device = gpu (default libbwgpu.so\n"
 	 "                   beside batchwire, then libdir/batchwire); 'fake': the CPU fake device, for tests"},
@@ -711,6 +722,14 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		if (m->device != APP_DEVICE_GPU && m->gpu_keys_set) {
 			fprintf(err, "batchwire: model '%s': precision, layout and launch_mode are the GPU's: expected "
 				"device = gpu, or none of them\n", m->name);
+			return -EINVAL;
+		}
+	}
+	{
+		char msg[256];
+
+		if (dp_config_finalize(&cfg->dp, msg, sizeof(msg)) != 0) {
+			fprintf(err, "batchwire: %s\n", msg);
 			return -EINVAL;
 		}
 	}

@@ -5,6 +5,7 @@
  * the reply in the request's own mbuf when the batcher is done with it. All of it on the polling
  * lcore, per request: no lock, allocation or system call.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -164,6 +165,7 @@ static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struc
 				    ? req->arrival_tsc + plat_us_to_tsc(req->hdr->deadline_us) : 0;
 	job->owner[0] = req->mbuf;
 	job->owner[1] = req->hdr;
+	job->owner[2] = req->msg;
 	status = bat_submit(q, job, req->arrival_tsc);
 	if (status == BW_STATUS_UNAVAILABLE)
 		snprintf(msg, cap, "the batch scheduling queue is full (max_enqueued_batches %u, max_queue_size %u)",
@@ -173,6 +175,14 @@ static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struc
 	else
 		req->held = true;
 	return status;
+}
+
+/* Where a tensor's payload is: contiguous in the datagram, or across the message's pages. */
+static struct bw_segment tensor_segment(const struct dp_request *req, const struct bw_tensor_view *v)
+{
+	if (v->data != NULL)
+		return bw_segment_flat((uint8_t *)v->data, v->desc->data_len);
+	return (struct bw_segment){NULL, v->desc->data_len, v->offset, req->pages};
 }
 
 enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap __rte_unused,
@@ -187,8 +197,8 @@ enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request 
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	for (uint16_t i = 0; i < req->num_tensors; i++) {
-		/* Echo computes in place: each output is its input, in the request mbuf the reply reuses. */
-		struct bw_segment seg = {(uint8_t *)req->tensors[i].data, req->tensors[i].desc->data_len};
+		/* Echo computes in place: each output is its input, in the request mbufs the reply reuses. */
+		struct bw_segment seg = tensor_segment(req, &req->tensors[i]);
 		job->inputs[i] = seg;
 		job->outputs[i] = seg;
 	}
@@ -196,44 +206,78 @@ enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request 
 }
 
 /*
- * The outputs are staged in the request's own mbuf past everything the request holds (its body, and
- * the room the reply's descriptors will take), so that no output row lands on an input row a later
- * piece of a split request still has to gather. The reply is then descriptors + the staged bytes,
- * moved down once (app_onnx_job_done).
+ * Where the outputs go. A request of one datagram whose reply fits its mbuf stages them there, past
+ * everything the request holds (its body, and the room the reply's descriptors will take), so that no
+ * output row lands on an input row a later piece of a split request still has to gather; the reply is
+ * then descriptors + the staged bytes, moved down once (app_onnx_job_done). Any other request gets
+ * reply pages of its own from the dataplane, the outputs written at their place in the reply.
  */
+static enum bw_status onnx_outputs_place(struct app_channel *ch, struct dp_request *req, struct bw_segment *outputs,
+					 uint32_t rows, uint32_t body_cap, char *msg, size_t cap)
+{
+	const struct rt_model *model = &ch->model->spec;
+	uint32_t desc_bytes = ch->model->reply_desc_bytes;
+	uint64_t out_bytes = (uint64_t)rows * ch->model->output_row_bytes; /* rows come from the wire */
+	uint32_t stage = bw_pad8(RTE_MAX(req->body_len, desc_bytes));
+	const struct bw_pages *pages;
+	uint32_t off;
+	int rc;
+
+	if (req->msg == NULL && stage + out_bytes <= body_cap) {
+		uint8_t *out = req->body + stage;
+
+		for (uint16_t o = 0; o < model->num_outputs; o++) {
+			uint32_t len = rows * model->output_row_bytes[o];
+			outputs[o] = bw_segment_flat(out, len);
+			out += len;
+		}
+		return BW_STATUS_OK;
+	}
+	if (desc_bytes + out_bytes > UINT32_MAX)
+		rc = -EMSGSIZE;
+	else
+		rc = dp_request_reply_pages(ch->lcore->dp, req, (uint32_t)(desc_bytes + out_bytes), &pages);
+	if (rc == -EMSGSIZE) {
+		snprintf(msg, cap, "the reply to %u rows (%" PRIu64 " bytes of outputs) exceeds this server's message limit",
+			 rows, out_bytes);
+		return BW_STATUS_INVALID_ARGUMENT;
+	}
+	if (rc < 0) {
+		snprintf(msg, cap, "no room for a reply of %" PRIu64 " bytes on this core now (%s): try again",
+			 desc_bytes + out_bytes, rc == -ENOSPC ? "every message entry is taken" : "no free mbufs");
+		return BW_STATUS_RESOURCE_EXHAUSTED;
+	}
+	off = desc_bytes;
+	for (uint16_t o = 0; o < model->num_outputs; o++) {
+		uint32_t len = rows * model->output_row_bytes[o];
+		outputs[o] = (struct bw_segment){NULL, len, off, pages};
+		off += len;
+	}
+	return BW_STATUS_OK;
+}
+
 enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap, char *msg,
 				      size_t cap)
 {
 	const struct rt_model *model = &ch->model->spec;
 	const struct bw_tensor_view *by_input[RT_MODEL_TENSORS_MAX];
+	struct bw_segment outputs[BW_BATCH_TENSORS_MAX];
 	uint32_t rows = onnx_request_bind(model, req, by_input, msg, cap);
-	uint32_t stage, per_row = ch->model->output_row_bytes;
-	uint64_t out_bytes;
+	enum bw_status status;
 	struct bat_job *job;
-	uint8_t *out;
 
 	if (rows == 0)
 		return BW_STATUS_INVALID_ARGUMENT;
-	stage = bw_pad8(RTE_MAX(req->hdr->body_len, ch->model->reply_desc_bytes));
-	out_bytes = (uint64_t)rows * per_row; /* rows come from the wire: no 32-bit overflow */
-	if (stage + out_bytes > body_cap) {
-		uint32_t room = body_cap > stage ? body_cap - stage : 0;
-		snprintf(msg, cap, "the reply to %u rows (%" PRIu64 " bytes of outputs) does not fit one datagram at this "
-			 "MTU: send at most %u rows per request (multi-packet requests come later)", rows, out_bytes,
-			 room / per_row);
-		return BW_STATUS_INVALID_ARGUMENT;
-	}
+	/* Reply pages taken here are given back with the request if it goes no further (req->msg). */
+	status = onnx_outputs_place(ch, req, outputs, rows, body_cap, msg, cap);
+	if (status != BW_STATUS_OK)
+		return status;
 	job = job_take(ch->queue, rows, model->num_inputs, model->num_outputs, msg, cap);
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	for (uint16_t i = 0; i < model->num_inputs; i++)
-		job->inputs[i] = (struct bw_segment){(uint8_t *)by_input[i]->data, by_input[i]->desc->data_len};
-	out = req->body + stage;
-	for (uint16_t o = 0; o < model->num_outputs; o++) {
-		uint32_t len = rows * model->output_row_bytes[o];
-		job->outputs[o] = (struct bw_segment){out, len};
-		out += len;
-	}
+		job->inputs[i] = tensor_segment(req, by_input[i]);
+	memcpy(job->outputs, outputs, model->num_outputs * sizeof(outputs[0]));
 	return job_submit(ch->queue, job, req, msg, cap);
 }
 
@@ -284,36 +328,56 @@ void app_echo_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 	struct app_channel *ch = ctx;
 	struct bw_hdr *hdr = job->owner[1];
 
-	/* Echo's outputs are its inputs, already where the reply body goes. */
-	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, status, hdr->body_len, hdr->num_tensors,
-			    status == BW_STATUS_OK ? NULL : job_error_message(status));
+	/* Echo's outputs are its inputs, already where the reply body goes (the whole message's). */
+	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, job->owner[2], status, hdr->total_body_len,
+			    hdr->num_tensors, status == BW_STATUS_OK ? NULL : job_error_message(status));
 }
 
-/* An ONNX request is done: descriptors at the body, the staged outputs moved right behind them. */
+/* Writes the reply's output descriptors into it: at its body (one datagram) or into its pages. */
+static uint32_t reply_descs_write(const struct rt_model *model, uint32_t rows, uint8_t *body,
+				  const struct bw_pages *pages)
+{
+	uint8_t one[sizeof(struct bw_tensor_desc) + BW_MAX_NAME_LEN + 8];
+	uint32_t off = 0;
+
+	for (uint16_t o = 0; o < model->num_outputs; o++) {
+		const struct rt_tensor_spec *spec = &model->outputs[o];
+		uint32_t dims[BW_MAX_RANK], n;
+
+		memcpy(dims, spec->dims, sizeof(dims));
+		dims[0] = rows;
+		n = bw_tensor_desc_write(pages != NULL ? one : body + off, o, spec->dtype, spec->rank, dims, spec->name,
+					 (uint16_t)strlen(spec->name), rows * model->output_row_bytes[o]);
+		if (pages != NULL) {
+			struct bw_segment at = {NULL, n, off, pages};
+			bw_segment_write(&at, one);
+		}
+		off += n;
+	}
+	return off;
+}
+
+/* An ONNX request is done: descriptors, then the outputs (moved down behind them when they were
+ * staged in the request's own datagram, already in place in reply pages). */
 void app_onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 {
 	struct app_channel *ch = ctx;
 	const struct rt_model *model = &ch->model->spec;
 	struct bw_hdr *hdr = job->owner[1];
-	uint8_t *body = (uint8_t *)(hdr + 1), *p = body;
-	uint32_t out_bytes = job->rows * ch->model->output_row_bytes;
+	const struct bw_pages *pages = job->outputs[0].pages;
+	uint8_t *body = (uint8_t *)(hdr + 1);
+	uint32_t out_bytes = job->rows * ch->model->output_row_bytes, desc_bytes;
 
 	if (status != BW_STATUS_OK) {
-		dp_request_complete(ch->lcore->dp, job->owner[0], hdr, status, 0, 0, job_error_message(status));
+		dp_request_complete(ch->lcore->dp, job->owner[0], hdr, job->owner[2], status, 0, 0,
+				    job_error_message(status));
 		return;
 	}
-	/* The staging area starts at or past the end of the descriptors: writing them first is safe. */
-	for (uint16_t o = 0; o < model->num_outputs; o++) {
-		const struct rt_tensor_spec *spec = &model->outputs[o];
-		uint32_t dims[BW_MAX_RANK];
-
-		memcpy(dims, spec->dims, sizeof(dims));
-		dims[0] = job->rows;
-		p += bw_tensor_desc_write(p, o, spec->dtype, spec->rank, dims, spec->name, (uint16_t)strlen(spec->name),
-					  job->rows * model->output_row_bytes[o]);
-	}
-	memmove(p, job->outputs[0].data, out_bytes);
-	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, BW_STATUS_OK, (uint32_t)(p - body) + out_bytes,
+	/* Staged outputs start at or past the end of the descriptors: writing them first is safe. */
+	desc_bytes = reply_descs_write(model, job->rows, body, pages);
+	if (pages == NULL)
+		memmove(body + desc_bytes, job->outputs[0].data, out_bytes);
+	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, job->owner[2], BW_STATUS_OK, desc_bytes + out_bytes,
 			    model->num_outputs, NULL);
 }
 

@@ -189,7 +189,7 @@ struct bat_job *bat_job_alloc(struct bat_queue *q)
 	job->deadline_tsc = 0;
 	job->num_inputs = 0;
 	job->num_outputs = 0;
-	job->owner[0] = job->owner[1] = NULL;
+	job->owner[0] = job->owner[1] = job->owner[2] = NULL;
 	return job;
 }
 
@@ -307,12 +307,11 @@ static void task_pieces_cut(struct bw_batch_task *t, const struct bat_job *job, 
 {
 	for (uint16_t i = 0; i < job->num_inputs; i++) {
 		uint32_t row_bytes = job->inputs[i].len / job->rows;
-		t->inputs[i] = (struct bw_segment){job->inputs[i].data + (size_t)row_offset * row_bytes, rows * row_bytes};
+		t->inputs[i] = bw_segment_slice(&job->inputs[i], row_offset * row_bytes, rows * row_bytes);
 	}
 	for (uint16_t i = 0; i < job->num_outputs; i++) {
 		uint32_t row_bytes = job->outputs[i].len / job->rows;
-		t->outputs[i] = (struct bw_segment){job->outputs[i].data + (size_t)row_offset * row_bytes,
-						    rows * row_bytes};
+		t->outputs[i] = bw_segment_slice(&job->outputs[i], row_offset * row_bytes, rows * row_bytes);
 	}
 }
 

@@ -210,8 +210,8 @@ static void job_fill(struct bat_job *job, uint64_t now)
 	job->arrival_tsc = now;
 	job->num_inputs = 1;
 	job->num_outputs = 1;
-	job->inputs[0] = (struct bw_segment){g_row_in, BENCH_ROW_BYTES};
-	job->outputs[0] = (struct bw_segment){g_row_out, BENCH_ROW_BYTES};
+	job->inputs[0] = bw_segment_flat(g_row_in, BENCH_ROW_BYTES);
+	job->outputs[0] = bw_segment_flat(g_row_out, BENCH_ROW_BYTES);
 }
 
 static void stub_complete_all(struct stub_executor *stub, uint64_t now)

@@ -63,4 +63,42 @@ struct dp_csum_offloads dp_port_csum_offloads(const struct rte_eth_dev_info *inf
 void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
 		      uint32_t reply_len, uint16_t reply_tensors, const char *msg);
 
+/* An error reply of one datagram in m (the message cut to DP_ERROR_MSG_MAX bytes), counted. */
+enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			       const char *msg);
+
+/* ---- reasm.c: segmented messages ---------------------------------------------------------------- */
+
+/* A body's descriptors with their names at most: what is copied when they cross a page. */
+#define DP_DESC_PREFIX_MAX (BW_MAX_TENSORS * ((uint32_t)sizeof(struct bw_tensor_desc) + 256u))
+
+/* The mbufs an lcore's reassembly may hold: the configured number, or one maximal request's
+ * segments and DP_REASM_MBUFS_SPARE more. */
+#define DP_REASM_MBUFS_SPARE 1024
+uint32_t dp_reasm_mbufs(const struct dp_config *cfg);
+
+/** The lcore's tables (lc->cfg set). \return 0 or a negative errno. */
+int dp_reasm_create(struct dp_lcore *lc, int socket_id);
+/** Frees the tables and every mbuf they hold. */
+void dp_reasm_destroy(struct dp_lcore *lc);
+
+/*
+ * Takes one segment (seg_count > 1, header checked) of a message of at most cap body bytes. When
+ * refuse is not OK the message is refused with why instead, once. \return DROP (counted: the caller
+ * frees m), REPLY (m holds an error reply) or HELD (kept; when it made the message whole, *whole is
+ * set and the message is the caller's to serve).
+ */
+enum dp_verdict dp_reasm_segment(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, uint32_t cap,
+				 enum bw_status refuse, const char *why, struct dp_msg **whole);
+
+/** Fills req for a whole message: the first segment's mbuf and header, the pages, the total length. */
+void dp_msg_request(struct dp_lcore *lc, struct dp_msg *msg, struct dp_request *req);
+
+/** The first bytes of a message's body (its descriptors), copied contiguous. \return them; *len set. */
+const uint8_t *dp_msg_prefix(struct dp_lcore *lc, const struct dp_msg *msg, uint32_t *len);
+
+/** Answers a held message (dp_request_complete's work for one of several mbufs) and frees it. */
+void dp_msg_complete(struct dp_lcore *lc, struct dp_msg *msg, struct rte_mbuf *m, struct bw_hdr *hdr,
+		     enum bw_status status, uint32_t reply_len, uint16_t reply_tensors, const char *why);
+
 #endif /* BW_DP_DEFS_H */

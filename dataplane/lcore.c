@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The two dataplane pollers of a polling lcore: RX (a burst of up to 32 frames, each handled to a
- * reply or a drop) and TX drain (replies wait in a TX buffer so that several leave in one burst; the
- * buffer is flushed when full or when the drain period on the TSC has passed).
+ * reply, a drop, or held: a segment waiting for the rest of its message, a request with the model
+ * layer) and TX drain (replies wait in a TX buffer so that several leave in one burst; the buffer is
+ * flushed when full or when the drain period on the TSC has passed; it also runs reassembly's clock).
  */
 #include <errno.h>
 #include <string.h>
@@ -58,13 +59,21 @@ int dp_lcore_init(struct dp_lcore *lc, unsigned int lcore_id, uint16_t port_id, 
 		lc->tx_buffer = NULL;
 		return ret;
 	}
+	ret = dp_reasm_create(lc, socket_id);
+	if (ret != 0) {
+		rte_free(lc->tx_buffer);
+		lc->tx_buffer = NULL;
+		return ret;
+	}
 	lc->tx_drain_tsc = plat_us_to_tsc(cfg->tx_drain_us);
 	lc->last_drain_tsc = plat_tsc_now();
+	lc->reasm_scan_tsc = lc->last_drain_tsc + plat_us_to_tsc(DP_REASM_SCAN_US);
 	return 0;
 }
 
 void dp_lcore_fini(struct dp_lcore *lc)
 {
+	dp_reasm_destroy(lc);
 	rte_free(lc->tx_buffer);
 	lc->tx_buffer = NULL;
 }
@@ -112,6 +121,12 @@ enum plat_poll_result dp_tx_drain_poll(void *arg)
 	struct dp_lcore *lc = arg;
 	uint64_t now = plat_tsc_now();
 
+	/* Incomplete messages are looked at every DP_REASM_SCAN_US: their clocks are 100 ms or a
+	 * request's deadline, and a scan walks the whole (small) table. */
+	if (unlikely((int64_t)(now - lc->reasm_scan_tsc) >= 0)) {
+		lc->reasm_scan_tsc = now + plat_us_to_tsc(DP_REASM_SCAN_US);
+		dp_reasm_expire(lc, now);
+	}
 	if (now - lc->last_drain_tsc < lc->tx_drain_tsc)
 		return PLAT_POLL_IDLE;
 	lc->last_drain_tsc = now;

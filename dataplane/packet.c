@@ -37,6 +37,7 @@ static const char *const g_drop_reason_names[DP_DROP_COUNT] = {
 	[DP_DROP_PROTO_BAD_MAGIC] = "proto_bad_magic",
 	[DP_DROP_PROTO_REPLY] = "proto_reply",
 	[DP_DROP_TX_FULL] = "tx_full",
+	[DP_DROP_SEGMENT] = "segment",
 };
 
 const char *dp_drop_reason_name(enum dp_drop_reason reason)

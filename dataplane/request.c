@@ -54,9 +54,9 @@ static enum bw_status header_check(const struct dp_lcore *lc, const struct bw_hd
 		snprintf(msg, cap, "unknown opcode %u", hdr->opcode);
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
-	if (hdr->seg_count > 1) {
-		snprintf(msg, cap, "segmented requests are not supported by this server");
-		return BW_STATUS_UNIMPLEMENTED;
+	if (hdr->seg_count > 1 && hdr->opcode == BW_OP_MODEL_INFO) {
+		snprintf(msg, cap, "MODEL_INFO fits one datagram: its body is at most a %u-byte name", BW_MAX_NAME_LEN);
+		return BW_STATUS_INVALID_ARGUMENT;
 	}
 	if (hdr->flags & BW_FLAG_AUTH) {
 		snprintf(msg, cap, "authentication trailers are not supported by this server");
@@ -131,13 +131,104 @@ static enum dp_verdict reply_send(struct dp_lcore *lc, struct rte_mbuf *m, struc
 	return DP_VERDICT_REPLY;
 }
 
-static enum dp_verdict error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
-				   enum bw_status status, const char *msg)
+enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			       const char *msg)
 {
 	uint32_t len = (uint32_t)strnlen(msg, DP_ERROR_MSG_MAX);
 
 	memcpy(hdr + 1, msg, len);
 	return reply_send(lc, m, hdr, status, len, 0);
+}
+
+/* An error answer to a request: in its one datagram, or for a message in its first segment's mbuf
+ * (sent here: the caller's mbuf is then held). */
+static enum dp_verdict request_refuse(struct dp_lcore *lc, struct dp_request *req, enum bw_status status,
+				      const char *msg)
+{
+	if (req->msg == NULL)
+		return dp_error_reply(lc, req->mbuf, req->hdr, status, msg);
+	dp_msg_complete(lc, req->msg, req->mbuf, req->hdr, status, 0, 0, msg);
+	return DP_VERDICT_HELD;
+}
+
+/* INFER: the body parsed into tensor views (their descriptors copied out when they cross a page),
+ * then the model layer's. */
+static enum dp_verdict infer_handle(struct dp_lcore *lc, const void *model, struct dp_request *req,
+				    uint32_t body_cap)
+{
+	const uint8_t *prefix = req->body;
+	uint32_t avail = req->pages != NULL ? RTE_MIN(req->pages->page_len, req->body_len) : req->body_len;
+	char msg[DP_ERROR_MSG_MAX + 1];
+	enum bw_status status;
+	const char *why;
+	int rc;
+
+	rc = bw_body_parse_prefix(prefix, avail, req->body_len, req->hdr->num_tensors, req->tensors, &why);
+	if (rc == -EAGAIN) {
+		prefix = dp_msg_prefix(lc, req->msg, &avail);
+		rc = bw_body_parse_prefix(prefix, avail, req->body_len, req->hdr->num_tensors, req->tensors, &why);
+	}
+	if (rc != 0)
+		return request_refuse(lc, req, BW_STATUS_INVALID_ARGUMENT, why);
+	if (prefix != req->body) /* views into the copy: its payload pointers would not last */
+		for (uint16_t i = 0; i < req->hdr->num_tensors; i++)
+			req->tensors[i].data = NULL;
+	req->num_tensors = req->hdr->num_tensors;
+	req->arrival_tsc = lc->burst_tsc;
+	req->held = false;
+	msg[0] = '\0';
+	status = lc->models->infer(lc->model_lcore, model, req, body_cap, msg, sizeof(msg));
+	/* The model layer is trusted with the mbuf, not with the counters' bounds. */
+	if (unlikely(status >= BW_STATUS_COUNT)) {
+		snprintf(msg, sizeof(msg), "model returned status %u, which protocol v1 does not define", status);
+		status = BW_STATUS_INTERNAL;
+	} else if (unlikely(status == BW_STATUS_OK && !req->held)) {
+		snprintf(msg, sizeof(msg), "the model layer accepted the request without taking it");
+		status = BW_STATUS_INTERNAL;
+	}
+	if (status == BW_STATUS_OK)
+		return DP_VERDICT_HELD; /* answered later, through dp_request_complete */
+	return request_refuse(lc, req, status, msg[0] != '\0' ? msg : bw_status_name(status));
+}
+
+/* The first segment to arrive already says whether its model exists and takes its priority, and how
+ * large a body it accepts: a message that cannot be served is refused before it is reassembled. */
+static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr)
+{
+	char msg[DP_ERROR_MSG_MAX + 1];
+	enum bw_status refuse = BW_STATUS_OK;
+	uint32_t cap = lc->cfg->msg_max;
+	struct dp_request *req = &lc->request;
+	struct dp_msg *whole;
+	enum dp_verdict v;
+
+	msg[0] = '\0';
+	if (hdr->opcode == BW_OP_INFER) {
+		const void *model = model_resolve(lc, hdr, NULL, &refuse, msg, sizeof(msg));
+
+		if (model != NULL && lc->models->request_max != NULL) {
+			uint32_t model_cap = lc->models->request_max(model);
+
+			if (model_cap != 0 && model_cap < cap)
+				cap = model_cap;
+		}
+	}
+	v = dp_reasm_segment(lc, m, hdr, cap, refuse, msg, &whole);
+	if (whole == NULL)
+		return v;
+
+	/* whole: served exactly as one datagram would be, from here on */
+	dp_msg_request(lc, whole, req);
+	if (req->hdr->opcode == BW_OP_PING) {
+		if (req->hdr->num_tensors != 0)
+			return request_refuse(lc, req, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
+		dp_msg_complete(lc, whole, req->mbuf, req->hdr, BW_STATUS_OK, req->body_len, 0, NULL);
+		return DP_VERDICT_HELD;
+	}
+	const void *model = model_resolve(lc, req->hdr, req->body, &refuse, msg, sizeof(msg));
+	if (model == NULL)
+		return request_refuse(lc, req, refuse, msg);
+	return infer_handle(lc, model, req, 0);
 }
 
 enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8_t *payload,
@@ -164,52 +255,39 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 
 	status = header_check(lc, hdr, payload_len, msg, sizeof(msg));
 	if (status != BW_STATUS_OK)
-		return error_reply(lc, m, hdr, status, msg);
+		return dp_error_reply(lc, m, hdr, status, msg);
+	if (hdr->seg_count > 1)
+		return segment_handle(lc, m, hdr);
 
 	if (hdr->opcode == BW_OP_PING) {
 		if (hdr->num_tensors != 0)
-			return error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
+			return dp_error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
 		return reply_send(lc, m, hdr, BW_STATUS_OK, hdr->body_len, 0);
 	}
 
 	model = model_resolve(lc, hdr, body, &status, msg, sizeof(msg));
 	if (model == NULL)
-		return error_reply(lc, m, hdr, status, msg);
+		return dp_error_reply(lc, m, hdr, status, msg);
 
 	if (hdr->opcode == BW_OP_MODEL_INFO) {
 		if (hdr->num_tensors != 0)
-			return error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "MODEL_INFO carries no tensors");
+			return dp_error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "MODEL_INFO carries no tensors");
 		int len = lc->models->describe(model, body, body_cap);
 		if (len < 0)
-			return error_reply(lc, m, hdr, BW_STATUS_INTERNAL,
-					   "model description does not fit one datagram at this MTU");
+			return dp_error_reply(lc, m, hdr, BW_STATUS_INTERNAL,
+					      "model description does not fit one datagram at this MTU");
 		return reply_send(lc, m, hdr, BW_STATUS_OK, (uint32_t)len, 0);
 	}
 
-	/* INFER */
+	/* INFER in one datagram */
 	struct dp_request *req = &lc->request;
-	const char *why;
-	if (bw_body_parse(body, hdr->body_len, hdr->num_tensors, req->tensors, &why) != 0)
-		return error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, why);
 	req->mbuf = m;
 	req->hdr = hdr;
 	req->body = body;
-	req->num_tensors = hdr->num_tensors;
-	req->arrival_tsc = lc->burst_tsc;
-	req->held = false;
-	msg[0] = '\0';
-	status = lc->models->infer(lc->model_lcore, model, req, body_cap, msg, sizeof(msg));
-	/* The model layer is trusted with the mbuf, not with the counters' bounds. */
-	if (unlikely(status >= BW_STATUS_COUNT)) {
-		snprintf(msg, sizeof(msg), "model returned status %u, which protocol v1 does not define", status);
-		status = BW_STATUS_INTERNAL;
-	} else if (unlikely(status == BW_STATUS_OK && !req->held)) {
-		snprintf(msg, sizeof(msg), "the model layer accepted the request without taking it");
-		status = BW_STATUS_INTERNAL;
-	}
-	if (status == BW_STATUS_OK)
-		return DP_VERDICT_HELD; /* answered later, through dp_request_complete */
-	return error_reply(lc, m, hdr, status, msg[0] != '\0' ? msg : bw_status_name(status));
+	req->body_len = hdr->body_len;
+	req->pages = NULL;
+	req->msg = NULL;
+	return infer_handle(lc, model, req, body_cap);
 }
 
 void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
@@ -218,13 +296,18 @@ void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hd
 	if (status == BW_STATUS_OK)
 		reply_send(lc, m, hdr, status, reply_len, reply_tensors);
 	else
-		error_reply(lc, m, hdr, status < BW_STATUS_COUNT ? status : BW_STATUS_INTERNAL,
+		dp_error_reply(lc, m, hdr, status < BW_STATUS_COUNT ? status : BW_STATUS_INTERNAL,
 			    msg != NULL ? msg : bw_status_name(status));
 }
 
-void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
-			 uint32_t reply_len, uint16_t reply_tensors, const char *msg)
+void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, struct dp_msg *msg,
+			 enum bw_status status, uint32_t reply_len, uint16_t reply_tensors, const char *why)
 {
-	dp_request_reply(lc, m, hdr, status, reply_len, reply_tensors, msg);
+	if (msg != NULL) {
+		dp_msg_complete(lc, msg, m, hdr, status < BW_STATUS_COUNT ? status : BW_STATUS_INTERNAL, reply_len,
+				reply_tensors, why != NULL ? why : bw_status_name(status));
+		return;
+	}
+	dp_request_reply(lc, m, hdr, status, reply_len, reply_tensors, why);
 	dp_tx_enqueue(lc, m);
 }

@@ -36,6 +36,16 @@ void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, str
 			sum->replies[k] += s->replies[k];
 		for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
 			sum->drops[k] += s->drops[k];
+		sum->segments_in += s->segments_in;
+		sum->segments_out += s->segments_out;
+		sum->messages_reassembled += s->messages_reassembled;
+		for (unsigned int k = 0; k < DP_REASM_REASON_COUNT; k++)
+			sum->reasm[k] += s->reasm[k];
+		sum->reasm_messages += s->reasm_messages;
+		sum->reasm_segments += s->reasm_segments;
+		sum->reasm_bytes += s->reasm_bytes;
+		sum->held_messages += s->held_messages;
+		sum->held_mbufs += s->held_mbufs;
 		if (poll != NULL) {
 			poll->busy_iterations += lcores[i]->poll.busy_iterations;
 			poll->iterations += lcores[i]->poll.iterations;
@@ -71,13 +81,21 @@ static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stat
 	rte_tel_data_add_dict_u64(d, "requests", s->requests);
 	rte_tel_data_add_dict_u64(d, "replies", dp_stats_replies_total(s));
 	rte_tel_data_add_dict_u64(d, "drops", dp_stats_drops_total(s));
+	rte_tel_data_add_dict_u64(d, "segments_in", s->segments_in);
+	rte_tel_data_add_dict_u64(d, "segments_out", s->segments_out);
+	rte_tel_data_add_dict_u64(d, "messages_reassembled", s->messages_reassembled);
+	rte_tel_data_add_dict_u64(d, "reasm_messages", s->reasm_messages);
+	rte_tel_data_add_dict_u64(d, "reasm_segments", s->reasm_segments);
+	rte_tel_data_add_dict_u64(d, "reasm_bytes", s->reasm_bytes);
+	rte_tel_data_add_dict_u64(d, "held_messages", s->held_messages);
+	rte_tel_data_add_dict_u64(d, "held_mbufs", s->held_mbufs);
 }
 
 static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
 {
 	struct dp_lcore_stats sum;
 	struct plat_poll_stats poll;
-	struct rte_tel_data *replies, *drops;
+	struct rte_tel_data *replies, *drops, *reasm;
 
 	dp_lcores_stats_sum(g_lcores, g_nb_lcores, &sum, &poll);
 	rte_tel_data_start_dict(d);
@@ -87,9 +105,11 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 
 	replies = rte_tel_data_alloc();
 	drops = rte_tel_data_alloc();
-	if (replies == NULL || drops == NULL) {
+	reasm = rte_tel_data_alloc();
+	if (replies == NULL || drops == NULL || reasm == NULL) {
 		rte_tel_data_free(replies);
 		rte_tel_data_free(drops);
+		rte_tel_data_free(reasm);
 		return -ENOMEM;
 	}
 	rte_tel_data_start_dict(replies);
@@ -98,8 +118,12 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 	rte_tel_data_start_dict(drops);
 	for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
 		rte_tel_data_add_dict_u64(drops, dp_drop_reason_name(k), sum.drops[k]);
+	rte_tel_data_start_dict(reasm);
+	for (unsigned int k = 0; k < DP_REASM_REASON_COUNT; k++)
+		rte_tel_data_add_dict_u64(reasm, dp_reasm_reason_name(k), sum.reasm[k]);
 	rte_tel_data_add_dict_container(d, "replies_by_status", replies, 0);
 	rte_tel_data_add_dict_container(d, "drops_by_reason", drops, 0);
+	rte_tel_data_add_dict_container(d, "reasm_discards_by_reason", reasm, 0);
 	if (g_extra != NULL)
 		g_extra(d);
 	return 0;

@@ -104,7 +104,7 @@ struct bat_job {
 	uint16_t num_outputs;
 	struct bw_segment inputs[BW_BATCH_TENSORS_MAX];  /* all rows of each input */
 	struct bw_segment outputs[BW_BATCH_TENSORS_MAX]; /* room for all rows of each output */
-	void *owner[2];         /* the owner's (the daemon keeps the mbuf and the protocol header) */
+	void *owner[3];         /* the owner's (the daemon keeps the mbuf, the protocol header, the message) */
 	/* the batcher's */
 	uint32_t pieces_pending;
 	uint16_t status;

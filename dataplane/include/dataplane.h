@@ -19,6 +19,7 @@
 #include <rte_mempool.h>
 #include <rte_telemetry.h>
 
+#include <batchwire/batch.h>
 #include <batchwire/status.h>
 #include <batchwire/wire.h>
 
@@ -37,6 +38,12 @@
 #define DP_MBUF_CACHE_SIZE 256
 #define DP_MAX_POLL_LCORES 64
 #define DP_ERROR_MSG_MAX 200       /* bytes of text in an error reply (docs/protocol.md) */
+#define DP_MSG_MAX_DEFAULT (16u << 20) /* largest message body: requests and replies */
+#define DP_MSG_MAX_MAX 0xffffffffu
+#define DP_REASM_MSGS_DEFAULT 64   /* messages in reassembly or held, per polling lcore */
+#define DP_REASM_MSGS_MAX 65536
+#define DP_REASM_TIMEOUT_US 100000 /* a message without a deadline has this long to arrive whole */
+#define DP_REASM_SCAN_US 1000      /* how often the expiry scan runs */
 
 /* Why a frame was dropped. Each has a counter; names are what telemetry shows. */
 enum dp_drop_reason {
@@ -65,8 +72,32 @@ enum dp_drop_reason {
 	DP_DROP_PROTO_BAD_MAGIC,
 	DP_DROP_PROTO_REPLY,       /* a reply opcode sent to us: dropped so that no loop can form */
 	DP_DROP_TX_FULL,           /* the TX queue refused a reply */
+	DP_DROP_SEGMENT,           /* a segment ignored or discarded in reassembly: reasm_* say why */
 	DP_DROP_COUNT
 };
+
+/*
+ * Why a segment, or a whole segmented message, was discarded in reassembly (docs/protocol.md
+ * "Segmentation"). Each has a counter; names are what telemetry shows.
+ */
+enum dp_reasm_reason {
+	DP_REASM_DUPLICATE,      /* a segment already in: ignored, the message goes on */
+	DP_REASM_MISMATCH,       /* a header field differs from the message's first segment */
+	DP_REASM_BAD_INDEX,      /* seg_index out of the message's range */
+	DP_REASM_BAD_SLICE,      /* a slice of the wrong length, or below BW_SLICE_MIN */
+	DP_REASM_BAD_TOTAL,      /* total_body_len cannot be cut into seg_count such slices */
+	DP_REASM_TOO_LARGE,      /* total_body_len above the cap: answered RESOURCE_EXHAUSTED */
+	DP_REASM_TABLE_FULL,     /* no free message entry: RESOURCE_EXHAUSTED */
+	DP_REASM_NO_ROOM,        /* the lcore's reassembly mbufs are taken: RESOURCE_EXHAUSTED */
+	DP_REASM_REFUSED,        /* the model or priority is wrong: answered after the first segment */
+	DP_REASM_TIMEOUT,        /* incomplete when its clock ran out (no deadline): dropped */
+	DP_REASM_DEADLINE,       /* incomplete at its deadline: answered DEADLINE_EXCEEDED */
+	DP_REASM_DEAD_SEGMENT,   /* a segment of a message already discarded or answered */
+	DP_REASM_REASON_COUNT
+};
+
+/** Telemetry name of a reassembly discard reason ("mismatch"...). */
+const char *dp_reasm_reason_name(enum dp_reasm_reason reason);
 
 /** Telemetry name of a drop reason ("ip_bad_csum"...). */
 const char *dp_drop_reason_name(enum dp_drop_reason reason);
@@ -82,6 +113,17 @@ struct dp_lcore_stats {
 	uint64_t requests;                         /* datagrams with a readable v1 header */
 	uint64_t replies[BW_STATUS_COUNT];          /* replies by status */
 	uint64_t drops[DP_DROP_COUNT];
+	/* segmented messages */
+	uint64_t segments_in;                      /* request datagrams with seg_count > 1 */
+	uint64_t segments_out;                     /* reply datagrams of segmented replies */
+	uint64_t messages_reassembled;             /* complete, handed on as one request */
+	uint64_t reasm[DP_REASM_REASON_COUNT];     /* discards by reason */
+	/* gauges: what reassembly holds now (segments and bytes of messages not yet whole) */
+	uint64_t reasm_messages;
+	uint64_t reasm_segments;
+	uint64_t reasm_bytes;
+	uint64_t held_messages;                    /* whole, with the model layer, on several mbufs */
+	uint64_t held_mbufs;                       /* their request and reply mbufs */
 } __rte_cache_aligned;
 
 /* What the operator configures for the dataplane. Addresses in network byte order. */
@@ -93,16 +135,41 @@ struct dp_config {
 	uint16_t rx_desc;
 	uint16_t tx_desc;
 	uint32_t mbufs_held;    /* extra pool room for mbufs held in queued batches */
+	uint32_t msg_max;       /* largest message body accepted (and reply sent), bytes */
+	uint32_t reasm_msgs;    /* per polling lcore: segmented messages in reassembly or held */
+	uint32_t reasm_mbufs;   /* per polling lcore: mbufs they may hold (0: dp_config_finalize derives) */
 };
 
 /** Fills the defaults (documented in --help and configs/). */
 void dp_config_defaults(struct dp_config *cfg);
 
-/* A request with a valid header, handed to the model layer on the polling lcore that received it. */
+/** Datagrams a body of body_len bytes takes at this MTU, in full slices (1 when it fits one). */
+uint32_t dp_msg_segments(const struct dp_config *cfg, uint64_t body_len);
+
+/**
+ * Derives what was left 0 (reasm_mbufs: the segments of two maximal requests) and checks that the
+ * lcore can hold one maximal request and its reply. 
+eturn 0, or -EINVAL with one line in err.
+ */
+int dp_config_finalize(struct dp_config *cfg, char *err, size_t cap);
+
+/* A segmented message held by the dataplane (dataplane/reasm.c); opaque to the model layer. */
+struct dp_msg;
+/*
+ * A request with a valid header, handed to the model layer on the polling lcore that received it. Its
+ * body is one datagram's (body holds all body_len bytes) or, for a segmented message, the pages of its
+ * datagrams (body is then page 0 only). A tensor's data is set where its payload is contiguous at
+ * body; otherwise its offset places it in pages.
+ */
 struct dp_request {
-	struct rte_mbuf *mbuf;
-	struct bw_hdr *hdr;
-	uint8_t *body;          /* hdr->body_len bytes, inside the mbuf */
+	struct rte_mbuf *mbuf;  /* the first segment's: its error replies and the reply's headers */
+	struct bw_hdr *hdr;     /* the first segment's header; body_len there is its slice only */
+	uint8_t *body;
+	uint32_t body_len;      /* the whole message's */
+	const struct bw_pages *pages; /* the body page by page, as long as the request is held; NULL
+				       * for one datagram (body holds all of it) */
+	struct dp_msg *msg;     /* the message (segmented, or given reply pages), or NULL: the model
+				 * layer gives it back in dp_request_complete */
 	uint16_t num_tensors;
 	struct bw_tensor_view tensors[BW_MAX_TENSORS];
 	uint64_t arrival_tsc;
@@ -120,12 +187,15 @@ struct dp_model_ops {
 	uint32_t (*priority_levels)(const void *model);
 	/** Writes the MODEL_INFO body. \return its length or -EMSGSIZE. */
 	int (*describe)(const void *model, uint8_t *buf, uint32_t cap);
+	/** Largest request body the model takes, 0 for the server's msg_max (optional). */
+	uint32_t (*request_max)(const void *model);
 	/**
 	 * Takes INFER to run; lcore is the polling lcore's dp_lcore.model_lcore (the model layer's own
-	 * per-lcore state). On OK it has set req->held: it keeps req->mbuf and req->hdr and answers
-	 * through dp_request_complete on this same lcore, exactly once, with a reply body of at most
-	 * body_cap bytes at req->body (it may reuse the request's bytes in place). Any other status is
-	 * answered at once, with msg as the reason.
+	 * per-lcore state). On OK it has set req->held: it keeps req->mbuf, req->hdr and req->msg and
+	 * answers through dp_request_complete on this same lcore, exactly once. The reply body goes at
+	 * req->body (at most body_cap bytes; 0 for a segmented request), or into req->pages in place
+	 * (the request's own datagrams: echo), or into the pages dp_request_reply_pages reserved. Any
+	 * other status is answered at once, with msg as the reason.
 	 */
 	enum bw_status (*infer)(void *lcore, const void *model, struct dp_request *req, uint32_t body_cap, char *msg,
 				size_t msg_cap);
@@ -152,6 +222,8 @@ struct dp_lcore {
 	struct dp_request request;   /* scratch for the request being handled */
 	struct dp_lcore_stats stats;
 	struct plat_poll_stats poll; /* the app's poll loop counts its iterations here */
+	struct dp_reasm *reasm;      /* segmented messages: this lcore's tables (dataplane/reasm.c) */
+	uint64_t reasm_scan_tsc;     /* the next expiry scan */
 } __rte_cache_aligned;
 
 /* A frame's fate after dp_packet_handle. */
@@ -192,12 +264,24 @@ void dp_lcore_fini(struct dp_lcore *lc);
 enum dp_verdict dp_packet_handle(struct dp_lcore *lc, struct rte_mbuf *m);
 
 /**
- * Answers a request the model layer held (DP_VERDICT_HELD): turns its mbuf into the reply (OK with
- * reply_len body bytes and reply_tensors tensors at the request's body, or an error status with msg)
- * and buffers it for TX. Only the lcore that received the request may call it, once.
+ * Reserves reply pages for a held request's reply of reply_len body bytes (fresh mbufs from the
+ * request's pool, one per reply datagram): for outputs that do not fit the request's own mbuf, or
+ * must not overwrite its input. The request becomes a dp_msg (req->msg) if it was not one.
+ * \param pages  out: where the reply body goes (the model layer writes all of it)
+ * \return 0, -EMSGSIZE (above msg_max), -ENOSPC (no message entry) or -ENOBUFS (no mbufs)
  */
-void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
-			 uint32_t reply_len, uint16_t reply_tensors, const char *msg);
+int dp_request_reply_pages(struct dp_lcore *lc, struct dp_request *req, uint32_t reply_len,
+			   const struct bw_pages **pages);
+
+/**
+ * Answers a request the model layer held (DP_VERDICT_HELD) and buffers the reply for TX: OK with
+ * reply_len body bytes and reply_tensors tensors, or an error status with why (one datagram). The
+ * body is where infer's contract put it: at the request's body (msg NULL), in the reply pages, or in
+ * the request's pages in place. msg is the request's (req->msg). Only the lcore that received the
+ * request may call it, once; every mbuf of the request is sent or freed.
+ */
+void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, struct dp_msg *msg,
+			 enum bw_status status, uint32_t reply_len, uint16_t reply_tensors, const char *why);
 
 /** Poller: one RX burst, handled and buffered for TX. Argument: struct dp_lcore *. */
 enum plat_poll_result dp_rx_poll(void *lcore);
@@ -205,6 +289,12 @@ enum plat_poll_result dp_rx_poll(void *lcore);
 enum plat_poll_result dp_tx_drain_poll(void *lcore);
 /** Sends whatever is buffered now (shutdown). */
 void dp_tx_flush(struct dp_lcore *lc);
+
+/**
+ * Discards or answers the segmented messages whose clock ran out by now (the TX drain poller runs it
+ * every DP_REASM_SCAN_US; tests call it with their own clock). \return how many.
+ */
+unsigned int dp_reasm_expire(struct dp_lcore *lc, uint64_t now);
 
 /**
  * Sums the counters of count polling lcores into *sum and, unless poll is NULL, their poll loop

@@ -281,6 +281,23 @@ static int compile_size(struct builder *b, const struct rt_graph *g, int64_t bat
 	return rc;
 }
 
+/*
+ * Entries a batch table needs at most. Every task has at least one row: one entry per task and
+ * tensor, and one padding run per input. A task whose rows cross packet buffers (a request of several
+ * datagrams, whose slices are at least BW_SLICE_MIN bytes) adds one entry per buffer boundary: at most
+ * a batch's bytes of the tensor over BW_SLICE_MIN, plus one per task.
+ */
+static uint32_t table_room(const struct gpu_compiled *c)
+{
+	uint64_t room = (uint64_t)c->max_tasks * (c->prog.nb_inputs + c->prog.nb_outputs) + c->prog.nb_inputs;
+
+	for (uint32_t i = 0; i < c->prog.nb_inputs; i++)
+		room += (uint64_t)c->max_tasks * c->prog.input_row_bytes[i] / BW_SLICE_MIN + c->max_tasks;
+	for (uint32_t o = 0; o < c->prog.nb_outputs; o++)
+		room += (uint64_t)c->max_tasks * c->prog.output_row_bytes[o] / BW_SLICE_MIN + c->max_tasks;
+	return room > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)room;
+}
+
 int gpu_compile(const struct rt_graph *g, const int64_t *sizes, unsigned int nb_sizes, uint32_t precision,
 		struct gpu_compiled **out, char *err, size_t cap)
 {
@@ -335,8 +352,6 @@ int gpu_compile_with(const struct rt_graph *g, const int64_t *sizes, unsigned in
 	c->prog.nb_inputs = g->num_inputs;
 	c->prog.nb_outputs = g->num_outputs;
 	c->max_tasks = (uint32_t)sizes[nb_sizes - 1];
-	/* every task has at least one row: a segment per task and tensor, and one padding run per input */
-	c->prog.max_segments = c->max_tasks * (g->num_inputs + g->num_outputs) + g->num_inputs;
 
 	memset(&b, 0, sizeof(b));
 	b.c = c;
@@ -347,6 +362,8 @@ int gpu_compile_with(const struct rt_graph *g, const int64_t *sizes, unsigned in
 		c->prog.nb_sizes = i + 1;
 		rc = compile_size(&b, g, sizes[i], err, cap);
 	}
+	if (rc == 0)
+		c->prog.max_segments = table_room(c);
 	if (rc == 0 && layout == GPU_LAYOUT_NHWC && (rc = consts_to_nhwc(&b)) < 0)
 		snprintf(err, cap, rc == -ENOMEM ? "out of memory" : "nhwc: CONV weights of an unexpected size");
 	if (rc == 0 && precision == GPU_PRECISION_FP16)

@@ -132,19 +132,33 @@ static int table_segments(struct gpu_executor *ex, const struct bw_batch *batch,
 		for (uint16_t k = 0; k < batch->num_tasks; k++) {
 			const struct bw_batch_task *task = batch->tasks[k];
 			const struct bw_segment *seg = outputs ? &task->outputs[t] : &task->inputs[t];
-			struct gpu_segment *out = &table->segments[(*nb)++];
+			uint8_t *run;
 
 			if (unlikely(seg->len != (uint64_t)task->rows * row_bytes))
 				return -EINVAL;
-			if (unlikely(ex->ops->host_to_dev(ex->dev, seg->data, seg->len, &out->addr) < 0))
-				return -EFAULT;
-			out->offset = row * row_bytes;
-			out->len = seg->len;
-			out->tensor = t;
+			/* one table entry per contiguous run: a request of several datagrams has one per
+			 * packet buffer its rows cross */
+			for (uint32_t at = 0, n; at < seg->len; at += n) {
+				struct gpu_segment *out = &table->segments[*nb];
+
+				n = bw_segment_run(seg, at, &run);
+				if (unlikely(*nb >= prog->max_segments))
+					return -E2BIG;
+				if (unlikely(ex->ops->host_to_dev(ex->dev, run, n, &out->addr) < 0))
+					return -EFAULT;
+				out->offset = row * row_bytes + at;
+				out->len = n;
+				out->tensor = t;
+				(*nb)++;
+			}
 			row += task->rows;
 		}
 		if (!outputs && batch->size < batch->padded_size) {
-			struct gpu_segment *pad = &table->segments[(*nb)++];
+			struct gpu_segment *pad = &table->segments[*nb];
+
+			if (unlikely(*nb >= prog->max_segments))
+				return -E2BIG;
+			(*nb)++;
 
 			/* zero rows (gather writes zeros where addr is 0), where the CPU's bw_batch_gather repeats
 			 * row 0: nothing reads the padding's outputs, and a zero row is as finite as a real one */

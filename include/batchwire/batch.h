@@ -4,7 +4,8 @@
  * runs a model (the CPU workers, the GPU runtime, the built-in echo model). DPDK-free.
  *
  * A batch is a descriptor, not a copy: it lists its tasks, and each task points at its rows inside
- * the request's own memory (packet buffers). The batcher never copies tensor data; the executor
+ * the request's own memory (packet buffers; a request of several datagrams is several buffers, and a
+ * task's rows may cross from one into the next: struct bw_pages). The batcher never copies tensor data; the executor
  * gathers the rows (and pads) into its own memory and scatters the outputs back per task, discarding
  * the padding rows. bw_batch_gather/bw_batch_scatter (below) do both for executors on the CPU.
  */
@@ -30,11 +31,84 @@ enum bw_dispatch_reason {
 	BW_DISPATCH_COUNT
 };
 
-/* Rows of one tensor of one task: contiguous, row-major. */
-struct bw_segment {
-	uint8_t *data;
-	uint32_t len; /* rows * bytes per row */
+/*
+ * A message body as it arrived: cut into pages, one per datagram, every page but the last holding
+ * page_len bytes (protocol v1's slices, docs/protocol.md "Segmentation"). Page k holds the body's
+ * bytes [k * page_len, (k + 1) * page_len), in its own packet buffer.
+ */
+struct bw_pages {
+	uint8_t *const *page;
+	uint32_t page_len;
+	uint32_t nb_pages;
 };
+
+/*
+ * Rows of one tensor of one task, row-major: contiguous at data, or, when pages is set, the paged
+ * body's bytes [offset, offset + len), which may cross from one page into the next anywhere.
+ */
+struct bw_segment {
+	uint8_t *data;                /* NULL when pages is set */
+	uint32_t len;                 /* rows * bytes per row */
+	uint32_t offset;              /* with pages: the first byte's place in the body */
+	const struct bw_pages *pages; /* NULL: contiguous */
+};
+
+/** len contiguous bytes at data. */
+static inline struct bw_segment bw_segment_flat(uint8_t *data, uint32_t len)
+{
+	return (struct bw_segment){data, len, 0, NULL};
+}
+
+/** The segment's bytes [at, at + len): the rows of a piece of a task (at and len inside s). */
+static inline struct bw_segment bw_segment_slice(const struct bw_segment *s, uint32_t at, uint32_t len)
+{
+	if (s->pages == NULL)
+		return bw_segment_flat(s->data + at, len);
+	return (struct bw_segment){NULL, len, s->offset + at, s->pages};
+}
+
+/**
+ * The contiguous run of s's bytes that starts at byte at (< s->len): *ptr is its first byte.
+ * 
+eturn its length: all of the rest of s when contiguous, else up to the end of the page.
+ */
+static inline uint32_t bw_segment_run(const struct bw_segment *s, uint32_t at, uint8_t **ptr)
+{
+	uint32_t pos, in_page, room;
+
+	if (s->pages == NULL) {
+		*ptr = s->data + at;
+		return s->len - at;
+	}
+	pos = s->offset + at;
+	in_page = pos % s->pages->page_len;
+	*ptr = s->pages->page[pos / s->pages->page_len] + in_page;
+	room = s->pages->page_len - in_page;
+	return room < s->len - at ? room : s->len - at;
+}
+
+/** Copies s's bytes to dst (s->len bytes). */
+static inline void bw_segment_read(const struct bw_segment *s, uint8_t *dst)
+{
+	uint8_t *run;
+
+	for (uint32_t at = 0, n; at < s->len; at += n) {
+		n = bw_segment_run(s, at, &run);
+		memcpy(dst + at, run, n);
+	}
+}
+
+/** Copies s->len bytes from src into s; src may be s's own bytes (contiguous: computed in place). */
+static inline void bw_segment_write(const struct bw_segment *s, const uint8_t *src)
+{
+	uint8_t *run;
+
+	for (uint32_t at = 0, n; at < s->len; at += n) {
+		n = bw_segment_run(s, at, &run);
+		if (run != src + at)
+			memmove(run, src + at, n);
+	}
+}
 
 /* One task of a batch: a whole request, or one piece of a request split across batches. */
 struct bw_batch_task {
@@ -75,7 +149,7 @@ static inline void bw_batch_gather(const struct bw_batch *batch, unsigned int in
 	for (uint16_t i = 0; i < batch->num_tasks; i++) {
 		const struct bw_segment *s = &batch->tasks[i]->inputs[input];
 
-		memcpy(out, s->data, s->len);
+		bw_segment_read(s, out);
 		out += s->len;
 	}
 	for (uint32_t r = batch->size; r < batch->padded_size; r++) {
@@ -88,11 +162,9 @@ static inline void bw_batch_gather(const struct bw_batch *batch, unsigned int in
 static inline void bw_batch_scatter(const struct bw_batch *batch, unsigned int output, const uint8_t *src)
 {
 	for (uint16_t i = 0; i < batch->num_tasks; i++) {
-		const struct bw_segment *s = &batch->tasks[i]->outputs[output];
-
-		if (s->data != src) /* an executor may have computed in place */
-			memmove(s->data, src, s->len);
-		src += s->len;
+		/* an executor may have computed in place: bw_segment_write skips the bytes already there */
+		bw_segment_write(&batch->tasks[i]->outputs[output], src);
+		src += batch->tasks[i]->outputs[output].len;
 	}
 }
 

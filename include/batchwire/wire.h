@@ -158,6 +158,11 @@ static_assert(sizeof(struct bw_auth_trailer) == 40, "bw_auth_trailer size");
 #define BW_MTU_MAX 9000
 #define BW_DGRAM_MAX (BW_MTU_MAX - 20 - 8)
 
+/* Segmentation (docs/protocol.md): every slice but the last is at least this long (a datagram at
+ * the IPv4 minimum MTU of 576 carries 508), and a message has at most this many segments. */
+#define BW_SLICE_MIN 256
+#define BW_SEG_COUNT_MAX 65535
+
 static inline uint32_t bw_pad8(uint32_t len)
 {
 	return (len + 7u) & ~7u;
@@ -190,20 +195,24 @@ static inline uint32_t bw_tensor_desc_write(uint8_t *p, uint16_t index, uint8_t 
 /* A tensor found in a body: pointers into the caller's buffer, nothing copied. */
 struct bw_tensor_view {
 	const struct bw_tensor_desc *desc;
-	const char *name; /* desc->name_len bytes, not NUL-terminated */
-	const uint8_t *data;
+	const char *name;    /* desc->name_len bytes, not NUL-terminated */
+	const uint8_t *data; /* NULL when the payload is not all inside the bytes parsed (bw_body_parse_prefix) */
+	uint32_t offset;     /* the payload's place in the body */
 };
 
 /*
  * Walks a body holding num_tensors tensors and checks every rule of docs/protocol.md: descriptors and
  * names inside the body, known dtype, rank <= BW_MAX_RANK, reserved fields zero, data_len equal to
- * product(dims) * element size, and the payloads filling the rest of the body exactly.
+ * product(dims) * element size, and the payloads filling the rest of the body exactly. Only the first
+ * avail bytes of the body are at body (a message that came in segments: its first slice, or its
+ * descriptors copied out); the descriptors must lie in them, the payloads need not.
  * \param views  out, room for num_tensors entries (NULL to validate only)
  * \param why    out, on error a static string naming the rule that failed
- * \return 0, or -EINVAL with *why set
+ * \return 0; -EAGAIN when a descriptor or name runs past avail but not past body_len (parse more of
+ *         the body); or -EINVAL with *why set
  */
-static inline int bw_body_parse(const uint8_t *body, uint32_t body_len, uint32_t num_tensors,
-				struct bw_tensor_view *views, const char **why)
+static inline int bw_body_parse_prefix(const uint8_t *body, uint32_t avail, uint32_t body_len,
+				       uint32_t num_tensors, struct bw_tensor_view *views, const char **why)
 {
 	uint64_t off = 0, data_total = 0;
 	uint32_t i, d;
@@ -221,6 +230,8 @@ static inline int bw_body_parse(const uint8_t *body, uint32_t body_len, uint32_t
 			*why = "tensor descriptor runs past the body";
 			return -EINVAL;
 		}
+		if (off + sizeof(*desc) > avail)
+			return -EAGAIN;
 		if (desc->reserved != 0 || desc->reserved2 != 0) {
 			*why = "tensor descriptor reserved field not zero";
 			return -EINVAL;
@@ -264,6 +275,8 @@ static inline int bw_body_parse(const uint8_t *body, uint32_t body_len, uint32_t
 			*why = "tensor name runs past the body";
 			return -EINVAL;
 		}
+		if (off + bw_pad8(desc->name_len) > avail)
+			return -EAGAIN;
 		if (views != NULL) {
 			views[i].desc = desc;
 			views[i].name = (const char *)body + off;
@@ -277,11 +290,19 @@ static inline int bw_body_parse(const uint8_t *body, uint32_t body_len, uint32_t
 	}
 	if (views != NULL) {
 		for (i = 0; i < num_tensors; i++) {
-			views[i].data = body + off;
+			views[i].offset = (uint32_t)off;
+			views[i].data = off + views[i].desc->data_len <= avail ? body + off : NULL;
 			off += views[i].desc->data_len;
 		}
 	}
 	return 0;
+}
+
+/** bw_body_parse_prefix of a body that is all at body. */
+static inline int bw_body_parse(const uint8_t *body, uint32_t body_len, uint32_t num_tensors,
+				struct bw_tensor_view *views, const char **why)
+{
+	return bw_body_parse_prefix(body, body_len, body_len, num_tensors, views, why);
 }
 
 #endif /* BATCHWIRE_WIRE_H */

@@ -168,8 +168,8 @@ enum bw_status submit_full(struct harness *h, struct job_rec *r, unsigned int id
 	job->deadline_tsc = deadline;
 	job->num_inputs = 1;
 	job->num_outputs = 1;
-	job->inputs[0] = (struct bw_segment){r->in, rows * ROW_BYTES};
-	job->outputs[0] = (struct bw_segment){r->out, rows * ROW_BYTES};
+	job->inputs[0] = bw_segment_flat(r->in, rows * ROW_BYTES);
+	job->outputs[0] = bw_segment_flat(r->out, rows * ROW_BYTES);
 	job->owner[0] = r;
 	st = bat_submit(h->q, job, now);
 	r->accepted = st == BW_STATUS_OK;

@@ -234,7 +234,7 @@ static int run_executor(const struct rt_graph *g, const struct testdata_tensors 
 		return 1;
 	plan = rt_executor_plan(ex, one_row);
 	for (uint32_t i = 0; i < g->num_inputs; i++)
-		task.inputs[i] = (struct bw_segment){ in->t[i].data, (uint32_t)in->nbytes[i] };
+		task.inputs[i] = bw_segment_flat(in->t[i].data, (uint32_t)in->nbytes[i]);
 	for (uint32_t o = 0; o < g->num_outputs; o++) {
 		struct rt_plan_value_info vi;
 
@@ -247,7 +247,7 @@ static int run_executor(const struct rt_graph *g, const struct testdata_tensors 
 		}
 		out[o] = vi.tensor;
 		out[o].data = out_mem[o];
-		task.outputs[o] = (struct bw_segment){ out_mem[o], (uint32_t)vi.nbytes };
+		task.outputs[o] = bw_segment_flat(out_mem[o], (uint32_t)vi.nbytes);
 	}
 	for (; started < g_executor_workers; started++) {
 		workers[started] = (struct executor_worker){ .ex = ex, .index = started, .stop = &stop };

@@ -346,8 +346,8 @@ static void test_mbuf_data_room(void)
  * one can wait. Freed before returning: dp_pool_create names its pool after the socket. */
 static void pool_check(const struct dp_config *cfg, unsigned int nb_queues, int line)
 {
-	unsigned int needed = nb_queues * (cfg->rx_desc + cfg->tx_desc + 2 * DP_RX_BURST + DP_MBUF_CACHE_SIZE * 3 / 2) +
-			      cfg->mbufs_held;
+	unsigned int needed = nb_queues * (cfg->rx_desc + cfg->tx_desc + 2 * DP_RX_BURST + DP_MBUF_CACHE_SIZE * 3 / 2 +
+					   dp_reasm_mbufs(cfg)) + cfg->mbufs_held;
 	struct rte_mempool *mp = dp_pool_create(cfg, SOCKET_ID_ANY, nb_queues);
 
 	if (mp == NULL) {
@@ -370,21 +370,24 @@ static void test_pool_create(void)
 	struct dp_config cfg;
 
 	dp_config_defaults(&cfg);
-	pool_check(&cfg, 1, __LINE__);                 /* 2496 + 4096 = 6592 -> 8191 */
+	/* the default reassembly room is one 16 MiB request at MTU 1500: 11716 + 1024 */
+	CU_ASSERT_EQUAL(dp_reasm_mbufs(&cfg), 12740);
+	cfg.reasm_mbufs = 64;                          /* small, for the test's memory */
+	pool_check(&cfg, 1, __LINE__);                 /* 2560 + 4096 = 6656 -> 8191 */
 	cfg.rx_desc = 256;
 	cfg.tx_desc = 512;
 	cfg.mbufs_held = 1000;
-	pool_check(&cfg, 6, __LINE__);                 /* 6 * 1216 + 1000 = 8296 -> 16383 */
+	pool_check(&cfg, 6, __LINE__);                 /* 6 * 1280 + 1000 = 8680 -> 16383 */
 	cfg.mbufs_held = 0;
-	pool_check(&cfg, 4, __LINE__);                 /* 4864 -> 8191 */
+	pool_check(&cfg, 4, __LINE__);                 /* 5120 -> 8191 */
 	cfg.mtu = 9000;
 	cfg.rx_desc = 128;
 	cfg.tx_desc = 128;
 	cfg.mbufs_held = 100;
-	pool_check(&cfg, 1, __LINE__);                 /* 704 + 100 -> 1023 of 10 KiB rooms */
+	pool_check(&cfg, 1, __LINE__);                 /* 768 + 100 -> 1023 of 10 KiB rooms */
 	/* exactly 2^n - 1 needed: no rounding past it */
 	cfg.mtu = 1500;
-	cfg.mbufs_held = 1023 - 704;
+	cfg.mbufs_held = 1023 - 768;
 	{
 		struct rte_mempool *mp = dp_pool_create(&cfg, SOCKET_ID_ANY, 1);
 

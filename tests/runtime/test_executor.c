@@ -164,7 +164,7 @@ static struct test_batch *tb_new(const uint32_t *rows, uint16_t num_tasks, uint3
 			CU_ASSERT_PTR_NOT_NULL_FATAL(tb->in[t][i]);
 			for (uint32_t k = 0; k < rows[t] * width; k++)
 				tb->in[t][i][k] = base + 1000.0f * t + 100.0f * (k / width) + 10.0f * i + (float)(k % width);
-			task->inputs[i] = (struct bw_segment){ (uint8_t *)tb->in[t][i], rows[t] * width * sizeof(float) };
+			task->inputs[i] = bw_segment_flat((uint8_t *)tb->in[t][i], rows[t] * width * sizeof(float));
 		}
 		for (uint16_t o = 0; o < num_out; o++) {
 			size_t n = ((size_t)rows[t] + TEST_SLACK_ROWS) * width;
@@ -173,7 +173,7 @@ static struct test_batch *tb_new(const uint32_t *rows, uint16_t num_tasks, uint3
 			CU_ASSERT_PTR_NOT_NULL_FATAL(tb->out[t][o]);
 			for (size_t k = 0; k < n; k++)
 				tb->out[t][o][k] = TEST_SENTINEL;
-			task->outputs[o] = (struct bw_segment){ (uint8_t *)tb->out[t][o], rows[t] * width * sizeof(float) };
+			task->outputs[o] = bw_segment_flat((uint8_t *)tb->out[t][o], rows[t] * width * sizeof(float));
 		}
 		task->job = tb;
 		tb->tasks[t] = task;
