@@ -13,6 +13,7 @@
 
 #define TIMEOUT_MS_MAX 3600000u
 #define RETRIES_MAX 1000u
+#define PACE_US_MAX 1000000u /* a second between segments: slower is no longer a pace */
 
 volatile sig_atomic_t g_stop;
 
@@ -36,14 +37,19 @@ static const char g_usage[] =
 	"  --host H          server IPv4 address or host name (default 127.0.0.1)\n"
 	"  --port P          server UDP port, 1..65535 (default 7878)\n"
 	"  --timeout-ms N    wait this long for each reply before resending, 1..3600000 (default 1000)\n"
-	"  --retries N       resends after the first try, 0..1000 (default 3)\n"
+	"  --retries N       resends of the whole request after the first try, 0..1000 (default 3)\n"
+	"  --mtu N           IP MTU of the path, 576..9000 (default 1500): a request body above\n"
+	"                    N - 68 bytes is sent in segments of N - 68 bytes\n"
+	"  --pace-us N       pause between two segments of a request, 0..1000000 (default 0: back\n"
+	"                    to back), for paths that drop bursts\n"
 	"  -h, --help        this help; 'COMMAND --help' for a command's options\n"
 	"\n"
 	"Exit status: 0 when every request got an OK reply (and matched with --expect-echo),\n"
 	"1 when a request failed, timed out or mismatched, 2 for a bad command line.\n"
 	"ping and infer end with one machine-readable line:\n"
 	"  sent=N ok=N errors=N timeouts=N p50_us=X p99_us=X\n"
-	"(errors = error replies, mismatches and malformed replies; latencies of OK replies, µs).\n";
+	"(errors = error replies, mismatches and malformed replies; latencies of OK replies, µs);\n"
+	"the line before it counts datagrams: segments: N sent, N received.\n";
 
 /* Sets the connection's defaults from the global options; returns the index of COMMAND. */
 static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
@@ -53,6 +59,8 @@ static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
 		{ "port", required_argument, NULL, 'p' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "retries", required_argument, NULL, 'r' },
+		{ "mtu", required_argument, NULL, 'm' },
+		{ "pace-us", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -81,6 +89,16 @@ static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
 			if (!opt_u64(NULL, "--retries", optarg, 0, RETRIES_MAX, &v))
 				goto usage;
 			cli->opts.retries = (uint32_t)v;
+			break;
+		case 'm':
+			if (!opt_u64(NULL, "--mtu", optarg, BWC_MTU_MIN, BWC_MTU_MAX, &v))
+				goto usage;
+			cli->opts.mtu = (uint32_t)v;
+			break;
+		case 'P':
+			if (!opt_u64(NULL, "--pace-us", optarg, 0, PACE_US_MAX, &v))
+				goto usage;
+			cli->opts.pace_us = (uint32_t)v;
 			break;
 		case 'h':
 			fputs(g_usage, stdout);

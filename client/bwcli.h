@@ -27,6 +27,10 @@
 #define ERRORS_SHOWN_MAX 10   /* error lines printed before the rest are only counted */
 #define TENSORS_MAX 16 /* --tensor options */
 
+/* The largest request body bwcli sends (--size, --input, --shape): what the default reply cap lets an
+ * echo of it come back in. */
+#define REQUEST_BODY_MAX (BWC_MAX_REPLY_BYTES_DEFAULT - (uint32_t)sizeof(struct bw_hdr))
+
 /* Set by SIGINT and SIGTERM: a long run stops early but still prints its summary. */
 extern volatile sig_atomic_t g_stop;
 
@@ -35,9 +39,10 @@ struct cli {
 	struct bwc *c;
 };
 
-/* Counters of one ping or infer run; latencies of OK replies only. */
+/* Counters of one ping or infer run; latencies of OK replies only; datagrams of every request. */
 struct run_stats {
 	uint64_t sent, ok, errors, timeouts;
+	uint64_t segments_sent, segments_received;
 	uint64_t *lat_ns;
 	unsigned errors_shown;
 };
@@ -84,6 +89,7 @@ bool opt_u64(const char *cmd, const char *opt, const char *val, uint64_t min, ui
 int command_opt_error(const char *cmd, int opt, char **argv);
 int no_operands(const char *cmd, int argc, char **argv);
 int open_client(struct cli *cli);
+size_t reply_body_max(const struct cli *cli);
 int resolve_model(struct cli *cli, const char *cmd, const char *model, struct bwc_model_info *info,
 		  bool *have_info, uint32_t *model_id);
 void generate_data(uint8_t *out, uint32_t dtype, uint64_t elems, uint64_t seed);
@@ -93,6 +99,7 @@ void format_dims(char *out, size_t cap, uint8_t rank, const uint32_t *dims);
 const char *dtype_label(uint32_t dtype);
 void print_failure(const char *what, int rc, const struct bwc *c);
 void note_failure(struct run_stats *st, const char *what, int rc, const struct bwc *c);
+void note_datagrams(struct run_stats *st, const struct bwc *c);
 void print_summary(const char *what, const struct cli *cli, struct run_stats *st);
 
 #endif /* BATCHWIRE_BWCLI_H */

@@ -85,6 +85,15 @@ int open_client(struct cli *cli)
 	return EXIT_FAIL;
 }
 
+/* The largest reply body a call on the connection accepts: an unsegmented one always, a reassembled
+ * one up to max_reply_bytes. Buffers that keep a reply's bytes past the next call are this big. */
+size_t reply_body_max(const struct cli *cli)
+{
+	size_t reassembled = cli->opts.max_reply_bytes - sizeof(struct bw_hdr);
+
+	return reassembled > BWC_BODY_MAX ? reassembled : BWC_BODY_MAX;
+}
+
 /* Fills elems elements of dtype with batchwire/inputs.h's values from seed: request i gets seed i, the
  * same data in every run. */
 void generate_data(uint8_t *out, uint32_t dtype, uint64_t elems, uint64_t seed)

@@ -206,12 +206,12 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 	return EXIT_OK;
 }
 
-/* The payload room left for data in one datagram with one tensor descriptor and its name. */
+/* The room left for data in the largest request body with one tensor descriptor and its name. */
 static uint64_t data_room(const struct infer_args *a)
 {
 	uint32_t name_len = a->input_name != NULL ? (uint32_t)strlen(a->input_name) : 0;
 
-	return BWC_BODY_MAX - sizeof(struct bw_tensor_desc) - bw_pad8(name_len);
+	return REQUEST_BODY_MAX - sizeof(struct bw_tensor_desc) - bw_pad8(name_len);
 }
 
 /* Reads --input; fills in the default shape or checks the given ones against the file size. */
@@ -240,7 +240,7 @@ static int load_input(struct infer_args *a, uint8_t *buf, uint64_t *len)
 	}
 	fclose(f);
 	if (n > room) {
-		usage_error("infer", "--input: file '%s' is larger than one datagram holds (at most "
+		usage_error("infer", "--input: file '%s' is larger than one request carries (at most "
 			    "%" PRIu64 " bytes)", a->input_path, room);
 		return EXIT_USAGE;
 	}
@@ -323,8 +323,8 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 
 	elem = bw_dtype_size((uint32_t)a.dtype);
 	room = data_room(&a);
-	data = malloc(BWC_BODY_MAX + 1);
-	out = malloc(BWC_BODY_MAX);
+	data = malloc(room + 1); /* load_input reads a byte past the room to see a file too large */
+	out = malloc(reply_body_max(cli));
 	reply = malloc(sizeof(*reply));
 	info = malloc(sizeof(*info));
 	st.lat_ns = malloc(a.count * sizeof(st.lat_ns[0]));
@@ -348,7 +348,7 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 
 		if (elems == UINT64_MAX || elems * elem > room) {
 			format_dims(dims, sizeof(dims), a.ranks[s], a.dims[s]);
-			usage_error("infer", "--shape: %s of %s does not fit one datagram (at most "
+			usage_error("infer", "--shape: %s of %s does not fit one request (at most "
 				    "%" PRIu64 " bytes of data)", dims, dtype_label((uint32_t)a.dtype),
 				    room);
 			rc = EXIT_USAGE;
@@ -406,6 +406,7 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 		snprintf(what, sizeof(what), "request %" PRIu64, i + 1);
 		st.sent++;
 		rc = bwc_infer(cli->c, model_id, &in, 1, a.deadline_us, a.priority, reply);
+		note_datagrams(&st, cli->c);
 		if (rc != 0) {
 			if (rc == -ETIMEDOUT)
 				st.timeouts++;

@@ -128,7 +128,7 @@ int infer_model(struct cli *cli, const struct infer_args *a, const struct bwc_mo
 {
 	struct model_inputs mi;
 	struct bwc_reply *reply = malloc(sizeof(*reply)), *last = malloc(sizeof(*last));
-	uint8_t *last_body = malloc(BWC_BODY_MAX);
+	uint8_t *last_body = malloc(reply_body_max(cli));
 	bool have_last = false;
 	int rc = model_inputs_make(a, info, &mi);
 
@@ -143,6 +143,7 @@ int infer_model(struct cli *cli, const struct infer_args *a, const struct bwc_mo
 		snprintf(what, sizeof(what), "request %" PRIu64, i + 1);
 		st->sent++;
 		ret = bwc_infer(cli->c, model_id, mi.t, (uint16_t)mi.n, a->deadline_us, a->priority, reply);
+		note_datagrams(st, cli->c);
 		if (ret != 0) {
 			if (ret == -ETIMEDOUT)
 				st->timeouts++;

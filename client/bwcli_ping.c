@@ -14,7 +14,8 @@ const char g_usage_ping[] =
 	"Usage: " PROG " [GLOBAL OPTIONS] ping [--count N] [--size BYTES] [--quiet]\n"
 	"Sends PING requests one after another; each reply must echo the payload.\n"
 	"  --count N       pings to send, 1..10000000 (default 1)\n"
-	"  --size BYTES    payload bytes per ping, 0..8932 (default 56)\n"
+	"  --size BYTES    payload bytes per ping, 0..16777216 (default 56); above --mtu - 68\n"
+	"                  the ping and its echo travel in segments\n"
 	"  -q, --quiet     no line per ping, only the summary\n";
 
 int cmd_ping(struct cli *cli, int argc, char **argv)
@@ -39,7 +40,7 @@ int cmd_ping(struct cli *cli, int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 's':
-			if (!opt_u64("ping", "--size", optarg, 0, BWC_BODY_MAX, &v))
+			if (!opt_u64("ping", "--size", optarg, 0, REQUEST_BODY_MAX, &v))
 				return EXIT_USAGE;
 			size = v;
 			break;
@@ -75,6 +76,7 @@ int cmd_ping(struct cli *cli, int argc, char **argv)
 		generate_data(payload, BW_DTYPE_UINT8, size, i);
 		st.sent++;
 		rc = bwc_ping(cli->c, payload, (uint32_t)size, &rtt_ns);
+		note_datagrams(&st, cli->c);
 		snprintf(what, sizeof(what), "ping %" PRIu64, i + 1);
 		if (rc == 0) {
 			st.lat_ns[st.ok++] = rtt_ns;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a ping or infer run prints: dims and dtype names, a failure's line (the first
- * ERRORS_SHOWN_MAX, then only counted), and the summary whose last line scripts parse.
+ * ERRORS_SHOWN_MAX, then only counted), and the summary (with the datagrams the run sent and
+ * received) whose last line scripts parse.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,6 +59,15 @@ void note_failure(struct run_stats *st, const char *what, int rc, const struct b
 	st->errors_shown++;
 }
 
+/* Adds the datagrams of the call just made, failed or not, to the run's. */
+void note_datagrams(struct run_stats *st, const struct bwc *c)
+{
+	const struct bwc_reply *r = bwc_last_reply(c);
+
+	st->segments_sent += r->segments_sent;
+	st->segments_received += r->segments_received;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -95,6 +105,7 @@ void print_summary(const char *what, const struct cli *cli, struct run_stats *st
 		printf("latency us: min %.1f p50 %.1f p90 %.1f p99 %.1f max %.1f\n",
 		       (double)st->lat_ns[0] / 1000.0, p50, p90, p99,
 		       (double)st->lat_ns[st->ok - 1] / 1000.0);
+	printf("segments: %" PRIu64 " sent, %" PRIu64 " received\n", st->segments_sent, st->segments_received);
 	printf("sent=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64 " timeouts=%" PRIu64
 	       " p50_us=%.1f p99_us=%.1f\n",
 	       st->sent, st->ok, st->errors, st->timeouts, p50, p99);

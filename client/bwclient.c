@@ -3,6 +3,10 @@
  * The calls of the client library over a kernel UDP socket: one request in flight per connection,
  * matched to its reply by request_id, resent on timeout. UDP loses datagrams and the appliance
  * drops what it cannot queue, so every call is a small retry loop rather than a single send/recv.
+ * A request larger than one datagram at the MTU goes out as its segments, each encoded into the one
+ * transmit buffer as it is sent; a reply in segments is reassembled into a buffer that grows to the
+ * largest reply seen (up to max_reply_bytes) and is kept for the next calls. A resend repeats every
+ * segment: the protocol has no acknowledgement that would say which of them were lost.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -19,8 +23,10 @@
 
 #include "bwclient.h"
 
-/* Room for a dozen jumbo datagrams, so a burst of late duplicates cannot push out the reply. */
-#define BWC_SOCKBUF_BYTES (256 * 1024)
+/* A segmented reply arrives as a burst of hundreds of datagrams (the echo of a 600,000-byte PING is
+ * 419 at MTU 1500) that may all queue before we read the first, and a segmented request leaves as
+ * one: 4 MiB holds a thousand or more, at up to 4 KiB of kernel bookkeeping each. */
+#define BWC_SOCKBUF_BYTES (4 * 1024 * 1024)
 
 /* Largest UDP payload over IPv4: nothing the kernel hands us is ever truncated. */
 #define BWC_RX_BYTES 65536
@@ -29,10 +35,16 @@ struct bwc {
 	int fd;
 	uint32_t timeout_ms;
 	uint32_t retries;
+	uint32_t slice;           /* request body bytes per segment: bwc_segment_slice(mtu) */
+	uint32_t pace_us;
+	uint32_t max_reply_bytes;
 	uint64_t next_request_id;
-	uint8_t *tx; /* BW_DGRAM_MAX bytes */
-	uint8_t *rx; /* BWC_RX_BYTES bytes */
-	struct bwc_reply scratch; /* the reply of calls whose caller does not keep one */
+	uint8_t *tx;              /* BW_DGRAM_MAX bytes: one datagram, or one segment at a time */
+	uint8_t *rx;              /* BWC_RX_BYTES bytes */
+	uint8_t *reply_buf;       /* a reassembled reply: reply_cap bytes, NULL until one came */
+	size_t reply_cap;
+	struct bwc_reasm reasm;   /* the segmented reply of the call in progress */
+	struct bwc_reply scratch; /* the last call's reply (bwc_last_reply) */
 	char last_error[BWC_ERRMSG_MAX + 64];
 };
 
@@ -42,6 +54,9 @@ void bwc_opts_init(struct bwc_opts *opts)
 	opts->port = BW_UDP_PORT_DEFAULT;
 	opts->timeout_ms = BWC_TIMEOUT_MS_DEFAULT;
 	opts->retries = BWC_RETRIES_DEFAULT;
+	opts->mtu = BWC_MTU_DEFAULT;
+	opts->pace_us = BWC_PACE_US_DEFAULT;
+	opts->max_reply_bytes = BWC_MAX_REPLY_BYTES_DEFAULT;
 }
 
 static uint64_t now_ns(void)
@@ -82,6 +97,20 @@ static int gai_to_errno(int gai)
 	}
 }
 
+/*
+ * Asks for BWC_SOCKBUF_BYTES of one socket buffer. Best effort: the FORCE option, which only
+ * CAP_NET_ADMIN may use, goes past net.core.[rw]mem_max; the plain one is capped by it, and a smaller
+ * buffer still works, with the losses of a large burst made up by resends.
+ */
+static void sockbuf_grow(int fd, int force_opt, int opt)
+{
+	int bytes = BWC_SOCKBUF_BYTES;
+
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof(bytes)) == 0)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes));
+}
+
 static int resolve_and_connect(struct bwc *c, const struct bwc_opts *opts)
 {
 	struct addrinfo hints = {
@@ -91,7 +120,6 @@ static int resolve_and_connect(struct bwc *c, const struct bwc_opts *opts)
 	};
 	struct addrinfo *res = NULL;
 	char port[8];
-	int bufsz = BWC_SOCKBUF_BYTES;
 	int gai, rc;
 
 	snprintf(port, sizeof(port), "%u", (unsigned)opts->port);
@@ -105,9 +133,8 @@ static int resolve_and_connect(struct bwc *c, const struct bwc_opts *opts)
 		freeaddrinfo(res);
 		return rc;
 	}
-	/* Best effort: the kernel caps these at net.core.[rw]mem_max, and smaller still works. */
-	(void)setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
-	(void)setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+	sockbuf_grow(c->fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	sockbuf_grow(c->fd, SO_SNDBUFFORCE, SO_SNDBUF);
 
 	/* connect() makes the kernel drop datagrams from anyone but the server. */
 	rc = connect(c->fd, res->ai_addr, res->ai_addrlen) < 0 ? -errno : 0;
@@ -125,7 +152,8 @@ struct bwc *bwc_open(const struct bwc_opts *opts, int *err)
 		bwc_opts_init(&defaults);
 		opts = &defaults;
 	}
-	if (opts->port == 0) {
+	if (opts->port == 0 || opts->mtu < BWC_MTU_MIN || opts->mtu > BWC_MTU_MAX ||
+	    opts->max_reply_bytes < sizeof(struct bw_hdr)) {
 		*err = -EINVAL;
 		return NULL;
 	}
@@ -137,6 +165,9 @@ struct bwc *bwc_open(const struct bwc_opts *opts, int *err)
 	c->fd = -1;
 	c->timeout_ms = opts->timeout_ms;
 	c->retries = opts->retries;
+	c->slice = bwc_segment_slice(opts->mtu);
+	c->pace_us = opts->pace_us;
+	c->max_reply_bytes = opts->max_reply_bytes;
 	c->next_request_id = seed_request_id();
 	c->tx = malloc(BW_DGRAM_MAX);
 	c->rx = malloc(BWC_RX_BYTES);
@@ -163,6 +194,7 @@ void bwc_close(struct bwc *c)
 		close(c->fd);
 	free(c->tx);
 	free(c->rx);
+	free(c->reply_buf);
 	free(c);
 }
 
@@ -173,120 +205,274 @@ const char *bwc_last_error(const struct bwc *c)
 
 #define set_error(c, ...) snprintf((c)->last_error, sizeof((c)->last_error), __VA_ARGS__)
 
+/* One call in progress: what its wait loop and its resends share. */
+struct call {
+	const struct bwc_request *req;
+	struct bwc_reply *reply;
+	uint32_t segments;  /* datagrams per attempt: bwc_request_segments at the connection's slice */
+	bool refused;       /* an ICMP port unreachable came back */
+	bool reassembling;  /* c->reasm holds part of this call's reply, kept across resends */
+	int decoded;        /* bwc_decode_reply's verdict on the reply, once it came */
+};
+
+/* Sleeps us microseconds, through signals: a pace shorter than asked would defeat its purpose. */
+static void pause_us(uint32_t us)
+{
+	struct timespec left = { .tv_sec = us / 1000000u, .tv_nsec = (long)(us % 1000000u) * 1000 };
+
+	while (nanosleep(&left, &left) < 0 && errno == EINTR)
+		;
+}
+
 /*
- * Waits until deadline_ns for the datagram answering request_id and decodes it.
- * \return 1 with *decoded set when the reply came, 0 at the deadline, or a negative errno
+ * Sends every segment of the request once, pace_us apart, each encoded into c->tx in turn from the
+ * caller's tensors. A datagram the kernel would not take (no buffer, a pending ICMP error) is a loss
+ * like any other: the timeout resends the whole request.
+ * \return 0, or a negative errno when the socket cannot send at all (c->last_error says why)
  */
-static int wait_reply(struct bwc *c, uint64_t request_id, uint8_t opcode, uint64_t deadline_ns,
-		      struct bwc_reply *reply, int *decoded, bool *refused)
+static int send_request(struct bwc *c, struct call *call)
+{
+	for (uint32_t i = 0; i < call->segments; i++) {
+		int len = bwc_encode_request_segment(call->req, c->slice, i, c->tx, BW_DGRAM_MAX);
+		ssize_t sent;
+		int rc;
+
+		if (len < 0) {
+			set_error(c, "cannot encode segment %u of %u", i, call->segments);
+			return len;
+		}
+		if (i > 0 && c->pace_us > 0)
+			pause_us(c->pace_us);
+		do
+			sent = send(c->fd, c->tx, (size_t)len, 0);
+		while (sent < 0 && errno == EINTR);
+		if (sent >= 0) {
+			call->reply->segments_sent++;
+			continue;
+		}
+		if (errno == ECONNREFUSED) {
+			call->refused = true;
+		} else if (errno != ENOBUFS && errno != EAGAIN && errno != EWOULDBLOCK) {
+			rc = -errno;
+			set_error(c, "send: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Makes the reassembly buffer hold bytes, doubling so that a run of growing replies reallocates
+ * rarely, and no further than max_reply_bytes unless bytes itself is. Its old contents are not kept:
+ * each reply starts afresh. */
+static int reply_buf_reserve(struct bwc *c, size_t bytes)
+{
+	size_t cap = c->reply_cap * 2;
+	uint8_t *buf;
+
+	if (bytes <= c->reply_cap)
+		return 0;
+	if (cap > c->max_reply_bytes)
+		cap = c->max_reply_bytes;
+	if (cap < bytes)
+		cap = bytes;
+	buf = malloc(cap);
+	if (buf == NULL)
+		return -ENOMEM;
+	free(c->reply_buf);
+	c->reply_buf = buf;
+	c->reply_cap = cap;
+	return 0;
+}
+
+/*
+ * Feeds the segment in c->rx (len bytes, of this call's request_id, version and opcode) to the
+ * reassembly, which the first one starts: it is sized from that segment's total_body_len.
+ * \return 1 when the reply is whole and decoded (call->decoded), 0 when more segments are needed,
+ *         or a negative errno with c->last_error set: -EMSGSIZE (above max_reply_bytes), -ENOMEM,
+ *         -EBADMSG (a segment that breaks the rules of docs/protocol.md)
+ */
+static int reply_segment_add(struct bwc *c, struct call *call, size_t len)
+{
+	const struct bw_hdr *hdr = (const void *)c->rx;
+	uint64_t whole = sizeof(*hdr) + (uint64_t)hdr->total_body_len;
+	int rc;
+
+	if (!call->reassembling) {
+		if (whole > c->max_reply_bytes) {
+			set_error(c, "reply of %llu bytes in %u segments is larger than max_reply_bytes (%u)",
+				  (unsigned long long)whole, hdr->seg_count, c->max_reply_bytes);
+			return -EMSGSIZE;
+		}
+		if (reply_buf_reserve(c, (size_t)whole) < 0) {
+			set_error(c, "no memory for a reply of %llu bytes", (unsigned long long)whole);
+			return -ENOMEM;
+		}
+		bwc_reasm_init(&c->reasm, c->reply_buf, c->reply_cap, call->req->request_id, call->req->opcode);
+		call->reassembling = true;
+	}
+	rc = bwc_reasm_add(&c->reasm, c->rx, len);
+	call->reply->segments_received = c->reasm.received;
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		set_error(c, "malformed segmented reply: segment %u of %u (%u of %u body bytes) does not fit the "
+			  "segments before it", hdr->seg_index, hdr->seg_count, hdr->body_len, hdr->total_body_len);
+		return rc;
+	}
+	call->decoded = bwc_decode_reply(c->reply_buf, (size_t)whole, call->req->opcode, call->reply);
+	return 1;
+}
+
+/* Waits until deadline_ns for the socket to be readable. \return 1, 0 at the deadline, or -errno */
+static int wait_readable(int fd, uint64_t deadline_ns)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-		const struct bw_hdr *hdr = (const void *)c->rx;
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		uint64_t now = now_ns();
-		int timeout_ms, n;
-		ssize_t len;
+		int n;
 
 		if (now >= deadline_ns)
 			return 0;
 		/* Round up: poll(0) would spin through the last partial millisecond. */
-		timeout_ms = (int)((deadline_ns - now + 999999u) / 1000000u);
-		n = poll(&pfd, 1, timeout_ms);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+		n = poll(&pfd, 1, (int)((deadline_ns - now + 999999u) / 1000000u));
+		if (n >= 0)
+			return n > 0;
+		if (errno != EINTR)
 			return -errno;
-		}
-		if (n == 0)
-			return 0;
+	}
+}
 
+/*
+ * Reads datagrams until deadline_ns, or until the reply to the call's request is whole: an unsegmented
+ * datagram of its request_id is the reply (an error status among them), a segmented one goes to the
+ * reassembly. The socket is drained before each poll, so a burst of segments costs a recv each.
+ * \return 1 with call->decoded set when the reply came, 0 at the deadline, or a negative errno with
+ *         c->last_error set
+ */
+static int wait_reply(struct bwc *c, struct call *call, uint64_t deadline_ns)
+{
+	const struct bw_hdr *hdr = (const void *)c->rx;
+	const uint8_t reply_opcode = call->req->opcode | BW_OP_REPLY;
+
+	for (;;) {
+		ssize_t len;
+		int rc;
+
+		/* Checked per datagram too: a stream of strangers' datagrams must not hold off the resend. */
+		if (now_ns() >= deadline_ns)
+			return 0;
 		/* MSG_TRUNC returns the datagram's real length, so an oversized one is recognised. */
 		len = recv(c->fd, c->rx, BWC_RX_BYTES, MSG_DONTWAIT | MSG_TRUNC);
 		if (len < 0) {
-			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				rc = wait_readable(c->fd, deadline_ns);
+				if (rc < 0) {
+					set_error(c, "poll: %s", strerror(-rc));
+					return rc;
+				}
+				if (rc == 0)
+					return 0;
+				continue;
+			}
+			if (errno == EINTR)
 				continue;
 			/* An ICMP port unreachable: maybe for an earlier datagram, maybe the server is
 			 * restarting. Treat it like a loss; the caller reports it if nothing answers. */
 			if (errno == ECONNREFUSED) {
-				*refused = true;
+				call->refused = true;
 				continue;
 			}
-			return -errno;
+			rc = -errno;
+			set_error(c, "recv: %s", strerror(-rc));
+			return rc;
 		}
 		if ((size_t)len > BWC_RX_BYTES || (size_t)len < sizeof(*hdr))
 			continue;
 		/* Not ours: noise, or a late reply to an earlier request (a resend answered twice). */
-		if (hdr->magic != BW_PROTO_MAGIC || hdr->request_id != request_id)
+		if (hdr->magic != BW_PROTO_MAGIC || hdr->request_id != call->req->request_id)
 			continue;
-		*decoded = bwc_decode_reply(c->rx, (size_t)len, opcode, reply);
+		/* A segment of another version or opcode is left to bwc_decode_reply, which names the
+		 * mismatch, as it does for an unsegmented one. */
+		if (hdr->seg_count > 1 && hdr->version == BW_PROTO_VERSION && hdr->opcode == reply_opcode) {
+			rc = reply_segment_add(c, call, (size_t)len);
+			if (rc == 0)
+				continue;
+			return rc;
+		}
+		call->decoded = bwc_decode_reply(c->rx, (size_t)len, call->req->opcode, call->reply);
+		call->reply->segments_received = 1;
 		return 1;
 	}
 }
 
 /*
- * Sends req with a fresh request_id and waits for the reply, resending the same datagram after
- * each timeout. Returns 0, a positive status, or a negative errno (see bwclient.h).
+ * Sends req with a fresh request_id and waits for the reply, resending the whole request (every
+ * segment, the same request_id) after each timeout. Returns 0, a positive status, or a negative
+ * errno (see bwclient.h).
  */
-static int transact(struct bwc *c, struct bwc_request *req, struct bwc_reply *reply)
+static int exchange(struct bwc *c, struct bwc_request *req, struct bwc_reply *reply)
 {
-	uint64_t start_ns, deadline_ns;
-	bool refused = false;
+	struct call call = { .req = req, .reply = reply };
 	uint64_t attempt; /* 64-bit: retries may be UINT32_MAX without the loop wrapping */
-	int len, rc, decoded = 0;
+	uint64_t start_ns;
+	int segments, rc = 0;
 
 	c->last_error[0] = '\0';
 	reply->rtt_ns = 0;
 	reply->attempts = 0;
+	reply->segments_sent = 0;
+	reply->segments_received = 0;
 	req->request_id = c->next_request_id++;
-	len = bwc_encode_request(req, c->tx, BW_DGRAM_MAX);
-	if (len < 0) {
-		set_error(c, "%s", len == -EMSGSIZE ? "request does not fit one datagram"
-						    : "invalid request (tensor dtype, dims, name or size)");
-		return len;
+	segments = bwc_request_segments(req, c->slice);
+	if (segments < 0) {
+		set_error(c, "%s", segments == -EMSGSIZE ? "request needs more than 65535 segments at this MTU"
+							 : "invalid request (tensor dtype, dims, name or size)");
+		return segments;
 	}
+	call.segments = (uint32_t)segments;
 
 	start_ns = now_ns();
 	for (attempt = 0; attempt <= c->retries; attempt++) {
-		ssize_t sent;
-
 		reply->attempts = (uint32_t)(attempt + 1);
-		sent = send(c->fd, c->tx, (size_t)len, 0);
-		if (sent < 0) {
-			/* A pending ICMP error surfaces on send too; the datagram may not have left. */
-			if (errno == ECONNREFUSED) {
-				refused = true;
-			} else if (errno != EINTR && errno != ENOBUFS && errno != EAGAIN) {
-				rc = -errno;
-				set_error(c, "send: %s", strerror(-rc));
-				return rc;
-			}
-		}
-		deadline_ns = now_ns() + (uint64_t)c->timeout_ms * 1000000u;
-		rc = wait_reply(c, req->request_id, req->opcode, deadline_ns, reply, &decoded,
-				&refused);
-		if (rc < 0) {
-			set_error(c, "recv: %s", strerror(-rc));
+		rc = send_request(c, &call);
+		if (rc < 0)
 			return rc;
-		}
-		if (rc == 1)
+		rc = wait_reply(c, &call, now_ns() + (uint64_t)c->timeout_ms * 1000000u);
+		if (rc != 0)
 			break;
 	}
-	if (attempt > c->retries) {
-		set_error(c, "no reply after %llu attempt%s%s", (unsigned long long)attempt,
-			  attempt > 1 ? "s" : "",
-			  refused ? " (ICMP port unreachable: is the server listening?)" : "");
+	reply->rtt_ns = now_ns() - start_ns;
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		set_error(c, "no reply after %llu attempt%s%s", (unsigned long long)attempt, attempt > 1 ? "s" : "",
+			  call.refused ? " (ICMP port unreachable: is the server listening?)" : "");
 		return -ETIMEDOUT;
 	}
-	reply->rtt_ns = now_ns() - start_ns;
-	if (decoded < 0) {
+	if (call.decoded < 0) {
 		set_error(c, "malformed reply: %s", reply->why != NULL ? reply->why : "?");
-		return decoded;
+		return call.decoded;
 	}
 	if (reply->status != BW_STATUS_OK) {
 		set_error(c, "%s", reply->message);
 		return reply->status;
 	}
 	return 0;
+}
+
+/* exchange(), and the reply kept where bwc_last_reply finds it. */
+static int transact(struct bwc *c, struct bwc_request *req, struct bwc_reply *reply)
+{
+	int rc = exchange(c, req, reply);
+
+	if (reply != &c->scratch)
+		c->scratch = *reply;
+	return rc;
+}
+
+const struct bwc_reply *bwc_last_reply(const struct bwc *c)
+{
+	return &c->scratch;
 }
 
 int bwc_ping(struct bwc *c, const void *payload, uint32_t len, uint64_t *rtt_ns)

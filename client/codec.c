@@ -267,9 +267,9 @@ int bwc_decode_reply(const void *buf, size_t len, uint8_t opcode, struct bwc_rep
 		return reply_fail(reply, -EBADMSG, "unknown flag bits");
 	if (hdr->seg_count == 0 || hdr->seg_index >= hdr->seg_count)
 		return reply_fail(reply, -EBADMSG, "segment index outside the segment count");
-	/* v1 servers never segment replies yet; reassembly arrives with the server's. */
+	/* One segment of a larger reply: bwc_reasm_add puts them together first (the calls do). */
 	if (hdr->seg_count > 1)
-		return reply_fail(reply, -ENOTSUP, "segmented reply (this client does not reassemble)");
+		return reply_fail(reply, -ENOTSUP, "one segment of a segmented reply: reassemble it first (bwc_reasm_add)");
 	/* The trailer is not verified (this client holds no keys) but its length must add up. */
 	trailer = (hdr->flags & BW_FLAG_AUTH) ? sizeof(struct bw_auth_trailer) : 0;
 	if ((uint64_t)sizeof(*hdr) + hdr->body_len + trailer != len)

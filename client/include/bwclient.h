@@ -6,7 +6,9 @@
  *     datagram, bwc_reasm_add for a reply that came in segments, bwc_decode_reply,
  *     bwc_decode_model_info) that touches no socket, so the tests can check every byte;
  *   - calls (bwc_ping, bwc_infer, bwc_model_info*) that send one request and wait for its reply,
- *     resending on timeout.
+ *     resending on timeout. A request whose body is larger than one datagram at the connection's MTU
+ *     goes out as its segments (docs/protocol.md, "Segmentation"), cut as it is sent, never built
+ *     whole; a reply that comes back in segments is put back together before it is decoded.
  *
  * Return convention of the calls: 0 for an OK reply; a positive enum bw_status when the server
  * answered with an error status (its message is in bwc_last_error()); -ETIMEDOUT when no reply
@@ -28,6 +30,18 @@
 #define BWC_TIMEOUT_MS_DEFAULT 1000
 #define BWC_RETRIES_DEFAULT 3
 
+/* The IP MTU the calls cut requests for: every datagram they send fits it. 576 is the least every
+ * IPv4 host must accept; 9000 the jumbo frames the appliance supports. */
+#define BWC_MTU_DEFAULT 1500
+#define BWC_MTU_MIN 576
+#define BWC_MTU_MAX BW_MTU_MAX
+
+/* Segments back to back unless a path that drops bursts asks for a pause. */
+#define BWC_PACE_US_DEFAULT 0
+
+/* The largest reply a call accepts, header and body together, once reassembled: 16 MiB of body. */
+#define BWC_MAX_REPLY_BYTES_DEFAULT (16u * 1024u * 1024u + (uint32_t)sizeof(struct bw_hdr))
+
 /* Room for a server's error message; the protocol promises at most 200 bytes. */
 #define BWC_ERRMSG_MAX 255
 
@@ -40,12 +54,26 @@
 /* Most batch sizes a MODEL_INFO reply can list in one datagram (each is a uint32_t). */
 #define BWC_MODEL_BATCH_SIZES_MAX ((BWC_BODY_MAX - (uint32_t)sizeof(struct bw_model_info)) / 4u)
 
+/* Fill with bwc_opts_init, then change what differs: a zeroed struct is refused (mtu 0). */
 struct bwc_opts {
 	const char *host;    /* IPv4 dotted address or host name; NULL means 127.0.0.1 */
 	uint16_t port;       /* BW_UDP_PORT_DEFAULT */
 	uint32_t timeout_ms; /* wait for a reply this long before resending; BWC_TIMEOUT_MS_DEFAULT */
-	uint32_t retries;    /* resends after the first try; BWC_RETRIES_DEFAULT */
+	uint32_t retries;    /* resends of the whole request after the first try; BWC_RETRIES_DEFAULT */
+	uint32_t mtu;        /* BWC_MTU_MIN..BWC_MTU_MAX, BWC_MTU_DEFAULT: a request body above
+			      * bwc_segment_slice(mtu) bytes is sent in segments of that many */
+	uint32_t pace_us;    /* pause between two segments of a request; BWC_PACE_US_DEFAULT (none) */
+	uint32_t max_reply_bytes; /* largest reassembled reply, header included, at least 40;
+				   * BWC_MAX_REPLY_BYTES_DEFAULT. An unsegmented reply (at most
+				   * BW_DGRAM_MAX bytes) is always accepted. */
 };
+
+/** \return the body bytes of one segment at an IP MTU: what is left after IPv4 (20), UDP (8) and the
+ *          header (40) */
+static inline uint32_t bwc_segment_slice(uint32_t mtu)
+{
+	return mtu - 20u - 8u - (uint32_t)sizeof(struct bw_hdr);
+}
 
 /* One tensor to send. The encoder copies it; nothing is kept. */
 struct bwc_tensor {
@@ -58,8 +86,8 @@ struct bwc_tensor {
 	uint32_t data_len;          /* must equal product(dims) * bw_dtype_size(dtype) */
 };
 
-/* What bwc_encode_request puts in one datagram: tensors, or a raw body (PING, MODEL_INFO by
- * name), never both. */
+/* What a request carries, in one datagram (bwc_encode_request) or several (bwc_encode_request_segment):
+ * tensors, or a raw body (PING, MODEL_INFO by name), never both. */
 struct bwc_request {
 	uint8_t opcode; /* enum bw_opcode */
 	uint8_t priority;
@@ -73,7 +101,8 @@ struct bwc_request {
 };
 
 /* A decoded reply. body, and the tensor views of an OK INFER reply, point into the buffer that was
- * decoded: for the calls that is the connection's receive buffer, valid until its next call. */
+ * decoded: for the calls that is the connection's receive buffer (or, for a reply that came in
+ * segments, its reassembly buffer), valid until its next call. */
 struct bwc_reply {
 	uint16_t status; /* enum bw_status; other values come from a newer server */
 	uint8_t opcode;  /* the request opcode, without BW_OP_REPLY */
@@ -86,9 +115,12 @@ struct bwc_reply {
 	struct bw_tensor_view tensors[BW_MAX_TENSORS]; /* OK INFER replies: num_tensors entries */
 	char message[BWC_ERRMSG_MAX + 1];              /* error replies: the server's message */
 	const char *why;                               /* decode failures: the rule broken */
-	/* Filled by the calls, not by bwc_decode_reply: */
-	uint64_t rtt_ns;   /* first send to reply, resends included: what the caller waited */
-	uint32_t attempts; /* datagrams sent, 1 + resends */
+	/* Filled by the calls, not by bwc_decode_reply, on failures too: */
+	uint64_t rtt_ns;            /* first send to reply, resends included: what the caller waited */
+	uint32_t attempts;          /* tries of the whole request, 1 + resends */
+	uint32_t segments_sent;     /* request datagrams sent over all attempts (a segment each) */
+	uint32_t segments_received; /* reply datagrams accepted into the reply: 1 for an unsegmented
+				     * one, the distinct segments of a segmented one (so far) */
 };
 
 /* One input or output of a model, as MODEL_INFO describes it (a dim of 0 is dynamic). */
@@ -218,12 +250,23 @@ void bwc_opts_init(struct bwc_opts *opts);
 
 /**
  * Resolves the host, opens a UDP socket and connect()s it to the server.
- * \param err  out, a negative errno when NULL is returned (-ENXIO: unknown host)
+ * \param opts  NULL for the defaults
+ * \param err   out, a negative errno when NULL is returned (-ENXIO: unknown host; -EINVAL: port 0,
+ *              mtu outside BWC_MTU_MIN..BWC_MTU_MAX, max_reply_bytes below 40)
  * \return the connection, or NULL
  */
 struct bwc *bwc_open(const struct bwc_opts *opts, int *err);
 
 void bwc_close(struct bwc *c);
+
+/*
+ * The calls below send the request (in segments when its body is above bwc_segment_slice(mtu)) and
+ * wait timeout_ms for the reply; then they resend the whole request, with the same request_id, up to
+ * retries times. Segments of a reply that came before a resend still count: the reply is
+ * reassembled across the resends. An error reply the server sends while segments are still going
+ * out is read once all are out. A segmented reply above max_reply_bytes fails the call with
+ * -EMSGSIZE, one that breaks the segmentation rules with -EBADMSG, without a resend.
+ */
 
 /**
  * PING: the reply body must equal the payload (-EBADMSG otherwise).
@@ -250,6 +293,14 @@ int bwc_model_info_by_name(struct bwc *c, const char *name, struct bwc_model_inf
 /** \return why the last call failed: the server's message for an error status, otherwise a
  *          description of the local failure; "" after a success */
 const char *bwc_last_error(const struct bwc *c);
+
+/**
+ * The reply of the last call on c: the connection's own for the calls that take none (bwc_ping,
+ * bwc_model_info*, bwc_infer with reply NULL), a copy of the caller's for bwc_infer. Its counters
+ * (rtt_ns, attempts, segments_sent, segments_received) are set after every call, a failed one
+ * included; body and views are valid until the next call.
+ */
+const struct bwc_reply *bwc_last_reply(const struct bwc *c);
 
 /* ==== NumPy .npy files (client/npy.c) ============================================================
  * For bwcli, bwrun and tests: tensors in the files numpy.save writes and numpy.load reads. No

@@ -6,15 +6,22 @@
 # bw_env_check, bw_net_up, bw_daemon_start ... bw_daemon_stop; bw_cleanup runs on EXIT.
 #
 #   namespace bw-srv-$BW_TAG   veth bws-$BW_TAG  10.77.0.1/24  (batchwire, DPDK af_packet, no kernel IP)
-#   namespace bw-cli-$BW_TAG   veth bwc-$BW_TAG  10.77.0.2/24  (bwcli, scapy; MTU 9000 on both ends)
+#   namespace bw-cli-$BW_TAG   veth bwc-$BW_TAG  10.77.0.2/24  (bwcli, scapy; MTU $BW_MTU on both ends,
+#                                                             9000 unless set before sourcing)
 #
 # Run as root. Exits 77 (meson's SKIP) with the reason when namespaces or tools are unavailable.
 
 BW_SERVER_IP=10.77.0.1
 BW_CLIENT_IP=10.77.0.2
-BW_MTU=9000
-# af_packet frame slots: 9216 bytes hold a 9000-byte-MTU frame; 4 slots per 36 KiB block.
-BW_AF_PACKET_ARGS="framesz=9216,blocksz=36864"
+BW_MTU=${BW_MTU:-9000}
+# af_packet frame slots must fit the mbuf data room of the MTU: 9216 bytes hold a 9000-byte-MTU
+# frame (4 slots per 36 KiB block), 2048 a 1500-byte one. 4096 slots take the bursts of segments a
+# 600 KB request arrives in (410 datagrams at MTU 1500) from several clients at once.
+if [ "$BW_MTU" -gt 1500 ]; then
+	BW_AF_PACKET_ARGS="framesz=9216,blocksz=36864,framecnt=2048"
+else
+	BW_AF_PACKET_ARGS="framesz=2048,blocksz=4096,framecnt=4096"
+fi
 
 : "${BW_TAG:?set BW_TAG before sourcing netns.sh}"
 BW_SRV_NS="bw-srv-$BW_TAG"
