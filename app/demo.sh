@@ -33,16 +33,16 @@ grep -E "batchwire: (CPU kernels|model|port|lcore|serving)" "$BW_LOG"
 
 echo "== ping from the client namespace: ICMP, then protocol v1 PING"
 bw_cli ping -c 2 -q "$BW_SERVER_IP" | tail -n 2
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" ping --count 3
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" ping --count 3
 
 echo "== model info"
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" info --model mlp
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" info --model mlp
 
 echo "== one request: the daemon's reply next to bwrun's output for the same input"
 "$BWRUN" --save-inputs "$WORK" --output-dir "$WORK/bwrun" "$MLP" >"$WORK/bwrun.log" 2>&1 ||
 	bw_fail "bwrun failed: $(tail -n 3 "$WORK/bwrun.log")"
 mkdir -p "$WORK/reply"
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlp --tensor input="$WORK/input.npy" \
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --tensor input="$WORK/input.npy" \
 	--output-dir "$WORK/reply" | tail -n 1
 python3 - "$WORK" <<'PY' || bw_fail "the reply differs from bwrun's output"
 import sys
@@ -57,17 +57,17 @@ sys.exit(0 if np.allclose(ours, ref, rtol=1e-4, atol=1e-5) else 1)
 PY
 
 echo "== $COUNT MLP inferences (generated inputs) from one client"
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlp --count "$COUNT" --quiet
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count "$COUNT" --quiet
 
 echo "== 4 clients at once, 1000 requests each: they share batching windows"
 for c in 1 2 3 4; do
-	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlp --count 1000 --quiet | tail -n 1 |
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count 1000 --quiet | tail -n 1 |
 		sed "s/^/  client $c: /" &
 done
 wait $(jobs -p | grep -vx "$BW_DAEMON_PID")
 
 echo "== the built-in echo model: 100 requests, every reply checked"
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model echo --count 100 --shape 1,16 --expect-echo --quiet |
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model echo --count 100 --shape 1,16 --expect-echo --quiet |
 	tail -n 1
 
 echo "== telemetry: dpdk-telemetry.py -f $BW_PREFIX, then /batchwire/model,mlp and /batchwire/stats"

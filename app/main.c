@@ -321,6 +321,7 @@ int main(int argc, char **argv)
 	g_polls_running = g_nb_poll_lcores;
 	if (poll_lcores_start() != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: a polling lcore could not be set up\n");
+	dp_telemetry_pools(pool_set.pools, pool_set.count);
 	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores, app_service_telemetry);
 	if (ret == 0)
 		ret = app_service_telemetry_register();

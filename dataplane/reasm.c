@@ -372,7 +372,7 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 {
 	struct dp_reasm *r = lc->reasm;
 	enum dp_reasm_reason reason = refuse != BW_STATUS_OK ? DP_REASM_REFUSED : DP_REASM_TOO_LARGE;
-	struct dp_msg *msg;
+	struct dp_msg *msg, probe;
 	char why[DP_ERROR_MSG_MAX + 1];
 
 	*out = NULL;
@@ -398,6 +398,16 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 			 hdr->total_body_len, cap);
 		return segment_refuse(lc, m, hdr, reason, BW_STATUS_RESOURCE_EXHAUSTED, why);
 	}
+	/* A segment that cannot belong to any well-formed message is dropped without taking an entry:
+	 * nothing is answered, so there is nothing to remember. */
+	if (!slices_fix(&probe, hdr)) {
+		lc->stats.reasm[DP_REASM_BAD_TOTAL]++;
+		return dp_drop(lc, DP_DROP_SEGMENT);
+	}
+	if (probe.slice < BW_SLICE_MIN) {
+		lc->stats.reasm[DP_REASM_BAD_SLICE]++;
+		return dp_drop(lc, DP_DROP_SEGMENT);
+	}
 	msg = msg_take(r);
 	if (msg == NULL) {
 		if (hdr->seg_index != 0) {
@@ -413,16 +423,10 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 	msg->first = *hdr;
 	msg->expire_tsc = lc->burst_tsc + plat_us_to_tsc(hdr->deadline_us != BW_DEADLINE_NONE ? hdr->deadline_us
 											      : DP_REASM_TIMEOUT_US);
+	msg->slice = probe.slice;
+	msg->last_len = probe.last_len;
 	msg_hash_add(r, msg);
 	msg->state = MSG_DEAD; /* until it has its slots */
-	if (!slices_fix(msg, hdr)) {
-		lc->stats.reasm[DP_REASM_BAD_TOTAL]++;
-		return dp_drop(lc, DP_DROP_SEGMENT);
-	}
-	if (msg->slice < BW_SLICE_MIN) {
-		lc->stats.reasm[DP_REASM_BAD_SLICE]++;
-		return dp_drop(lc, DP_DROP_SEGMENT);
-	}
 	msg->req_base = slots_take(r, hdr->seg_count);
 	if (msg->req_base == SLOT_NONE) {
 		snprintf(why, sizeof(why), "this core holds too many segments already (%u of %u mbufs free): try again",

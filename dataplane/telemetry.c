@@ -15,6 +15,15 @@
 static struct dp_lcore *const *g_lcores;
 static unsigned int g_nb_lcores;
 static dp_telemetry_extra_fn g_extra;
+static struct rte_mempool *g_pools[RTE_MAX_NUMA_NODES];
+static unsigned int g_nb_pools;
+
+void dp_telemetry_pools(struct rte_mempool *const *pools, unsigned int count)
+{
+	g_nb_pools = RTE_MIN(count, (unsigned int)RTE_MAX_NUMA_NODES);
+	for (unsigned int i = 0; i < g_nb_pools; i++)
+		g_pools[i] = pools[i];
+}
 
 void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, struct dp_lcore_stats *sum,
 			 struct plat_poll_stats *poll)
@@ -102,6 +111,16 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 	stats_add_scalars(d, &sum);
 	rte_tel_data_add_dict_u64(d, "poll_iterations", poll.iterations);
 	rte_tel_data_add_dict_u64(d, "poll_busy_iterations", poll.busy_iterations);
+	{
+		uint64_t total = 0, avail = 0;
+
+		for (unsigned int i = 0; i < g_nb_pools; i++) {
+			total += g_pools[i]->size;
+			avail += rte_mempool_avail_count(g_pools[i]);
+		}
+		rte_tel_data_add_dict_u64(d, "mbufs_total", total);
+		rte_tel_data_add_dict_u64(d, "mbufs_free", avail);
+	}
 
 	replies = rte_tel_data_alloc();
 	drops = rte_tel_data_alloc();

@@ -318,4 +318,10 @@ typedef void (*dp_telemetry_extra_fn)(struct rte_tel_data *dict);
  */
 int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count, dp_telemetry_extra_fn extra);
 
+/**
+ * The mbuf pools /batchwire/stats reports (mbufs_total, mbufs_free: what is back in the pool and its
+ * caches, so that a test or an operator sees whether anything is still held). Before the first read.
+ */
+void dp_telemetry_pools(struct rte_mempool *const *pools, unsigned int count);
+
 #endif /* BW_DATAPLANE_H */

@@ -167,9 +167,15 @@ def main():
         ][i % 9])))
     add("unknown model (NOT_FOUND)", ("replies_by_status", "NOT_FOUND"),
         lambda i: raw_bytes(udp_to_us(bw_message(model_id=1000 + i, request_id=i))))
-    add("segmented request (UNIMPLEMENTED)", ("replies_by_status", "UNIMPLEMENTED"),
+    # --- segments: a total that cannot be cut into such slices is dropped, taking no entry; a
+    # message above the server's cap is answered once, after its first segment (the entries run out
+    # after 64 such messages: segment 0 of the rest is still answered, as table_full) ---
+    add("segment that fits no message", ("drops_by_reason", "segment"),
         lambda i: raw_bytes(udp_to_us(bw_message(b"x" * 8, seg_count=2 + i, total_body_len=800,
                                                  request_id=i))))
+    add("segmented message above the cap (RESOURCE_EXHAUSTED)", ("replies_by_status", "RESOURCE_EXHAUSTED"),
+        lambda i: raw_bytes(udp_to_us(bw_message(b"x" * 1024, seg_count=40000, total_body_len=1024 * 40000,
+                                                 request_id=10000 + i))))
 
     before = json.loads(subprocess.check_output(args.telemetry, shell=True))["/batchwire/stats"]
     total = 0

@@ -20,7 +20,7 @@ bw_env_check
 bw_net_up
 bw_daemon_start "$BATCHWIRE"
 
-bw_cli "$BWCLI" --host "$BW_SERVER_IP" ping --count 5 --quiet | tail -n 1 | grep -q "ok=5 " ||
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" ping --count 5 --quiet | tail -n 1 | grep -q "ok=5 " ||
 	bw_fail "ping: not 5 replies out of 5"
 echo "ping: 5/5"
 
@@ -28,7 +28,7 @@ before=$(bw_telemetry /batchwire/stats)
 [ -n "$before" ] || bw_fail "no /batchwire/stats from dpdk-telemetry.py -f $BW_PREFIX"
 
 # Float32 shapes: 64 B to 8 KB of data, the last one a jumbo frame (8000 B + headers > 1500 MTU).
-summary=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --timeout-ms 500 infer --model echo --count "$COUNT" \
+summary=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" --timeout-ms 500 infer --model echo --count "$COUNT" \
 	--shape 1,16 --shape 2,64 --shape 1,250 --shape 4,100 --shape 1,300 --shape 3,3,30 --shape 1,1 \
 	--shape 8,32 --shape 1,500 --shape 1,2000 --expect-echo --quiet | tail -n 1)
 echo "bwcli: $summary"
@@ -49,7 +49,7 @@ echo "telemetry: requests and OK replies rose by $expected, no drops"
 # Under load, requests share batching windows: 4 clients at once, single-row requests.
 before=$after
 for c in 1 2 3 4; do
-	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model 0 --count 500 --shape 1,16 --expect-echo --quiet \
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model 0 --count 500 --shape 1,16 --expect-echo --quiet \
 		>"$BW_LOG.load$c" 2>&1 &
 done
 wait_ok=1

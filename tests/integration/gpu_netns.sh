@@ -64,7 +64,7 @@ PY
 echo "== $REQUESTS distinct inputs to mlpg, one request each, compared with bwrun on the CPU"
 for i in $(seq 0 $((REQUESTS - 1))); do
 	mkdir -p "$WORK/reply_$i"
-	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlpg --tensor "input=$WORK/in_$i.npy" --quiet \
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlpg --tensor "input=$WORK/in_$i.npy" --quiet \
 		--output-dir "$WORK/reply_$i" >"$WORK/cli_$i.log" 2>&1 ||
 		bw_fail "request $i failed: $(tail -n 2 "$WORK/cli_$i.log")"
 done
@@ -90,7 +90,7 @@ PY
 
 echo "== 3 clients at once, $CLIENT_REQUESTS generated requests each, to mlpg"
 for c in 1 2 3; do
-	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlpg --count "$CLIENT_REQUESTS" --quiet \
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlpg --count "$CLIENT_REQUESTS" --quiet \
 		>"$WORK/client_$c.log" 2>&1 &
 done
 wait $(jobs -p | grep -vx "$BW_DAEMON_PID")

@@ -69,7 +69,7 @@ serve() { # model count output inputs...
 		local args=()
 		for name in "$@"; do args+=(--tensor "$name=$WORK/${model}_${name}_$i.npy"); done
 		mkdir -p "$WORK/reply_${model}_$i"
-		bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model "$model" "${args[@]}" --quiet \
+		bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model "$model" "${args[@]}" --quiet \
 			--output-dir "$WORK/reply_${model}_$i" >"$WORK/cli_${model}_$i.log" 2>&1 ||
 			bw_fail "$model request $i failed: $(tail -n 2 "$WORK/cli_${model}_$i.log")"
 	done
@@ -107,7 +107,7 @@ serve minilm "$OTHER_REQUESTS" embedding input_ids attention_mask
 
 echo "== 4 clients at once, $CLIENT_REQUESTS generated MLP requests each"
 for c in 1 2 3 4; do
-	bw_cli "$BWCLI" --host "$BW_SERVER_IP" infer --model mlp --count "$CLIENT_REQUESTS" --quiet \
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count "$CLIENT_REQUESTS" --quiet \
 		>"$WORK/client_$c.log" 2>&1 &
 done
 wait $(jobs -p | grep -vx "$BW_DAEMON_PID")
@@ -121,7 +121,7 @@ expect_error() { # what, expected text, bwcli args...
 	local what=$1 text=$2
 	shift 2
 	local out
-	out=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --retries 0 infer "$@" 2>&1)
+	out=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" --retries 0 infer "$@" 2>&1)
 	echo "$out" | grep -q "INVALID_ARGUMENT: .*$text" || bw_fail "$what: expected INVALID_ARGUMENT '$text', got: $out"
 	echo "  $what: $(echo "$out" | grep -o "INVALID_ARGUMENT.*" | head -n 1)"
 }
