@@ -189,7 +189,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --model M=FILE   serve the ONNX model FILE as M (repeatable; [model M] path = FILE)\n"
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
 		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
-		"                   cpu only), slots, and the batching options of docs/batching.md\n"
+		"                   cpu only), slots, max_request_bytes (largest request body, default\n"
+		"                   max_message_bytes), and the batching options of docs/batching.md\n"
 		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes and takes\n"
 		"                   precision (fp32, fp16), layout (auto, nchw, nhwc) and launch_mode\n"
 		"                   (graph, doorbell)\n"
@@ -373,10 +374,9 @@ static struct app_model_config *model_get(struct app_config *cfg, const char *na
 }
 
 /*
- * Sets one key of a model: its own (path, device, workers, slots, precision, layout, launch_mode) or
- * a batching option. A relative
- * path in a file is taken relative to the file's directory (base), on the command line to the
- * working directory (base NULL). \return 0, or -EINVAL with one line in msg.
+ * Sets one key of a model: its own (path, device, workers, slots, max_request_bytes, precision, layout,
+ * launch_mode) or a batching option. A relative path in a file is taken relative to the file's
+ * directory (base), on the command line to the working directory (base NULL). \return 0, or -EINVAL with one line in msg.
  */
 static int model_key_set(struct app_model_config *model, const char *key, const char *value, const char *base,
 			 char *msg, size_t cap)
@@ -437,6 +437,17 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 			return -EINVAL;
 		}
 		model->slots = (unsigned int)v;
+		return 0;
+	}
+	if (strcmp(key, "max_request_bytes") == 0) {
+		char *end;
+		unsigned long v = isdigit((unsigned char)value[0]) ? strtoul(value, &end, 10) : 0;
+
+		if (!isdigit((unsigned char)value[0]) || *end != '\0' || v < 1024 || v > (1ul << 30)) {
+			snprintf(msg, cap, "invalid max_request_bytes '%s': expected an integer in 1024..1073741824", value);
+			return -EINVAL;
+		}
+		model->max_request_bytes = (uint32_t)v;
 		return 0;
 	}
 	if (strcmp(key, "precision") == 0 || strcmp(key, "launch_mode") == 0 || strcmp(key, "layout") == 0) {

@@ -34,6 +34,12 @@ static int service_describe(const void *model, uint8_t *buf, uint32_t cap)
 	return rt_model_describe(model, buf, cap);
 }
 
+/* A registered model is the spec at the head of its app_model. */
+static uint32_t service_request_max(const void *model)
+{
+	return container_of(model, const struct app_model, spec)->cfg.max_request_bytes;
+}
+
 /* Echo: any tensors, the first dimension of every one is the request's rows. */
 static uint32_t echo_request_rows(const struct dp_request *req, char *msg, size_t cap)
 {
@@ -303,6 +309,7 @@ struct dp_model_ops app_model_ops(struct app_service *svc)
 		.lookup = service_lookup,
 		.priority_levels = service_priority_levels,
 		.describe = service_describe,
+		.request_max = service_request_max,
 		.infer = service_infer,
 		.ctx = &svc->registry,
 	};

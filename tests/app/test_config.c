@@ -331,6 +331,43 @@ static void test_int_options_rejected(void)
 	}
 }
 
+/* The limits of multi-datagram messages: parsed, derived at finalize, and a room too small for one
+ * maximal request refused with one line that says what it takes. */
+static void test_message_limits(void)
+{
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.msg_max, 16u << 20);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_msgs, 64);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_mbufs, 11716 + 1024); /* 16 MiB at MTU 1500, derived */
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--mtu", "9000", "--max-message-bytes", "1048576",
+			      "--reassembly-messages", "8"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.msg_max, 1u << 20);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_msgs, 8);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_mbufs, 118 + 1024); /* 1 MiB in slices of 8932 */
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--reassembly-mbufs", "11716"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_mbufs, 11716);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--reassembly-mbufs", "11715"), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("cannot hold one request of max_message_bytes 16777216: it takes 11716 datagrams"));
+
+	/* at the smallest MTU a maximal body would need more segments than a message may have */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--mtu", "576", "--max-message-bytes", "1073741824"), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("a message has at most 65535"));
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--max-message-bytes", "1023"), -EINVAL);
+	CU_ASSERT_TRUE(err_has("1024..1073741824"));
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--reassembly-messages", "0"), -EINVAL);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--reassembly-messages", "65537"), -EINVAL);
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model-opt", "echo.max_request_bytes=4096"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.models[0].max_request_bytes, 4096);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model-opt", "echo.max_request_bytes=100"), -EINVAL);
+	CU_ASSERT_TRUE(err_has("max_request_bytes"));
+}
+
 static void test_ip_rejected(void)
 {
 	static const char *const bad[] = {
@@ -1151,6 +1188,7 @@ int main(int argc, char **argv)
 		{"option missing its value", test_missing_value},
 		{"stray positional argument", test_stray_argument},
 		{"--help and --version", test_help_and_version},
+		{"message limits: defaults, derived room, refusals", test_message_limits},
 		{"--config keys applied", test_config_applied},
 		{"--config every key at max and max+1", test_config_every_key_bounds},
 		{"--config overridden by the command line", test_config_overridden_by_command_line},
