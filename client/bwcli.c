@@ -42,9 +42,11 @@ static const char g_usage[] =
 	"                    N - 68 bytes is sent in segments of N - 68 bytes\n"
 	"  --pace-us N       pause between two segments of a request, 0..1000000 (default 0: back\n"
 	"                    to back), for paths that drop bursts\n"
+	"  --drop-permille N for loss tests: withhold each request datagram with probability N/1000\n"
+	"                    (a fixed sequence; default 0), as a lossy path would drop it\n"
 	"  -h, --help        this help; 'COMMAND --help' for a command's options\n"
 	"\n"
-	"Exit status: 0 when every request got an OK reply (and matched with --expect-echo),\n"
+	"Exit status: 0 when every request got an OK reply (and matched with --expect-echo or --expect),\n"
 	"1 when a request failed, timed out or mismatched, 2 for a bad command line.\n"
 	"ping and infer end with one machine-readable line:\n"
 	"  sent=N ok=N errors=N timeouts=N p50_us=X p99_us=X\n"
@@ -61,6 +63,7 @@ static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
 		{ "retries", required_argument, NULL, 'r' },
 		{ "mtu", required_argument, NULL, 'm' },
 		{ "pace-us", required_argument, NULL, 'P' },
+		{ "drop-permille", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -99,6 +102,11 @@ static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
 			if (!opt_u64(NULL, "--pace-us", optarg, 0, PACE_US_MAX, &v))
 				goto usage;
 			cli->opts.pace_us = (uint32_t)v;
+			break;
+		case 'D':
+			if (!opt_u64(NULL, "--drop-permille", optarg, 0, 1000, &v))
+				goto usage;
+			cli->opts.drop_permille = (uint32_t)v;
 			break;
 		case 'h':
 			fputs(g_usage, stdout);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,24 @@ bool opt_u64(const char *cmd, const char *opt, const char *val, uint64_t min, ui
 		return true;
 	usage_error(cmd, "%s: invalid value '%s' (expected an integer %" PRIu64 "..%" PRIu64 ")",
 		    opt, val, min, max);
+	return false;
+}
+
+/* Strict finite number >= 0 ("1e-4", "0.5"): no sign, no spaces, no trailing junk, no inf or nan. */
+bool opt_nonneg_double(const char *cmd, const char *opt, const char *val, double *out)
+{
+	double v;
+	char *end;
+
+	if ((val[0] >= '0' && val[0] <= '9') || (val[0] == '.' && val[1] >= '0' && val[1] <= '9')) {
+		errno = 0;
+		v = strtod(val, &end);
+		if (errno == 0 && *end == '\0' && isfinite(v)) {
+			*out = v;
+			return true;
+		}
+	}
+	usage_error(cmd, "%s: invalid value '%s' (expected a number >= 0, e.g. 1e-4)", opt, val);
 	return false;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bwcli infer: its options, and requests of one raw tensor (from --input, or generated) with the
- * --expect-echo check and --output. A model that declares its inputs is bwcli_infer_model.c's.
+ * --expect-echo or --expect check and --output. A model that declares its inputs is bwcli_infer_model.c's.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +32,12 @@ const char g_usage_infer[] =
 	"  --deadline-us N    budget at the server, 0..4294967295; 0: the model's default (default 0)\n"
 	"  --priority N       0..255, 0 most urgent (default 0)\n"
 	"  --expect-echo      each OK reply's tensors must equal the inputs (dtype, dims, data)\n"
+	"  --expect DIR       each OK reply's outputs must match DIR/NAME.npy (NAME: the output's\n"
+	"                     name in the reply, output_INDEX if it has none): the same dtype and\n"
+	"                     shape; integers and bool equal, floats within\n"
+	"                     |got - want| <= atol + rtol * |want|; not with --expect-echo\n"
+	"  --rtol X           relative tolerance of --expect, >= 0 (default 1e-4)\n"
+	"  --atol X           absolute tolerance of --expect, >= 0 (default 1e-5)\n"
 	"  --output FILE      write the first output tensor of the last OK reply\n"
 	"Models with declared inputs (MODEL_INFO lists them; e.g. ONNX models):\n"
 	"  --tensor NAME=FILE.npy  input NAME from a NumPy file, sent by name; repeat per input\n"
@@ -90,6 +96,9 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 		{ "deadline-us", required_argument, NULL, 'D' },
 		{ "priority", required_argument, NULL, 'P' },
 		{ "expect-echo", no_argument, NULL, 'e' },
+		{ "expect", required_argument, NULL, 'E' },
+		{ "rtol", required_argument, NULL, 'R' },
+		{ "atol", required_argument, NULL, 'A' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "tensor", required_argument, NULL, 't' },
@@ -101,6 +110,7 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 	uint64_t v;
 	int opt;
 	const char *eq;
+	bool tolerance_given = false;
 
 	while ((opt = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -158,6 +168,23 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 		case 'e':
 			a->expect_echo = true;
 			break;
+		case 'E':
+			if (optarg[0] == '\0') {
+				usage_error("infer", "--expect: invalid value '' (expected a directory)");
+				return EXIT_USAGE;
+			}
+			a->expect_dir = optarg;
+			break;
+		case 'R':
+			if (!opt_nonneg_double("infer", "--rtol", optarg, &a->rtol))
+				return EXIT_USAGE;
+			tolerance_given = true;
+			break;
+		case 'A':
+			if (!opt_nonneg_double("infer", "--atol", optarg, &a->atol))
+				return EXIT_USAGE;
+			tolerance_given = true;
+			break;
 		case 'o':
 			a->output_path = optarg;
 			break;
@@ -201,6 +228,14 @@ static int parse_infer(int argc, char **argv, struct infer_args *a)
 	}
 	if (a->ntensors > 0 && (a->input_path != NULL || a->nshapes > 0 || a->expect_echo)) {
 		usage_error("infer", "--tensor cannot be combined with --input, --shape or --expect-echo");
+		return EXIT_USAGE;
+	}
+	if (a->expect_dir != NULL && a->expect_echo) {
+		usage_error("infer", "--expect and --expect-echo cannot be combined (one check per reply)");
+		return EXIT_USAGE;
+	}
+	if (tolerance_given && a->expect_dir == NULL) {
+		usage_error("infer", "--rtol and --atol need --expect");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -304,10 +339,12 @@ static int write_output(const char *path, const uint8_t *data, uint32_t len)
 
 int cmd_infer(struct cli *cli, int argc, char **argv)
 {
-	struct infer_args a = { .dtype = BW_DTYPE_FLOAT, .count = 1 };
+	struct infer_args a = { .dtype = BW_DTYPE_FLOAT, .count = 1, .rtol = EXPECT_RTOL_DEFAULT,
+				.atol = EXPECT_ATOL_DEFAULT };
 	struct run_stats st = { 0 };
 	struct bwc_model_info *info = NULL;
 	struct bwc_reply *reply = NULL;
+	struct expect *ex = NULL;
 	uint8_t *data = NULL, *out = NULL;
 	uint64_t input_len = 0, i, room;
 	uint32_t model_id, out_len = 0, elem;
@@ -356,6 +393,14 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 		}
 	}
 
+	if (a.expect_dir != NULL) {
+		ex = expect_open(a.expect_dir, a.rtol, a.atol);
+		if (ex == NULL) {
+			rc = EXIT_FAIL;
+			goto done;
+		}
+	}
+
 	rc = open_client(cli);
 	if (rc != EXIT_OK)
 		goto done;
@@ -375,7 +420,7 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 			have_info = true;
 		}
 		if (a.ntensors > 0 || (!(info->flags & BW_MODEL_F_ANY_TENSORS) && info->num_inputs > 0)) {
-			rc = infer_model(cli, &a, info, model_id, &st);
+			rc = infer_model(cli, &a, info, model_id, ex, &st);
 			goto done;
 		}
 	}
@@ -384,6 +429,8 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto done;
 	}
+	if (ex != NULL && have_info)
+		expect_preload(ex, info);
 
 	for (i = 0; i < a.count && !g_stop; i++) {
 		unsigned shape = (unsigned)(i % a.nshapes);
@@ -395,7 +442,7 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 			.data = data,
 		};
 		const char *mismatch;
-		char what[48];
+		char what[48], why[1024];
 		uint64_t elems = shape_elems(in.rank, a.dims[shape]);
 
 		memcpy(in.dims, a.dims[shape], sizeof(in.dims));
@@ -415,14 +462,16 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 			note_failure(&st, what, rc, cli->c);
 			continue;
 		}
-		mismatch = a.expect_echo ? echo_mismatch(reply, &in) : NULL;
+		mismatch = NULL;
+		if (a.expect_echo && (mismatch = echo_mismatch(reply, &in)) != NULL) {
+			snprintf(why, sizeof(why), "mismatch: %s", mismatch);
+			mismatch = why;
+		} else if (ex != NULL && !expect_check(ex, reply, why, sizeof(why))) {
+			mismatch = why;
+		}
 		if (mismatch != NULL) {
 			st.errors++;
-			if (st.errors_shown < ERRORS_SHOWN_MAX)
-				fprintf(stderr, "%s: mismatch: %s\n", what, mismatch);
-			else if (st.errors_shown == ERRORS_SHOWN_MAX)
-				fprintf(stderr, "(further failures are counted, not shown)\n");
-			st.errors_shown++;
+			note_mismatch(&st, what, mismatch);
 			continue;
 		}
 		st.lat_ns[st.ok++] = reply->rtt_ns;
@@ -435,8 +484,10 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 		if (!a.quiet)
 			printf("%s: OK %u output%s rtt %.1f us%s\n", what, reply->num_tensors,
 			       reply->num_tensors == 1 ? "" : "s", (double)reply->rtt_ns / 1000.0,
-			       a.expect_echo ? " (echo matches)" : "");
+			       a.expect_echo ? " (echo matches)" : ex != NULL ? " (matches --expect)" : "");
 	}
+	if (ex != NULL)
+		expect_print_summary(ex);
 	print_summary("infer", cli, &st);
 	rc = st.ok == a.count ? EXIT_OK : EXIT_FAIL;
 	if (a.output_path != NULL) {
@@ -455,5 +506,6 @@ done:
 	free(reply);
 	free(info);
 	free(st.lat_ns);
+	expect_close(ex);
 	return rc;
 }

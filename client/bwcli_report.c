@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What a ping or infer run prints: dims and dtype names, a failure's line (the first
+ * What a ping or infer run prints: dims and dtype names, a failure's or a mismatch's line (the first
  * ERRORS_SHOWN_MAX, then only counted), and the summary (with the datagrams the run sent and
  * received) whose last line scripts parse.
  */
@@ -59,6 +59,16 @@ void note_failure(struct run_stats *st, const char *what, int rc, const struct b
 	st->errors_shown++;
 }
 
+/* An OK reply that failed a check (--expect-echo, --expect): why says what, after the request's name. */
+void note_mismatch(struct run_stats *st, const char *what, const char *why)
+{
+	if (st->errors_shown < ERRORS_SHOWN_MAX)
+		fprintf(stderr, "%s: %s\n", what, why);
+	else if (st->errors_shown == ERRORS_SHOWN_MAX)
+		fprintf(stderr, "(further failures are counted, not shown)\n");
+	st->errors_shown++;
+}
+
 /* Adds the datagrams of the call just made, failed or not, to the run's. */
 void note_datagrams(struct run_stats *st, const struct bwc *c)
 {
@@ -66,6 +76,7 @@ void note_datagrams(struct run_stats *st, const struct bwc *c)
 
 	st->segments_sent += r->segments_sent;
 	st->segments_received += r->segments_received;
+	st->segments_withheld += r->segments_withheld;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -105,7 +116,11 @@ void print_summary(const char *what, const struct cli *cli, struct run_stats *st
 		printf("latency us: min %.1f p50 %.1f p90 %.1f p99 %.1f max %.1f\n",
 		       (double)st->lat_ns[0] / 1000.0, p50, p90, p99,
 		       (double)st->lat_ns[st->ok - 1] / 1000.0);
-	printf("segments: %" PRIu64 " sent, %" PRIu64 " received\n", st->segments_sent, st->segments_received);
+	if (st->segments_withheld != 0)
+		printf("segments: %" PRIu64 " sent, %" PRIu64 " received, %" PRIu64 " withheld (--drop-permille)\n",
+		       st->segments_sent, st->segments_received, st->segments_withheld);
+	else
+		printf("segments: %" PRIu64 " sent, %" PRIu64 " received\n", st->segments_sent, st->segments_received);
 	printf("sent=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64 " timeouts=%" PRIu64
 	       " p50_us=%.1f p99_us=%.1f\n",
 	       st->sent, st->ok, st->errors, st->timeouts, p50, p99);

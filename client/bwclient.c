@@ -38,6 +38,8 @@ struct bwc {
 	uint32_t slice;           /* request body bytes per segment: bwc_segment_slice(mtu) */
 	uint32_t pace_us;
 	uint32_t max_reply_bytes;
+	uint32_t drop_permille;
+	uint64_t drop_state;      /* xorshift64: the withheld datagrams of a loss test */
 	uint64_t next_request_id;
 	uint8_t *tx;              /* BW_DGRAM_MAX bytes: one datagram, or one segment at a time */
 	uint8_t *rx;              /* BWC_RX_BYTES bytes */
@@ -57,6 +59,7 @@ void bwc_opts_init(struct bwc_opts *opts)
 	opts->mtu = BWC_MTU_DEFAULT;
 	opts->pace_us = BWC_PACE_US_DEFAULT;
 	opts->max_reply_bytes = BWC_MAX_REPLY_BYTES_DEFAULT;
+	opts->drop_permille = 0;
 }
 
 static uint64_t now_ns(void)
@@ -153,7 +156,7 @@ struct bwc *bwc_open(const struct bwc_opts *opts, int *err)
 		opts = &defaults;
 	}
 	if (opts->port == 0 || opts->mtu < BWC_MTU_MIN || opts->mtu > BWC_MTU_MAX ||
-	    opts->max_reply_bytes < sizeof(struct bw_hdr)) {
+	    opts->max_reply_bytes < sizeof(struct bw_hdr) || opts->drop_permille > 1000) {
 		*err = -EINVAL;
 		return NULL;
 	}
@@ -168,6 +171,8 @@ struct bwc *bwc_open(const struct bwc_opts *opts, int *err)
 	c->slice = bwc_segment_slice(opts->mtu);
 	c->pace_us = opts->pace_us;
 	c->max_reply_bytes = opts->max_reply_bytes;
+	c->drop_permille = opts->drop_permille;
+	c->drop_state = 0x9e3779b97f4a7c15ull;
 	c->next_request_id = seed_request_id();
 	c->tx = malloc(BW_DGRAM_MAX);
 	c->rx = malloc(BWC_RX_BYTES);
@@ -230,6 +235,17 @@ static void pause_us(uint32_t us)
  * like any other: the timeout resends the whole request.
  * \return 0, or a negative errno when the socket cannot send at all (c->last_error says why)
  */
+/* Whether a loss test withholds the next datagram: the same sequence on every run. */
+static bool drop_next(struct bwc *c)
+{
+	if (c->drop_permille == 0)
+		return false;
+	c->drop_state ^= c->drop_state << 13;
+	c->drop_state ^= c->drop_state >> 7;
+	c->drop_state ^= c->drop_state << 17;
+	return c->drop_state % 1000 < c->drop_permille;
+}
+
 static int send_request(struct bwc *c, struct call *call)
 {
 	for (uint32_t i = 0; i < call->segments; i++) {
@@ -243,6 +259,10 @@ static int send_request(struct bwc *c, struct call *call)
 		}
 		if (i > 0 && c->pace_us > 0)
 			pause_us(c->pace_us);
+		if (drop_next(c)) {
+			call->reply->segments_withheld++;
+			continue;
+		}
 		do
 			sent = send(c->fd, c->tx, (size_t)len, 0);
 		while (sent < 0 && errno == EINTR);
@@ -422,6 +442,7 @@ static int exchange(struct bwc *c, struct bwc_request *req, struct bwc_reply *re
 	reply->attempts = 0;
 	reply->segments_sent = 0;
 	reply->segments_received = 0;
+	reply->segments_withheld = 0;
 	req->request_id = c->next_request_id++;
 	segments = bwc_request_segments(req, c->slice);
 	if (segments < 0) {

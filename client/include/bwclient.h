@@ -66,6 +66,9 @@ struct bwc_opts {
 	uint32_t max_reply_bytes; /* largest reassembled reply, header included, at least 40;
 				   * BWC_MAX_REPLY_BYTES_DEFAULT. An unsegmented reply (at most
 				   * BW_DGRAM_MAX bytes) is always accepted. */
+	uint32_t drop_permille;   /* for loss tests on paths that cannot drop (no netem): each request
+				   * datagram is withheld with this probability in 1/1000, a fixed
+				   * pseudo-random sequence per connection; 0 (default): none */
 };
 
 /** \return the body bytes of one segment at an IP MTU: what is left after IPv4 (20), UDP (8) and the
@@ -121,6 +124,7 @@ struct bwc_reply {
 	uint32_t segments_sent;     /* request datagrams sent over all attempts (a segment each) */
 	uint32_t segments_received; /* reply datagrams accepted into the reply: 1 for an unsegmented
 				     * one, the distinct segments of a segmented one (so far) */
+	uint32_t segments_withheld; /* request datagrams drop_permille kept back (not in segments_sent) */
 };
 
 /* One input or output of a model, as MODEL_INFO describes it (a dim of 0 is dynamic). */

@@ -647,6 +647,51 @@ static void test_pace(void)
 	fake_free(&s);
 }
 
+/* drop_permille withholds request datagrams before they leave, on a fixed sequence: what is sent
+ * plus what is withheld is every segment of every attempt, and the server sees exactly what was sent. */
+static void test_drop_permille(void)
+{
+	static struct fake_server s;
+	const struct bwc_reply *r;
+	struct bwc_opts o;
+	struct bwc *c;
+	uint32_t sent;
+	int err = 0, rc;
+
+	CU_ASSERT_EQUAL_FATAL(fake_start(&s, 1432, echo_in_order, NULL, 1432), 0);
+	bwc_opts_init(&o);
+	o.port = s.port;
+	o.timeout_ms = LOSS_TIMEOUT_MS;
+	o.retries = 5;
+	o.drop_permille = 1001;
+	CU_ASSERT_PTR_NULL(bwc_open(&o, &err));
+	CU_ASSERT_EQUAL(err, -EINVAL);
+	o.drop_permille = 1000; /* everything withheld: nothing reaches the server, every try times out */
+	c = bwc_open(&o, &err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(ping_bytes(c, 20000, 5), -ETIMEDOUT);
+	r = bwc_last_reply(c);
+	CU_ASSERT_EQUAL(r->attempts, 6);
+	CU_ASSERT_EQUAL(r->segments_sent, 0);
+	CU_ASSERT_EQUAL(r->segments_withheld, 6 * 14);
+	bwc_close(c);
+	o.drop_permille = 200; /* some withheld: resends until one try arrives whole */
+	o.retries = 50;
+	c = bwc_open(&o, &err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	rc = ping_bytes(c, 5000, 6);
+	CU_ASSERT_EQUAL(rc, 0);
+	r = bwc_last_reply(c);
+	CU_ASSERT(r->segments_withheld > 0 || r->attempts == 1);
+	CU_ASSERT_EQUAL(r->segments_sent + r->segments_withheld, r->attempts * 4);
+	sent = r->segments_sent; /* r is the connection's: gone with it */
+	bwc_close(c);
+	fake_stop(&s);
+	CU_ASSERT_EQUAL(s.datagrams, sent);
+	CU_ASSERT_EQUAL(s.broken, 0);
+	fake_free(&s);
+}
+
 static void test_open_options(void)
 {
 	static const uint32_t refused[] = { 0, 100, 575, 9001 }, accepted[] = { 576, 9000 };
@@ -690,6 +735,7 @@ int main(int argc, char **argv)
 		{ "INFER: segmented request and reply", test_infer_segmented },
 		{ "pace_us between segments", test_pace },
 		{ "open: mtu and max_reply_bytes", test_open_options },
+		{ "drop_permille withholds request datagrams", test_drop_permille },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
