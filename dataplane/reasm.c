@@ -591,8 +591,7 @@ static void segment_finish(struct dp_lcore *lc, struct rte_mbuf *m, uint8_t *pag
 {
 	struct bw_hdr *hdr = (struct bw_hdr *)(page - sizeof(*hdr));
 
-	if (hdr != req_hdr)
-		*hdr = *req_hdr;
+	*hdr = *req_hdr; /* a fresh mbuf has none; the request's own segments differ in theirs */
 	hdr->version = BW_PROTO_VERSION;
 	hdr->opcode |= BW_OP_REPLY;
 	hdr->status = BW_STATUS_OK;

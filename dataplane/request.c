@@ -160,16 +160,17 @@ static enum dp_verdict infer_handle(struct dp_lcore *lc, const void *model, stru
 	uint32_t avail = req->pages != NULL ? RTE_MIN(req->pages->page_len, req->body_len) : req->body_len;
 	char msg[DP_ERROR_MSG_MAX + 1];
 	enum bw_status status;
-	const char *why;
+	const char *why = NULL;
 	int rc;
 
 	rc = bw_body_parse_prefix(prefix, avail, req->body_len, req->hdr->num_tensors, req->tensors, &why);
-	if (rc == -EAGAIN) {
+	if (rc == -EAGAIN && req->msg != NULL) { /* one datagram has avail == body_len: never again */
 		prefix = dp_msg_prefix(lc, req->msg, &avail);
 		rc = bw_body_parse_prefix(prefix, avail, req->body_len, req->hdr->num_tensors, req->tensors, &why);
 	}
 	if (rc != 0)
-		return request_refuse(lc, req, BW_STATUS_INVALID_ARGUMENT, why);
+		return request_refuse(lc, req, BW_STATUS_INVALID_ARGUMENT,
+				      why != NULL ? why : "tensor descriptors run past the body");
 	if (prefix != req->body) /* views into the copy: its payload pointers would not last */
 		for (uint16_t i = 0; i < req->hdr->num_tensors; i++)
 			req->tensors[i].data = NULL;

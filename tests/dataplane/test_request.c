@@ -630,7 +630,7 @@ CU_TestInfo g_request_tests[] = {
 	{ "version not 1: INVALID_ARGUMENT, reply version 1", test_bad_version },
 	{ "status not 0, unknown flags: INVALID_ARGUMENT", test_status_and_flags },
 	{ "unknown opcode: INVALID_ARGUMENT", test_unknown_opcode },
-	{ "bad segment numbers INVALID_ARGUMENT, segmented UNIMPLEMENTED", test_segments },
+	{ "bad segment numbers: INVALID_ARGUMENT", test_segments },
 	{ "AUTH trailer: UNIMPLEMENTED", test_auth },
 	{ "body_len and total_body_len mismatches", test_body_lengths },
 	{ "body cut at every length: INVALID_ARGUMENT", test_body_cut_at_every_length },
