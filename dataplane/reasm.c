@@ -365,6 +365,31 @@ static enum dp_verdict segment_refuse(struct dp_lcore *lc, struct rte_mbuf *m, s
 	return dp_error_reply(lc, m, hdr, status, why);
 }
 
+/* A message's reassembly clock, from its first segment: its deadline, or DP_REASM_TIMEOUT_US. */
+static uint64_t msg_clock(const struct bw_hdr *hdr)
+{
+	return plat_us_to_tsc(hdr->deadline_us != BW_DEADLINE_NONE ? hdr->deadline_us : DP_REASM_TIMEOUT_US);
+}
+
+/* Remembers a message that is discarded or answered at its first segment (DEAD: no mbufs), so
+ * that its other segments are dropped until its clock runs out. \return false when no entry is free. */
+static bool msg_dead_add(struct dp_lcore *lc, const struct bw_hdr *hdr, uint32_t ip, uint16_t port)
+{
+	struct dp_reasm *r = lc->reasm;
+	struct dp_msg *msg = msg_take(r);
+
+	if (msg == NULL)
+		return false;
+	msg->request_id = hdr->request_id;
+	msg->src_ip = ip;
+	msg->src_port = port;
+	msg->first = *hdr;
+	msg->state = MSG_DEAD;
+	msg->expire_tsc = lc->burst_tsc + msg_clock(hdr);
+	msg_hash_add(r, msg);
+	return true;
+}
+
 /* A first segment: its entry, its slots, or a refusal in m. */
 static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, uint32_t ip,
 				 uint16_t port, uint32_t cap, enum bw_status refuse, const char *refuse_why,
@@ -374,21 +399,12 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 	enum dp_reasm_reason reason = refuse != BW_STATUS_OK ? DP_REASM_REFUSED : DP_REASM_TOO_LARGE;
 	struct dp_msg *msg, probe;
 	char why[DP_ERROR_MSG_MAX + 1];
+	bool cut;
 
 	*out = NULL;
 	if (refuse != BW_STATUS_OK || hdr->total_body_len > cap) {
-		/* Remembered as DEAD so that the rest of its segments are not answered again. */
-		msg = msg_take(r);
-		if (msg != NULL) {
-			msg->request_id = hdr->request_id;
-			msg->src_ip = ip;
-			msg->src_port = port;
-			msg->first = *hdr;
-			msg->state = MSG_DEAD;
-			msg->expire_tsc = lc->burst_tsc + plat_us_to_tsc(DP_REASM_TIMEOUT_US);
-			msg_hash_add(r, msg);
-		} else if (hdr->seg_index != 0) {
-			/* No room to remember it: only segment 0 is answered, so the answer still comes once. */
+		/* Answered once: when it cannot be remembered, only its segment 0 is answered. */
+		if (!msg_dead_add(lc, hdr, ip, port) && hdr->seg_index != 0) {
 			lc->stats.reasm[reason]++;
 			return dp_drop(lc, DP_DROP_SEGMENT);
 		}
@@ -398,14 +414,12 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 			 hdr->total_body_len, cap);
 		return segment_refuse(lc, m, hdr, reason, BW_STATUS_RESOURCE_EXHAUSTED, why);
 	}
-	/* A segment that cannot belong to any well-formed message is dropped without taking an entry:
-	 * nothing is answered, so there is nothing to remember. */
-	if (!slices_fix(&probe, hdr)) {
-		lc->stats.reasm[DP_REASM_BAD_TOTAL]++;
-		return dp_drop(lc, DP_DROP_SEGMENT);
-	}
-	if (probe.slice < BW_SLICE_MIN) {
-		lc->stats.reasm[DP_REASM_BAD_SLICE]++;
+	/* A segment that no well-formed message can have discards its message, unanswered; remembered,
+	 * none of its other segments can start a message of its own (to be answered at its deadline). */
+	cut = slices_fix(&probe, hdr);
+	if (!cut || probe.slice < BW_SLICE_MIN) {
+		lc->stats.reasm[cut ? DP_REASM_BAD_SLICE : DP_REASM_BAD_TOTAL]++;
+		msg_dead_add(lc, hdr, ip, port);
 		return dp_drop(lc, DP_DROP_SEGMENT);
 	}
 	msg = msg_take(r);
@@ -421,8 +435,7 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 	msg->src_ip = ip;
 	msg->src_port = port;
 	msg->first = *hdr;
-	msg->expire_tsc = lc->burst_tsc + plat_us_to_tsc(hdr->deadline_us != BW_DEADLINE_NONE ? hdr->deadline_us
-											      : DP_REASM_TIMEOUT_US);
+	msg->expire_tsc = lc->burst_tsc + msg_clock(hdr);
 	msg->slice = probe.slice;
 	msg->last_len = probe.last_len;
 	msg_hash_add(r, msg);

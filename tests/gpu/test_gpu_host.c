@@ -369,6 +369,85 @@ static void test_mlp_batches(void)
 	rig_close(&r);
 }
 
+/*
+ * Copies segment seg into pages of page_len bytes carved from r->mem at *mem_off, its first byte at
+ * offset `at` of the paged body (as a tensor after a request's descriptors), and points seg at them.
+ */
+#define PAGED_PAGES_MAX 64
+struct paged {
+	uint8_t *page[PAGED_PAGES_MAX];
+	struct bw_pages pages;
+};
+
+static void segment_page(struct rig *r, struct bw_segment *seg, struct paged *pg, uint32_t page_len, uint32_t at,
+			 size_t *mem_off)
+{
+	uint32_t n = (at + seg->len + page_len - 1) / page_len;
+	struct bw_segment paged;
+
+	CU_ASSERT_FATAL(n <= PAGED_PAGES_MAX);
+	for (uint32_t k = 0; k < n; k++) {
+		/* pages far apart, as mbufs are: a run that ran past its page would read the gap */
+		pg->page[k] = r->mem + *mem_off;
+		memset(pg->page[k], 0x5a, page_len + 64);
+		*mem_off += ((size_t)page_len + 64 + 63) & ~(size_t)63;
+	}
+	CU_ASSERT_FATAL(*mem_off <= r->mem_bytes);
+	pg->pages = (struct bw_pages){pg->page, page_len, n};
+	paged = (struct bw_segment){NULL, seg->len, at, &pg->pages};
+	bw_segment_write(&paged, seg->data);
+	*seg = paged;
+}
+
+/*
+ * Rows that cross packet buffers (a request of several datagrams): every task's input and output in
+ * pages, starting mid-page, the gather and scatter one table run per piece; the outputs, read back
+ * from their pages, equal the CPU's, and nothing was written past a piece.
+ */
+static void test_mlp_paged(void)
+{
+	const int64_t sizes[] = { 1, 4, 8 };
+	const uint32_t rows[] = { 3, 1, 2, 2 };
+	struct bw_batch_task tasks[4], *ptrs[4];
+	struct bw_segment flat_in[4], flat_out[4];
+	static struct paged pin[4], pout[4];
+	struct bw_batch batch;
+	struct done d = { 0 };
+	struct rig r;
+	size_t off = 0;
+
+	rig_open(&r, load(g_mlp_path), sizes, 3, 1, 4 << 20);
+	make_batch(&r, &batch, tasks, ptrs, rows, 4, 8, &off, 300);
+	for (uint16_t k = 0; k < 4; k++) {
+		flat_in[k] = tasks[k].inputs[0];
+		flat_out[k] = tasks[k].outputs[0];
+		/* 700-byte slices: a 3136-byte row crosses 4 or 5 of them; outputs in 256-byte pages
+		 * (BW_SLICE_MIN), 40-byte rows starting at 200: the first crosses */
+		segment_page(&r, &tasks[k].inputs[0], &pin[k], 700, 56 + 8 * k, &off);
+		segment_page(&r, &tasks[k].outputs[0], &pout[k], BW_SLICE_MIN, 200, &off);
+	}
+	CU_ASSERT_EQUAL_FATAL(gpu_executor_submit(r.ex[0], &batch), 0);
+	CU_ASSERT(gpu_fake_complete_all(r.dev) >= 1);
+	CU_ASSERT_EQUAL(gpu_executor_poll(r.ex[0], on_done, &d, 8), 1);
+	CU_ASSERT_EQUAL(d.status[0], BW_STATUS_OK);
+	for (uint16_t k = 0; k < 4; k++) {
+		const struct bw_pages *pg = &pout[k].pages;
+		uint32_t end = 200 + flat_out[k].len;
+
+		bw_segment_read(&tasks[k].outputs[0], flat_out[k].data);
+		/* the bytes around the output in its pages are untouched */
+		for (uint32_t b = 0; b < pg->nb_pages * pg->page_len; b++) {
+			uint8_t v = pg->page[b / pg->page_len][b % pg->page_len];
+			if (b < 200 || b >= end)
+				CU_ASSERT_EQUAL(v, 0x5a);
+		}
+		tasks[k].inputs[0] = flat_in[k];
+		tasks[k].outputs[0] = flat_out[k];
+	}
+	check_against_cpu(&r, &batch, 1e-5);
+	rig_close(&r);
+}
+
 static void test_minilm_batch(void)
 {
 	const int64_t sizes[] = { 1, 2 };
@@ -703,6 +782,7 @@ int main(int argc, char **argv)
 	};
 	CU_TestInfo exec_tests[] = {
 		{ "MLP batches (full, padded, 4 tasks) equal the CPU's", test_mlp_batches },
+		{ "MLP rows across packet buffers: gathered and scattered by piece", test_mlp_paged },
 		{ "MiniLM encoder, one row padded to 2, equals the CPU's", test_minilm_batch },
 		{ "CNN (FusedConv, MaxPool), rows 1,2 padded to 4, equals the CPU's", test_cnn_batch },
 		{ "fp16: MLP and CNN, casts at the ends, within 1e-2 of the CPU", test_fp16 },

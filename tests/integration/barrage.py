@@ -167,9 +167,9 @@ def main():
         ][i % 9])))
     add("unknown model (NOT_FOUND)", ("replies_by_status", "NOT_FOUND"),
         lambda i: raw_bytes(udp_to_us(bw_message(model_id=1000 + i, request_id=i))))
-    # --- segments: a total that cannot be cut into such slices is dropped, taking no entry; a
-    # message above the server's cap is answered once, after its first segment (the entries run out
-    # after 64 such messages: segment 0 of the rest is still answered, as table_full) ---
+    # --- segments: a total that cannot be cut into such slices is dropped (remembered as discarded
+    # while entries last); a message above the server's cap is answered once, after its first
+    # segment (when no entry is free to remember it, segment 0 is still answered, as table_full) ---
     add("segment that fits no message", ("drops_by_reason", "segment"),
         lambda i: raw_bytes(udp_to_us(bw_message(b"x" * 8, seg_count=2 + i, total_body_len=800,
                                                  request_id=i))))
