@@ -100,6 +100,34 @@ static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stat
 	rte_tel_data_add_dict_u64(d, "held_mbufs", s->held_mbufs);
 }
 
+/*
+ * What the NIC dropped before any poller saw it, over the ports the lcores poll (each once):
+ * imissed (RX ring full: the polling lcore fell behind), rx_nombuf (no mbuf to refill the ring),
+ * ierrors (bad frames), oerrors (TX failures).
+ */
+static void ports_add(struct rte_tel_data *d)
+{
+	uint64_t imissed = 0, nombuf = 0, ierrors = 0, oerrors = 0;
+	bool seen[RTE_MAX_ETHPORTS] = {false};
+
+	for (unsigned int i = 0; i < g_nb_lcores; i++) {
+		uint16_t port = g_lcores[i]->port_id;
+		struct rte_eth_stats st;
+
+		if (port >= RTE_MAX_ETHPORTS || seen[port] || rte_eth_stats_get(port, &st) != 0)
+			continue;
+		seen[port] = true;
+		imissed += st.imissed;
+		nombuf += st.rx_nombuf;
+		ierrors += st.ierrors;
+		oerrors += st.oerrors;
+	}
+	rte_tel_data_add_dict_u64(d, "port_imissed", imissed);
+	rte_tel_data_add_dict_u64(d, "port_rx_nombuf", nombuf);
+	rte_tel_data_add_dict_u64(d, "port_ierrors", ierrors);
+	rte_tel_data_add_dict_u64(d, "port_oerrors", oerrors);
+}
+
 static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
 {
 	struct dp_lcore_stats sum;
@@ -121,6 +149,7 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 		rte_tel_data_add_dict_u64(d, "mbufs_total", total);
 		rte_tel_data_add_dict_u64(d, "mbufs_free", avail);
 	}
+	ports_add(d);
 
 	replies = rte_tel_data_alloc();
 	drops = rte_tel_data_alloc();

@@ -85,6 +85,7 @@ struct run {
 	const char *json_path;
 	bool quiet;
 	bool use_dpdk;
+	bool no_model_info;    /* models named by id, sent as echo's tensors: a peer that answers nothing */
 };
 
 static volatile sig_atomic_t g_stop;
@@ -111,21 +112,33 @@ static uint64_t now_ns(void)
 
 /* ---- sending ------------------------------------------------------------------------------------ */
 
-/* Encodes and queues every datagram of one request. \return 0, or -ENOBUFS when the port had no room. */
+static void receive(struct run *r);
+
+/* Queues one datagram slot, flushing (and waiting for the port) while none is free. */
+static uint8_t *slot_wait(struct run *r, uint32_t cap)
+{
+	uint8_t *buf;
+
+	while ((buf = r->ops->tx_slot(r->port, cap)) == NULL && !g_stop) {
+		r->ops->tx_flush(r->port);
+		receive(r); /* replies keep coming while the ring drains */
+	}
+	return buf;
+}
+
+/* Encodes and queues every datagram of one request; a full port makes it wait, never drops. */
 static int request_send(struct run *r, const struct bwc_request *req, uint32_t segments)
 {
+	uint32_t cap = r->slice + (uint32_t)sizeof(struct bw_hdr);
+
 	for (uint32_t i = 0; i < segments; i++) {
-		uint8_t *buf = r->ops->tx_slot(r->port, r->slice + (uint32_t)sizeof(struct bw_hdr));
+		uint8_t *buf = slot_wait(r, cap);
 		int len;
 
-		if (buf == NULL) {
-			r->counts.datagrams_out -= r->ops->tx_flush(r->port);
-			buf = r->ops->tx_slot(r->port, r->slice + (uint32_t)sizeof(struct bw_hdr));
-			if (buf == NULL)
-				return -ENOBUFS;
-		}
-		len = segments == 1 ? bwc_encode_request(req, buf, r->slice + sizeof(struct bw_hdr))
-				    : bwc_encode_request_segment(req, r->slice, i, buf, r->slice + sizeof(struct bw_hdr));
+		if (buf == NULL)
+			return -EINTR;
+		len = segments == 1 ? bwc_encode_request(req, buf, cap)
+				    : bwc_encode_request_segment(req, r->slice, i, buf, cap);
 		if (len < 0)
 			return len;
 		r->ops->tx_commit(r->port, (uint32_t)len);
@@ -139,8 +152,12 @@ static int request_send(struct run *r, const struct bwc_request *req, uint32_t s
 static void send_due(struct run *r, uint64_t now)
 {
 	uint64_t when[DUE_MAX];
-	unsigned int n = load_sched_due(&r->sched, now, (uint32_t)(r->head - r->tail), when, DUE_MAX);
+	unsigned int n;
 
+	/* datagrams the port did not take yet go first; until they have, no new request is due */
+	if (r->ops->tx_flush(r->port) != 0)
+		return;
+	n = load_sched_due(&r->sched, now, (uint32_t)(r->head - r->tail), when, DUE_MAX);
 	for (unsigned int k = 0; k < n; k++) {
 		unsigned int m = load_mix_pick(&r->mix, &r->rng);
 		struct mix_ready *mr = &r->ready[m];
@@ -164,13 +181,12 @@ static void send_due(struct run *r, uint64_t now)
 		*s = (struct slot){.intended_ns = r->mode == LOAD_MODE_CLOSED ? now : when[k], .state = SLOT_PENDING,
 				   .mix = (uint8_t)m};
 		r->head++;
-		if (request_send(r, &req, mr->segments) != 0)
-			r->counts.datagrams_out -= r->ops->tx_flush(r->port); /* left incomplete: it will time out */
 		r->counts.sent++;
 		mr->sent++;
+		if (request_send(r, &req, mr->segments) != 0)
+			break; /* stopped while waiting for the port: this request times out */
 	}
-	if (n > 0)
-		r->counts.datagrams_out -= r->ops->tx_flush(r->port);
+	r->ops->tx_flush(r->port);
 }
 
 /* ---- receiving ---------------------------------------------------------------------------------- */
@@ -250,12 +266,12 @@ static void receive(struct run *r)
 	uint64_t now;
 
 	r->ops->rx(r->port, &rx);
-	if (rx.n == 0)
-		return;
-	now = now_ns();
-	for (unsigned int i = 0; i < rx.n; i++)
-		reply_take(r, rx.payload[i], rx.len[i], now);
-	r->ops->rx_done(r->port, &rx);
+	if (rx.n > 0) {
+		now = now_ns();
+		for (unsigned int i = 0; i < rx.n; i++)
+			reply_take(r, rx.payload[i], rx.len[i], now);
+	}
+	r->ops->rx_done(r->port, &rx); /* always: a burst of foreign frames only is buffers too */
 }
 
 /* ---- set-up: the models' ids and inputs from MODEL_INFO ----------------------------------------- */
@@ -337,7 +353,21 @@ static int mix_prepare(struct run *r, unsigned int m, char *err, size_t cap)
 
 	if (info == NULL)
 		return -ENOMEM;
-	rc = model_info(r, e->model, info, err, cap);
+	if (r->no_model_info) {
+		char *end;
+		unsigned long id = strtoul(e->model, &end, 10);
+
+		if (*end != '\0' || end == e->model || id >= BW_MODEL_ID_ANY) {
+			snprintf(err, cap, "entry %u: with --no-model-info a model is its id, got '%s'", m + 1, e->model);
+			free(info);
+			return -EINVAL;
+		}
+		info->model_id = (uint32_t)id;
+		info->flags = BW_MODEL_F_ANY_TENSORS;
+		rc = 0;
+	} else {
+		rc = model_info(r, e->model, info, err, cap);
+	}
 	if (rc != 0) {
 		free(info);
 		return rc;
@@ -511,6 +541,10 @@ static const char g_usage[] =
 	"  --dpdk-port N      DPDK: the port id (default 0)\n"
 	"  --src-ports N      DPDK: source ports used in turn, from 40000 (default 1): RSS spreads them\n"
 	"  --no-udp-csum      DPDK: send UDP checksums of 0 (RFC 768: none), to spare the generator\n"
+	"  --server-mac MAC   DPDK: the server's MAC, instead of asking it by ARP\n"
+	"  --no-model-info    no MODEL_INFO at start: each mix model is an id (model=0: echo) and gets\n"
+	"                     echo's float [rows,16] (to drive a peer that answers nothing, e.g. testpmd;\n"
+	"                     what comes back is counted as foreign frames)\n"
 	"  --mix SPEC         what to send (default model=echo); entries separated by ';', each of\n"
 	"                     model=NAME,weight=N,rows=N,priority=N,deadline_us=N,input=NAME:FILE.npy\n"
 	"                     (inputs not given are generated from MODEL_INFO, as bwrun generates them;\n"
@@ -560,7 +594,8 @@ static bool parse_pos_double(const char *s, double *out)
 static int args_parse(int argc, char **argv, struct run *r)
 {
 	enum { O_SERVER = 256, O_PORT, O_SOCKET, O_IP, O_DPDK_PORT, O_SRC_PORTS, O_NO_CSUM, O_MIX, O_RATE, O_POISSON,
-	       O_CLOSED, O_DURATION, O_COUNT, O_TIMEOUT, O_MTU, O_INFLIGHT, O_SEED, O_JSON, O_QUIET };
+	       O_CLOSED, O_DURATION, O_COUNT, O_TIMEOUT, O_MTU, O_INFLIGHT, O_SEED, O_JSON, O_QUIET, O_SERVER_MAC,
+	       O_NO_INFO };
 	static const struct option opts[] = {
 		{"server", required_argument, NULL, O_SERVER}, {"port", required_argument, NULL, O_PORT},
 		{"socket", no_argument, NULL, O_SOCKET}, {"ip", required_argument, NULL, O_IP},
@@ -571,7 +606,8 @@ static int args_parse(int argc, char **argv, struct run *r)
 		{"count", required_argument, NULL, O_COUNT}, {"timeout-ms", required_argument, NULL, O_TIMEOUT},
 		{"mtu", required_argument, NULL, O_MTU}, {"max-inflight", required_argument, NULL, O_INFLIGHT},
 		{"seed", required_argument, NULL, O_SEED}, {"json", required_argument, NULL, O_JSON},
-		{"quiet", no_argument, NULL, O_QUIET}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+		{"quiet", no_argument, NULL, O_QUIET}, {"server-mac", required_argument, NULL, O_SERVER_MAC},
+		{"no-model-info", no_argument, NULL, O_NO_INFO}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 	};
 	const char *mix = "model=echo";
 	char err[256];
@@ -673,6 +709,23 @@ static int args_parse(int argc, char **argv, struct run *r)
 			break;
 		case O_QUIET:
 			r->quiet = true;
+			break;
+		case O_SERVER_MAC: {
+			unsigned int b[6];
+			char tail;
+
+			if (sscanf(optarg, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
+				goto bad;
+			for (int i = 0; i < 6; i++) {
+				if (b[i] > 255)
+					goto bad;
+				r->pconf.server_mac[i] = (uint8_t)b[i];
+			}
+			r->pconf.server_mac_set = 1;
+			break;
+		}
+		case O_NO_INFO:
+			r->no_model_info = true;
 			break;
 		case 'h':
 			fputs(g_usage, stdout);

@@ -22,6 +22,8 @@ struct load_port_conf {
 	uint32_t mtu;
 	uint32_t pool_mbufs;  /* DPDK: the mbuf pool */
 	int udp_csum;         /* DPDK: compute UDP checksums (else 0, which RFC 768 allows) */
+	int server_mac_set;   /* DPDK: server_mac given, no ARP (a peer that answers none: testpmd) */
+	uint8_t server_mac[6];
 };
 
 /* Datagrams received in one burst: the UDP payloads, valid until the next recv. */
@@ -41,7 +43,11 @@ struct load_port_ops {
 	uint8_t *(*tx_slot)(struct load_port *p, uint32_t cap);
 	/** Queues the payload written in the last tx_slot (len bytes). */
 	void (*tx_commit)(struct load_port *p, uint32_t len);
-	/** Sends what is queued. \return datagrams the port refused (counted as not sent). */
+	/**
+	 * Sends what is queued, as much as the port takes now; the rest stays queued, in order, for the
+	 * next flush (a generator never drops its own datagrams: a full ring delays them, and the
+	 * schedule's backlog shows as latency). \return the datagrams still queued.
+	 */
 	unsigned int (*tx_flush)(struct load_port *p);
 	/** Receives up to LOAD_BURST datagrams for us (others are dropped and counted). */
 	void (*rx)(struct load_port *p, struct load_rx *rx);

@@ -21,7 +21,6 @@
 #define DPDK_HDRS_LEN (RTE_ETHER_HDR_LEN + sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr))
 #define DPDK_DESC 1024
 #define DPDK_ARP_WAIT_MS 3000
-#define DPDK_TX_RETRIES 64 /* a full TX ring gets this many more tries before its datagrams count lost */
 
 struct load_port {
 	uint16_t port_id;
@@ -155,7 +154,9 @@ static int dpdk_open(struct load_port **out, const struct load_port_conf *conf, 
 		rte_free(p);
 		return rc;
 	}
-	rc = arp_resolve(p, err, cap);
+	if (conf->server_mac_set)
+		memcpy(p->server_mac.addr_bytes, conf->server_mac, RTE_ETHER_ADDR_LEN);
+	rc = conf->server_mac_set ? 0 : arp_resolve(p, err, cap);
 	if (rc != 0) {
 		dpdk_close(p);
 		return rc;
@@ -208,14 +209,12 @@ static void dpdk_tx_commit(struct load_port *p, uint32_t len)
 
 static unsigned int dpdk_tx_flush(struct load_port *p)
 {
-	unsigned int sent = 0, tries = 0, refused;
+	unsigned int sent = p->nb_tx == 0 ? 0 : rte_eth_tx_burst(p->port_id, 0, p->tx, (uint16_t)p->nb_tx);
 
-	while (sent < p->nb_tx && tries++ < DPDK_TX_RETRIES)
-		sent += rte_eth_tx_burst(p->port_id, 0, p->tx + sent, (uint16_t)(p->nb_tx - sent));
-	refused = p->nb_tx - sent;
-	rte_pktmbuf_free_bulk(p->tx + sent, refused);
-	p->nb_tx = 0;
-	return refused;
+	if (sent < p->nb_tx)
+		memmove(p->tx, p->tx + sent, (p->nb_tx - sent) * sizeof(p->tx[0]));
+	p->nb_tx -= sent;
+	return p->nb_tx;
 }
 
 /* A request's segments share its source port (one flow: one server queue); the next request moves on. */

@@ -99,7 +99,7 @@ static unsigned int socket_tx_flush(struct load_port *p)
 {
 	struct mmsghdr msgs[LOAD_BURST];
 	struct iovec iov[LOAD_BURST];
-	unsigned int sent = 0, refused;
+	unsigned int sent = 0;
 
 	for (unsigned int i = 0; i < p->nb_tx; i++) {
 		iov[i] = (struct iovec){p->tx_buf[i], p->tx_len[i]};
@@ -110,13 +110,23 @@ static unsigned int socket_tx_flush(struct load_port *p)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			break; /* a full socket buffer (EAGAIN) or a pending ICMP error: these are lost */
-		sent += (unsigned int)n;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+			sent++; /* a pending ICMP error (ECONNREFUSED) is the server's answer to an earlier one: lost */
+		else if (n <= 0)
+			break; /* the socket buffer is full: the rest waits for the next flush */
+		else
+			sent += (unsigned int)n;
 	}
-	refused = p->nb_tx - sent;
-	p->nb_tx = 0;
-	return refused;
+	/* the buffers are reused in place: keep the unsent ones first, in order */
+	for (unsigned int i = sent; i < p->nb_tx; i++) {
+		uint8_t *b = p->tx_buf[i - sent];
+
+		p->tx_buf[i - sent] = p->tx_buf[i];
+		p->tx_buf[i] = b;
+		p->tx_len[i - sent] = p->tx_len[i];
+	}
+	p->nb_tx -= sent;
+	return p->nb_tx;
 }
 
 static void socket_rx(struct load_port *p, struct load_rx *rx)
