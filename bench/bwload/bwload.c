@@ -86,6 +86,7 @@ struct run {
 	bool quiet;
 	bool use_dpdk;
 	bool no_model_info;    /* models named by id, sent as echo's tensors: a peer that answers nothing */
+	uint32_t idle_us;      /* sleep this long when a turn found nothing to do (0: spin) */
 };
 
 static volatile sig_atomic_t g_stop;
@@ -112,7 +113,7 @@ static uint64_t now_ns(void)
 
 /* ---- sending ------------------------------------------------------------------------------------ */
 
-static void receive(struct run *r);
+static unsigned int receive(struct run *r);
 
 /* Queues one datagram slot, flushing (and waiting for the port) while none is free. */
 static uint8_t *slot_wait(struct run *r, uint32_t cap)
@@ -149,14 +150,14 @@ static int request_send(struct run *r, const struct bwc_request *req, uint32_t s
 	return 0;
 }
 
-static void send_due(struct run *r, uint64_t now)
+static unsigned int send_due(struct run *r, uint64_t now)
 {
 	uint64_t when[DUE_MAX];
 	unsigned int n;
 
 	/* datagrams the port did not take yet go first; until they have, no new request is due */
 	if (r->ops->tx_flush(r->port) != 0)
-		return;
+		return 1;
 	n = load_sched_due(&r->sched, now, (uint32_t)(r->head - r->tail), when, DUE_MAX);
 	for (unsigned int k = 0; k < n; k++) {
 		unsigned int m = load_mix_pick(&r->mix, &r->rng);
@@ -187,6 +188,7 @@ static void send_due(struct run *r, uint64_t now)
 			break; /* stopped while waiting for the port: this request times out */
 	}
 	r->ops->tx_flush(r->port);
+	return n;
 }
 
 /* ---- receiving ---------------------------------------------------------------------------------- */
@@ -260,18 +262,21 @@ static void tail_advance(struct run *r, uint64_t now)
 	}
 }
 
-static void receive(struct run *r)
+static unsigned int receive(struct run *r)
 {
 	struct load_rx rx;
+	unsigned int n;
 	uint64_t now;
 
 	r->ops->rx(r->port, &rx);
+	n = rx.n;
 	if (rx.n > 0) {
 		now = now_ns();
 		for (unsigned int i = 0; i < rx.n; i++)
 			reply_take(r, rx.payload[i], rx.len[i], now);
 	}
 	r->ops->rx_done(r->port, &rx); /* always: a burst of foreign frames only is buffers too */
+	return n;
 }
 
 /* ---- set-up: the models' ids and inputs from MODEL_INFO ----------------------------------------- */
@@ -464,11 +469,16 @@ static int run_load(struct run *r)
 		uint64_t now = now_ns();
 		bool sending = !g_stop && now < end_by && !load_sched_done(&r->sched);
 
+		unsigned int work = 0;
+
 		if (sending)
-			send_due(r, now);
+			work += send_due(r, now);
 		else if (drain_by == 0)
 			drain_by = now + r->timeout_ns; /* the last requests get their full timeout */
-		receive(r);
+		work += receive(r);
+		/* a generator sharing a core with what it measures gives it back while nothing is due */
+		if (work == 0 && r->idle_us != 0)
+			usleep(r->idle_us);
 		tail_advance(r, now);
 		if (!sending && (r->tail == r->head || now >= drain_by || g_stop > 1))
 			break;
@@ -560,6 +570,8 @@ static const char g_usage[] =
 	"  --seed S           inputs, Poisson gaps and mix picks (default 1)\n"
 	"  --json FILE        the run as JSON: configuration, counts, errors by status, latency\n"
 	"  --quiet            no progress line each second (on stderr)\n"
+	"  --idle-us N        sleep N us when a turn finds nothing to send or receive (default 0: spin);\n"
+	"                     for a generator that shares its core with the server it measures\n"
 	"  -h, --help\n\n"
 	"Last line: bwload sent=N ok=N errors=N timeouts=N malformed=N conserved=yes rate=X p50_us=X ...\n"
 	"Exit status: 0 when every request sent is accounted for (conserved); 1 otherwise or on a\n"
@@ -595,7 +607,7 @@ static int args_parse(int argc, char **argv, struct run *r)
 {
 	enum { O_SERVER = 256, O_PORT, O_SOCKET, O_IP, O_DPDK_PORT, O_SRC_PORTS, O_NO_CSUM, O_MIX, O_RATE, O_POISSON,
 	       O_CLOSED, O_DURATION, O_COUNT, O_TIMEOUT, O_MTU, O_INFLIGHT, O_SEED, O_JSON, O_QUIET, O_SERVER_MAC,
-	       O_NO_INFO };
+	       O_NO_INFO, O_IDLE };
 	static const struct option opts[] = {
 		{"server", required_argument, NULL, O_SERVER}, {"port", required_argument, NULL, O_PORT},
 		{"socket", no_argument, NULL, O_SOCKET}, {"ip", required_argument, NULL, O_IP},
@@ -607,7 +619,8 @@ static int args_parse(int argc, char **argv, struct run *r)
 		{"mtu", required_argument, NULL, O_MTU}, {"max-inflight", required_argument, NULL, O_INFLIGHT},
 		{"seed", required_argument, NULL, O_SEED}, {"json", required_argument, NULL, O_JSON},
 		{"quiet", no_argument, NULL, O_QUIET}, {"server-mac", required_argument, NULL, O_SERVER_MAC},
-		{"no-model-info", no_argument, NULL, O_NO_INFO}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+		{"no-model-info", no_argument, NULL, O_NO_INFO}, {"idle-us", required_argument, NULL, O_IDLE},
+		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 	};
 	const char *mix = "model=echo";
 	char err[256];
@@ -726,6 +739,11 @@ static int args_parse(int argc, char **argv, struct run *r)
 		}
 		case O_NO_INFO:
 			r->no_model_info = true;
+			break;
+		case O_IDLE:
+			if (!parse_u64(optarg, 0, 100000, &v))
+				goto bad;
+			r->idle_us = (uint32_t)v;
 			break;
 		case 'h':
 			fputs(g_usage, stdout);

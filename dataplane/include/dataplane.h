@@ -40,7 +40,7 @@
 #define DP_ERROR_MSG_MAX 200       /* bytes of text in an error reply (docs/protocol.md) */
 #define DP_MSG_MAX_DEFAULT (16u << 20) /* largest message body: requests and replies */
 #define DP_MSG_MAX_MAX 0xffffffffu
-#define DP_REASM_MSGS_DEFAULT 64   /* messages in reassembly or held, per polling lcore */
+#define DP_REASM_MSGS_DEFAULT 1024 /* messages in reassembly or held (until answered), per polling lcore */
 #define DP_REASM_MSGS_MAX 65536
 #define DP_REASM_TIMEOUT_US 100000 /* a message without a deadline has this long to arrive whole */
 #define DP_REASM_SCAN_US 1000      /* how often the expiry scan runs */

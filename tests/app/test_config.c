@@ -337,7 +337,7 @@ static void test_message_limits(void)
 {
 	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP), APP_CONFIG_RUN);
 	CU_ASSERT_EQUAL(g_run.cfg.dp.msg_max, 16u << 20);
-	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_msgs, 64);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_msgs, 1024);
 	CU_ASSERT_EQUAL(g_run.cfg.dp.reasm_mbufs, 11716 + 1024); /* 16 MiB at MTU 1500, derived */
 
 	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--mtu", "9000", "--max-message-bytes", "1048576",
