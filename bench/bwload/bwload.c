@@ -91,10 +91,11 @@ struct run {
 
 static volatile sig_atomic_t g_stop;
 
+/* The first signal stops the sending and lets what is in flight come back; a second ends the wait. */
 static void on_signal(int sig)
 {
 	(void)sig;
-	g_stop = 1;
+	g_stop = g_stop != 0 ? 2 : 1;
 }
 
 /* ---- the clock ---------------------------------------------------------------------------------- */
@@ -564,7 +565,8 @@ static const char g_usage[] =
 	"  --closed N         closed loop, N outstanding (default: --closed 1)\n"
 	"  --duration S       seconds of load (default 5); --count N stops after N requests instead\n"
 	"  --count N\n"
-	"  --timeout-ms N     a request without its reply this long is a timeout (default 1000)\n"
+	"  --timeout-ms N     a request without its reply this long after its intended send time is a\n"
+	"                     timeout (default 1000); its reply, if it comes, counts as late\n"
 	"  --mtu N            IP MTU of the path, 576..9000 (default 1500): larger requests are segmented\n"
 	"  --max-inflight N   requests in flight at most (default 65536; a power of two)\n"
 	"  --seed S           inputs, Poisson gaps and mix picks (default 1)\n"
