@@ -12,6 +12,8 @@
 # Lcores: batchwire polls on POLL_LCORE, its worker is the main lcore (MAIN_LCORE); bwload runs on
 # GEN_LCORE. On a 2-core host GEN_LCORE shares a core with the worker: bwload then sleeps --idle-us
 # whenever it has nothing to do, and that sharing bounds both figures (said in the output).
+# LAYOUT=one gives batchwire a single lcore (POLL_LCORE) that polls and runs the worker: the
+# generator then has the other core to itself.
 # Prints the two ratios last.
 #
 # Usage (as root): bench/p4_p6_mlp.sh [BUILD_DIR] [SECONDS]
@@ -25,6 +27,7 @@ MAIN_LCORE=${MAIN_LCORE:-0}
 POLL_LCORE=${POLL_LCORE:-1}
 GEN_LCORE=${GEN_LCORE:-0}
 IDLE_US=${IDLE_US:-20}
+LAYOUT=${LAYOUT:-split}  # split: polling lcore POLL_LCORE, worker MAIN_LCORE; one: POLL_LCORE does both
 BATCHWIRE=$BUILD/app/batchwire
 BWLOAD=$BUILD/bench/bwload/bwload
 BWRUN=$BUILD/app/bwrun
@@ -46,8 +49,16 @@ echo "== bwrun offline: the MLP at batch $BATCH, one worker"
 tail -n 1 "$WORK/bwrun.log" | sed 's/^/  /'
 
 echo "== batchwire: the MLP, batches of $BATCH, batch_timeout_micros $TIMEOUT_US"
-"$BATCHWIRE" --no-huge -m 1024 --no-pci --file-prefix "p46-$$-bw" -l "$MAIN_LCORE,$POLL_LCORE" --main-lcore "$MAIN_LCORE" \
-	--vdev "net_memif0,role=server,socket=$WORK/memif.sock" -- --ip 10.81.0.1 --mtu 1500 --poll-lcores "$POLL_LCORE" \
+if [ "$LAYOUT" = one ]; then
+	# one lcore that polls and runs the worker (the main lcore polls when it is the only one)
+	BW_LCORES=(-l "$POLL_LCORE")
+	BW_POLL=()
+else
+	BW_LCORES=(-l "$MAIN_LCORE,$POLL_LCORE" --main-lcore "$MAIN_LCORE")
+	BW_POLL=(--poll-lcores "$POLL_LCORE")
+fi
+"$BATCHWIRE" --no-huge -m 1024 --no-pci --file-prefix "p46-$$-bw" "${BW_LCORES[@]}" \
+	--vdev "net_memif0,role=server,socket=$WORK/memif.sock" -- --ip 10.81.0.1 --mtu 1500 "${BW_POLL[@]}" \
 	--model mlp="$MLP" --model-opt mlp.max_batch_size="$BATCH" --model-opt mlp.allowed_batch_sizes="$ALLOWED" \
 	--model-opt mlp.batch_timeout_micros="$TIMEOUT_US" --model-opt mlp.num_batch_threads=1 \
 	--model-opt mlp.max_enqueued_batches=1000 >"$WORK/bw.log" 2>&1 &
