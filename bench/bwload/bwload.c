@@ -41,6 +41,7 @@ enum slot_state { SLOT_FREE, SLOT_PENDING, SLOT_DONE };
 
 struct slot {
 	uint64_t intended_ns;  /* latency counts from here: the schedule's time (open loop) or the send */
+	uint64_t sent_ns;      /* the deadline counts from here: when its first datagram was queued */
 	uint32_t seg_count;    /* of the reply, once its first datagram came */
 	uint32_t segs_seen;
 	uint64_t seen_mask;    /* reply segments 0..63 seen: duplicates of those are not counted twice */
@@ -180,8 +181,8 @@ static unsigned int send_due(struct run *r, uint64_t now)
 		}
 		req.request_id = r->id_base + r->head;
 		s = &r->slots[r->head & (r->cap - 1)];
-		*s = (struct slot){.intended_ns = r->mode == LOAD_MODE_CLOSED ? now : when[k], .state = SLOT_PENDING,
-				   .mix = (uint8_t)m};
+		*s = (struct slot){.intended_ns = r->mode == LOAD_MODE_CLOSED ? now : when[k], .sent_ns = now_ns(),
+				   .state = SLOT_PENDING, .mix = (uint8_t)m};
 		r->head++;
 		r->counts.sent++;
 		mr->sent++;
@@ -199,9 +200,12 @@ static void request_finish(struct run *r, struct slot *s, uint16_t status, uint6
 	s->state = SLOT_DONE;
 	if (status == BW_STATUS_OK) {
 		uint64_t lat = now > s->intended_ns ? now - s->intended_ns : 0;
+		uint32_t deadline_us = r->mix.entries[s->mix].deadline_us;
 
 		r->counts.ok++;
 		r->ready[s->mix].ok++;
+		if (deadline_us != 0 && now - s->sent_ns > (uint64_t)deadline_us * 1000)
+			r->counts.ok_past_deadline++;
 		load_hist_record(&r->total, lat);
 		load_hist_record(&r->interval, lat);
 	} else if (status < BW_STATUS_COUNT) {
@@ -527,6 +531,9 @@ static int run_load(struct run *r)
 					printf(" %s=%" PRIu64, bw_status_name(st), r->counts.errors[st]);
 			printf("\n");
 		}
+		if (r->counts.ok_past_deadline != 0)
+			printf("deadlines: %" PRIu64 " OK replies came after their request's deadline_us\n",
+			       r->counts.ok_past_deadline);
 		if (r->skipped != 0)
 			printf("skipped: %" PRIu64 " requests due while %u were in flight (raise --max-inflight)\n",
 			       r->skipped, r->cap);

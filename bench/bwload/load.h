@@ -154,6 +154,9 @@ struct load_counts {
 	uint64_t datagrams_out;
 	uint64_t datagrams_in;
 	uint64_t late_replies;              /* replies after their request timed out (not counted again) */
+	uint64_t ok_past_deadline;          /* OK replies that came later than their deadline_us after the
+					     * send (network included): a server that answers what it
+					     * accepts within its deadline keeps this near 0 */
 };
 
 /** \return the error replies of every status. */

@@ -39,6 +39,7 @@ void load_counts_add(struct load_counts *dst, const struct load_counts *src)
 	dst->datagrams_out += src->datagrams_out;
 	dst->datagrams_in += src->datagrams_in;
 	dst->late_replies += src->late_replies;
+	dst->ok_past_deadline += src->ok_past_deadline;
 }
 
 static double per_second(uint64_t n, double seconds)
@@ -88,9 +89,10 @@ void load_report_json(FILE *f, const char *conf_json, const struct load_counts *
 	fprintf(f,
 		"  \"counts\": {\"sent\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"errors\": %" PRIu64
 		", \"timeouts\": %" PRIu64 ", \"malformed\": %" PRIu64 ", \"in_flight\": %" PRIu64
-		", \"datagrams_out\": %" PRIu64 ", \"datagrams_in\": %" PRIu64 ", \"late_replies\": %" PRIu64 "},\n",
+		", \"datagrams_out\": %" PRIu64 ", \"datagrams_in\": %" PRIu64 ", \"late_replies\": %" PRIu64
+		", \"ok_past_deadline\": %" PRIu64 "},\n",
 		c->sent, c->ok, load_counts_errors(c), c->timeouts, c->malformed, c->in_flight, c->datagrams_out,
-		c->datagrams_in, c->late_replies);
+		c->datagrams_in, c->late_replies, c->ok_past_deadline);
 	fprintf(f, "  \"conserved\": %s,\n", load_counts_conserved(c) ? "true" : "false");
 	fprintf(f, "  \"errors_by_status\": {");
 	for (unsigned int s = BW_STATUS_OK + 1; s < BW_STATUS_COUNT; s++)

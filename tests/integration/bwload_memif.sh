@@ -129,7 +129,9 @@ server_start --model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=1 --m
 	--model-opt mlp.num_batch_threads=1 --model-opt mlp.batch_timeout_micros=0
 stats >"$WORK/o0.json"
 model_stats mlp >"$WORK/m0.json"
-load overload --mix "model=mlp" --rate 20000 --count 20000 --timeout-ms 2000 || fail "overload: bwload exited $?"
+load overload --mix "model=mlp,deadline_us=50000" --rate 20000 --count 20000 --timeout-ms 2000 ||
+	fail "overload: bwload exited $?"
+grep "^deadlines:" "$WORK/overload.out" | sed 's/^/    /' # reported, not asserted: it is a time
 stats >"$WORK/o1.json"
 model_stats mlp >"$WORK/m1.json"
 agree overload "$WORK/o0.json" "$WORK/o1.json" "$WORK/m0.json" "$WORK/m1.json" || fail "overload: counts disagree"
