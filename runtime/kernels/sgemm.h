@@ -29,7 +29,7 @@
 #define RT_SG_KC_B 384 /* FusedGemm's: the transformer's K = 384 in one block (measured 2 % faster) */
 #define RT_SG_MC 120   /* rows per A block (20 panels, 120 KiB at KC): L2 */
 #define RT_SG_NC 2048  /* columns per B block (2 MiB at KC): L3 */
-#define RT_SG_ROWS_MIN 4 /* FusedGemm: fewer rows of activations are a GEMV or a thin GEMM: OpenBLAS */
+#define RT_SG_ROWS_MIN 2 /* FusedGemm: one row of activations is a GEMV (OpenBLAS, on Bt); from 2 the packed kernel */
 #define RT_SG_MC_ROWS 192 /* FusedGemm: most rows of activations per packed block (192 KiB at KC): L2 */
 
 /** Whether the kernels run at AVX2 or above (rt_cpu_isa_active). Decided once, at load, by the optimizer. */
