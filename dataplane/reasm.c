@@ -371,15 +371,19 @@ static uint64_t msg_clock(const struct bw_hdr *hdr)
 	return plat_us_to_tsc(hdr->deadline_us != BW_DEADLINE_NONE ? hdr->deadline_us : DP_REASM_TIMEOUT_US);
 }
 
-/* Remembers a message that is discarded or answered at its first segment (DEAD: no mbufs), so
- * that its other segments are dropped until its clock runs out. \return false when no entry is free. */
-static bool msg_dead_add(struct dp_lcore *lc, const struct bw_hdr *hdr, uint32_t ip, uint16_t port)
+/*
+ * An entry for the message of a first segment, keyed and hashed, its clock started, DEAD (no mbufs)
+ * until the caller gives it slots. Left DEAD, it remembers a message discarded or answered at its
+ * first segment, so that its other segments are dropped until its clock runs out.
+ * \return the entry, or NULL when none is free.
+ */
+static struct dp_msg *msg_open(struct dp_lcore *lc, const struct bw_hdr *hdr, uint32_t ip, uint16_t port)
 {
 	struct dp_reasm *r = lc->reasm;
 	struct dp_msg *msg = msg_take(r);
 
 	if (msg == NULL)
-		return false;
+		return NULL;
 	msg->request_id = hdr->request_id;
 	msg->src_ip = ip;
 	msg->src_port = port;
@@ -387,7 +391,7 @@ static bool msg_dead_add(struct dp_lcore *lc, const struct bw_hdr *hdr, uint32_t
 	msg->state = MSG_DEAD;
 	msg->expire_tsc = lc->burst_tsc + msg_clock(hdr);
 	msg_hash_add(r, msg);
-	return true;
+	return msg;
 }
 
 /* A first segment: its entry, its slots, or a refusal in m. */
@@ -404,7 +408,7 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 	*out = NULL;
 	if (refuse != BW_STATUS_OK || hdr->total_body_len > cap) {
 		/* Answered once: when it cannot be remembered, only its segment 0 is answered. */
-		if (!msg_dead_add(lc, hdr, ip, port) && hdr->seg_index != 0) {
+		if (msg_open(lc, hdr, ip, port) == NULL && hdr->seg_index != 0) {
 			lc->stats.reasm[reason]++;
 			return dp_drop(lc, DP_DROP_SEGMENT);
 		}
@@ -419,10 +423,10 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 	cut = slices_fix(&probe, hdr);
 	if (!cut || probe.slice < BW_SLICE_MIN) {
 		lc->stats.reasm[cut ? DP_REASM_BAD_SLICE : DP_REASM_BAD_TOTAL]++;
-		msg_dead_add(lc, hdr, ip, port);
+		msg_open(lc, hdr, ip, port);
 		return dp_drop(lc, DP_DROP_SEGMENT);
 	}
-	msg = msg_take(r);
+	msg = msg_open(lc, hdr, ip, port);
 	if (msg == NULL) {
 		if (hdr->seg_index != 0) {
 			lc->stats.reasm[DP_REASM_TABLE_FULL]++;
@@ -431,15 +435,8 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 		snprintf(why, sizeof(why), "this core is reassembling %u messages already: try again", r->nb_msgs);
 		return segment_refuse(lc, m, hdr, DP_REASM_TABLE_FULL, BW_STATUS_RESOURCE_EXHAUSTED, why);
 	}
-	msg->request_id = hdr->request_id;
-	msg->src_ip = ip;
-	msg->src_port = port;
-	msg->first = *hdr;
-	msg->expire_tsc = lc->burst_tsc + msg_clock(hdr);
 	msg->slice = probe.slice;
 	msg->last_len = probe.last_len;
-	msg_hash_add(r, msg);
-	msg->state = MSG_DEAD; /* until it has its slots */
 	msg->req_base = slots_take(r, hdr->seg_count);
 	if (msg->req_base == SLOT_NONE) {
 		snprintf(why, sizeof(why), "this core holds too many segments already (%u of %u mbufs free): try again",
