@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * batchwire's SGEMM for convolutions (sgemm.h): the GotoBLAS/BLIS structure with a 6 x 16 AVX2/FMA
- * micro-kernel, and three things OpenBLAS's cblas_sgemm cannot do from outside:
+ * batchwire's SGEMM for convolutions and FusedGemm (sgemm.h): the GotoBLAS/BLIS structure with a
+ * micro-kernel per instruction set (6 x 16 on AVX2/FMA, 8 x 32 on AVX-512), and three things
+ * OpenBLAS's cblas_sgemm cannot do from outside:
  *
  *  - the weights (A) are packed into the micro-kernel's panels once, at load, by rt_graph_optimize,
  *    where OpenBLAS packs them again on every call (its sgemm_itcopy: 4 % of ResNet-50's time);
@@ -13,16 +14,17 @@
  *    activation after (3 %).
  *
  * Blocking (Goto's): for each block of RT_SG_NC columns and of up to RT_SG_KC rows of k, B's block
- * is packed (it stays in L3); for each block of RT_SG_MC rows of A (L2), every 16-column
- * micro-panel of B (L1) meets every 6-row micro-panel of A. k is split into blocks of equal size
+ * is packed (it stays in L3); for each block of RT_SG_MC rows of A (L2), every nr-column
+ * micro-panel of B (L1) meets every mr-row micro-panel of A. k is split into blocks of equal size
  * (576 = 3 x 192, not 256 + 256 + 64), as the packed A's layout records.
  *
- * The micro-kernel keeps 12 accumulators (6 rows x 2 registers of 8), broadcasts one A value per row
- * and loads 16 B values per k: 12 FMAs per 2 loads and 6 broadcasts, no spills. Edge tiles (fewer
- * than 6 rows or 16 columns) go through a 6 x 16 buffer on the stack. Everything here is compiled
- * for AVX2 and FMA only; rt_sg_available() says at load whether the kernels run at that level
- * (isa.c), and the optimizer packs weights for this path only then (the conv kernel keeps the
- * OpenBLAS path).
+ * The AVX2 micro-kernel keeps 12 accumulators (6 rows x 2 registers of 8), broadcasts one A value
+ * per row and loads 16 B values per k: 12 FMAs per 2 loads and 6 broadcasts, no spills. Its edge
+ * tiles (fewer than 6 rows or 16 columns) go through a 6 x 16 buffer on the stack. The AVX-512 one
+ * (kernel_avx512) is the same shape at twice the width and a third more rows, with masked edges.
+ * The path (struct sg_path) is chosen from rt_cpu_isa_active(), once per process (isa.c), so that
+ * the layouts packed at load and the kernels agree; below AVX2 rt_sg_available() is false and the
+ * optimizer packs nothing (the conv kernel keeps the OpenBLAS path).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -31,10 +33,51 @@
 #include "sgemm.h"
 
 #define SG_TARGET __attribute__((target("avx2,fma")))
+#define SG512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
+
+struct tile_out;
+
+/* A micro-kernel: C's tile (mr <= path->mr rows, nr <= path->nr columns) from kc steps of a packed
+ * A panel (kc x path->mr) and a packed B panel (kc x path->nr). */
+typedef void sg_kernel_fn(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr, int64_t nr,
+			  const struct tile_out *t);
+
+/*
+ * What a path fixes: its tile, and with it the layout of every packed operand (weights packed at
+ * load included), and its k blocks. The path is the instruction set's (rt_cpu_isa_active), chosen
+ * once per process before the first model loads, so weights packed at load always meet the kernel
+ * that reads them.
+ */
+struct sg_path {
+	const char *name;
+	int mr, nr;       /* the tile: rows of A per panel, columns of B per panel */
+	int64_t kc, kc_b; /* most k per block: convolutions (A packed at load), FusedGemm (B packed at load) */
+	sg_kernel_fn *kernel;
+};
+
+static sg_kernel_fn kernel_6x16, kernel_avx512;
+
+/*
+ * AVX2: 6 x 16, two ymm per row, 12 accumulators. AVX-512: 8 x 32, two zmm per row, 16
+ * accumulators, 2 B loads and 8 broadcasts per 16 FMAs; its B panel (32 KiB at k 256) stays in
+ * SPR's 48 KiB L1 with an A panel beside it, which FusedGemm's 384-deep block (48 KiB) would not.
+ */
+static const struct sg_path g_sg_avx2 = { "avx2 6x16", RT_SG_MR, RT_SG_NR, RT_SG_KC, RT_SG_KC_B, kernel_6x16 };
+static const struct sg_path g_sg_avx512 = { "avx512 8x32", 8, 32, RT_SG_KC, RT_SG_KC, kernel_avx512 };
+
+static const struct sg_path *sg_path(void)
+{
+	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX512 ? &g_sg_avx512 : &g_sg_avx2;
+}
 
 bool rt_sg_available(void)
 {
 	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX2;
+}
+
+const char *rt_sg_path_name(void)
+{
+	return rt_sg_available() ? sg_path()->name : "none";
 }
 
 /* k in equal blocks of at most kc_max (RT_SG_KC for convolutions, RT_SG_KC_B for FusedGemm). */
@@ -45,42 +88,50 @@ static int64_t k_blocks(int64_t k, int64_t kc_max)
 	return nb > 0 ? (k + nb - 1) / nb : 1;
 }
 
-static int64_t k_block(int64_t k)
+static int64_t k_block(const struct sg_path *sp, int64_t k)
 {
-	return k_blocks(k, RT_SG_KC);
+	return k_blocks(k, sp->kc);
 }
 
-static int64_t k_block_b(int64_t k)
+static int64_t k_block_b(const struct sg_path *sp, int64_t k)
 {
-	return k_blocks(k, RT_SG_KC_B);
+	return k_blocks(k, sp->kc_b);
 }
 
-static int64_t panels(int64_t m)
+static int64_t panels(const struct sg_path *sp, int64_t m)
 {
-	return (m + RT_SG_MR - 1) / RT_SG_MR;
+	return (m + sp->mr - 1) / sp->mr;
+}
+
+static int64_t col_panels(const struct sg_path *sp, int64_t n)
+{
+	return (n + sp->nr - 1) / sp->nr;
 }
 
 size_t rt_sg_packed_floats(int64_t m, int64_t k)
 {
-	return (size_t)(panels(m) * RT_SG_MR * k);
+	const struct sg_path *sp = sg_path();
+
+	return (size_t)(panels(sp, m) * sp->mr * k);
 }
 
-/* For each k block (at k0, kc deep): for each 6-row panel: kc x 6, k-major; rows past m are 0. */
+/* For each k block (at k0, kc deep): for each mr-row panel: kc x mr, k-major; rows past m are 0. */
 void rt_sg_pack_a(const float *a, int64_t lda, int64_t m, int64_t k, float *ap)
 {
-	int64_t mp = panels(m), kcb = k_block(k);
+	const struct sg_path *sp = sg_path();
+	int64_t mp = panels(sp, m), kcb = k_block(sp, k), mr = sp->mr;
 
 	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
 		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
 
 		for (int64_t p = 0; p < mp; p++) {
-			float *dst = ap + k0 * mp * RT_SG_MR + p * kc * RT_SG_MR;
+			float *dst = ap + k0 * mp * mr + p * kc * mr;
 
 			for (int64_t kk = 0; kk < kc; kk++) {
-				for (int64_t r = 0; r < RT_SG_MR; r++) {
-					int64_t row = p * RT_SG_MR + r;
+				for (int64_t r = 0; r < mr; r++) {
+					int64_t row = p * mr + r;
 
-					dst[kk * RT_SG_MR + r] = row < m ? a[row * lda + k0 + kk] : 0.0f;
+					dst[kk * mr + r] = row < m ? a[row * lda + k0 + kk] : 0.0f;
 				}
 			}
 		}
@@ -89,31 +140,32 @@ void rt_sg_pack_a(const float *a, int64_t lda, int64_t m, int64_t k, float *ap)
 
 size_t rt_sg_scratch_floats(int64_t n, int64_t k)
 {
+	const struct sg_path *sp = sg_path();
 	int64_t nc = n < RT_SG_NC ? n : RT_SG_NC;
 
-	return (size_t)(k_block(k) * ((nc + RT_SG_NR - 1) / RT_SG_NR) * RT_SG_NR);
+	return (size_t)(k_block(sp, k) * col_panels(sp, nc) * sp->nr);
 }
 
 /* ---- packing B ----------------------------------------------------------------------------------- */
 
-/* Rows k0..k0+kc, columns j0..j0+nc of a row-major matrix, into 16-column panels (zero-padded). */
+/* Rows k0..k0+kc, columns j0..j0+nc of a row-major matrix, into nr-column panels (zero-padded). */
 SG_TARGET static void pack_b_matrix(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-				    float *bp)
+				    int64_t nr, float *bp)
 {
-	for (int64_t j = 0; j < nc; j += RT_SG_NR, bp += kc * RT_SG_NR) {
-		int64_t w = nc - j < RT_SG_NR ? nc - j : RT_SG_NR;
+	for (int64_t j = 0; j < nc; j += nr, bp += kc * nr) {
+		int64_t w = nc - j < nr ? nc - j : nr;
 		const float *src = b->x + k0 * b->ldb + j0 + j;
 
-		if (w == RT_SG_NR) {
+		if (w == nr) {
 			for (int64_t kk = 0; kk < kc; kk++, src += b->ldb) {
-				_mm256_storeu_ps(bp + kk * RT_SG_NR, _mm256_loadu_ps(src));
-				_mm256_storeu_ps(bp + kk * RT_SG_NR + 8, _mm256_loadu_ps(src + 8));
+				for (int64_t h = 0; h < nr; h += 8)
+					_mm256_storeu_ps(bp + kk * nr + h, _mm256_loadu_ps(src + h));
 			}
 			continue;
 		}
 		for (int64_t kk = 0; kk < kc; kk++, src += b->ldb) {
-			for (int64_t jj = 0; jj < RT_SG_NR; jj++)
-				bp[kk * RT_SG_NR + jj] = jj < w ? src[jj] : 0.0f;
+			for (int64_t jj = 0; jj < nr; jj++)
+				bp[kk * nr + jj] = jj < w ? src[jj] : 0.0f;
 		}
 	}
 }
@@ -125,12 +177,14 @@ SG_TARGET static void pack_b_matrix(const struct rt_sg_b *b, int64_t k0, int64_t
  * the image: two loads and two stores at stride 1, two loads and a shuffle more at stride 2. Panels
  * that cross an output row or touch the padding take, at stride 1, a masked load per row they touch
  * (AVX's vmaskmovps reads only the lanes inside the image), and otherwise a gather. Per-row geometry
- * is computed once per block (kc <= RT_SG_KC).
+ * is computed once per block (kc <= RT_SG_KC). A path whose panels are wider (nr 32) gets each
+ * panel as groups of 16 columns side by side, and the groups of its last panel past nc as zeros.
  */
 #define PACK_RUNS_MAX 3 /* rows 3 or more columns wide: 8 lanes touch at most 3 of them */
+#define PACK_GROUP 16   /* columns the im2col packer makes at once */
 
 SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-				    float *bp)
+				    int64_t nr, float *bp)
 {
 	const struct rt_k_window *w = b->conv;
 	int64_t ih_n = w->in[0], iw_n = w->in[1], ow_n = w->out[1], kh = w->kernel[0], kw = w->kernel[1];
@@ -149,21 +203,30 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 		hi[kk] = hi[kk] < ow_n ? hi[kk] : ow_n;
 		lo[kk] = lo[kk] < hi[kk] ? lo[kk] : hi[kk];
 	}
-	for (int64_t j = 0; j < nc; j += RT_SG_NR, bp += kc * RT_SG_NR) {
-		int64_t o0 = j0 + j, cnt = nc - j < RT_SG_NR ? nc - j : RT_SG_NR, oh = o0 / ow_n, ow = o0 % ow_n;
-		bool one_row = cnt == RT_SG_NR && ow + RT_SG_NR <= ow_n;
-		int32_t lane_oh[RT_SG_NR], lane_ow[RT_SG_NR], lane_live[RT_SG_NR];
+	for (int64_t j = 0, padded = (nc + nr - 1) / nr * nr; j < padded; j += PACK_GROUP) {
+		int64_t o0 = j0 + j, cnt = nc - j < PACK_GROUP ? nc - j : PACK_GROUP, oh = o0 / ow_n, ow = o0 % ow_n;
+		float *gp = bp + j / nr * kc * nr + j % nr; /* the group's first column in its panel */
+		bool one_row = cnt == PACK_GROUP && ow + PACK_GROUP <= ow_n;
+		int32_t lane_oh[PACK_GROUP], lane_ow[PACK_GROUP], lane_live[PACK_GROUP];
 		__m256i ohs[2], ows[2], live[2];
 		/* at stride 1, each half's lanes as runs of consecutive columns of one output row */
 		struct { int64_t ohs, ow0; int l0, l1; } runs[2][PACK_RUNS_MAX];
 		int nruns[2] = { 0, 0 };
 		bool use_runs = sw == 1, ready = false; /* the lanes' geometry: made when a row first needs it */
 
+		if (cnt <= 0) {
+			/* a group of the last panel wholly past nc */
+			for (int64_t kk = 0; kk < kc; kk++) {
+				_mm256_storeu_ps(gp + kk * nr, _mm256_setzero_ps());
+				_mm256_storeu_ps(gp + kk * nr + 8, _mm256_setzero_ps());
+			}
+			continue;
+		}
 		for (int64_t kk = 0; kk < kc; kk++) {
-			float *d = bp + kk * RT_SG_NR;
+			float *d = gp + kk * nr;
 			int64_t ih = oh * sh + ih0[kk];
 
-			if (one_row && ih >= 0 && ih < ih_n && ow >= lo[kk] && ow + RT_SG_NR <= hi[kk] && sw <= 2) {
+			if (one_row && ih >= 0 && ih < ih_n && ow >= lo[kk] && ow + PACK_GROUP <= hi[kk] && sw <= 2) {
 				const float *src = b->x + chan[kk] + ih * iw_n + ow * sw + woff[kk];
 
 				if (sw == 1) {
@@ -183,7 +246,7 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 			}
 			if (!ready) {
 				/* each lane's output position (input row and column at kernel offset 0) */
-				for (int64_t t = 0, rh = oh, rw = ow; t < RT_SG_NR; t++) {
+				for (int64_t t = 0, rh = oh, rw = ow; t < PACK_GROUP; t++) {
 					lane_oh[t] = (int32_t)(rh * sh);
 					lane_ow[t] = (int32_t)(rw * sw);
 					lane_live[t] = t < cnt ? -1 : 0;
@@ -302,7 +365,7 @@ struct tile_out {
 	const struct rt_k_act_spec *act;
 };
 
-SG_TARGET static inline __attribute__((always_inline)) void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
 				  int64_t nr, const struct tile_out *t)
 {
 	__m256 acc[2 * RT_SG_MR];
@@ -425,12 +488,113 @@ SG_TARGET static inline __attribute__((always_inline)) void kernel_6x16(int64_t 
 	}
 }
 
+/* ---- the AVX-512 micro-kernel -------------------------------------------------------------------- */
+
+#define SG512_MR 8
+#define SG512_NR 32
+
+SG512_TARGET static inline __m512 act16(__m512 v, const struct rt_k_act_spec *act)
+{
+	switch (act->kind) {
+	case RT_K_ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as the AVX2 kernel */
+	case RT_K_ACT_LEAKY_RELU:
+		return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v,
+					  _mm512_set1_ps(act->a));
+	case RT_K_ACT_CLIP: {
+		__m512 hi = _mm512_set1_ps(act->b), lo = _mm512_set1_ps(act->a);
+
+		v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+		return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+	}
+	default: return v;
+	}
+}
+
+/*
+ * 8 rows x 32 columns: 16 zmm accumulators, per k two B loads and eight broadcasts (folded into the
+ * FMAs as {1to16} operands). A panel of 16 columns or fewer computes its left half only. Edges need
+ * no buffer: the columns past nr are masked off C's loads and stores, the rows past mr not stored.
+ */
+SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+				       int64_t nr, const struct tile_out *t)
+{
+	__m512 acc0[SG512_MR], acc1[SG512_MR];
+	__mmask16 m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1);
+	__mmask16 m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+
+#pragma GCC unroll 8
+	for (int r = 0; r < SG512_MR; r++)
+		acc0[r] = acc1[r] = _mm512_setzero_ps();
+	if (nr <= 16) {
+#pragma GCC unroll 2
+		for (int64_t k = 0; k < kc; k++, a += SG512_MR, b += SG512_NR) {
+			__m512 b0 = _mm512_loadu_ps(b);
+
+#pragma GCC unroll 8
+			for (int r = 0; r < SG512_MR; r++)
+				acc0[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, acc0[r]);
+		}
+	} else {
+#pragma GCC unroll 2
+		for (int64_t k = 0; k < kc; k++, a += SG512_MR, b += SG512_NR) {
+			__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+
+#pragma GCC unroll 8
+			for (int r = 0; r < SG512_MR; r++) {
+				__m512 av = _mm512_set1_ps(a[r]);
+
+				acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
+				acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
+			}
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < SG512_MR; r++) {
+		float *cr = c + r * ldc;
+		__m512 v0 = acc0[r], v1 = acc1[r];
+
+		if (r >= mr)
+			break;
+		if (!t->first) {
+			v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+			v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+		}
+		if (t->last) {
+			if (t->alpha != 1.0f) {
+				v0 = _mm512_mul_ps(v0, _mm512_set1_ps(t->alpha));
+				v1 = _mm512_mul_ps(v1, _mm512_set1_ps(t->alpha));
+			}
+			if (t->row_bias != NULL) {
+				__m512 bias = _mm512_set1_ps(t->row_bias[r]);
+
+				v0 = _mm512_add_ps(v0, bias);
+				v1 = _mm512_add_ps(v1, bias);
+			}
+			if (t->col_bias != NULL) {
+				v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, t->col_bias));
+				v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, t->col_bias + 16));
+			}
+			if (t->z != NULL) {
+				v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, t->z + r * ldc));
+				v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, t->z + r * ldc + 16));
+			}
+			v0 = act16(v0, t->act);
+			v1 = act16(v1, t->act);
+		}
+		_mm512_mask_storeu_ps(cr, m0, v0);
+		_mm512_mask_storeu_ps(cr + 16, m1, v1);
+		if (t->last && t->act->kind == RT_K_ACT_GELU)
+			rt_vm_act(cr, nr, t->act); /* while the row is in L1 */
+	}
+}
+
 /* ---- the driver ---------------------------------------------------------------------------------- */
 
-SG_TARGET void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c,
-			  int64_t ldc, const struct rt_sg_epilogue *ep, float *bbuf)
+void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c, int64_t ldc,
+		const struct rt_sg_epilogue *ep, float *bbuf)
 {
-	int64_t mp = panels(m), kcb = k_block(k);
+	const struct sg_path *sp = sg_path();
+	int64_t mr_p = sp->mr, nr_p = sp->nr, mp = panels(sp, m), kcb = k_block(sp, k), ib = RT_SG_MC / mr_p;
 
 	if (m <= 0 || n <= 0)
 		return;
@@ -439,26 +603,26 @@ SG_TARGET void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, cons
 
 		for (int64_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += kcb) {
 			int64_t kc = k - k0 < kcb ? k - k0 : kcb;
-			const float *apk = ap + k0 * mp * RT_SG_MR;
+			const float *apk = ap + k0 * mp * mr_p;
 
 			if (kc > 0)
-				(b->conv != NULL ? pack_b_im2col : pack_b_matrix)(b, k0, kc, j0, nc, bbuf);
-			for (int64_t i0 = 0; i0 < mp; i0 += RT_SG_MC / RT_SG_MR) {
-				int64_t iend = i0 + RT_SG_MC / RT_SG_MR < mp ? i0 + RT_SG_MC / RT_SG_MR : mp;
+				(b->conv != NULL ? pack_b_im2col : pack_b_matrix)(b, k0, kc, j0, nc, nr_p, bbuf);
+			for (int64_t i0 = 0; i0 < mp; i0 += ib) {
+				int64_t iend = i0 + ib < mp ? i0 + ib : mp;
 
-				for (int64_t jp = 0; jp * RT_SG_NR < nc; jp++) {
-					int64_t j = j0 + jp * RT_SG_NR, nr = n - j < RT_SG_NR ? n - j : RT_SG_NR;
+				for (int64_t jp = 0; jp * nr_p < nc; jp++) {
+					int64_t j = j0 + jp * nr_p, nr = n - j < nr_p ? n - j : nr_p;
 
 					for (int64_t ip = i0; ip < iend; ip++) {
-						int64_t i = ip * RT_SG_MR, mr = m - i < RT_SG_MR ? m - i : RT_SG_MR;
+						int64_t i = ip * mr_p, mr = m - i < mr_p ? m - i : mr_p;
 						struct tile_out t = {
 							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act, .alpha = 1.0f,
 							.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
 							.z = ep->z != NULL ? ep->z + i * ldc + j : NULL,
 						};
 
-						kernel_6x16(kc, apk + ip * kc * RT_SG_MR, bbuf + jp * kc * RT_SG_NR,
-							    c + i * ldc + j, ldc, mr, nr, &t);
+						sp->kernel(kc, apk + ip * kc * mr_p, bbuf + jp * kc * nr_p, c + i * ldc + j, ldc,
+							   mr, nr, &t);
 					}
 				}
 			}
@@ -472,116 +636,103 @@ SG_TARGET void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, cons
 
 size_t rt_sg_packed_b_floats(int64_t k, int64_t n)
 {
-	return (size_t)((n + RT_SG_NR - 1) / RT_SG_NR * RT_SG_NR * k);
+	const struct sg_path *sp = sg_path();
+
+	return (size_t)(col_panels(sp, n) * sp->nr * k);
 }
 
-/* For each k block (at k0, kc deep): for each 16-column panel: kc x 16, k-major; columns past n are 0. */
-void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp)
-{
-	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block_b(k);
-
-	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
-		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
-
-		for (int64_t p = 0; p < np; p++) {
-			float *dst = bp + k0 * np * RT_SG_NR + p * kc * RT_SG_NR;
-
-			for (int64_t kk = 0; kk < kc; kk++) {
-				for (int64_t j = 0; j < RT_SG_NR; j++) {
-					int64_t col = p * RT_SG_NR + j;
-
-					dst[kk * RT_SG_NR + j] = col < n ? b[(k0 + kk) * ldb + col] : 0.0f;
-				}
-			}
-		}
-	}
-}
-
-/* The same for B given through strides: element (kk, col) at b[kk * ks + col * ns]. */
+/* For each k block (at k0, kc deep): for each nr-column panel: kc x nr, k-major; columns past n are 0. */
 void rt_sg_pack_b_strided(const float *b, int64_t ks, int64_t ns, int64_t k, int64_t n, float *bp)
 {
-	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block_b(k);
+	const struct sg_path *sp = sg_path();
+	int64_t np = col_panels(sp, n), kcb = k_block_b(sp, k), nr = sp->nr;
 
 	for (int64_t k0 = 0; k0 < k; k0 += kcb) {
 		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
 
 		for (int64_t p = 0; p < np; p++) {
-			float *dst = bp + k0 * np * RT_SG_NR + p * kc * RT_SG_NR;
+			float *dst = bp + k0 * np * nr + p * kc * nr;
 
 			for (int64_t kk = 0; kk < kc; kk++) {
-				for (int64_t j = 0; j < RT_SG_NR; j++) {
-					int64_t col = p * RT_SG_NR + j;
+				for (int64_t j = 0; j < nr; j++) {
+					int64_t col = p * nr + j;
 
-					dst[kk * RT_SG_NR + j] = col < n ? b[(k0 + kk) * ks + col * ns] : 0.0f;
+					dst[kk * nr + j] = col < n ? b[(k0 + kk) * ks + col * ns] : 0.0f;
 				}
 			}
 		}
 	}
+}
+
+void rt_sg_pack_b(const float *b, int64_t ldb, int64_t k, int64_t n, float *bp)
+{
+	rt_sg_pack_b_strided(b, ldb, 1, k, n, bp);
 }
 
 size_t rt_sg_scratch_a_floats(int64_t k)
 {
-	return (size_t)(RT_SG_MC_ROWS * k_block_b(k));
+	return (size_t)(RT_SG_MC_ROWS * k_block_b(sg_path(), k));
 }
 
-/* Rows per block of A: balanced (128 rows are one block, not 120 + 8), a multiple of 6. */
-static int64_t row_block(int64_t m)
+/* Rows per block of A: balanced (128 rows are one block, not 120 + 8), a multiple of the tile's rows. */
+static int64_t row_block(const struct sg_path *sp, int64_t m)
 {
 	int64_t nb = (m + RT_SG_MC_ROWS - 1) / RT_SG_MC_ROWS, mc = nb > 0 ? (m + nb - 1) / nb : 1;
 
-	mc = (mc + RT_SG_MR - 1) / RT_SG_MR * RT_SG_MR;
+	mc = (mc + sp->mr - 1) / sp->mr * sp->mr;
 	return mc < RT_SG_MC_ROWS ? mc : RT_SG_MC_ROWS;
 }
 
-/* Rows i0..i0+mc, k0..k0+kc of row-major a into 6-row panels (rows past m zero). */
-SG_TARGET static void pack_a_rows(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0,
-				  int64_t kc, float *abuf)
+/* Rows i0..i0+mc, k0..k0+kc of row-major a into mr-row panels (rows past m zero). */
+static void pack_a_rows(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+			int64_t mr, float *abuf)
 {
-	for (int64_t p = 0; p * RT_SG_MR < mc; p++, abuf += kc * RT_SG_MR) {
-		for (int r = 0; r < RT_SG_MR; r++) {
-			int64_t row = i0 + p * RT_SG_MR + r;
+	for (int64_t p = 0; p * mr < mc; p++, abuf += kc * mr) {
+		for (int64_t r = 0; r < mr; r++) {
+			int64_t row = i0 + p * mr + r;
 			const float *src = a + row * lda + k0;
 
 			if (row >= m) {
 				for (int64_t kk = 0; kk < kc; kk++)
-					abuf[kk * RT_SG_MR + r] = 0.0f;
+					abuf[kk * mr + r] = 0.0f;
 				continue;
 			}
 			for (int64_t kk = 0; kk < kc; kk++)
-				abuf[kk * RT_SG_MR + r] = src[kk];
+				abuf[kk * mr + r] = src[kk];
 		}
 	}
 }
 
-SG_TARGET void rt_sg_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
-				  float *c, int64_t ldc, float alpha, const float *col_bias,
-				  const struct rt_k_act_spec *act, float *abuf)
+void rt_sg_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp, float *c,
+			int64_t ldc, float alpha, const float *col_bias, const struct rt_k_act_spec *act, float *abuf)
 {
-	int64_t np = (n + RT_SG_NR - 1) / RT_SG_NR, kcb = k_block_b(k), mcb = row_block(m);
+	const struct sg_path *sp = sg_path();
+	int64_t mr_p = sp->mr, nr_p = sp->nr;
+	int64_t np = col_panels(sp, n), kcb = k_block_b(sp, k), mcb = row_block(sp, m);
 
 	if (m <= 0 || n <= 0)
 		return;
 	for (int64_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += kcb) {
 		int64_t kc = k - k0 < kcb ? k - k0 : kcb;
-		const float *bpk = bp + k0 * np * RT_SG_NR;
+		const float *bpk = bp + k0 * np * nr_p;
 
 		for (int64_t i0 = 0; i0 < m; i0 += mcb) {
 			int64_t mc = m - i0 < mcb ? m - i0 : mcb;
 
 			if (kc > 0)
-				pack_a_rows(a, lda, m, i0, mc, k0, kc, abuf);
+				pack_a_rows(a, lda, m, i0, mc, k0, kc, mr_p, abuf);
 			for (int64_t jp = 0; jp < np; jp++) {
-				int64_t j = jp * RT_SG_NR, nr = n - j < RT_SG_NR ? n - j : RT_SG_NR;
+				int64_t j = jp * nr_p, nr = n - j < nr_p ? n - j : nr_p;
 
-				for (int64_t ip = 0; ip * RT_SG_MR < mc; ip++) {
-					int64_t i = i0 + ip * RT_SG_MR, mr = m - i < RT_SG_MR ? m - i : RT_SG_MR;
+				for (int64_t ip = 0; ip * mr_p < mc; ip++) {
+					int64_t i = i0 + ip * mr_p, mr = m - i < mr_p ? m - i : mr_p;
 					struct tile_out t = {
 						.first = k0 == 0, .last = k0 + kc >= k, .act = act, .alpha = alpha,
 						.col_bias = col_bias != NULL ? col_bias + j : NULL,
 					};
 
-					kernel_6x16(kc, abuf + ip * kc * RT_SG_MR, bpk + jp * kc * RT_SG_NR, c + i * ldc + j,
-						    ldc, mr, nr, &t);
+					sp->kernel(kc, abuf + ip * kc * mr_p, bpk + jp * kc * nr_p, c + i * ldc + j, ldc, mr,
+						   nr, &t);
 				}
 			}
 		}

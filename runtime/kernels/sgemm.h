@@ -23,10 +23,11 @@
 
 #include "fused.h"
 
-#define RT_SG_MR 6     /* rows of the micro-kernel's tile */
+/* The tile and k blocks are the path's (sgemm.c: AVX2 6 x 16, AVX-512 8 x 32); these are AVX2's. */
+#define RT_SG_MR 6     /* rows of the AVX2 micro-kernel's tile */
 #define RT_SG_NR 16    /* columns: two AVX registers */
 #define RT_SG_KC 256   /* most k per block: a B micro-panel (16 KiB) and an A one stay in L1 */
-#define RT_SG_KC_B 384 /* FusedGemm's: the transformer's K = 384 in one block (measured 2 % faster) */
+#define RT_SG_KC_B 384 /* FusedGemm's on AVX2: the transformer's K = 384 in one block (measured 2 % faster) */
 #define RT_SG_MC 120   /* rows per A block (20 panels, 120 KiB at KC): L2 */
 #define RT_SG_NC 2048  /* columns per B block (2 MiB at KC): L3 */
 #define RT_SG_ROWS_MIN 2 /* FusedGemm: one row of activations is a GEMV (OpenBLAS, on Bt); from 2 the packed kernel */
@@ -34,6 +35,13 @@
 
 /** Whether the kernels run at AVX2 or above (rt_cpu_isa_active). Decided once, at load, by the optimizer. */
 bool rt_sg_available(void);
+
+/**
+ * The micro-kernel that runs ("avx2 6x16", "avx512 8x32"; "none" below AVX2). It fixes the layout
+ * of every packed operand, weights packed at load included: it is the instruction set's, chosen
+ * once per process.
+ */
+const char *rt_sg_path_name(void);
 
 /** Floats of A packed for m x k. */
 size_t rt_sg_packed_floats(int64_t m, int64_t k);
@@ -66,7 +74,7 @@ void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct r
 
 /* ---- the weights on the right (FusedGemm): C[m, n] = act(alpha * A . B + bias[n]) ------------------ */
 
-/** Floats of B [k, n] packed into 16-column panels. */
+/** Floats of B [k, n] packed into the path's column panels. */
 size_t rt_sg_packed_b_floats(int64_t k, int64_t n);
 
 /** Packs row-major b[k, n] (leading dimension ldb) into bp (rt_sg_packed_b_floats(k, n) floats). */
