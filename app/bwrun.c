@@ -324,10 +324,16 @@ int main(int argc, char **argv)
 	print_model(g, o.model);
 	rt_cpu_isa_describe(err, sizeof(err));
 	printf("cpu    kernels %s\n", err);
+	if (!o.gpu)
+		printf("cpu    precision %s%s\n", rt_precision_name((enum rt_precision)o.cpu_precision),
+		       o.cpu_precision == RT_PRECISION_BF16 ? " (FusedGemm's weights and activations in bf16, on AMX tiles)"
+							    : "");
 	memset(&rep, 0, sizeof(rep));
 	rep.nodes_before = rep.nodes_after = g->num_nodes;
 	if (o.optimize) {
-		rc = rt_graph_optimize(g, o.gpu ? RT_DEVICE_GPU : RT_DEVICE_CPU, &rep, err, sizeof(err));
+		rc = rt_graph_optimize_with(g, o.gpu ? RT_DEVICE_GPU : RT_DEVICE_CPU,
+					    &(struct rt_opt_options){ .precision = (enum rt_precision)o.cpu_precision }, &rep,
+					    err, sizeof(err));
 		if (rc != 0)
 			die("%s: optimising: %s", o.model, err);
 	}

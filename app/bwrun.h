@@ -57,7 +57,9 @@ struct opts {
 	bool gpu;                       /* --device gpu */
 	const char *gpu_module;         /* NULL: libbwgpu.so where the loader looks; "fake": the fake device */
 	int gpu_index;
+	const char *precision_given;    /* --precision's value, NULL when not given */
 	uint32_t precision;             /* enum gpu_precision */
+	uint32_t cpu_precision;         /* enum rt_precision */
 	uint32_t launch_mode;           /* enum gpu_launch_mode */
 	uint32_t layout;                /* enum gpu_layout */
 	const char *output_dir, *save_inputs;

@@ -25,8 +25,10 @@ static void usage(FILE *f)
 		"  --gpu-module PATH    the device module for --device gpu (default: libbwgpu.so beside bwrun or\n"
 		"                       in the build or install tree); 'fake': the fake device, on the CPU\n"
 		"  --gpu-index N        the device to use (default 0)\n"
-		"  --precision P        fp32 (default) or fp16: float tensors and weights in half precision on\n"
-		"                       the device, fp32 accumulation; inputs and outputs stay fp32\n"
+		"  --precision P        fp32 (default); bf16 (cpu): FusedGemm weights and activations in bf16 on\n"
+		"                       AMX tiles, fp32 accumulation; fp16 (gpu): float tensors and weights in\n"
+		"                       half precision on the device, fp32 accumulation; inputs and outputs\n"
+		"                       stay fp32 either way\n"
 		"  --layout L           auto (default: nhwc for fp16, nchw for fp32), nchw or nhwc: where the\n"
 		"                       device's convolutions keep their channels\n"
 		"  --launch-mode M      graph (default): one graph launch per batch; doorbell: the launch is a\n"
@@ -136,11 +138,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 			o->gpu_index = (int)parse_uint("--gpu-index", optarg, 0, GPU_DEVICES_MAX - 1);
 			break;
 		case OPT_PRECISION:
-			rc = gpu_precision_parse(optarg);
-			if (rc < 0)
-				die("--precision: '%s' is neither fp32 nor fp16", optarg);
-			o->precision = (uint32_t)rc;
-			gpu_only = true;
+			/* which device takes the value is checked once --device is known */
+			o->precision_given = optarg;
+			if (gpu_precision_parse(optarg) < 0 && rt_precision_parse(optarg) < 0)
+				die("--precision: '%s' is none of fp32, bf16 (cpu), fp16 (gpu)", optarg);
 			break;
 		case OPT_LAYOUT:
 			rc = gpu_layout_parse(optarg);
@@ -171,7 +172,20 @@ void parse_args(int argc, char **argv, struct opts *o)
 	if (optind != argc - 1)
 		die(optind == argc ? "no model file given (see --help)" : "one model file at a time (see --help)");
 	if (!o->gpu && (o->gpu_module != NULL || o->gpu_index != 0 || gpu_only))
-		die("--gpu-module, --gpu-index, --precision, --layout and --launch-mode go with --device gpu");
+		die("--gpu-module, --gpu-index, --layout and --launch-mode go with --device gpu");
+	if (o->precision_given != NULL && o->gpu) {
+		rc = gpu_precision_parse(o->precision_given);
+		if (rc < 0)
+			die("--precision %s is the CPU's: --device gpu takes fp32 or fp16", o->precision_given);
+		o->precision = (uint32_t)rc;
+	} else if (o->precision_given != NULL) {
+		rc = rt_precision_parse(o->precision_given);
+		if (rc < 0)
+			die("--precision %s is the GPU's: --device cpu takes fp32 or bf16", o->precision_given);
+		if (rc != RT_PRECISION_FP32 && !o->optimize)
+			die("--precision %s is made by the load-time rewrites: not with --no-optimize", o->precision_given);
+		o->cpu_precision = (uint32_t)rc;
+	}
 	if (o->gpu && o->workers != 1)
 		die("--workers is the CPU executor's: --device gpu runs on one polling thread");
 	o->model = argv[optind];

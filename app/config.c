@@ -12,6 +12,7 @@
 #include <rte_cfgfile.h>
 
 #include "config.h"
+#include "graph.h"
 #include "host.h"
 
 #define APP_INI_SECTION "dataplane"
@@ -190,10 +191,10 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
 		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
 		"                   cpu only), slots, max_request_bytes (largest request body, default\n"
-		"                   max_message_bytes), and the batching options of docs/batching.md\n"
+		"                   max_message_bytes), precision (cpu: fp32 or bf16, the latter on AMX;\n"
+		"                   gpu: fp32 or fp16), and the batching options of docs/batching.md\n"
 		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes and takes\n"
-		"                   precision (fp32, fp16), layout (auto, nchw, nhwc) and launch_mode\n"
-		"                   (graph, doorbell)\n"
+		"                   layout (auto, nchw, nhwc) and launch_mode (graph, doorbell)\n"
 		"  The built-in model 'echo' replies with its inputs; [model echo] sets its batching.\n"
 		"  --help           this text\n"
 		"  --version        print the version\n\n"
@@ -450,14 +451,27 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 		model->max_request_bytes = (uint32_t)v;
 		return 0;
 	}
-	if (strcmp(key, "precision") == 0 || strcmp(key, "launch_mode") == 0 || strcmp(key, "layout") == 0) {
+	if (strcmp(key, "precision") == 0) {
+		/* one key for both devices; which values the model's device takes is checked at the end */
+		int gpu = gpu_precision_parse(value), cpu = rt_precision_parse(value);
+
+		if (gpu < 0 && cpu < 0) {
+			snprintf(msg, cap, "invalid precision '%s': expected fp32, bf16 (device cpu) or fp16 (device gpu)",
+				 value);
+			return -EINVAL;
+		}
+		model->precision = gpu >= 0 ? (uint32_t)gpu : GPU_PRECISION_FP32;
+		model->cpu_precision = cpu >= 0 ? (uint32_t)cpu : RT_PRECISION_FP32;
+		snprintf(model->precision_given, sizeof(model->precision_given), "%s", value);
+		return 0;
+	}
+	if (strcmp(key, "launch_mode") == 0 || strcmp(key, "layout") == 0) {
 		static const struct {
 			const char *key;
 			int (*parse)(const char *name);
 			const char *expected;
 			size_t field;
 		} gpu_keys[] = {
-			{ "precision", gpu_precision_parse, "fp32 or fp16", offsetof(struct app_model_config, precision) },
 			{ "layout", gpu_layout_parse, "auto, nchw or nhwc", offsetof(struct app_model_config, layout) },
 			{ "launch_mode", gpu_launch_mode_parse, "graph or doorbell",
 			  offsetof(struct app_model_config, launch_mode) },
@@ -731,8 +745,20 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		if (m->device == APP_DEVICE_GPU && gpu_model_check(m, err) != 0)
 			return -EINVAL;
 		if (m->device != APP_DEVICE_GPU && m->gpu_keys_set) {
-			fprintf(err, "batchwire: model '%s': precision, layout and launch_mode are the GPU's: expected "
-				"device = gpu, or none of them\n", m->name);
+			fprintf(err, "batchwire: model '%s': layout and launch_mode are the GPU's: expected "
+				"device = gpu, or neither of them\n", m->name);
+			return -EINVAL;
+		}
+		if (m->precision_given[0] != '\0' && m->device == APP_DEVICE_GPU &&
+		    gpu_precision_parse(m->precision_given) < 0) {
+			fprintf(err, "batchwire: model '%s': precision %s is the CPU's: device gpu takes fp32 or fp16\n",
+				m->name, m->precision_given);
+			return -EINVAL;
+		}
+		if (m->precision_given[0] != '\0' && m->device != APP_DEVICE_GPU &&
+		    rt_precision_parse(m->precision_given) < 0) {
+			fprintf(err, "batchwire: model '%s': precision %s is the GPU's: device cpu takes fp32 or bf16\n",
+				m->name, m->precision_given);
 			return -EINVAL;
 		}
 	}

@@ -41,6 +41,8 @@ struct app_model_config {
 	unsigned int slots;           /* batches of one size in flight at once (device gpu: per polling
 				       * lcore); 0: derived */
 	uint32_t precision;           /* device gpu: enum gpu_precision (fp32 unless set) */
+	uint32_t cpu_precision;       /* device cpu: enum rt_precision (fp32 unless set) */
+	char precision_given[8];      /* the value of key precision, "" when not given */
 	uint32_t launch_mode;         /* device gpu: enum gpu_launch_mode (graph unless set) */
 	uint32_t layout;              /* device gpu: enum gpu_layout (auto unless set) */
 	bool gpu_keys_set;            /* precision, layout or launch_mode given: refused for a CPU model */

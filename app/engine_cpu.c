@@ -270,10 +270,11 @@ static void load_report(const struct app_model *m, const struct rt_opt_report *r
 	for (unsigned int s = 0; s < nb_sizes; s++)
 		arena += rt_plan_arena_bytes(rt_executor_plan(cpu_of(m)->executor, sizes[s]));
 	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s: %u inputs, %u outputs, %u nodes (%u after "
-		 "optimisation%s%s), %u batch sizes up to %" PRId64 ", %u slots each (%zu KiB of arenas), "
-		 "%u worker lcores from %u", m->spec.name, m->spec.id, m->cfg.path, m->spec.num_inputs,
-		 m->spec.num_outputs, rep->nodes_before, rep->nodes_after, off > 0 ? ": " : "", fusions, nb_sizes,
-		 sizes[nb_sizes - 1], m->cfg.slots, arena * m->cfg.slots / 1024, m->cfg.nb_workers, m->cfg.workers[0]);
+		 "optimisation%s%s), precision %s, %u batch sizes up to %" PRId64 ", %u slots each (%zu KiB of "
+		 "arenas), %u worker lcores from %u", m->spec.name, m->spec.id, m->cfg.path, m->spec.num_inputs,
+		 m->spec.num_outputs, rep->nodes_before, rep->nodes_after, off > 0 ? ": " : "", fusions,
+		 rt_precision_name((enum rt_precision)m->cfg.cpu_precision), nb_sizes, sizes[nb_sizes - 1],
+		 m->cfg.slots, arena * m->cfg.slots / 1024, m->cfg.nb_workers, m->cfg.workers[0]);
 }
 
 static void cpu_model_free(struct app_model *m)
@@ -303,7 +304,9 @@ static int cpu_model_create(struct app_model *m, FILE *err)
 	ret = workers_check(mc, err);
 	if (ret != 0)
 		return ret;
-	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, RT_DEVICE_CPU, &rep, why, sizeof(why));
+	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, RT_DEVICE_CPU,
+				 &(struct rt_opt_options){ .precision = (enum rt_precision)mc->cpu_precision }, &rep, why,
+				 sizeof(why));
 	if (ret != 0) {
 		fprintf(err, "batchwire: model '%s' (%s): %s\n", mc->name, mc->path, why);
 		return ret;
@@ -362,6 +365,7 @@ static void cpu_model_telemetry(const struct app_model *m, struct rte_tel_data *
 
 	rte_tel_data_add_dict_u64(d, "workers", m->cfg.nb_workers);
 	rte_tel_data_add_dict_u64(d, "slots", m->cfg.slots);
+	rte_tel_data_add_dict_string(d, "precision", rt_precision_name((enum rt_precision)m->cfg.cpu_precision));
 	rt_executor_stats(cm->executor, &es);
 	rte_tel_data_add_dict_u64(d, "exec_steps_run", es.steps_run);
 	rte_tel_data_add_dict_u64(d, "exec_steps_failed", es.steps_failed);

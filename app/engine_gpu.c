@@ -357,7 +357,8 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 	size_t arena = 0;
 	int ret;
 
-	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, RT_DEVICE_GPU, NULL, why, sizeof(why));
+	ret = rt_onnx_model_load(&m->spec, m->spec.id, mc->name, mc->path, RT_DEVICE_GPU, NULL, NULL, why,
+				 sizeof(why));
 	if (ret != 0) {
 		fprintf(err, "batchwire: model '%s' (%s): %s\n", mc->name, mc->path, why);
 		return ret;

@@ -25,6 +25,7 @@
 #include <cblas.h>
 
 #include "graph.h"
+#include "kernels/bf16.h"
 #include "kernels/sgemm.h"
 
 #define BENCH_RUNS 15
@@ -119,6 +120,8 @@ __attribute__((target("avx2,fma"))) static double peak_256(void)
 struct run_ctx {
 	const struct shape *s;
 	float *a, *b, *packed, *scratch, *c;
+	uint16_t *wbf;
+	void *bf_scratch;
 	struct rt_sg_b src;
 	struct rt_sg_epilogue ep;
 	struct rt_k_act_spec none;
@@ -132,6 +135,13 @@ static void call_ours(struct run_ctx *x)
 		rt_sg_gemm_bpacked(s->m, s->n, s->k, x->a, s->k, x->packed, x->c, s->n, 1.0f, NULL, &x->none, x->scratch);
 	else
 		rt_sg_gemm(s->m, s->n, s->k, x->packed, &x->src, x->c, s->n, &x->ep, x->scratch);
+}
+
+static void call_bf16(struct run_ctx *x)
+{
+	const struct shape *s = x->s;
+
+	rt_bf16_gemm_bpacked(s->m, s->n, s->k, x->a, s->k, x->wbf, x->c, s->n, 1.0f, NULL, &x->none, x->bf_scratch);
 }
 
 static void call_blas(struct run_ctx *x)
@@ -189,12 +199,14 @@ int main(int argc, char **argv)
 	peak = rt_cpu_isa_active() >= RT_CPU_ISA_AVX512 ? peak_512() : peak_256();
 	printf("CPU kernels: %s\npath %s; FMA peak at its width %.1f GFLOP/s (one core, measured)\n", line,
 	       rt_sg_path_name(), peak);
-	printf("%-44s %6s %6s %6s %10s %10s %7s %6s %9s\n", "shape", "m", "n", "k", "ours GF/s", "BLAS GF/s",
-	       "ours/BL", "peak", "max diff");
+	printf("%-44s %6s %6s %6s %10s %10s %7s %6s %9s %10s %9s\n", "shape", "m", "n", "k", "ours GF/s", "BLAS GF/s",
+	       "ours/BL", "peak", "max diff", "bf16 GF/s", "bf16 err");
 	for (size_t si = 0; si < sizeof(g_shapes) / sizeof(g_shapes[0]); si++) {
 		const struct shape *s = &g_shapes[si];
 		struct run_ctx x = { .s = s, .none = { .kind = RT_K_ACT_NONE } };
-		double t_ours[BENCH_RUNS], t_blas[BENCH_RUNS], flop = 2.0 * (double)(s->m * s->n * s->k), diff = 0;
+		double t_ours[BENCH_RUNS], t_blas[BENCH_RUNS], t_bf[BENCH_RUNS], flop = 2.0 * (double)(s->m * s->n * s->k);
+		double diff = 0, bf_err = 0, ref_max = 0;
+		bool bf = s->kind == SHAPE_BPACKED && rt_bf16_available();
 		float *ref;
 		size_t packed, scratch;
 
@@ -219,24 +231,45 @@ int main(int argc, char **argv)
 		call_blas(&x);
 		memcpy(ref, x.c, (size_t)(s->m * s->n) * sizeof(float));
 		call_ours(&x);
-		for (int64_t i = 0; i < s->m * s->n; i++)
+		for (int64_t i = 0; i < s->m * s->n; i++) {
 			diff = fmax(diff, fabs((double)x.c[i] - (double)ref[i]));
+			ref_max = fmax(ref_max, fabs((double)ref[i]));
+		}
+		if (bf) {
+			x.wbf = aligned_alloc(64, (rt_bf16_packed_b_elems(s->k, s->n) * 2 + 63) / 64 * 64);
+			x.bf_scratch = aligned_alloc(64, (rt_bf16_scratch_bytes(s->m, s->k) + 63) / 64 * 64);
+			if (x.wbf == NULL || x.bf_scratch == NULL) {
+				fprintf(stderr, "bench_sgemm: out of memory\n");
+				return 1;
+			}
+			rt_bf16_pack_b(x.b, s->n, 1, s->k, s->n, x.wbf);
+			call_bf16(&x);
+			/* relative to the largest output: bf16 keeps 8 bits of mantissa of each operand */
+			for (int64_t i = 0; i < s->m * s->n; i++)
+				bf_err = fmax(bf_err, fabs((double)x.c[i] - (double)ref[i]) / ref_max);
+		}
 		for (int r = 0; r < runs; r++) {
 			t_ours[r] = time_run(call_ours, &x, run_ns);
 			t_blas[r] = time_run(call_blas, &x, run_ns);
+			t_bf[r] = bf ? time_run(call_bf16, &x, run_ns) : 0;
 		}
 		qsort(t_ours, (size_t)runs, sizeof(double), cmp_double);
 		qsort(t_blas, (size_t)runs, sizeof(double), cmp_double);
+		qsort(t_bf, (size_t)runs, sizeof(double), cmp_double);
 		{
 			double g_ours = flop / t_ours[runs / 2], g_blas = flop / t_blas[runs / 2];
 
-			printf("%-44s %6lld %6lld %6lld %10.1f %10.1f %7.2f %5.0f%% %9.2g\n", s->what, (long long)s->m,
+			printf("%-44s %6lld %6lld %6lld %10.1f %10.1f %7.2f %5.0f%% %9.2g", s->what, (long long)s->m,
 			       (long long)s->n, (long long)s->k, g_ours, g_blas, g_ours / g_blas, 100.0 * g_ours / peak, diff);
+			if (bf)
+				printf(" %10.1f %9.2g\n", flop / t_bf[runs / 2], bf_err);
+			else
+				printf(" %10s %9s\n", "na", "na");
 			log_speed += log(g_ours / g_blas);
 			log_frac += log(g_ours / peak);
 			shapes++;
 		}
-		free(x.a), free(x.b), free(x.c), free(ref), free(x.packed), free(x.scratch);
+		free(x.a), free(x.b), free(x.c), free(ref), free(x.packed), free(x.scratch), free(x.wbf), free(x.bf_scratch);
 	}
 	printf("sgemm_path=%s sgemm_vs_openblas_geomean=%.3f sgemm_peak_fraction_geomean=%.3f\n",
 	       rt_sg_path_name(), exp(log_speed / shapes), exp(log_frac / shapes));

@@ -171,7 +171,7 @@ static int outputs_check(struct rt_model *model, const struct rt_graph *g, char 
 }
 
 int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, const char *path, int device,
-		       struct rt_opt_report *report, char *err, size_t cap)
+		       const struct rt_opt_options *opts, struct rt_opt_report *report, char *err, size_t cap)
 {
 	char why[RT_ERR_MAX];
 	int ret;
@@ -199,7 +199,7 @@ int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, co
 		snprintf(err, cap, "%s", why);
 		return -EINVAL;
 	}
-	ret = rt_graph_optimize(model->graph, (enum rt_device)device, report, why, sizeof(why));
+	ret = rt_graph_optimize_with(model->graph, (enum rt_device)device, opts, report, why, sizeof(why));
 	if (ret != 0)
 		snprintf(err, cap, "optimising: %s", why);
 	if (ret == 0)

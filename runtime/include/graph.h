@@ -246,12 +246,41 @@ struct rt_opt_report {
 	} kinds[RT_OPT_KINDS_MAX];
 };
 
+/* What a CPU model computes its GEMMs in. Requests and replies are fp32 either way. */
+enum rt_precision {
+	RT_PRECISION_FP32, /* IEEE single throughout */
+	RT_PRECISION_BF16, /* FusedGemm's weights and activations rounded to bf16, fp32 accumulation and
+			    * outputs, on AMX tiles (the AMX level, rt_cpu_isa_active) */
+	RT_PRECISION_COUNT,
+};
+
+const char *rt_precision_name(enum rt_precision precision);
+
+/** \return the precision named (fp32, bf16), or -EINVAL. */
+int rt_precision_parse(const char *name);
+
+/**
+ * Whether this CPU's kernels compute at precision; if not, why in one line (err).
+ * \return 0 or -ENOTSUP.
+ */
+int rt_precision_check(enum rt_precision precision, char *err, size_t cap);
+
+struct rt_opt_options {
+	enum rt_precision precision; /* the CPU's; the GPU's is the device compiler's (gpu/host) */
+};
+
 /**
  * Rewrites a loaded graph for the device before planning: exact fusions, the kernels' preferred
- * weight layouts, weights pre-packed once. The graph computes the same function afterwards (up to
- * float rounding of folded constants). report may be NULL.
- * \return 0, or a negative errno with err naming the node at fault (the graph is then unusable).
+ * weight layouts, weights pre-packed once (at opts->precision: fp32 when opts is NULL). At fp32 the
+ * graph computes the same function afterwards (up to float rounding of folded constants).
+ * report may be NULL.
+ * \return 0, or a negative errno with err naming the node at fault (the graph is then unusable);
+ *         -ENOTSUP for a precision this CPU's kernels lack.
  */
+int rt_graph_optimize_with(struct rt_graph *graph, enum rt_device device, const struct rt_opt_options *opts,
+			   struct rt_opt_report *report, char *err, size_t err_cap);
+
+/** rt_graph_optimize_with at fp32. */
 int rt_graph_optimize(struct rt_graph *graph, enum rt_device device, struct rt_opt_report *report, char *err,
 		      size_t err_cap);
 

@@ -24,6 +24,7 @@ enum rt_model_kind {
 };
 
 struct rt_graph;
+struct rt_opt_options;
 struct rt_opt_report;
 
 /* A model input or output as MODEL_INFO describes it; a dim of 0 is dynamic. */
@@ -73,12 +74,13 @@ int rt_echo_init(struct rt_model *model, uint32_t id, const char *name);
  * what batching needs: at most BW_BATCH_TENSORS_MAX inputs and outputs, each with the batch
  * dimension first and every other dimension static (outputs checked by planning batches of 1 and 2).
  * Fills the tensor specs MODEL_INFO reports (dims[0] = 0: the batch) and the row sizes.
+ * \param opts    how to optimise (rt_graph_optimize_with; NULL: fp32)
  * \param report  what optimisation did (may be NULL)
  * \param err     one line: the loader's error, or the tensor and dimension at fault
  * \return 0 or a negative errno; on error nothing is left to free.
  */
 int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, const char *path, int device,
-		       struct rt_opt_report *report, char *err, size_t cap);
+		       const struct rt_opt_options *opts, struct rt_opt_report *report, char *err, size_t cap);
 
 /** Frees what a model owns (its graph). */
 void rt_model_fini(struct rt_model *model);

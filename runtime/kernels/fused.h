@@ -15,6 +15,9 @@
  *                             transB is applied once, there), C a bias of N values added to every
  *                             row, Bt the same B as [N, K], kept where a row count of 1 (a batch of
  *                             one) makes the call a GEMV that reads it faster; attribute alpha.
+ *                             "packed_weights" (RT_K_PACKED_*) says how B was packed at load, and
+ *                             "weight_shape" [K, N] its shape before: fp32 for sgemm.c (1-D
+ *                             float), bf16 for AMX's tiles (bf16.h; 1-D bfloat16, no Bt).
  *   FusedMatMul(A, B)         Y = Reshape(Transpose(alpha * MatMul(A', B'), y_perm), y_shape) with
  *                             A' = Transpose(Reshape(A, a_shape), a_perm) and B' likewise: the
  *                             Reshape/Transpose pairs attention writes around its MatMuls, and the
@@ -39,6 +42,10 @@
 
 /* The domain, the activations (rt_k_act_spec, rt_k_act_read) and the window geometry are
  * fused_ops.h's: a device runtime's kernels read them too. */
+
+/* FusedGemm's "packed_weights": how input B was packed at load (0 or absent: not packed). */
+#define RT_K_PACKED_FP32 1 /* sgemm.c's panels, rt_sg_pack_b */
+#define RT_K_PACKED_BF16 2 /* AMX's tiles, rt_bf16_pack_b (precision bf16) */
 
 /* ---- vector math (vecmath.c): AVX2/FMA where the CPU has them, chosen when the program loads ------ */
 

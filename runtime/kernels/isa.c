@@ -22,10 +22,12 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "sgemm.h"
 
 /* Linux's arch_prctl request and xstate component for AMX tile data (asm/prctl.h, the kernel's
  * Documentation/arch/x86/xstate.rst); spelled out so the build does not need a recent kernel header. */
 #define ARCH_GET_XCOMP_SUPP 0x1021
+#define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
 
 static const struct isa_level {
@@ -36,7 +38,7 @@ static const struct isa_level {
 	[RT_CPU_ISA_BASELINE] = {"baseline", "x86-64 (SSE2)", true},
 	[RT_CPU_ISA_AVX2] = {"avx2", "AVX2 and FMA", true},
 	[RT_CPU_ISA_AVX512] = {"avx512", "AVX-512 F, BW, DQ and VL", true},
-	[RT_CPU_ISA_AMX] = {"amx", "AMX tiles and AMX-BF16, with the kernel's permission", false},
+	[RT_CPU_ISA_AMX] = {"amx", "AMX tiles, AMX-BF16 and AVX512-BF16, with the kernel's permission", true},
 };
 
 static struct {
@@ -47,6 +49,7 @@ static struct {
 	enum rt_cpu_isa requested;
 	bool overridden;          /* requested came from BW_CPU_ISA */
 	enum rt_cpu_isa active;   /* the kernels that run */
+	int amx_refused;          /* errno of the tile-state request Linux refused, else 0 */
 } g_isa = {.once = PTHREAD_ONCE_INIT};
 
 const char *rt_cpu_isa_name(enum rt_cpu_isa isa)
@@ -55,7 +58,7 @@ const char *rt_cpu_isa_name(enum rt_cpu_isa isa)
 }
 
 /* Whether Linux lets processes use AMX tile data (5.16 and later); the permission itself is asked for
- * by whoever runs AMX kernels, per process. */
+ * once per process, when the AMX level is chosen (isa_select). */
 static bool os_supports_amx(void)
 {
 	unsigned long features = 0;
@@ -75,7 +78,8 @@ static enum rt_cpu_isa cpu_detect(void)
 	if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
 	    !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl"))
 		return RT_CPU_ISA_AVX2;
-	if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") || !os_supports_amx())
+	if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
+	    !__builtin_cpu_supports("avx512bf16") || !os_supports_amx())
 		return RT_CPU_ISA_AVX512;
 	return RT_CPU_ISA_AMX;
 }
@@ -119,6 +123,15 @@ static void isa_select(void)
 			break;
 		}
 	}
+	/*
+	 * Linux hands a process AMX's tile state (8 KiB per thread's signal frame and XSAVE area) only
+	 * once it asks, for all its threads, and kills one that executes a tile instruction before. Asked
+	 * here, at start-up: a system call that the hot path never makes.
+	 */
+	if (g_isa.active == RT_CPU_ISA_AMX && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
+		g_isa.amx_refused = errno;
+		g_isa.active = RT_CPU_ISA_AVX512;
+	}
 }
 
 int rt_cpu_isa_select(char *err, size_t cap)
@@ -143,7 +156,7 @@ enum rt_cpu_isa rt_cpu_isa_detected(void)
 
 int rt_cpu_isa_describe(char *buf, size_t cap)
 {
-	char why[64];
+	char why[112];
 	int off = 0;
 
 	pthread_once(&g_isa.once, isa_select);
@@ -151,10 +164,14 @@ int rt_cpu_isa_describe(char *buf, size_t cap)
 		return snprintf(buf, cap, "not chosen: %s", g_isa.err);
 	if (g_isa.overridden)
 		off = snprintf(why, sizeof(why), "%s=%s", RT_CPU_ISA_ENV, rt_cpu_isa_name(g_isa.requested));
-	if (g_isa.active < g_isa.requested)
+	if (g_isa.amx_refused != 0)
+		snprintf(why + off, sizeof(why) - (size_t)off, "%sLinux refused AMX's tile state: %s", off > 0 ? ", " : "",
+			 strerror(g_isa.amx_refused));
+	else if (g_isa.active < g_isa.requested)
 		snprintf(why + off, sizeof(why) - (size_t)off, "%sthe highest level built", off > 0 ? ", " : "");
 	else if (off == 0)
 		snprintf(why, sizeof(why), "the CPU's highest");
-	return snprintf(buf, cap, "%s (%s; this CPU runs up to %s); OpenBLAS %s core", rt_cpu_isa_name(g_isa.active),
-			why, rt_cpu_isa_name(g_isa.cpu), openblas_get_corename());
+	return snprintf(buf, cap, "%s (%s; this CPU runs up to %s); packed GEMMs %s%s; OpenBLAS %s core",
+			rt_cpu_isa_name(g_isa.active), why, rt_cpu_isa_name(g_isa.cpu), rt_sg_path_name(),
+			g_isa.active >= RT_CPU_ISA_AMX ? ", bf16 on AMX tiles" : "", openblas_get_corename());
 }

@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "sgemm.h"
 
 void rt_k_gemm(uint8_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
@@ -280,24 +281,35 @@ int rt_k_act_read(const struct rt_node *node, struct rt_k_act_spec *act, char *e
 /* ---- FusedGemm ----------------------------------------------------------------------------------- */
 
 /*
- * B as the node sees it: [K, N] as given, or, with "packed_weights" 1, the shape "weight_shape" says
- * of the panels sgemm.c's rt_sg_pack_b made at load (input B is then 1-D).
+ * B as the node sees it: [K, N] as given, or, with "packed_weights", the shape "weight_shape" says
+ * of the panels sgemm.c's rt_sg_pack_b (fp32) or the tiles amx.c's rt_bf16_pack_b (bf16) made at
+ * load (input B is then 1-D).
  */
-static int gemm_weights(const struct rt_node *node, const struct rt_tensor *b, struct rt_tensor *shape, bool *packed,
+static int gemm_weights(const struct rt_node *node, const struct rt_tensor *b, struct rt_tensor *shape, int *packed,
 			char *err, size_t err_cap)
 {
 	const struct rt_attr *ws = rt_node_attr(node, "weight_shape");
+	size_t elems;
 
-	*packed = rt_attr_int(node, "packed_weights", 0) != 0;
+	*packed = (int)rt_attr_int(node, "packed_weights", 0);
 	*shape = *b;
-	if (!*packed)
+	if (*packed == 0)
 		return 0;
+	if (*packed != RT_K_PACKED_FP32 && *packed != RT_K_PACKED_BF16)
+		return bw_err(err, err_cap, -EINVAL, "attribute 'packed_weights' %d is neither %d (fp32) nor %d (bf16)",
+			      *packed, RT_K_PACKED_FP32, RT_K_PACKED_BF16);
 	if (ws == NULL || ws->type != RT_ATTR_INTS || ws->count != 2 || ws->ints[0] < 0 || ws->ints[1] < 0)
 		return bw_err(err, err_cap, -EINVAL, "attribute 'weight_shape' must be 2 ints with packed weights");
 	*shape = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 2, .dims = {ws->ints[0], ws->ints[1]} };
-	if (b->dtype != BW_DTYPE_FLOAT || rt_tensor_elems(b) != (int64_t)rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]))
-		return bw_err(err, err_cap, -EINVAL, "input 'B' must hold %zu packed floats",
-			      rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]));
+	if (*packed == RT_K_PACKED_BF16) {
+		elems = rt_bf16_packed_b_elems(ws->ints[0], ws->ints[1]);
+		if (b->dtype != BW_DTYPE_BFLOAT16 || rt_tensor_elems(b) != (int64_t)elems)
+			return bw_err(err, err_cap, -EINVAL, "input 'B' must hold %zu packed bf16 values", elems);
+		return 0;
+	}
+	elems = rt_sg_packed_b_floats(ws->ints[0], ws->ints[1]);
+	if (b->dtype != BW_DTYPE_FLOAT || rt_tensor_elems(b) != (int64_t)elems)
+		return bw_err(err, err_cap, -EINVAL, "input 'B' must hold %zu packed floats", elems);
 	return 0;
 }
 
@@ -308,12 +320,13 @@ RT_K_INFER(fused_gemm)
 	struct rt_k_act_spec act;
 	int64_t k, n, rows;
 	float alpha;
-	bool packed;
+	int packed;
 	char x[96], y[96];
 	int rc;
 
 	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
-	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT) | RT_DTYPE_BIT(BW_DTYPE_BFLOAT16),
+				  err, err_cap)) < 0 ||
 	    (rc = gemm_weights(node, &inputs[1], &b, &packed, err, err_cap)) < 0 ||
 	    (rc = rt_k_attr_float(node, "alpha", 1.0f, &alpha, err, err_cap)) < 0 ||
 	    (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
@@ -340,9 +353,11 @@ RT_K_INFER(fused_gemm)
 		if (inputs[3].rank != 2 || inputs[3].dims[0] != n || inputs[3].dims[1] != k)
 			return bw_err(err, err_cap, -EINVAL, "input 'Bt' must be [%" PRId64 ",%" PRId64 "]", n, k);
 	}
-	if (packed && !rt_sg_available())
+	if (packed == RT_K_PACKED_BF16 && !rt_bf16_available())
+		return bw_err(err, err_cap, -ENOTSUP, "bf16 packed weights need the CPU kernels at the amx level");
+	if (packed == RT_K_PACKED_FP32 && !rt_sg_available())
 		return bw_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
-	if (packed && rows >= 0 && rows < RT_SG_ROWS_MIN && !rt_k_has_input(node, inputs, 3))
+	if (packed == RT_K_PACKED_FP32 && rows >= 0 && rows < RT_SG_ROWS_MIN && !rt_k_has_input(node, inputs, 3))
 		return bw_err(err, err_cap, -EINVAL, "%" PRId64 " rows with packed weights need input 'Bt'", rows);
 	outputs[0] = *a;
 	outputs[0].data = NULL;
@@ -354,10 +369,12 @@ RT_K_SCRATCH(fused_gemm)
 {
 	struct rt_tensor b;
 	char err[RT_ERR_MAX];
-	bool packed;
+	int packed;
 
-	if (gemm_weights(node, &inputs[1], &b, &packed, err, sizeof(err)) < 0 || !packed)
+	if (gemm_weights(node, &inputs[1], &b, &packed, err, sizeof(err)) < 0 || packed == 0)
 		return 0;
+	if (packed == RT_K_PACKED_BF16)
+		return rt_bf16_scratch_bytes(rt_k_dims_prod(&inputs[0], 0, inputs[0].rank - 1), b.dims[0]);
 	return rt_sg_scratch_a_floats(b.dims[0]) * sizeof(float);
 }
 
@@ -373,15 +390,21 @@ RT_K_RUN(fused_gemm)
 	int64_t k, n, rows = rt_k_dims_prod(a, 0, a->rank - 1);
 	float alpha = rt_attr_float(node, "alpha", 1.0f), beta = 0.0f;
 	const float *bias = rt_k_has_input(node, inputs, 2) ? inputs[2].data : NULL;
-	bool packed, has_bt = rt_k_has_input(node, inputs, 3);
+	bool has_bt = rt_k_has_input(node, inputs, 3);
 	struct rt_k_act_spec act;
 	float *y = outputs[0].data;
-	int rc = gemm_weights(node, &inputs[1], &b, &packed, err, err_cap);
+	int packed, rc = gemm_weights(node, &inputs[1], &b, &packed, err, err_cap);
 
 	if (rc < 0 || (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
 		return rc;
 	k = b.dims[0];
 	n = b.dims[1];
+	if (packed == RT_K_PACKED_BF16) {
+		if (scratch == NULL)
+			return bw_err(err, err_cap, -EINVAL, "FusedGemm needs scratch memory and got none");
+		rt_bf16_gemm_bpacked(rows, n, k, a->data, k, inputs[1].data, y, n, alpha, bias, &act, scratch);
+		return 0;
+	}
 	if (packed && rows >= RT_SG_ROWS_MIN) {
 		if (scratch == NULL)
 			return bw_err(err, err_cap, -EINVAL, "FusedGemm needs scratch memory and got none");

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "defs.h"
+#include "kernels/bf16.h"
 #include "kernels/sgemm.h"
 
 #define OPT_GEMV_BT_N_MAX 32
@@ -268,6 +269,33 @@ static const char *kind_name(bool gemm, bool bias, const char *act)
  * the shapes say how many rows the product has. Where it may have fewer than RT_SG_ROWS_MIN (a
  * batch of one through an MLP), those runs go to OpenBLAS's GEMV, which reads B as [N, K] (Bt).
  */
+/*
+ * At precision bf16, B rounded to bf16 into AMX's tiles (bf16.h), whatever the rows: the tiles take
+ * a single row as well (padded to 16), at half the fp32 weights' bytes.
+ */
+static int pack_weights_bf16(struct opt_ctx *c, const char *name, const struct gemm_match *m, const float *b_kn,
+			     int32_t *in, uint32_t *packed)
+{
+	int64_t total = (int64_t)rt_bf16_packed_b_elems(m->k, m->n);
+	uint16_t *bp = (uint16_t *)opt_alloc_floats((total + 1) / 2);
+
+	if (bp == NULL)
+		return opt_error(c, -ENOMEM, "out of memory");
+	rt_bf16_pack_b(b_kn, m->n, 1, m->k, m->n, bp);
+	if ((in[1] = opt_add_initializer(c, name, "B_bf16", BW_DTYPE_BFLOAT16, 1, &total, bp)) < 0)
+		return in[1];
+	(*packed)++;
+	return 1;
+}
+
+/* Whether pack_weights packs this product's B (see there). */
+static bool packs_weights(const struct opt_ctx *c, const struct gemm_match *m)
+{
+	if (c->precision == RT_PRECISION_BF16)
+		return true;
+	return rt_sg_available() && rows_at_shape_batch(c, m) >= 0;
+}
+
 static int pack_weights(struct opt_ctx *c, const char *name, const struct gemm_match *m, const float *b_kn,
 			int32_t *in, uint32_t *packed)
 {
@@ -275,8 +303,10 @@ static int pack_weights(struct opt_ctx *c, const char *name, const struct gemm_m
 	int64_t nk[2] = { m->n, m->k };
 	float *bp;
 
-	if (!rt_sg_available() || rows < 0)
+	if (!packs_weights(c, m))
 		return 0;
+	if (c->precision == RT_PRECISION_BF16)
+		return pack_weights_bf16(c, name, m, b_kn, in, packed);
 	if ((bp = opt_alloc_floats(total)) == NULL)
 		return opt_error(c, -ENOMEM, "out of memory");
 	rt_sg_pack_b(b_kn, m->n, m->k, m->n, bp);
@@ -360,7 +390,8 @@ static int fuse_one(struct opt_ctx *c, uint32_t n, const struct gemm_match *m, u
 	if (m->act_kind != NULL && opt_set_act(&g->nodes[m->last], m->act_kind, m->act_params, m->act_nparams) != 0)
 		return opt_error(c, -ENOMEM, "out of memory");
 	if (pk > 0 && (opt_attr_ints(&g->nodes[m->last], "weight_shape", kn, 2) != 0 ||
-		       opt_attr_int(&g->nodes[m->last], "packed_weights", 1) != 0))
+		       opt_attr_int(&g->nodes[m->last], "packed_weights",
+				    c->precision == RT_PRECISION_BF16 ? RT_K_PACKED_BF16 : RT_K_PACKED_FP32) != 0))
 		return opt_error(c, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -377,10 +408,11 @@ int opt_fuse_gemm(struct opt_ctx *c)
 			continue;
 		match_tail(c, n, &m);
 		if (m.add < 0 && m.act_kind == NULL && !m.trans_b && !(m.n < OPT_GEMV_BT_N_MAX && may_be_one_row(c, &m)) &&
-		    !(rt_sg_available() && rows_at_shape_batch(c, &m) >= 0) && opt_is_op(c, (int32_t)n, "MatMul"))
+		    !packs_weights(c, &m) && opt_is_op(c, (int32_t)n, "MatMul"))
 			continue; /* nothing to fuse or pack: the MatMul kernel makes the same call */
 		rc = fuse_one(c, n, &m, &packed);
 	}
-	opt_report(c, "weights pre-packed", packed);
+	opt_report(c, c->precision == RT_PRECISION_BF16 ? "weights pre-packed (bf16, AMX tiles)" : "weights pre-packed",
+		   packed);
 	return rc;
 }

@@ -21,19 +21,62 @@
  * and FusedMatMul's layouts, and the fast paths, are the CPU kernels'.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "defs.h"
 
+static const char *const g_precision_names[RT_PRECISION_COUNT] = {
+	[RT_PRECISION_FP32] = "fp32",
+	[RT_PRECISION_BF16] = "bf16",
+};
+
+const char *rt_precision_name(enum rt_precision precision)
+{
+	return (unsigned int)precision < RT_PRECISION_COUNT ? g_precision_names[precision] : "?";
+}
+
+int rt_precision_parse(const char *name)
+{
+	for (int i = 0; i < RT_PRECISION_COUNT; i++) {
+		if (strcmp(name, g_precision_names[i]) == 0)
+			return i;
+	}
+	return -EINVAL;
+}
+
+int rt_precision_check(enum rt_precision precision, char *err, size_t cap)
+{
+	if (precision != RT_PRECISION_BF16 || rt_cpu_isa_active() >= RT_CPU_ISA_AMX)
+		return 0;
+	snprintf(err, cap, "precision bf16 needs the CPU kernels at the amx level (AMX-TILE, AMX-BF16, AVX512-BF16); "
+		 "they run at %s (this CPU runs up to %s)", rt_cpu_isa_name(rt_cpu_isa_active()),
+		 rt_cpu_isa_name(rt_cpu_isa_detected()));
+	return -ENOTSUP;
+}
+
 int rt_graph_optimize(struct rt_graph *graph, enum rt_device device, struct rt_opt_report *report, char *err,
 		      size_t err_cap)
 {
-	struct opt_ctx c = { .g = graph, .dev = device, .report = report, .err = err, .err_cap = err_cap };
+	return rt_graph_optimize_with(graph, device, NULL, report, err, err_cap);
+}
+
+int rt_graph_optimize_with(struct rt_graph *graph, enum rt_device device, const struct rt_opt_options *opts,
+			   struct rt_opt_report *report, char *err, size_t err_cap)
+{
+	struct opt_ctx c = { .g = graph, .dev = device, .report = report, .err = err, .err_cap = err_cap,
+			     .precision = opts != NULL ? opts->precision : RT_PRECISION_FP32 };
 	int rc;
 
 	if (err != NULL && err_cap > 0)
 		err[0] = '\0';
+	if ((unsigned int)c.precision >= RT_PRECISION_COUNT) {
+		snprintf(err, err_cap, "precision %d is none of fp32, bf16", (int)c.precision);
+		return -EINVAL;
+	}
+	if (device == RT_DEVICE_CPU && (rc = rt_precision_check(c.precision, err, err_cap)) != 0)
+		return rc;
 	if (report != NULL) {
 		memset(report, 0, sizeof(*report));
 		report->nodes_before = graph->num_nodes;

@@ -21,6 +21,7 @@
 #include "../bw_cunit.h"
 
 #include "config.h"
+#include "graph.h"
 #include "host.h"
 
 #ifndef BW_SOURCE_ROOT
@@ -1036,7 +1037,9 @@ static void test_gpu_models(void)
 		{{"mlp.allowed_batch_sizes=1,2,4,8", "mlp.num_batch_threads=0", "mlp.max_inflight_batches=100"},
 		 "its in-flight limit is 100"},
 		{{"mlp.allowed_batch_sizes=1,2", "mlp.precision=fp8", "mlp.num_batch_threads=1"},
-		 "invalid precision 'fp8': expected fp32 or fp16"},
+		 "invalid precision 'fp8': expected fp32, bf16 (device cpu) or fp16 (device gpu)"},
+		{{"mlp.allowed_batch_sizes=1,8", "mlp.precision=bf16", "mlp.num_batch_threads=1"},
+		 "precision bf16 is the CPU's: device gpu takes fp32 or fp16"},
 		{{"mlp.allowed_batch_sizes=1,2", "mlp.launch_mode=ring", "mlp.num_batch_threads=1"},
 		 "invalid launch_mode 'ring': expected graph or doorbell"},
 		{{"mlp.allowed_batch_sizes=1,2", "mlp.layout=chwn", "mlp.num_batch_threads=1"},
@@ -1081,7 +1084,22 @@ static void test_gpu_models(void)
 	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.precision=fp16"),
 			-EINVAL);
 	CU_ASSERT_TRUE(err_is_one_line());
-	CU_ASSERT_TRUE(err_has("precision, layout and launch_mode are the GPU's: expected device = gpu"));
+	CU_ASSERT_TRUE(err_has("precision fp16 is the GPU's: device cpu takes fp32 or bf16"));
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.layout=nhwc"),
+			-EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("layout and launch_mode are the GPU's: expected device = gpu"));
+	/* a CPU model's precision: fp32 unless set, bf16 from the line or the file (whether this CPU runs
+	 * it is the model load's question: engine_cpu.c) */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->cpu_precision, RT_PRECISION_FP32);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.precision=bf16"),
+			APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->cpu_precision, RT_PRECISION_BF16);
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model mlp]\npath = /m/mlp.onnx\nprecision = fp32\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->cpu_precision, RT_PRECISION_FP32);
+	ini_remove();
 	/* the module in the file, the default otherwise */
 	ini_write("[dataplane]\nip = 10.0.0.1\ngpu_module = /opt/bw/libbwgpu.so\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);

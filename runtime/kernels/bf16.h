@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to runtime/kernels: the bf16 GEMM on AMX tiles (amx.c) that a CPU model with precision
+ * bf16 runs its FusedGemms on (weights on the right, packed once at load):
+ *
+ *   C[m, n] = act(alpha * bf16(A)[m, k] . W[k, n] + bias[n]),  fp32 accumulation, fp32 C
+ *
+ * A (the activations) and C stay fp32 in the arena: A is rounded to bf16 block by block as the
+ * GEMM reads it, into scratch. W is rounded and packed at load (rt_bf16_pack_b) into the tiles'
+ * VNNI layout. Only on a CPU whose kernels run at the AMX level (rt_bf16_available).
+ */
+#ifndef BW_RT_KERNELS_BF16_H
+#define BW_RT_KERNELS_BF16_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fused.h"
+
+#define RT_BF16_ROWS_BLOCK 256 /* rows of A rounded to bf16 at once (scratch: 256 x k x 2 bytes) */
+
+/** Whether the kernels run at the AMX level (AMX-TILE, AMX-BF16, AVX512-BF16, the kernel's permission). */
+bool rt_bf16_available(void);
+
+/** bf16 elements of W [k, n] packed for the tiles (k and n rounded up to 32). */
+size_t rt_bf16_packed_b_elems(int64_t k, int64_t n);
+
+/** Rounds (to nearest even) and packs w, element (kk, col) at w[kk * ks + col * ns], into wp. */
+void rt_bf16_pack_b(const float *w, int64_t ks, int64_t ns, int64_t k, int64_t n, uint16_t *wp);
+
+/** Bytes of scratch rt_bf16_gemm_bpacked needs for m rows and depth k. */
+size_t rt_bf16_scratch_bytes(int64_t m, int64_t k);
+
+/**
+ * C = act(alpha * A . W + col_bias) with W packed by rt_bf16_pack_b; A row-major fp32 (lda), C
+ * row-major (ldc); act any activation. scratch: rt_bf16_scratch_bytes(m, k), 64-byte aligned.
+ * Allocates nothing, makes no system call; the tiles are configured on entry and released on return.
+ */
+void rt_bf16_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const uint16_t *wp, float *c,
+			  int64_t ldc, float alpha, const float *col_bias, const struct rt_k_act_spec *act, void *scratch);
+
+/** fp32 -> bf16, round to nearest even (NaN stays NaN): what the packing and the conversion do. */
+uint16_t rt_bf16_from_float(float f);
+
+#endif /* BW_RT_KERNELS_BF16_H */

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests of the packed GEMMs (runtime/kernels/sgemm.c) and the bf16 GEMM on AMX tiles (amx.c),
+ * called directly, against a double-precision reference: every remainder of M, N and K against the
+ * path's tile and blocks (edge tiles, several k blocks, several row blocks), each epilogue, the
+ * convolution packer's geometries, and the models' shapes. meson runs the program once per
+ * instruction-set level (BW_CPU_ISA): each level's path is checked on any CPU that runs it, a level
+ * the CPU lacks is a SKIP with the reason (isa_level.h). The bf16 cases run at the amx level.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "isa_level.h"
+#include "kernels/bf16.h"
+#include "kernels/sgemm.h"
+
+static unsigned int g_seed = 12345;
+
+static float *rand_floats(size_t n)
+{
+	float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64 + 64);
+
+	CU_ASSERT_FATAL(p != NULL);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)rand_r(&g_seed) / (float)RAND_MAX * 2.0f - 1.0f;
+	return p;
+}
+
+static double act_ref(double v, const struct rt_k_act_spec *act)
+{
+	switch (act->kind) {
+	case RT_K_ACT_RELU: return v > 0 ? v : 0;
+	case RT_K_ACT_LEAKY_RELU: return v < 0 ? v * act->a : v;
+	case RT_K_ACT_CLIP: return v < act->a ? act->a : v > act->b ? act->b : v;
+	case RT_K_ACT_GELU: return v * 0.5 * (1.0 + erf(v / sqrt(2.0)));
+	default: return v;
+	}
+}
+
+/* |got - want| <= tol * (1 + sum of |products|): the bound of a k-term float sum. */
+static int compare(const float *got, const double *want, const double *mag, int64_t count, double tol,
+		   const char *what)
+{
+	for (int64_t i = 0; i < count; i++) {
+		if (!(fabs((double)got[i] - want[i]) <= tol * (1.0 + mag[i]))) {
+			printf("\n  %s: element %lld is %.9g, want %.9g\n", what, (long long)i, (double)got[i], want[i]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static const struct rt_k_act_spec g_acts[] = {
+	{ .kind = RT_K_ACT_NONE }, { .kind = RT_K_ACT_RELU }, { .kind = RT_K_ACT_LEAKY_RELU, .a = 0.1f },
+	{ .kind = RT_K_ACT_CLIP, .a = -0.5f, .b = 0.75f }, { .kind = RT_K_ACT_GELU },
+};
+#define NUM_ACTS (sizeof(g_acts) / sizeof(g_acts[0]))
+
+/* ---- weights on the left: C = epilogue(W . B) ------------------------------------------------------ */
+
+static int check_apacked(int64_t m, int64_t n, int64_t k, const struct rt_k_act_spec *act, bool bias, bool z)
+{
+	float *w = rand_floats((size_t)(m * k)), *b = rand_floats((size_t)(k * n)), *rb = rand_floats((size_t)m);
+	float *zz = rand_floats((size_t)(m * n)), *c = rand_floats((size_t)(m * n));
+	float *wp = rand_floats(rt_sg_packed_floats(m, k)), *scratch = rand_floats(rt_sg_scratch_floats(n, k));
+	double *want = malloc(sizeof(double) * (size_t)(m * n)), *mag = malloc(sizeof(double) * (size_t)(m * n));
+	struct rt_sg_b src = { .x = b, .ldb = n };
+	struct rt_sg_epilogue ep = { .row_bias = bias ? rb : NULL, .z = z ? zz : NULL, .act = *act };
+	char what[128];
+	int bad;
+
+	CU_ASSERT_FATAL(want != NULL && mag != NULL);
+	rt_sg_pack_a(w, k, m, k, wp);
+	rt_sg_gemm(m, n, k, wp, &src, c, n, &ep, scratch);
+	for (int64_t i = 0; i < m; i++) {
+		for (int64_t j = 0; j < n; j++) {
+			double s = 0, a = 0;
+
+			for (int64_t kk = 0; kk < k; kk++) {
+				s += (double)w[i * k + kk] * b[kk * n + j];
+				a += fabs((double)w[i * k + kk] * b[kk * n + j]);
+			}
+			s += (bias ? rb[i] : 0) + (z ? zz[i * n + j] : 0);
+			want[i * n + j] = act_ref(s, act);
+			mag[i * n + j] = a;
+		}
+	}
+	snprintf(what, sizeof(what), "W.B m %lld n %lld k %lld act %d bias %d z %d", (long long)m, (long long)n,
+		 (long long)k, (int)act->kind, bias, z);
+	bad = compare(c, want, mag, m * n, 1e-5, what);
+	free(w), free(b), free(rb), free(zz), free(c), free(wp), free(scratch), free(want), free(mag);
+	return bad;
+}
+
+static void test_apacked_edges(void)
+{
+	/* every remainder of the tiles (6 or 8 rows, 16 or 32 columns) and k across its block of 256 */
+	static const int64_t ms[] = { 1, 2, 5, 6, 7, 8, 9, 13, 16, 17, 64, 121 };
+	static const int64_t ns[] = { 1, 3, 8, 15, 16, 17, 31, 32, 33, 49, 65 };
+	static const int64_t ks[] = { 0, 1, 3, 9, 64, 255, 256, 257, 577 };
+	int bad = 0;
+
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+		for (size_t j = 0; j < sizeof(ns) / sizeof(ns[0]); j++)
+			for (size_t l = 0; l < sizeof(ks) / sizeof(ks[0]); l++)
+				bad += check_apacked(ms[i], ns[j], ks[l], &g_acts[(i + j + l) % NUM_ACTS], (i + l) % 2 == 0,
+						     (j + l) % 3 == 0);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_apacked_model_shapes(void)
+{
+	int bad = 0;
+
+	/* ResNet-50's 1x1s and Winograd's products, and a block of columns wider than RT_SG_NC */
+	bad += check_apacked(256, 3136, 64, &g_acts[1], true, false);
+	bad += check_apacked(64, 196, 1024, &g_acts[0], true, true);
+	bad += check_apacked(512, 49, 512, &g_acts[1], true, true);
+	bad += check_apacked(16, RT_SG_NC + 40, 9, &g_acts[0], false, false);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The convolution packer: B is im2col of an image, read through the window geometry. */
+static int check_conv(int64_t cin, int64_t h, int64_t wd, int64_t kh, int64_t kw, int64_t stride, int64_t pad,
+		      int64_t dil, int64_t cout)
+{
+	int64_t oh = (h + 2 * pad - dil * (kh - 1) - 1) / stride + 1, ow = (wd + 2 * pad - dil * (kw - 1) - 1) / stride + 1;
+	int64_t k = cin * kh * kw, n = oh * ow;
+	struct rt_k_window win = { .nsp = 2 };
+	float *x = rand_floats((size_t)(cin * h * wd)), *w = rand_floats((size_t)(cout * k));
+	float *wp = rand_floats(rt_sg_packed_floats(cout, k)), *scratch = rand_floats(rt_sg_scratch_floats(n, k));
+	float *c = rand_floats((size_t)(cout * n));
+	double *want = malloc(sizeof(double) * (size_t)(cout * n)), *mag = malloc(sizeof(double) * (size_t)(cout * n));
+	struct rt_sg_epilogue ep = { .act = g_acts[0] };
+	struct rt_sg_b src = { .x = x, .ldb = h * wd, .conv = &win };
+	char what[160];
+	int bad;
+
+	CU_ASSERT_FATAL(want != NULL && mag != NULL);
+	win.in[0] = h, win.in[1] = wd, win.out[0] = oh, win.out[1] = ow, win.kernel[0] = kh, win.kernel[1] = kw;
+	win.stride[0] = win.stride[1] = stride, win.pad_begin[0] = win.pad_begin[1] = pad;
+	win.pad_end[0] = win.pad_end[1] = pad, win.dilation[0] = win.dilation[1] = dil;
+	rt_sg_pack_a(w, k, cout, k, wp);
+	rt_sg_gemm(cout, n, k, wp, &src, c, n, &ep, scratch);
+	for (int64_t o = 0; o < cout; o++) {
+		for (int64_t p = 0; p < n; p++) {
+			double s = 0, a = 0;
+
+			for (int64_t r = 0; r < k; r++) {
+				int64_t ch = r / (kh * kw), ki = r / kw % kh, kj = r % kw;
+				int64_t ih = p / ow * stride - pad + ki * dil, iw = p % ow * stride - pad + kj * dil;
+				double v = ih >= 0 && ih < h && iw >= 0 && iw < wd ? x[(ch * h + ih) * wd + iw] : 0.0;
+
+				s += (double)w[o * k + r] * v;
+				a += fabs((double)w[o * k + r] * v);
+			}
+			want[o * n + p] = s;
+			mag[o * n + p] = a;
+		}
+	}
+	snprintf(what, sizeof(what), "conv cin %lld %lldx%lld k %lldx%lld s %lld p %lld d %lld", (long long)cin,
+		 (long long)h, (long long)wd, (long long)kh, (long long)kw, (long long)stride, (long long)pad,
+		 (long long)dil);
+	bad = compare(c, want, mag, cout * n, 1e-5, what);
+	free(x), free(w), free(wp), free(scratch), free(c), free(want), free(mag);
+	return bad;
+}
+
+static void test_conv_packer(void)
+{
+	int bad = 0;
+
+	bad += check_conv(3, 28, 28, 3, 3, 1, 1, 1, 16);   /* rows wider than a group, padding */
+	bad += check_conv(16, 14, 14, 3, 3, 1, 1, 1, 32);  /* the CNN's second conv: panels cross rows */
+	bad += check_conv(4, 7, 7, 3, 3, 1, 1, 1, 8);      /* 49 columns: a last panel of 1 */
+	bad += check_conv(3, 30, 30, 7, 7, 2, 3, 1, 9);    /* the stem's geometry */
+	bad += check_conv(8, 15, 17, 3, 3, 2, 1, 1, 7);    /* stride 2, odd sizes */
+	bad += check_conv(2, 12, 12, 3, 3, 1, 2, 2, 5);    /* dilation: the gather */
+	bad += check_conv(5, 9, 40, 1, 1, 1, 0, 1, 13);    /* 1x1 */
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* ---- weights on the right: C = act(alpha * A . B + bias) ------------------------------------------- */
+
+static int check_bpacked(int64_t m, int64_t n, int64_t k, const struct rt_k_act_spec *act, float alpha, bool bias,
+			 bool bf16)
+{
+	float *a = rand_floats((size_t)(m * k)), *b = rand_floats((size_t)(k * n)), *cb = rand_floats((size_t)n);
+	float *c = rand_floats((size_t)(m * n));
+	double *want = malloc(sizeof(double) * (size_t)(m * n)), *mag = malloc(sizeof(double) * (size_t)(m * n));
+	void *packed, *scratch;
+	char what[128];
+	int bad;
+
+	CU_ASSERT_FATAL(want != NULL && mag != NULL);
+	if (bf16) {
+		packed = aligned_alloc(64, (rt_bf16_packed_b_elems(k, n) * 2 + 63) / 64 * 64);
+		scratch = aligned_alloc(64, (rt_bf16_scratch_bytes(m, k) + 63) / 64 * 64);
+		CU_ASSERT_FATAL(packed != NULL && scratch != NULL);
+		rt_bf16_pack_b(b, n, 1, k, n, packed);
+		rt_bf16_gemm_bpacked(m, n, k, a, k, packed, c, n, alpha, bias ? cb : NULL, act, scratch);
+	} else {
+		packed = rand_floats(rt_sg_packed_b_floats(k, n));
+		scratch = rand_floats(rt_sg_scratch_a_floats(k));
+		rt_sg_pack_b(b, n, k, n, packed);
+		rt_sg_gemm_bpacked(m, n, k, a, k, packed, c, n, alpha, bias ? cb : NULL, act, scratch);
+	}
+	for (int64_t i = 0; i < m; i++) {
+		for (int64_t j = 0; j < n; j++) {
+			double s = 0, mg = 0;
+
+			for (int64_t kk = 0; kk < k; kk++) {
+				/* at bf16 the reference multiplies the operands as the tiles hold them */
+				double x = a[i * k + kk], y = b[kk * n + j];
+
+				if (bf16) {
+					uint32_t ux = (uint32_t)rt_bf16_from_float(a[i * k + kk]) << 16;
+					uint32_t uy = (uint32_t)rt_bf16_from_float(b[kk * n + j]) << 16;
+					float fx, fy;
+
+					memcpy(&fx, &ux, sizeof(fx));
+					memcpy(&fy, &uy, sizeof(fy));
+					x = fx, y = fy;
+				}
+				s += x * y;
+				mg += fabs(x * y);
+			}
+			want[i * n + j] = act_ref(alpha * s + (bias ? cb[j] : 0), act);
+			mag[i * n + j] = fabs(alpha) * mg + (bias ? fabs(cb[j]) : 0);
+		}
+	}
+	snprintf(what, sizeof(what), "%s A.W m %lld n %lld k %lld act %d", bf16 ? "bf16" : "fp32", (long long)m,
+		 (long long)n, (long long)k, (int)act->kind);
+	bad = compare(c, want, mag, m * n, 1e-5, what);
+	free(a), free(b), free(cb), free(c), free(packed), free(scratch), free(want), free(mag);
+	return bad;
+}
+
+static void check_bpacked_edges(bool bf16)
+{
+	/* rows across tiles (6, 8, 16, 32) and RT_SG_MC_ROWS / RT_BF16_ROWS_BLOCK; k across 32, 256, 384 */
+	static const int64_t ms[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 193, 257 };
+	static const int64_t ns[] = { 1, 5, 15, 16, 17, 31, 32, 33, 47, 100 };
+	static const int64_t ks[] = { 0, 1, 2, 31, 32, 33, 255, 257, 385 };
+	int bad = 0;
+
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+		for (size_t j = 0; j < sizeof(ns) / sizeof(ns[0]); j++)
+			for (size_t l = 0; l < sizeof(ks) / sizeof(ks[0]); l++)
+				bad += check_bpacked(ms[i], ns[j], ks[l], &g_acts[(i + 2 * j + l) % NUM_ACTS],
+						     (i + j) % 2 ? 1.0f : 0.5f, (j + l) % 2 == 0, bf16);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_bpacked_edges(void)
+{
+	check_bpacked_edges(false);
+}
+
+static void test_bpacked_model_shapes(void)
+{
+	int bad = 0;
+
+	/* the transformer's projections and attention products, the MLP's layers */
+	bad += check_bpacked(128, 384, 384, &g_acts[0], 1.0f, true, false);
+	bad += check_bpacked(128, 1536, 384, &g_acts[4], 1.0f, true, false);
+	bad += check_bpacked(128, 384, 1536, &g_acts[0], 1.0f, true, false);
+	bad += check_bpacked(128, 128, 32, &g_acts[0], 0.17677669f, false, false);
+	bad += check_bpacked(8, 1024, 784, &g_acts[1], 1.0f, true, false);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_bf16_edges(void)
+{
+	if (!rt_bf16_available()) {
+		printf("(bf16 runs at the amx level; the kernels run at %s) ", rt_cpu_isa_name(rt_cpu_isa_active()));
+		return;
+	}
+	check_bpacked_edges(true);
+}
+
+static void test_bf16_model_shapes(void)
+{
+	int bad = 0;
+
+	if (!rt_bf16_available()) {
+		printf("(bf16 runs at the amx level) ");
+		return;
+	}
+	bad += check_bpacked(128, 384, 384, &g_acts[0], 1.0f, true, true);
+	bad += check_bpacked(128, 1536, 384, &g_acts[4], 1.0f, true, true);
+	bad += check_bpacked(128, 384, 1536, &g_acts[0], 1.0f, true, true);
+	bad += check_bpacked(1, 1024, 784, &g_acts[1], 1.0f, true, true);
+	bad += check_bpacked(32, 10, 1024, &g_acts[0], 1.0f, true, true);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The rounding the packing and the tiles share: nearest even, NaN kept, denormals to zero. */
+static void test_bf16_rounding(void)
+{
+	static const struct { uint32_t in; uint16_t out; } cases[] = {
+		{ 0x3f800000u, 0x3f80 }, /* 1.0 */
+		{ 0x3f808000u, 0x3f80 }, /* halfway, even stays */
+		{ 0x3f818000u, 0x3f82 }, /* halfway, odd rounds up */
+		{ 0x3f808001u, 0x3f81 }, /* above halfway */
+		{ 0xbf80ffffu, 0xbf81 }, /* negative */
+		{ 0x7f7fffffu, 0x7f80 }, /* the largest float rounds to infinity */
+		{ 0x7f800000u, 0x7f80 }, /* infinity */
+		{ 0x7f800001u, 0x7fc0 }, /* a signalling NaN comes out quiet */
+		{ 0x00000001u, 0x0000 }, /* denormal */
+		{ 0x80400000u, 0x8000 }, /* negative denormal */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		float f;
+
+		memcpy(&f, &cases[i].in, sizeof(f));
+		CU_ASSERT_EQUAL(rt_bf16_from_float(f), cases[i].out);
+	}
+}
+
+int main(void)
+{
+	int status = isa_level_check();
+	CU_TestInfo tests[] = {
+		{"W.B: every tile and block remainder, each epilogue", test_apacked_edges},
+		{"W.B: ResNet-50's and Winograd's shapes", test_apacked_model_shapes},
+		{"W.B from an image: the convolution packer's geometries", test_conv_packer},
+		{"A.W: every tile and block remainder, alpha, bias, each activation", test_bpacked_edges},
+		{"A.W: the transformer's and the MLP's shapes", test_bpacked_model_shapes},
+		{"bf16 A.W on AMX tiles: every remainder", test_bf16_edges},
+		{"bf16 A.W on AMX tiles: the models' shapes", test_bf16_model_shapes},
+		{"bf16 rounding", test_bf16_rounding},
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{"sgemm", NULL, NULL, NULL, NULL, tests},
+		CU_SUITE_INFO_NULL,
+	};
+
+	if (status >= 0)
+		return status;
+	if (!rt_sg_available()) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "the packed GEMMs need AVX2 and FMA; the kernels run at %s",
+			 rt_cpu_isa_name(rt_cpu_isa_active()));
+		return bw_cunit_skip(why);
+	}
+	return bw_cunit_run(suites);
+}
