@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""batchwire's CPU runtime against onnxruntime, one thread each: a benchmark, not a test.
+"""batchwire's CPU runtime against onnxruntime and OpenVINO, one thread each: a benchmark, not a test.
 
     bench_vs_ort.py --bwrun BUILD/app/bwrun --models BUILD/models [--models-list mlp,cnn,...]
                     [--batches 1,8,32] [--rounds N] [--reps-scale X] [--work DIR]
+                    [--no-openvino] [--no-bf16]
 
 (or `meson compile -C BUILD bench-vs-ort`, which builds bwrun and the models first.)
 
@@ -18,6 +19,17 @@ saved as .npy; both runtimes run those same inputs, each in a process of its own
   ORT        onnxruntime's CPU execution provider, intra_op_num_threads=1,
              inter_op_num_threads=1, sequential execution, ORT_ENABLE_ALL; the median of the
              session.run() calls, timed around session.run only.
+  OV         OpenVINO's CPU plugin (PyPI's openvino, when importable; --no-openvino leaves it
+             out): the model reshaped to the batch's static shapes, INFERENCE_NUM_THREADS 1,
+             NUM_STREAMS 1, PERFORMANCE_HINT LATENCY, INFERENCE_PRECISION_HINT f32; the median of
+             infer_request.infer() calls.
+
+Where the CPU's kernels run at batchwire's amx level (bwrun's 'cpu kernels' line; AMX-BF16), the
+same cases again in bf16: `bwrun --precision bf16` against OpenVINO with INFERENCE_PRECISION_HINT
+bf16 (its AMX path), each side's outputs compared with onnxruntime's fp32 ones (bf16 err: the
+largest |difference| over the largest |output|). Elsewhere those columns read na: nothing is
+measured that the CPU cannot run. bench/bf16_accuracy.py measures bf16's error and top-1 agreement
+over many inputs.
 
 Both warm up first. On a shared machine a neighbour's load can fall on one side's process and not
 the other's, so the two alternate: --rounds (default 3) pairs of processes, ours then ORT's, and
@@ -25,7 +37,12 @@ each side's figure is the median of its rounds' medians. Each output is compared
 |ours - ort| / max(|ort|, 1e-3) (so that outputs near 0 do not divide by nothing). The table
 gives the medians and ours / ORT; the last line is machine-readable:
 
-    mlp_b1_vs_ort=<x> resnet50_b1_vs_ort=<x> transformer_b1_vs_ort=<x>
+    mlp_b1_vs_ort=<x> resnet50_b1_vs_ort=<x> transformer_b1_vs_ort=<x> worst_vs_ort=<x>
+    resnet50_b1_bf16_vs_ov=<x> transformer_b1_bf16_vs_ov=<x>
+
+(worst: the largest fp32 ours / ORT over every model and batch run; bf16 ratios na where the CPU
+lacks AMX or OpenVINO is not there). The CPU model (lscpu) and the kernels' level and GEMM path
+(bwrun's report) are printed first.
 
 "transformer" is the MiniLM-shaped encoder (minilm.onnx). Repetitions are bounded per model and
 batch size (REPS) so the whole run stays well under 10 minutes on a 2-core VM; --reps-scale
@@ -89,6 +106,34 @@ def ort_worker(args):
                       "runs": len(times)}))
 
 
+def ov_worker(args):
+    """Runs in its own process: OpenVINO at one thread and the precision asked, on the saved inputs."""
+    import openvino as ov
+
+    core = ov.Core()
+    model = core.read_model(args.model)
+    feed = {}
+    for port in model.inputs:
+        feed[port.get_any_name()] = np.load(os.path.join(args.inputs, f"{port.get_any_name()}.npy"))
+    model.reshape({name: list(a.shape) for name, a in feed.items()})
+    compiled = core.compile_model(model, "CPU", {
+        "INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_PRECISION_HINT": args.ov_precision})
+    request = compiled.create_infer_request()
+    for _ in range(args.warmup):
+        request.infer(feed)
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        request.infer(feed)
+        times.append((time.perf_counter() - t0) * 1e6)
+    os.makedirs(args.outputs, exist_ok=True)
+    for port in compiled.outputs:
+        np.save(os.path.join(args.outputs, f"{port.get_any_name()}.npy"), request.get_tensor(port).data.copy())
+    print(json.dumps({"median_us": float(np.median(times)), "min_us": float(np.min(times)),
+                      "runs": len(times), "precision": str(compiled.get_property("INFERENCE_PRECISION_HINT"))}))
+
+
 def make_inputs(model_path, batch, out_dir, rng):
     """The model's inputs at this batch size (shapes and dtypes from ORT's view of the model)."""
     sess = ort_session(model_path)
@@ -120,9 +165,9 @@ def safe(name):
 SINGLE_THREAD_ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
 
 
-def run_bwrun(bwrun, model_path, batch, files, out_dir, warmup, repeat):
+def run_bwrun(bwrun, model_path, batch, files, out_dir, warmup, repeat, precision="fp32"):
     cmd = [bwrun, "--batch", str(batch), "--workers", "1", "--warmup", str(warmup), "--repeat", str(repeat),
-           "--output-dir", out_dir]
+           "--precision", precision, "--output-dir", out_dir]
     for name, path in files:
         cmd += ["--input", f"{name}={path}"]
     cmd.append(model_path)
@@ -134,26 +179,50 @@ def run_bwrun(bwrun, model_path, batch, files, out_dir, warmup, repeat):
     return {"median_us": float(kv["p50_us"]), "min_us": float(kv["min_us"]), "runs": int(kv["runs"])}
 
 
-def run_ort(model_path, inputs_dir, out_dir, warmup, repeat):
-    cmd = [sys.executable, os.path.abspath(__file__), "--ort-worker", "--model", model_path, "--inputs", inputs_dir,
-           "--outputs", out_dir, "--warmup", str(warmup), "--repeat", str(repeat)]
+def run_worker(kind, model_path, inputs_dir, out_dir, warmup, repeat, ov_precision="f32"):
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--model", model_path, "--inputs", inputs_dir,
+           "--outputs", out_dir, "--warmup", str(warmup), "--repeat", str(repeat), "--ov-precision", ov_precision]
     p = subprocess.run(cmd, capture_output=True, text=True, env=SINGLE_THREAD_ENV)
     if p.returncode != 0:
-        sys.exit(f"bench_vs_ort: onnxruntime on {model_path} failed:\n{p.stderr}")
+        sys.exit(f"bench_vs_ort: {kind} on {model_path} failed:\n{p.stderr}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def errors(ours_dir, ort_dir, names):
-    max_abs = max_rel = 0.0
+def cpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return "unknown (no lscpu)"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def bwrun_kernels(bwrun, model_path):
+    """bwrun's 'cpu kernels' line: the level and GEMM path that run (the first word is the level)."""
+    p = subprocess.run([bwrun, model_path], capture_output=True, text=True, env=SINGLE_THREAD_ENV)
+    for line in p.stdout.splitlines():
+        if line.startswith("cpu    kernels "):
+            return line[len("cpu    kernels "):]
+    sys.exit(f"bench_vs_ort: {bwrun} {model_path} printed no 'cpu kernels' line:\n{p.stdout}{p.stderr}")
+
+
+def errors(ours_dir, ort_dir, names, ours_safe=True):
+    """max abs error, max rel error (floor REL_FLOOR), and max abs error over the largest |ORT| (the
+    bf16 columns': a rounding that moves every output by a part in a few hundred is not a 3x error
+    on the outputs nearest 0)."""
+    max_abs = max_rel = max_scaled = 0.0
     for name in names:
-        a = np.load(os.path.join(ours_dir, f"{safe(name)}.npy")).astype(np.float64)
+        a = np.load(os.path.join(ours_dir, f"{safe(name) if ours_safe else name}.npy")).astype(np.float64)
         b = np.load(os.path.join(ort_dir, f"{name}.npy")).astype(np.float64)
         if a.shape != b.shape:
             sys.exit(f"bench_vs_ort: output {name}: shape {a.shape} against onnxruntime's {b.shape}")
         d = np.abs(a - b)
         max_abs = max(max_abs, float(d.max(initial=0.0)))
         max_rel = max(max_rel, float((d / np.maximum(np.abs(b), REL_FLOOR)).max(initial=0.0)))
-    return max_abs, max_rel
+        max_scaled = max(max_scaled, float(d.max(initial=0.0)) / max(float(np.abs(b).max(initial=0.0)), 1e-30))
+    return max_abs, max_rel, max_scaled
 
 
 def main():
@@ -165,35 +234,60 @@ def main():
     ap.add_argument("--reps-scale", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3, help="alternating process pairs per case (default 3)")
     ap.add_argument("--work", help="directory for inputs and outputs (default: a temporary one)")
-    # the ORT side's own process
-    ap.add_argument("--ort-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out")
+    ap.add_argument("--no-bf16", action="store_true", help="leave the bf16 columns out")
+    # the other runtimes' own processes
+    ap.add_argument("--worker", choices=["ort", "ov"], help=argparse.SUPPRESS)
+    ap.add_argument("--ov-precision", default="f32", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
     ap.add_argument("--inputs", help=argparse.SUPPRESS)
     ap.add_argument("--outputs", help=argparse.SUPPRESS)
     ap.add_argument("--warmup", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--repeat", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.ort_worker:
+    if args.worker == "ort":
         ort_worker(args)
+        return
+    if args.worker == "ov":
+        ov_worker(args)
         return
     if not args.bwrun or not args.models:
         ap.error("--bwrun and --models are required")
 
     import onnxruntime
 
+    openvino_version = None
+    if not args.no_openvino:
+        try:
+            import openvino
+            openvino_version = openvino.__version__
+        except ImportError:
+            print("bench_vs_ort: openvino is not importable (pip install openvino): its columns read na")
     work = args.work or tempfile.mkdtemp(prefix="bench_vs_ort.")
     rng = np.random.default_rng(SEED)
     models = [m for m in args.models_list.split(",") if m]
     batches = [int(b) for b in args.batches.split(",") if b]
     started = time.monotonic()
+    kernels = bwrun_kernels(args.bwrun, os.path.join(args.models, f"{models[0]}.onnx"))
+    bf16 = not args.no_bf16 and kernels.split()[0] == "amx"
+    print(f"CPU: {cpu_model()}; batchwire's kernels: {kernels}")
     print(f"batchwire (bwrun, 1 worker) vs onnxruntime {onnxruntime.__version__} (CPU EP, 1 intra-op and 1 "
-          f"inter-op thread, sequential, ORT_ENABLE_ALL); median of {args.rounds} alternating rounds' medians "
-          f"(runs: rounds x timed runs per round); work dir {work}", flush=True)
-    header = (f"{'model':<12} {'batch':>5} {'runs':>7} {'batchwire us':>13} {'ORT us':>12} {'ours/ORT':>9} "
-              f"{'max abs err':>12} {'max rel err':>12}")
+          f"inter-op thread, sequential, ORT_ENABLE_ALL) and OpenVINO {openvino_version or 'na'} (CPU, 1 "
+          f"inference thread, 1 stream, latency hint); median of {args.rounds} alternating rounds' medians "
+          f"(runs: rounds x timed runs per round); errors against onnxruntime's; work dir {work}", flush=True)
+    if not bf16:
+        print("bf16: " + ("left out (--no-bf16)" if args.no_bf16 else
+                          f"na: batchwire's kernels run at {kernels.split()[0]}, not amx"))
+    header = (f"{'model':<12} {'batch':>5} {'runs':>7} {'bw us':>11} {'ORT us':>11} {'OV us':>11} {'bw/ORT':>7} "
+              f"{'bw/OV':>6} {'max rel err':>11} {'bw bf16 us':>11} {'OV bf16 us':>11} {'bf16/OV':>7} "
+              f"{'bf16 err':>9} {'OVbf16 err':>10}")
     print(header)
     print("-" * len(header), flush=True)
-    ratios = {}
+    ratios, bf16_ratios = {}, {}
+
+    def fmt(x, spec):
+        return format(x, spec) if x is not None else "na"
+
     for m in models:
         path = os.path.join(args.models, f"{m}.onnx")
         if not os.path.exists(path):
@@ -202,25 +296,46 @@ def main():
             warm, reps = REPS.get((m, b), (1, 5))
             reps = max(3, int(reps * args.reps_scale))
             case = os.path.join(work, f"{m}_b{b}")
-            files, outputs = make_inputs(path, b, os.path.join(case, "inputs"), rng)
-            rounds_ours, rounds_ort = [], []
+            inputs = os.path.join(case, "inputs")
+            files, outputs = make_inputs(path, b, inputs, rng)
+            t = {"bw": [], "ort": [], "ov": [], "bw16": [], "ov16": []}
             for _ in range(max(1, args.rounds)):
-                rounds_ours.append(run_bwrun(args.bwrun, path, b, files, os.path.join(case, "batchwire"), warm,
-                                             reps)["median_us"])
-                rounds_ort.append(run_ort(path, os.path.join(case, "inputs"), os.path.join(case, "ort"), warm,
-                                          reps)["median_us"])
-            ours, theirs = float(np.median(rounds_ours)), float(np.median(rounds_ort))
-            max_abs, max_rel = errors(os.path.join(case, "batchwire"), os.path.join(case, "ort"), outputs)
-            ratio = ours / theirs
-            ratios[(m, b)] = ratio
-            print(f"{LABEL[m]:<12} {b:>5} {len(rounds_ours)}x{reps:<5} {ours:>13.1f} {theirs:>12.1f} {ratio:>9.3f} "
-                  f"{max_abs:>12.3g} {max_rel:>12.3g}", flush=True)
+                t["bw"].append(run_bwrun(args.bwrun, path, b, files, os.path.join(case, "batchwire"), warm,
+                                         reps)["median_us"])
+                t["ort"].append(run_worker("ort", path, inputs, os.path.join(case, "ort"), warm, reps)["median_us"])
+                if openvino_version:
+                    t["ov"].append(run_worker("ov", path, inputs, os.path.join(case, "ov"), warm, reps)["median_us"])
+                if bf16:
+                    t["bw16"].append(run_bwrun(args.bwrun, path, b, files, os.path.join(case, "batchwire_bf16"),
+                                               warm, reps, "bf16")["median_us"])
+                    if openvino_version:
+                        t["ov16"].append(run_worker("ov", path, inputs, os.path.join(case, "ov_bf16"), warm, reps,
+                                                    "bf16")["median_us"])
+            med = {k: float(np.median(v)) if v else None for k, v in t.items()}
+            _, max_rel, _ = errors(os.path.join(case, "batchwire"), os.path.join(case, "ort"), outputs)
+            rel16 = ov_rel16 = None
+            if med["bw16"] is not None:
+                rel16 = errors(os.path.join(case, "batchwire_bf16"), os.path.join(case, "ort"), outputs)[2]
+            if med["ov16"] is not None:
+                ov_rel16 = errors(os.path.join(case, "ov_bf16"), os.path.join(case, "ort"), outputs, False)[2]
+            ratios[(m, b)] = med["bw"] / med["ort"]
+            vs_ov = med["bw"] / med["ov"] if med["ov"] else None
+            if med["bw16"] is not None and med["ov16"]:
+                bf16_ratios[(m, b)] = med["bw16"] / med["ov16"]
+            print(f"{LABEL[m]:<12} {b:>5} {len(t['bw'])}x{reps:<5} {med['bw']:>11.1f} {med['ort']:>11.1f} "
+                  f"{fmt(med['ov'], '>11.1f'):>11} {ratios[(m, b)]:>7.3f} {fmt(vs_ov, '>6.3f'):>6} {max_rel:>11.3g} "
+                  f"{fmt(med['bw16'], '>11.1f'):>11} {fmt(med['ov16'], '>11.1f'):>11} "
+                  f"{fmt(bf16_ratios.get((m, b)), '>7.3f'):>7} {fmt(rel16, '>9.3g'):>9} {fmt(ov_rel16, '>10.3g'):>10}",
+                  flush=True)
     print(f"({time.monotonic() - started:.0f} s)")
 
-    def r(m):
-        return f"{ratios[(m, 1)]:.3f}" if (m, 1) in ratios else "n/a"
+    def r(table, m):
+        return f"{table[(m, 1)]:.3f}" if (m, 1) in table else "na"
 
-    print(f"mlp_b1_vs_ort={r('mlp')} resnet50_b1_vs_ort={r('resnet50')} transformer_b1_vs_ort={r('minilm')}")
+    worst = f"{max(ratios.values()):.3f}" if ratios else "na"
+    print(f"mlp_b1_vs_ort={r(ratios, 'mlp')} resnet50_b1_vs_ort={r(ratios, 'resnet50')} "
+          f"transformer_b1_vs_ort={r(ratios, 'minilm')} worst_vs_ort={worst} "
+          f"resnet50_b1_bf16_vs_ov={r(bf16_ratios, 'resnet50')} transformer_b1_bf16_vs_ov={r(bf16_ratios, 'minilm')}")
 
 
 if __name__ == "__main__":

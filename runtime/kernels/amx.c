@@ -13,6 +13,17 @@
  * accumulators go through a 32 x 32 fp32 buffer on the stack, where AVX-512 applies alpha, the
  * bias and the activation and stores the rows and columns that exist.
  *
+ * With the weights on the left (convolutions: rt_bf16_gemm_apacked) the roles turn: W's tiles are A
+ * tiles, packed at load, and B is packed per call, 32 columns at a time over the whole of k: sgemm.c's
+ * packers make its fp32 panels (from a matrix, or from an image through the conv's geometry, with
+ * no column matrix), 256 rows of k at a time into a staging buffer, and each pair of k rows is
+ * rounded and interleaved into the tiles' VNNI order. The C blocks down the column block then
+ * reuse that B block from L1/L2 while W's tiles stream (B is staged GROUP_COLS columns at a time,
+ * for the packer's sake: see group_cols). Where B is small and W large (ResNet-50's
+ * last stages: 49 or 196 columns, W up to 4.5 MiB in bf16), that would stream W from L3 once per
+ * 32 columns; there the whole of B is rounded first (at most B_WHOLE_BYTES, in L2) and W's row
+ * blocks go outside, each read once.
+ *
  * Linux gives a process AMX's tile state only once it asks (arch_prctl, isa.c does at selection);
  * the tile configuration is per thread, so each call loads it, and releases the tiles on return
  * (TILERELEASE: a thread off the GEMM does not carry 8 KiB of tile state through context switches).
@@ -20,8 +31,10 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "act512.h"
 #include "bf16.h"
 #include "graph.h"
+#include "sgemm.h"
 
 #define AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
 
@@ -84,6 +97,64 @@ void rt_bf16_pack_b(const float *w, int64_t ks, int64_t ns, int64_t k, int64_t n
 	}
 }
 
+/* The bf16 words of two fp32 vectors, lo's and hi's, interleaved: lo0 hi0 lo1 hi1 ... (a VNNI row). */
+AMX_TARGET static inline __m512i vnni_pairs(__m512 lo, __m512 hi)
+{
+	const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+						    23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+
+	return _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+/*
+ * ns 1: per pair of k rows and 16 columns, two loads, one rounding, one interleave, one store.
+ * ks 1: per column and 32 of k, one load pair: the 32 rounded values are, as 16 32-bit words, the
+ * column's pairs for the 16 rows of its tile, scattered at the tile's row pitch.
+ */
+AMX_TARGET void rt_bf16_pack_b_fast(const float *w, int64_t ks, int64_t ns, int64_t k, int64_t n, uint16_t *wp)
+{
+	int64_t kp = round_up(k, TILE_K), np = round_up(n, BLOCK), kblocks = kp / TILE_K;
+
+	if (ns == 1) {
+		for (int64_t p = 0; p < np / TILE_ROWS; p++) {
+			int64_t left = n - p * TILE_ROWS;
+			__mmask16 mask = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+			uint16_t *tiles = wp + p * kblocks * W_TILE_ELEMS;
+
+			for (int64_t kk = 0; kk < kp; kk += 2) {
+				const float *row = w + kk * ks + p * TILE_ROWS;
+				__m512 lo = kk < k ? _mm512_maskz_loadu_ps(mask, row) : _mm512_setzero_ps();
+				__m512 hi = kk + 1 < k ? _mm512_maskz_loadu_ps(mask, row + ks) : _mm512_setzero_ps();
+
+				_mm512_storeu_si512((void *)(tiles + kk / TILE_K * W_TILE_ELEMS + kk % TILE_K / 2 * TILE_K),
+						    vnni_pairs(lo, hi));
+			}
+		}
+		return;
+	}
+	if (ks == 1) {
+		const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+							_mm512_set1_epi32(TILE_K / 2));
+
+		for (int64_t col = 0; col < np; col++) {
+			const float *src = w + col * ns;
+
+			for (int64_t kb = 0; kb < kblocks; kb++) {
+				int64_t left = col < n ? k - kb * TILE_K : 0;
+				__mmask16 m0 = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+				__mmask16 m1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0;
+				__m512i v = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, src + kb * TILE_K + 16),
+									 _mm512_maskz_loadu_ps(m0, src + kb * TILE_K));
+				uint16_t *t = wp + (col / TILE_ROWS * kblocks + kb) * W_TILE_ELEMS + col % TILE_ROWS * 2;
+
+				_mm512_i32scatter_epi32((void *)t, rows, v, 4);
+			}
+		}
+		return;
+	}
+	rt_bf16_pack_b(w, ks, ns, k, n, wp);
+}
+
 size_t rt_bf16_scratch_bytes(int64_t m, int64_t k)
 {
 	int64_t rows = m < RT_BF16_ROWS_BLOCK ? round_up(m > 0 ? m : 1, BLOCK) : RT_BF16_ROWS_BLOCK;
@@ -131,9 +202,10 @@ AMX_TARGET static void block_store(const float *acc, int64_t rows, int64_t cols,
 	for (int64_t r = 0; r < rows; r++) {
 		float *cr = c + r * ldc;
 
-		_mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK), va, b0));
-		_mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK + 16), va, b1));
-		if (act->kind != RT_K_ACT_NONE)
+		_mm512_mask_storeu_ps(cr, m0, rt_act16(_mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK), va, b0), act));
+		_mm512_mask_storeu_ps(cr + 16, m1,
+				      rt_act16(_mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK + 16), va, b1), act));
+		if (act->kind == RT_K_ACT_GELU)
 			rt_vm_act(cr, cols, act); /* while the row is in L1 */
 	}
 }
@@ -190,6 +262,232 @@ AMX_TARGET void rt_bf16_gemm_bpacked(int64_t m, int64_t n, int64_t k, const floa
 					    c + (i0 + i) * ldc + j, ldc, alpha, col_bias != NULL ? col_bias + j : NULL, act);
 			}
 		}
+	}
+	_tile_release();
+}
+
+/* ---- weights on the left ------------------------------------------------------------------------ */
+
+#define STAGE_K RT_SG_KC /* rows of k sgemm.c's packers make at once */
+#define B_WHOLE_BYTES (1u << 20) /* B rounded whole, W's row blocks outside, up to this */
+#define GROUP_COLS 256           /* columns of B staged and rounded at once where it is not whole */
+
+size_t rt_bf16_packed_a_elems(int64_t m, int64_t k)
+{
+	return (size_t)(round_up(m, BLOCK) * round_up(k, TILE_K));
+}
+
+/* Tile (mb, kb) of W: rows 16mb..16mb+15, k 32kb..32kb+31, row-major (64 bytes a row), at
+ * ((mb * kblocks) + kb) * 512; rows past m and k past k are zero. */
+void rt_bf16_pack_a(const float *w, int64_t ldw, int64_t m, int64_t k, uint16_t *wp)
+{
+	int64_t kp = round_up(k, TILE_K), mp = round_up(m, BLOCK), kblocks = kp / TILE_K;
+
+	for (int64_t row = 0; row < mp; row++) {
+		for (int64_t kk = 0; kk < kp; kk++) {
+			uint16_t *t = wp + (row / TILE_ROWS * kblocks + kk / TILE_K) * W_TILE_ELEMS;
+
+			t[row % TILE_ROWS * TILE_K + kk % TILE_K] = row < m && kk < k ? rt_bf16_from_float(w[row * ldw + kk]) : 0;
+		}
+	}
+}
+
+/* Whether B is rounded whole before the row blocks of W (the header comment says why). */
+static bool b_whole(int64_t n, int64_t k)
+{
+	return (size_t)round_up(k, TILE_K) * (size_t)round_up(n, BLOCK) * sizeof(uint16_t) <= B_WHOLE_BYTES;
+}
+
+/*
+ * Columns of B staged and rounded at once: all of them, or GROUP_COLS. sgemm.c's packer works out
+ * each row's geometry once per call, so it is called for as many columns as the staging holds, not
+ * per 32 (which made packing a third of ResNet-50's time in bf16).
+ */
+static int64_t group_cols(int64_t n, int64_t k)
+{
+	return b_whole(n, k) ? round_up(n, BLOCK) : GROUP_COLS;
+}
+
+static int64_t stage_rows(int64_t k)
+{
+	return k < STAGE_K ? (k > 0 ? k : 1) : STAGE_K;
+}
+
+/* bf16 values of B's tiles held at once. */
+static size_t b_elems(int64_t n, int64_t k)
+{
+	return (size_t)round_up(k, TILE_K) * (size_t)group_cols(n, k);
+}
+
+size_t rt_bf16_apacked_scratch_bytes(int64_t n, int64_t k)
+{
+	return b_elems(n, k) * sizeof(uint16_t) + (size_t)(stage_rows(k) * group_cols(n, k)) * sizeof(float);
+}
+
+/*
+ * Rows k0..k0+kc of the staged fp32 panels (panel p: kc x 16, k-major) into the B tiles of the
+ * column block: pair (2r, 2r+1) of k becomes row r of its tile, the two values of each column side
+ * by side. pad: also the zero rows from k0+kc up to the next multiple of 32.
+ */
+AMX_TARGET static void stage_to_tiles(const float *stage, int64_t kc, int64_t k0, int64_t kblocks, bool pad,
+				      uint16_t *bb)
+{
+	int64_t end = pad ? round_up(kc, TILE_K) : kc;
+
+	for (int p = 0; p < 2; p++) {
+		const float *panel = stage + p * kc * TILE_ROWS;
+		uint16_t *tiles = bb + p * kblocks * W_TILE_ELEMS;
+
+		for (int64_t kk = 0; kk < end; kk += 2) {
+			int64_t at = k0 + kk;
+			__m512 lo = kk < kc ? _mm512_loadu_ps(panel + kk * TILE_ROWS) : _mm512_setzero_ps();
+			__m512 hi = kk + 1 < kc ? _mm512_loadu_ps(panel + (kk + 1) * TILE_ROWS) : _mm512_setzero_ps();
+
+			_mm512_storeu_si512((void *)(tiles + at / TILE_K * W_TILE_ELEMS + at % TILE_K / 2 * TILE_K),
+					    vnni_pairs(lo, hi));
+		}
+	}
+}
+
+/* The 32 x 32 block's accumulators into rows i.. and columns j.. of C that exist, with the conv's
+ * epilogue: the row's bias, the residual, the activation. */
+AMX_TARGET static void block_store_rows(const float *acc, int64_t rows, int64_t cols, float *c, int64_t ldc,
+					const float *row_bias, const float *z, const struct rt_k_act_spec *act)
+{
+	__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
+	__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+
+	for (int64_t r = 0; r < rows; r++) {
+		float *cr = c + r * ldc;
+		__m512 v0 = _mm512_load_ps(acc + r * BLOCK), v1 = _mm512_load_ps(acc + r * BLOCK + 16);
+
+		if (row_bias != NULL) {
+			v0 = _mm512_add_ps(v0, _mm512_set1_ps(row_bias[r]));
+			v1 = _mm512_add_ps(v1, _mm512_set1_ps(row_bias[r]));
+		}
+		if (z != NULL) {
+			v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, z + r * ldc));
+			v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, z + r * ldc + 16));
+		}
+		_mm512_mask_storeu_ps(cr, m0, rt_act16(v0, act));
+		_mm512_mask_storeu_ps(cr + 16, m1, rt_act16(v1, act));
+		if (act->kind == RT_K_ACT_GELU)
+			rt_vm_act(cr, cols, act);
+	}
+}
+
+/* A matrix B (a 1x1 conv's image) straight into the tiles, without sgemm.c's fp32 panels between. */
+AMX_TARGET static void round_matrix_block(const struct rt_sg_b *b, int64_t k, int64_t j, int64_t nc, uint16_t *bb)
+{
+	int64_t kp = round_up(k, TILE_K), kblocks = kp / TILE_K;
+
+	for (int p = 0; p < 2; p++) {
+		int64_t left = nc - p * TILE_ROWS;
+		__mmask16 mask = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+		const float *col = b->x + j + p * TILE_ROWS;
+		uint16_t *tiles = bb + p * kblocks * W_TILE_ELEMS;
+
+		for (int64_t kk = 0; kk < kp; kk += 2) {
+			__m512 lo = kk < k ? _mm512_maskz_loadu_ps(mask, col + kk * b->ldb) : _mm512_setzero_ps();
+			__m512 hi = kk + 1 < k ? _mm512_maskz_loadu_ps(mask, col + (kk + 1) * b->ldb) : _mm512_setzero_ps();
+
+			_mm512_storeu_si512((void *)(tiles + kk / TILE_K * W_TILE_ELEMS + kk % TILE_K / 2 * TILE_K),
+					    vnni_pairs(lo, hi));
+		}
+	}
+}
+
+/* Columns j0..j0+ncols (ncols <= group_cols) of B over the whole of k, into the tiles of their
+ * column blocks of 32, block b at bb + b * kp * 32. */
+AMX_TARGET static void round_columns(const struct rt_sg_b *b, int64_t k, int64_t j0, int64_t ncols, float *stage,
+				     uint16_t *bb)
+{
+	int64_t kp = round_up(k, TILE_K), kblocks = kp / TILE_K, blocks = (ncols + BLOCK - 1) / BLOCK;
+
+	if (b->conv == NULL) {
+		for (int64_t jb = 0; jb < blocks; jb++)
+			round_matrix_block(b, k, j0 + jb * BLOCK, ncols - jb * BLOCK < BLOCK ? ncols - jb * BLOCK : BLOCK,
+					   bb + jb * kp * BLOCK);
+		return;
+	}
+	for (int64_t k0 = 0; k0 < k; k0 += STAGE_K) {
+		int64_t kc = k - k0 < STAGE_K ? k - k0 : STAGE_K, panels = (ncols + TILE_ROWS - 1) / TILE_ROWS;
+
+		rt_sg_pack_b_block(b, k0, kc, j0, ncols, TILE_ROWS, stage);
+		if (panels % 2 != 0) /* the last block's second panel is past ncols: zeros */
+			memset(stage + panels * kc * TILE_ROWS, 0, (size_t)kc * TILE_ROWS * sizeof(float));
+		for (int64_t jb = 0; jb < blocks; jb++)
+			stage_to_tiles(stage + 2 * jb * kc * TILE_ROWS, kc, k0, kblocks, k0 + kc >= k, bb + jb * kp * BLOCK);
+	}
+}
+
+/* One 32 x 32 block of C: rows i.., columns j.. (nc of them), from W's row block a0 and B's column block bb. */
+AMX_TARGET static inline void c_block(const uint16_t *a0, const uint16_t *bb, int64_t kblocks, int64_t rows,
+				      int64_t nc, float *c, int64_t ldc, const float *row_bias, const float *z,
+				      const struct rt_k_act_spec *act, float *acc)
+{
+	const uint16_t *a1 = a0 + kblocks * W_TILE_ELEMS, *b1 = bb + kblocks * W_TILE_ELEMS;
+
+	_tile_zero(0);
+	_tile_zero(1);
+	_tile_zero(2);
+	_tile_zero(3);
+	for (int64_t kb = 0; kb < kblocks; kb++) {
+		_tile_loadd(4, a0 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+		_tile_loadd(5, a1 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+		_tile_loadd(6, bb + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+		_tile_loadd(7, b1 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+		_tile_dpbf16ps(0, 4, 6);
+		_tile_dpbf16ps(1, 4, 7);
+		_tile_dpbf16ps(2, 5, 6);
+		_tile_dpbf16ps(3, 5, 7);
+	}
+	_tile_stored(0, acc, BLOCK * sizeof(float));
+	_tile_stored(1, acc + 16, BLOCK * sizeof(float));
+	_tile_stored(2, acc + 16 * BLOCK, BLOCK * sizeof(float));
+	_tile_stored(3, acc + 16 * BLOCK + 16, BLOCK * sizeof(float));
+	__asm__ volatile("" ::: "memory"); /* acc was written behind the compiler's back */
+	block_store_rows(acc, rows, nc, c, ldc, row_bias, z, act);
+}
+
+AMX_TARGET void rt_bf16_gemm_apacked(int64_t m, int64_t n, int64_t k, const uint16_t *wp, const struct rt_sg_b *b,
+				     float *c, int64_t ldc, const struct rt_sg_epilogue *ep, void *scratch)
+{
+	struct tile_config cfg = { .palette = 1 };
+	float acc[BLOCK * BLOCK] __attribute__((aligned(64)));
+	int64_t kp = round_up(k, TILE_K), kblocks = kp / TILE_K, block_elems = kp * BLOCK;
+	uint16_t *bb = scratch;
+	float *stage = (float *)(void *)((char *)scratch + b_elems(n, k) * sizeof(uint16_t));
+	bool whole = b_whole(n, k);
+
+	if (m <= 0 || n <= 0)
+		return;
+	for (int t = 0; t < 8; t++) {
+		cfg.rows[t] = TILE_ROWS;
+		cfg.colsb[t] = TILE_K * sizeof(uint16_t);
+	}
+	__asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+	if (whole) {
+		round_columns(b, k, 0, n, stage, bb);
+		__asm__ volatile("" ::: "memory"); /* the tile loads name no memory */
+		for (int64_t i = 0; i < m; i += BLOCK)
+			for (int64_t j = 0; j < n; j += BLOCK)
+				c_block(wp + i / TILE_ROWS * kblocks * W_TILE_ELEMS, bb + j / BLOCK * block_elems, kblocks,
+					m - i < BLOCK ? m - i : BLOCK, n - j < BLOCK ? n - j : BLOCK, c + i * ldc + j, ldc,
+					ep->row_bias != NULL ? ep->row_bias + i : NULL,
+					ep->z != NULL ? ep->z + i * ldc + j : NULL, &ep->act, acc);
+		_tile_release();
+		return;
+	}
+	for (int64_t g0 = 0; g0 < n; g0 += GROUP_COLS) {
+		round_columns(b, k, g0, n - g0 < GROUP_COLS ? n - g0 : GROUP_COLS, stage, bb);
+		__asm__ volatile("" ::: "memory");
+		for (int64_t j = g0; j < n && j < g0 + GROUP_COLS; j += BLOCK)
+			for (int64_t i = 0; i < m; i += BLOCK)
+				c_block(wp + i / TILE_ROWS * kblocks * W_TILE_ELEMS, bb + (j - g0) / BLOCK * block_elems,
+					kblocks, m - i < BLOCK ? m - i : BLOCK, n - j < BLOCK ? n - j : BLOCK, c + i * ldc + j,
+					ldc, ep->row_bias != NULL ? ep->row_bias + i : NULL,
+					ep->z != NULL ? ep->z + i * ldc + j : NULL, &ep->act, acc);
 	}
 	_tile_release();
 }

@@ -29,6 +29,12 @@ size_t rt_bf16_packed_b_elems(int64_t k, int64_t n);
 /** Rounds (to nearest even) and packs w, element (kk, col) at w[kk * ks + col * ns], into wp. */
 void rt_bf16_pack_b(const float *w, int64_t ks, int64_t ns, int64_t k, int64_t n, uint16_t *wp);
 
+/**
+ * rt_bf16_pack_b for an operand packed per call (attention's K and V): vector code where the
+ * columns (ns 1) or the k values (ks 1) are contiguous, the scalar loop otherwise. At the amx level.
+ */
+void rt_bf16_pack_b_fast(const float *w, int64_t ks, int64_t ns, int64_t k, int64_t n, uint16_t *wp);
+
 /** Bytes of scratch rt_bf16_gemm_bpacked needs for m rows and depth k. */
 size_t rt_bf16_scratch_bytes(int64_t m, int64_t k);
 
@@ -39,6 +45,28 @@ size_t rt_bf16_scratch_bytes(int64_t m, int64_t k);
  */
 void rt_bf16_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const uint16_t *wp, float *c,
 			  int64_t ldc, float alpha, const float *col_bias, const struct rt_k_act_spec *act, void *scratch);
+
+/* ---- weights on the left (convolutions): C[m, n] = epilogue(W[m, k] . B[k, n]) -------------------- */
+
+/** bf16 elements of W [m, k] packed as AMX A tiles (m rounded up to 32, k to 32). */
+size_t rt_bf16_packed_a_elems(int64_t m, int64_t k);
+
+/** Rounds and packs row-major w [m, k] (leading dimension ldw) into wp. */
+void rt_bf16_pack_a(const float *w, int64_t ldw, int64_t m, int64_t k, uint16_t *wp);
+
+/** Bytes of scratch rt_bf16_gemm_apacked needs for n columns and depth k (B in bf16, its fp32 staging). */
+size_t rt_bf16_apacked_scratch_bytes(int64_t n, int64_t k);
+
+/**
+ * C = epilogue(W . B), W packed by rt_bf16_pack_a, B a matrix or an image through a conv's
+ * geometry (sgemm.h's struct rt_sg_b), packed per call into bf16 tiles; the epilogue's row bias,
+ * residual z and activation applied in fp32 (sgemm.h's struct rt_sg_epilogue). scratch:
+ * rt_bf16_apacked_scratch_bytes(n, k), 64-byte aligned. Allocates nothing, makes no system call.
+ */
+struct rt_sg_b;
+struct rt_sg_epilogue;
+void rt_bf16_gemm_apacked(int64_t m, int64_t n, int64_t k, const uint16_t *wp, const struct rt_sg_b *b, float *c,
+			  int64_t ldc, const struct rt_sg_epilogue *ep, void *scratch);
 
 /** fp32 -> bf16, round to nearest even (NaN stays NaN): what the packing and the conversion do. */
 uint16_t rt_bf16_from_float(float f);

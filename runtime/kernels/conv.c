@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "winograd.h"
 
 /* ---- Conv ---------------------------------------------------------------------------------------- */
@@ -275,7 +276,8 @@ RT_K_RUN(conv)
 
 /*
  * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group (with
- * "winograd" 1 as well, transformed for winograd.c first), and "weight_shape" gives the ONNX shape
+ * "winograd" 1 as well, transformed for winograd.c first); with 2 (precision bf16), rounded into
+ * AMX's tiles for amx.c, per group. "weight_shape" gives the ONNX shape
  * [M, C/group, kH, kW] they came from: what the geometry is read from. The inputs are then seen
  * with W's tensor rebuilt from that shape (data NULL).
  */
@@ -316,8 +318,14 @@ RT_K_INFER(fused_conv)
 
 		if ((rc = conv_setup(node, ins, &p, err, err_cap)) < 0)
 			return rc;
-		want = rt_attr_int(node, "winograd", 0) != 0 ? rt_wg_packed_floats(p.m, p.c) :
-			(size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
+		bool bf16 = rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
+
+		want = bf16 ? (size_t)p.group * rt_bf16_packed_a_elems(p.mg, p.cg * p.ksize) :
+		       rt_attr_int(node, "winograd", 0) != 0 ? rt_wg_packed_floats(p.m, p.c) :
+		       (size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
+		if (bf16 && (rt_attr_int(node, "winograd", 0) != 0 || !rt_bf16_available()))
+			return bw_err(err, err_cap, -ENOTSUP, "bf16 packed weights need the CPU kernels at the amx "
+				      "level, and no Winograd");
 		if (rt_attr_int(node, "winograd", 0) != 0 && !rt_wg_applies(&p.w, p.group))
 			return bw_err(err, err_cap, -EINVAL, "attribute 'winograd' needs a 3x3, stride-1, ungrouped conv");
 		if (!rt_sg_available())
@@ -326,8 +334,10 @@ RT_K_INFER(fused_conv)
 			return bw_err(err, err_cap, -ENOTSUP, "packed weights are for 2-D convolutions");
 		if (p.in_size > INT32_MAX / 2 || p.w.in[1] * p.w.stride[1] > INT32_MAX / 2)
 			return bw_err(err, err_cap, -ENOTSUP, "packed weights need an input plane under 2^30 values");
-		if (inputs[1].dtype != BW_DTYPE_FLOAT || rt_tensor_elems(&inputs[1]) != (int64_t)want)
-			return bw_err(err, err_cap, -EINVAL, "input 'W' must hold %zu packed floats", want);
+		if (inputs[1].dtype != (bf16 ? BW_DTYPE_BFLOAT16 : BW_DTYPE_FLOAT) ||
+		    rt_tensor_elems(&inputs[1]) != (int64_t)want)
+			return bw_err(err, err_cap, -EINVAL, "input 'W' must hold %zu packed %s values", want,
+				      bf16 ? "bf16" : "float");
 	}
 	if (rt_k_has_input(node, inputs, 3)) {
 		const struct rt_tensor *z = &inputs[3];
@@ -356,6 +366,8 @@ RT_K_SCRATCH(fused_conv)
 		return 0;
 	if (rt_attr_int(node, "winograd", 0) != 0)
 		return rt_wg_scratch_floats(&p.w, p.m, p.c) * sizeof(float);
+	if (rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
+		return rt_bf16_apacked_scratch_bytes(p.out_size, p.cg * p.ksize);
 	return rt_sg_scratch_floats(p.out_size, p.cg * p.ksize) * sizeof(float);
 }
 
@@ -369,6 +381,7 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 	float *y = out->data;
 	int rc = conv_setup(node, ins, &p, err, err_cap);
 	int64_t k, per_group;
+	bool bf16;
 
 	if (rc < 0)
 		return rc;
@@ -381,7 +394,8 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 		return 0;
 	}
 	k = p.cg * p.ksize;
-	per_group = (int64_t)rt_sg_packed_floats(p.mg, k);
+	bf16 = rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
+	per_group = bf16 ? (int64_t)rt_bf16_packed_a_elems(p.mg, k) : (int64_t)rt_sg_packed_floats(p.mg, k);
 	for (int64_t b = 0; b < p.n; b++) {
 		for (int64_t g = 0; g < p.group; g++) {
 			int64_t first = b * p.m + g * p.mg;
@@ -390,8 +404,12 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 			struct rt_sg_epilogue ep = { .row_bias = bias != NULL ? bias + g * p.mg : NULL,
 						     .z = z != NULL ? z + first * p.out_size : NULL, .act = *act };
 
-			rt_sg_gemm(p.mg, p.out_size, k, wp + g * per_group, &src, y + first * p.out_size, p.out_size,
-				   &ep, bbuf);
+			if (bf16)
+				rt_bf16_gemm_apacked(p.mg, p.out_size, k, (const uint16_t *)(const void *)wp + g * per_group,
+						     &src, y + first * p.out_size, p.out_size, &ep, bbuf);
+			else
+				rt_sg_gemm(p.mg, p.out_size, k, wp + g * per_group, &src, y + first * p.out_size,
+					   p.out_size, &ep, bbuf);
 		}
 	}
 	return 0;

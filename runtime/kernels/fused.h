@@ -23,7 +23,9 @@
  *                             Reshape/Transpose pairs attention writes around its MatMuls, and the
  *                             scale after the scores, read and written through strides instead of
  *                             copied. Operands of equal rank <= 4 and equal batch dims; each matrix
- *                             row- or column-contiguous (infer refuses otherwise).
+ *                             row- or column-contiguous (infer refuses otherwise). Attribute
+ *                             "bf16" 1 (precision bf16): each product on AMX tiles, its operands
+ *                             rounded to bf16 as they are packed, fp32 accumulation.
  *   Softmax(X)                softmax over the last axis, float (any opset's last-axis softmax).
  *   LayerNormalization(X, Scale, B?)  float, over the dims from 'axis' on; output 0 only.
  *   MaxPool(X)                2-D NCHW float, no Indices output, no dilation: ONNX MaxPool.

@@ -613,12 +613,29 @@ static bool fmm_own_gemm(const struct fmm_plan *p)
 	       rt_sg_packed_b_floats(p->k, p->n) <= FMM_PACKED_B_FLOATS_MAX;
 }
 
+/* Attribute "bf16" (precision bf16) on a CPU at the amx level: AMX's tiles for any row-contiguous A. */
+static bool fmm_bf16(const struct rt_node *node, const struct fmm_plan *p)
+{
+	return rt_attr_int(node, "bf16", 0) != 0 && rt_bf16_available() && !p->ta &&
+	       rt_bf16_packed_b_elems(p->k, p->n) <= 2 * FMM_PACKED_B_FLOATS_MAX;
+}
+
+/* The packed B's bytes, rounded to the 64 bytes the A scratch after it starts at. */
+static size_t fmm_bf16_b_bytes(const struct fmm_plan *p)
+{
+	return (rt_bf16_packed_b_elems(p->k, p->n) * sizeof(uint16_t) + 63) / 64 * 64;
+}
+
 RT_K_SCRATCH(fused_matmul)
 {
 	struct fmm_plan p;
 	char err[RT_ERR_MAX];
 
-	if (fmm_setup(node, inputs, &p, err, sizeof(err)) < 0 || !fmm_own_gemm(&p))
+	if (fmm_setup(node, inputs, &p, err, sizeof(err)) < 0)
+		return 0;
+	if (fmm_bf16(node, &p))
+		return fmm_bf16_b_bytes(&p) + rt_bf16_scratch_bytes(p.m, p.k);
+	if (!fmm_own_gemm(&p))
 		return 0;
 	return (rt_sg_packed_b_floats(p.k, p.n) + rt_sg_scratch_a_floats(p.k)) * sizeof(float);
 }
@@ -631,12 +648,13 @@ RT_K_RUN(fused_matmul)
 	float *y = outputs[0].data, *bp = scratch, *abuf;
 	int64_t idx[FMM_RANK_MAX - 2] = {0}, count = 1, bks, bns;
 	struct fmm_plan p;
-	bool own;
+	bool own, bf16;
 	int rc = fmm_setup(node, inputs, &p, err, err_cap);
 
 	if (rc < 0)
 		return rc;
-	own = fmm_own_gemm(&p) && scratch != NULL;
+	bf16 = fmm_bf16(node, &p) && scratch != NULL;
+	own = !bf16 && fmm_own_gemm(&p) && scratch != NULL;
 	abuf = own ? bp + rt_sg_packed_b_floats(p.k, p.n) : NULL;
 	bks = p.b.strides[p.b.rank - 2];
 	bns = p.b.strides[p.b.rank - 1];
@@ -650,7 +668,13 @@ RT_K_RUN(fused_matmul)
 			ob += idx[d] * p.b.strides[d];
 			oy += idx[d] * p.y.strides[d];
 		}
-		if (own) {
+		if (bf16) {
+			uint16_t *wp = scratch;
+
+			rt_bf16_pack_b_fast(b + ob, bks, bns, p.k, p.n, wp);
+			rt_bf16_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, wp, y + oy, p.ldc, p.alpha, NULL, &none,
+					     (char *)scratch + fmm_bf16_b_bytes(&p));
+		} else if (own) {
 			rt_sg_pack_b_strided(b + ob, bks, bns, p.k, p.n, bp);
 			rt_sg_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, bp, y + oy, p.ldc, p.alpha, NULL, &none, abuf);
 		} else {

@@ -72,6 +72,14 @@ size_t rt_sg_scratch_floats(int64_t n, int64_t k);
 void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c, int64_t ldc,
 		const struct rt_sg_epilogue *ep, float *bbuf);
 
+/**
+ * Packs rows k0..k0+kc (kc <= RT_SG_KC) and columns j0..j0+nc of B into panels of nr columns
+ * (16 or 32; zeros past nc), k-major, as rt_sg_gemm does for its own blocks: what amx.c's bf16 GEMM
+ * rounds into its tiles.
+ */
+void rt_sg_pack_b_block(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
+			float *bp);
+
 /* ---- the weights on the right (FusedGemm): C[m, n] = act(alpha * A . B + bias[n]) ------------------ */
 
 /** Floats of B [k, n] packed into the path's column panels. */

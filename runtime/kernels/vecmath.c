@@ -5,387 +5,46 @@
  *
  * Why written here rather than libm: expf and erff are scalar calls of 10-50 ns each, and a
  * transformer's GELU and softmax run them on millions of elements per batch (with libm's, 17 % and
- * 16 % of MiniLM's time at batch 1, docs/performance.md). These are polynomial versions on 8 floats at
- * once, accurate to a few ulp: exp is Cephes' (range reduction by ln 2 in two parts, a degree-6
- * polynomial), erf is x * P(x^2) below 0.921875 and 1 - exp(Q(|x|)) above it (P and Q fitted to
- * erf and log(erfc) in double; the largest error against erf over [-6, 6] is 2e-7 relative below
- * the split, 8e-8 absolute above it), and erf(x) is +-1 from 3.925 on, where erfc is below half a
- * float ulp of 1.
+ * 16 % of MiniLM's time at batch 1, docs/performance.md). These are polynomial versions on 8 or 16
+ * floats at once, accurate to a few ulp: exp is Cephes' (range reduction by ln 2 in two parts, a
+ * degree-6 polynomial), erf is x * P(x^2) below 0.921875 and 1 - exp(Q(|x|)) above it (P and Q
+ * fitted to erf and log(erfc) in double; the largest error against erf over [-6, 6] is 2e-7
+ * relative below the split, 8e-8 absolute above it), and erf(x) is +-1 from 3.925 on, where erfc is
+ * below half a float ulp of 1.
  *
- * Why GCC vector types: one source serves every x86-64. Each entry point is compiled twice, for
- * x86-64-v3 (AVX2 and FMA: the 8 lanes are one register) and for the baseline (two SSE registers),
- * and reached through the table of the level the CPU kernels run at (isa.c: chosen once, BW_CPU_ISA
+ * Why GCC vector types: one source (vecmath.h) serves every x86-64. Each entry point is compiled
+ * three times: here at 8 lanes for x86-64-v3 (AVX2 and FMA: the 8 lanes are one register) and for
+ * the baseline (two SSE registers), in vecmath_avx512.c at 16 lanes for AVX-512 (one register), and
+ * reached through the table of the level the CPU kernels run at (isa.c: chosen once, BW_CPU_ISA
  * moves it with the GEMMs), so nothing here tests the CPU at run time. Tails shorter than a vector
  * go through the same vector code on a padded copy, so an element's result does not depend on where
  * it lies in the array.
  */
-#include <math.h>
-#include <string.h>
+#define VL 8
+#include "vecmath.h"
 
-#include "fused.h"
 #include "graph.h"
 
-/*
- * The helpers below pass 32-byte vectors by value. They are always inlined into each variant (a helper
- * left out of line, or split by GCC's partial inlining, would be a real call with the baseline ABI's
- * "AVX vector return without AVX" warning), so no such call exists.
- */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-#define VL 8
 #define VM_V3 __attribute__((target("arch=x86-64-v3")))
-#define VM_INLINE static inline __attribute__((always_inline))
 
-typedef float vf __attribute__((vector_size(VL * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(VL * sizeof(int32_t))));
+VM_VARIANTS(_v3, VM_V3)
+VM_VARIANTS(_base, )
 
-VM_INLINE vf vload(const float *p)
-{
-	vf v;
+static const struct vm_ops g_vm_base = VM_OPS(_base);
+static const struct vm_ops g_vm_v3 = VM_OPS(_v3);
 
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-VM_INLINE void vstore(float *p, vf v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-VM_INLINE vf vsplat(float x)
-{
-	return (vf){x, x, x, x, x, x, x, x};
-}
-
-/* Lanes of a where mask is set (all ones), of b elsewhere. */
-VM_INLINE vf vselect(vi mask, vf a, vf b)
-{
-	return (vf)((mask & (vi)a) | (~mask & (vi)b));
-}
-
-VM_INLINE vf vmax(vf a, vf b)
-{
-	return vselect(a > b, a, b);
-}
-
-VM_INLINE vf vmin(vf a, vf b)
-{
-	return vselect(a < b, a, b);
-}
-
-VM_INLINE float vsum(vf v)
-{
-	float s = 0;
-
-	for (int i = 0; i < VL; i++)
-		s += v[i];
-	return s;
-}
-
-VM_INLINE float vhmax(vf v)
-{
-	float m = v[0];
-
-	for (int i = 1; i < VL; i++)
-		m = v[i] > m ? v[i] : m;
-	return m;
-}
-
-/*
- * exp(x): Cephes expf. Below -87.3 it gives exp(-87.3) (1e-38) where expf gives a subnormal or 0;
- * above 88.37, 2.4e38 where expf overflows; NaN stays NaN.
- */
-VM_INLINE vf vexp(vf x0)
-{
-	const vf magic = vsplat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-	vf fx, r, y, x;
-	vi e;
-
-	x = vmin(vmax(x0, vsplat(-87.3365447505531f)), vsplat(88.3762626647949f));
-	fx = x * 1.44269504088896341f;
-	fx = (fx + magic) - magic;
-	r = x - fx * 0.693359375f;
-	r = r - fx * -2.12194440e-4f;
-	y = vsplat(1.9875691500e-4f);
-	y = y * r + 1.3981999507e-3f;
-	y = y * r + 8.3334519073e-3f;
-	y = y * r + 4.1665795894e-2f;
-	y = y * r + 1.6666665459e-1f;
-	y = y * r + 5.0000001201e-1f;
-	y = y * (r * r) + r + 1.0f;
-	e = __builtin_convertvector(fx, vi) + 127;
-	return vselect(x0 != x0, x0, y * (vf)(e << 23));
-}
-
-#define ERF_SPLIT 0.921875f
-#define ERF_ONE_FROM 3.925f
-
-/* erf(x); NaN stays NaN. */
-VM_INLINE vf verf(vf x)
-{
-	const vi sign_bit = (vi)vsplat(-0.0f);
-	vi sign = (vi)x & sign_bit;
-	vf ax = (vf)((vi)x & ~sign_bit), u = ax * ax, p, q, small, big;
-
-	/* erf(x) / x as a polynomial in x^2, on [0, ERF_SPLIT] */
-	p = vsplat(8.392699237447232e-05f);
-	p = p * u - 0.0008148509077727795f;
-	p = p * u + 0.005201592575758696f;
-	p = p * u - 0.026859648525714874f;
-	p = p * u + 0.11283700913190842f;
-	p = p * u - 0.37612634897232056f;
-	p = p * u + 1.128379225730896f;
-	small = ax * p;
-	/* log(erfc(x)) as a polynomial in x, on [ERF_SPLIT, ERF_ONE_FROM] */
-	vf t = vmin(ax, vsplat(ERF_ONE_FROM));
-	q = vsplat(-2.4807224718870202e-08f);
-	q = q * t + 2.1766065856354544e-06f;
-	q = q * t - 5.111168138682842e-05f;
-	q = q * t + 0.0006234912434592843f;
-	q = q * t - 0.004846824798732996f;
-	q = q * t + 0.026603464037179947f;
-	q = q * t - 0.11032271385192871f;
-	q = q * t - 0.6316288113594055f;
-	q = q * t - 1.130321741104126f;
-	q = q * t + 0.00033662255736999214f;
-	big = 1.0f - vexp(q);
-	big = vselect(ax >= ERF_ONE_FROM, vsplat(1.0f), big);
-	vf r = vselect(ax <= ERF_SPLIT, small, big);
-	r = vselect(ax != ax, ax, r); /* NaN */
-	return (vf)((vi)r | sign);
-}
-
-VM_INLINE vf vgelu(vf x)
-{
-	return x * 0.5f * (1.0f + verf(x * 0.70710678118654752f));
-}
-
-/* ---- entry points --------------------------------------------------------------------------------- */
-
-/* Applies EXPR (of v) to y[0..n) in place, the tail on a padded copy. */
-#define MAP_INPLACE(EXPR)                                                                                    \
-	do {                                                                                                 \
-		float tail_[VL] = {0};                                                                       \
-		int64_t i_ = 0;                                                                              \
-		vf v;                                                                                        \
-		for (; i_ + VL <= n; i_ += VL) {                                                             \
-			v = vload(y + i_);                                                                   \
-			vstore(y + i_, (EXPR));                                                              \
-		}                                                                                            \
-		if (i_ < n) {                                                                                \
-			memcpy(tail_, y + i_, (size_t)(n - i_) * sizeof(float));                             \
-			v = vload(tail_);                                                                    \
-			vstore(tail_, (EXPR));                                                               \
-			memcpy(y + i_, tail_, (size_t)(n - i_) * sizeof(float));                             \
-		}                                                                                            \
-	} while (0)
-
-/* Relu maps NaN to 0 as Relu's x > 0 ? x : 0 does; Clip is x < min ? min : x > max ? max : x. */
-VM_INLINE void vm_act(float *y, int64_t n, const struct rt_k_act_spec *act)
-{
-	const float a = act->a, b = act->b;
-
-	switch (act->kind) {
-	case RT_K_ACT_RELU: MAP_INPLACE(vselect(v > 0.0f, v, vsplat(0.0f))); break;
-	case RT_K_ACT_LEAKY_RELU: MAP_INPLACE(vselect(v < 0.0f, v * a, v)); break;
-	case RT_K_ACT_CLIP: MAP_INPLACE(vselect(v < a, vsplat(a), vselect(v > b, vsplat(b), v))); break;
-	case RT_K_ACT_GELU: MAP_INPLACE(vgelu(v)); break;
-	default: break;
-	}
-}
-
-VM_INLINE void vm_fill_rows(float *y, const float *bias, const float *z, int64_t rows, int64_t n)
-{
-	for (int64_t r = 0; r < rows; r++, y += n) {
-		if (z == NULL) {
-			memcpy(y, bias, (size_t)n * sizeof(float));
-			continue;
-		}
-		for (int64_t j = 0; j < n; j++)
-			y[j] = bias[j] + z[j];
-		z += n;
-	}
-}
-
-VM_INLINE void vm_fill(float *y, float v, const float *z, int64_t n)
-{
-	if (z == NULL) {
-		for (int64_t i = 0; i < n; i++)
-			y[i] = v;
-	} else {
-		for (int64_t i = 0; i < n; i++)
-			y[i] = z[i] + v;
-	}
-}
-
-VM_INLINE void vm_exp(float *y, const float *x, int64_t n)
-{
-	float tail[VL] = {0};
-	int64_t i = 0;
-
-	for (; i + VL <= n; i += VL)
-		vstore(y + i, vexp(vload(x + i)));
-	if (i < n) {
-		memcpy(tail, x + i, (size_t)(n - i) * sizeof(float));
-		vstore(tail, vexp(vload(tail)));
-		memcpy(y + i, tail, (size_t)(n - i) * sizeof(float));
-	}
-}
-
-VM_INLINE void vm_erf(float *y, const float *x, int64_t n)
-{
-	float tail[VL] = {0};
-	int64_t i = 0;
-
-	for (; i + VL <= n; i += VL)
-		vstore(y + i, verf(vload(x + i)));
-	if (i < n) {
-		memcpy(tail, x + i, (size_t)(n - i) * sizeof(float));
-		vstore(tail, verf(vload(tail)));
-		memcpy(y + i, tail, (size_t)(n - i) * sizeof(float));
-	}
-}
-
-/*
- * Softmax of one row: max, then exp(x - max) stored and summed, then scaled by 1 / sum (ONNX's
- * definition; the reference kernel divides, which differs from multiplying by the reciprocal by at
- * most one rounding). A row of -inf gives NaN there as here.
- */
-VM_INLINE void vm_softmax_rows(float *y, const float *x, int64_t rows, int64_t n)
-{
-	for (int64_t r = 0; r < rows; r++, x += n, y += n) {
-		vf vm = vsplat(-INFINITY), vs = vsplat(0.0f);
-		float mx = -INFINITY, sum, inv, tail[VL];
-		int64_t i = 0;
-
-		for (; i + VL <= n; i += VL)
-			vm = vmax(vm, vload(x + i));
-		mx = vhmax(vm);
-		for (; i < n; i++)
-			mx = x[i] > mx ? x[i] : mx;
-		for (i = 0; i + VL <= n; i += VL) {
-			vf e = vexp(vload(x + i) - mx);
-
-			vs += e;
-			vstore(y + i, e);
-		}
-		sum = vsum(vs);
-		if (i < n) {
-			for (int k = 0; k < VL; k++)
-				tail[k] = i + k < n ? x[i + k] - mx : -INFINITY;
-			vstore(tail, vexp(vload(tail)));
-			for (int64_t k = 0; i + k < n; k++) {
-				y[i + k] = tail[k];
-				sum += tail[k];
-			}
-		}
-		inv = 1.0f / sum;
-		for (i = 0; i < n; i++)
-			y[i] *= inv;
-	}
-}
-
-/*
- * Mean, then the variance as the mean of squared differences (two passes, as the reference kernel
- * does, in float lanes rather than one double: for rows of hundreds of values of like magnitude the
- * difference is an ulp or two), then the scale and shift.
- */
-VM_INLINE void vm_layernorm_rows(float *y, const float *x, int64_t rows, int64_t n, const float *scale,
-				  int64_t n_scale, const float *bias, int64_t n_bias, float eps)
-{
-	for (int64_t r = 0; r < rows; r++, x += n, y += n) {
-		vf acc = vsplat(0.0f);
-		float mean, var, inv, s = 0;
-		int64_t i = 0;
-
-		for (; i + VL <= n; i += VL)
-			acc += vload(x + i);
-		s = vsum(acc);
-		for (; i < n; i++)
-			s += x[i];
-		mean = s / (float)n;
-		acc = vsplat(0.0f);
-		s = 0;
-		for (i = 0; i + VL <= n; i += VL) {
-			vf d = vload(x + i) - mean;
-
-			acc += d * d;
-		}
-		s = vsum(acc);
-		for (; i < n; i++)
-			s += (x[i] - mean) * (x[i] - mean);
-		var = s / (float)n;
-		inv = 1.0f / sqrtf(var + eps);
-		if (n_scale == n && (bias == NULL || n_bias == n)) {
-			for (i = 0; i < n; i++)
-				y[i] = (x[i] - mean) * inv * scale[i] + (bias != NULL ? bias[i] : 0.0f);
-			continue;
-		}
-		for (i = 0; i < n; i++)
-			y[i] = (x[i] - mean) * inv * scale[n_scale == 1 ? 0 : i] +
-			       (bias != NULL ? bias[n_bias == 1 ? 0 : i] : 0.0f);
-	}
-}
-
-/* ---- one variant per level, and the entry points ------------------------------------------------ */
-
-/* name##_v3 and name##_base: the always-inlined body name, compiled for each level. */
-#define VM_VARIANTS(name, params, args)  \
-	VM_V3 static void name##_v3 params \
-	{                                  \
-		name args;                 \
-	}                                  \
-	static void name##_base params     \
-	{                                  \
-		name args;                 \
-	}
-
-VM_VARIANTS(vm_act, (float *y, int64_t n, const struct rt_k_act_spec *act), (y, n, act))
-VM_VARIANTS(vm_fill_rows, (float *y, const float *bias, const float *z, int64_t rows, int64_t n),
-	    (y, bias, z, rows, n))
-VM_VARIANTS(vm_fill, (float *y, float v, const float *z, int64_t n), (y, v, z, n))
-VM_VARIANTS(vm_exp, (float *y, const float *x, int64_t n), (y, x, n))
-VM_VARIANTS(vm_erf, (float *y, const float *x, int64_t n), (y, x, n))
-VM_VARIANTS(vm_softmax_rows, (float *y, const float *x, int64_t rows, int64_t n), (y, x, rows, n))
-VM_VARIANTS(vm_layernorm_rows,
-	    (float *y, const float *x, int64_t rows, int64_t n, const float *scale, int64_t n_scale,
-	     const float *bias, int64_t n_bias, float eps),
-	    (y, x, rows, n, scale, n_scale, bias, n_bias, eps))
-
-struct vm_ops {
-	void (*act)(float *y, int64_t n, const struct rt_k_act_spec *act);
-	void (*fill_rows)(float *y, const float *bias, const float *z, int64_t rows, int64_t n);
-	void (*fill)(float *y, float v, const float *z, int64_t n);
-	void (*exp)(float *y, const float *x, int64_t n);
-	void (*erf)(float *y, const float *x, int64_t n);
-	void (*softmax_rows)(float *y, const float *x, int64_t rows, int64_t n);
-	void (*layernorm_rows)(float *y, const float *x, int64_t rows, int64_t n, const float *scale, int64_t n_scale,
-			       const float *bias, int64_t n_bias, float eps);
-};
-
-/* By level: AVX2 and above take the x86-64-v3 variants (the vectors are 8 floats wide). */
-static const struct vm_ops g_vm_base = {
-	.act = vm_act_base,
-	.fill_rows = vm_fill_rows_base,
-	.fill = vm_fill_base,
-	.exp = vm_exp_base,
-	.erf = vm_erf_base,
-	.softmax_rows = vm_softmax_rows_base,
-	.layernorm_rows = vm_layernorm_rows_base,
-};
-static const struct vm_ops g_vm_v3 = {
-	.act = vm_act_v3,
-	.fill_rows = vm_fill_rows_v3,
-	.fill = vm_fill_v3,
-	.exp = vm_exp_v3,
-	.erf = vm_erf_v3,
-	.softmax_rows = vm_softmax_rows_v3,
-	.layernorm_rows = vm_layernorm_rows_v3,
+/* By level: AVX2 takes the x86-64-v3 variants (one 8-float register a vector), AVX-512 and AMX
+ * vecmath_avx512.c's (one 16-float register). */
+static const struct vm_ops *const g_vm_by_isa[RT_CPU_ISA_COUNT] = {
+	[RT_CPU_ISA_BASELINE] = &g_vm_base,
+	[RT_CPU_ISA_AVX2] = &g_vm_v3,
+	[RT_CPU_ISA_AVX512] = &rt_vm_ops_avx512,
+	[RT_CPU_ISA_AMX] = &rt_vm_ops_avx512,
 };
 
 static inline const struct vm_ops *vm_ops(void)
 {
-	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX2 ? &g_vm_v3 : &g_vm_base;
+	return g_vm_by_isa[rt_cpu_isa_active()];
 }
 
 void rt_vm_act(float *y, int64_t n, const struct rt_k_act_spec *act)

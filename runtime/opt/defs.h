@@ -45,6 +45,9 @@ struct opt_ctx {
 	bool shapes_distinct;    /* bound at OPT_SHAPE_BATCH (not at 1, the fallback) */
 };
 
+/* The report's kind for the GEMMs precision bf16 moved to AMX's tiles (convs, FusedGemm, FusedMatMul). */
+#define RT_OPT_KIND_BF16 "GEMM in bf16 on AMX tiles"
+
 /** Formats ctx->err; \return rc. */
 int opt_error(struct opt_ctx *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

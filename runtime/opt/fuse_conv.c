@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "defs.h"
+#include "kernels/bf16.h"
 #include "kernels/winograd.h"
 
 /* ---- activations (shared with fuse_gemm.c) ------------------------------------------------------ */
@@ -266,10 +267,35 @@ static bool all_ones(const struct rt_node *conv, const char *name)
 	return true;
 }
 
+/* What pack_weights made. */
+enum conv_packing {
+	CONV_PACKED = 1, /* for sgemm.c's im2col GEMM */
+	CONV_WINOGRAD,   /* transformed for winograd.c */
+	CONV_BF16,       /* rounded into AMX's tiles for amx.c's GEMM (precision bf16) */
+};
+
+/* At precision bf16 the weights of each group go into AMX's tiles (bf16.h), every 2-D conv through
+ * the im2col GEMM: Winograd's transforms would add their rounding to bf16's. */
+static int pack_weights_bf16(struct opt_ctx *c, const struct rt_node *conv, const struct rt_tensor *wt, int64_t group,
+			     int32_t *packed)
+{
+	int64_t k = wt->dims[1] * wt->dims[2] * wt->dims[3], mg = wt->dims[0] / group;
+	int64_t per = (int64_t)rt_bf16_packed_a_elems(mg, k), total = per * group;
+	uint16_t *ap = (uint16_t *)opt_alloc_floats((total + 1) / 2);
+
+	if (ap == NULL)
+		return opt_error(c, -ENOMEM, "out of memory");
+	for (int64_t g = 0; g < group; g++)
+		rt_bf16_pack_a((const float *)wt->data + g * mg * k, k, mg, k, ap + g * per);
+	*packed = opt_add_initializer(c, conv->name, "W_bf16", BW_DTYPE_BFLOAT16, 1, &total, ap);
+	return *packed < 0 ? *packed : CONV_BF16;
+}
+
 /*
  * A 3x3, stride-1, undilated, ungrouped conv of OPT_WINOGRAD_CHANNELS_MIN input channels or more
  * goes to winograd.c's F(2x2, 3x3): its weights are transformed and packed per tile position
- * (\return 2); any other 2-D conv to the im2col GEMM (\return 1).
+ * (\return CONV_WINOGRAD); any other 2-D conv to the im2col GEMM (CONV_PACKED); at precision bf16,
+ * every one to AMX's (CONV_BF16).
  */
 static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *packed, int64_t *shape)
 {
@@ -283,6 +309,9 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	/* the GPU's convolutions read ONNX's layout */
 	if (c->dev != RT_DEVICE_CPU || !rt_sg_available() || !float_const(c, w, -1) || wt.rank != 4 || group < 1 || wt.dims[0] % group != 0)
 		return 0;
+	memcpy(shape, wt.dims, 4 * sizeof(int64_t));
+	if (c->precision == RT_PRECISION_BF16)
+		return pack_weights_bf16(c, conv, &wt, group, packed);
 	winograd = group == 1 && wt.dims[2] == 3 && wt.dims[3] == 3 && all_ones(conv, "strides") &&
 		   all_ones(conv, "dilations") && wt.dims[1] >= OPT_WINOGRAD_CHANNELS_MIN;
 	k = wt.dims[1] * wt.dims[2] * wt.dims[3];
@@ -297,9 +326,8 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	}
 	for (int64_t g = 0; !winograd && g < group; g++)
 		rt_sg_pack_a((const float *)wt.data + g * mg * k, k, mg, k, ap + g * per);
-	memcpy(shape, wt.dims, 4 * sizeof(int64_t));
 	*packed = opt_add_initializer(c, conv->name, "W_packed", BW_DTYPE_FLOAT, 1, &total, ap);
-	return *packed < 0 ? *packed : winograd ? 2 : 1;
+	return *packed < 0 ? *packed : winograd ? CONV_WINOGRAD : CONV_PACKED;
 }
 
 static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt, uint32_t *packed_count,
@@ -310,7 +338,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 	int32_t in[4] = { conv->inputs[0], conv->inputs[1], RT_VALUE_NONE, mt->z }, packed;
 	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn >= 0 ? mt->bn : (int32_t)ci;
 	int64_t shape[4];
-	bool winograd;
+	bool winograd, bf16;
 	int rc;
 
 	if (conv->num_inputs > 2)
@@ -321,7 +349,8 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 		return rc;
 	if (rc == 0 && mt->bn < 0 && mt->add < 0 && mt->act < 0)
 		return 0; /* nothing fused, nothing packed: the Conv kernel does the same */
-	winograd = rc == 2;
+	winograd = rc == CONV_WINOGRAD;
+	bf16 = rc == CONV_BF16;
 	if (rc > 0) {
 		in[1] = packed;
 		(*packed_count)++;
@@ -339,7 +368,8 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 	if (packed >= 0) {
 		struct rt_node *n = &g->nodes[last];
 
-		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 || opt_attr_int(n, "packed_weights", 1) != 0 ||
+		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 ||
+		    opt_attr_int(n, "packed_weights", bf16 ? RT_K_PACKED_BF16 : RT_K_PACKED_FP32) != 0 ||
 		    (winograd && opt_attr_int(n, "winograd", 1) != 0))
 			return opt_error(c, -ENOMEM, "out of memory");
 		*winograd_count += winograd;
@@ -370,6 +400,8 @@ int opt_fuse_conv(struct opt_ctx *c)
 	}
 	opt_report(c, "1x1 Conv as GEMM", as_gemm);
 	opt_report(c, "weights pre-packed", packed);
+	if (c->precision == RT_PRECISION_BF16)
+		opt_report(c, RT_OPT_KIND_BF16, packed);
 	opt_report(c, "3x3 Conv as Winograd F(2x2,3x3)", winograd);
 	return rc;
 }

@@ -412,7 +412,8 @@ int opt_fuse_gemm(struct opt_ctx *c)
 			continue; /* nothing to fuse or pack: the MatMul kernel makes the same call */
 		rc = fuse_one(c, n, &m, &packed);
 	}
-	opt_report(c, c->precision == RT_PRECISION_BF16 ? "weights pre-packed (bf16, AMX tiles)" : "weights pre-packed",
-		   packed);
+	opt_report(c, "weights pre-packed", packed);
+	if (c->precision == RT_PRECISION_BF16)
+		opt_report(c, RT_OPT_KIND_BF16, packed);
 	return rc;
 }

@@ -185,10 +185,13 @@ int opt_fuse_matmul(struct opt_ctx *c)
 		in[1] = m.src[1];
 		if ((rc = opt_make_fused(c, (uint32_t)m.last, n, "FusedMatMul", in, 2, m.out)) < 0)
 			break;
-		if (set_attrs(&g->nodes[m.last], &m) != 0)
+		if (set_attrs(&g->nodes[m.last], &m) != 0 ||
+		    (c->precision == RT_PRECISION_BF16 && opt_attr_int(&g->nodes[m.last], "bf16", 1) != 0))
 			rc = opt_error(c, -ENOMEM, "out of memory");
 		fused++;
 	}
 	opt_report(c, "MatMul with Transpose/Reshape/scale folded", fused);
+	if (c->precision == RT_PRECISION_BF16)
+		opt_report(c, RT_OPT_KIND_BF16, fused);
 	return rc;
 }

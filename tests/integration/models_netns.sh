@@ -9,6 +9,9 @@
 #   - CNN and transformer requests likewise, fewer of them;
 #   - 4 clients at once (they share batching windows: batches larger than 1 must appear);
 #   - wrong shape, wrong dtype, too many rows: INVALID_ARGUMENT, each naming the rule;
+#   - where the CPU kernels run at the amx level, the MLP again as model mlp16 at precision bf16,
+#     its replies equal to `bwrun --precision bf16`'s outputs (elsewhere that part is left out,
+#     and said so: the refusal below amx is test_opt's and bwrun-isa's);
 # then /batchwire/model,NAME and /batchwire/stats must balance (requests = replies, every batch
 # completed, the executor started and finished every batch) and SIGTERM must stop it with exit 0.
 #
@@ -34,12 +37,19 @@ bw_net_up
 WORK=$(mktemp -d /tmp/bw-models.XXXXXX)
 trap 'bw_cleanup; rm -rf "$WORK"' EXIT
 
+BF16_MODEL=()
+if OPENBLAS_NUM_THREADS=1 "$BWRUN" "$MODELS/mlp.onnx" 2>/dev/null | grep -q "^cpu    kernels amx"; then
+	BF16_MODEL=(--model mlp16="$MODELS/mlp.onnx" --model-opt mlp16.precision=bf16 --model-opt mlp16.max_batch_size=8
+		--model-opt mlp16.allowed_batch_sizes=1,2,4,8 --model-opt mlp16.batch_timeout_micros=300)
+fi
+
 # Allowed sizes with padding, a short window: concurrent clients share batches, single ones pad.
 bw_daemon_start "$BATCHWIRE" \
 	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
 	--model-opt mlp.batch_timeout_micros=300 --model-opt mlp.num_batch_threads=2 \
 	--model cnn="$MODELS/cnn.onnx" --model-opt cnn.max_batch_size=4 --model-opt cnn.allowed_batch_sizes=2,4 \
-	--model minilm="$MODELS/minilm.onnx" --model-opt minilm.max_batch_size=2 --model-opt minilm.allowed_batch_sizes=1,2
+	--model minilm="$MODELS/minilm.onnx" --model-opt minilm.max_batch_size=2 --model-opt minilm.allowed_batch_sizes=1,2 \
+	"${BF16_MODEL[@]}"
 grep -E "batchwire: model '" "$BW_LOG" | sed 's/^/  /'
 
 # Inputs: one .npy per request (one row each), and the same rows stacked for bwrun.
@@ -61,22 +71,24 @@ save("minilm", "input_ids", ids)
 save("minilm", "attention_mask", mask)
 EOF
 
-# One request per input through the daemon; bwrun on all of them at once.
+# One request per input through the daemon; bwrun on all of them at once. SERVE_FILE (the model's
+# file stem, default the model's name) and SERVE_BWRUN (more bwrun arguments) for mlp16.
 serve() { # model count output inputs...
-	local model=$1 count=$2 output=$3
+	local model=$1 count=$2 output=$3 file=${SERVE_FILE:-$1}
 	shift 3
 	for i in $(seq 0 $((count - 1))); do
 		local args=()
-		for name in "$@"; do args+=(--tensor "$name=$WORK/${model}_${name}_$i.npy"); done
+		for name in "$@"; do args+=(--tensor "$name=$WORK/${file}_${name}_$i.npy"); done
 		mkdir -p "$WORK/reply_${model}_$i"
 		bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model "$model" "${args[@]}" --quiet \
 			--output-dir "$WORK/reply_${model}_$i" >"$WORK/cli_${model}_$i.log" 2>&1 ||
 			bw_fail "$model request $i failed: $(tail -n 2 "$WORK/cli_${model}_$i.log")"
 	done
 	local run=()
-	for name in "$@"; do run+=(--input "$name=$WORK/${model}_${name}_all.npy"); done
+	for name in "$@"; do run+=(--input "$name=$WORK/${file}_${name}_all.npy"); done
 	mkdir -p "$WORK/bwrun_$model"
-	"$BWRUN" --batch "$count" "${run[@]}" --output-dir "$WORK/bwrun_$model" "$MODELS/$model.onnx" \
+	# shellcheck disable=SC2086 # SERVE_BWRUN is words
+	"$BWRUN" --batch "$count" ${SERVE_BWRUN:-} "${run[@]}" --output-dir "$WORK/bwrun_$model" "$MODELS/$file.onnx" \
 		>"$WORK/bwrun_$model.log" 2>&1 || bw_fail "bwrun $model failed: $(tail -n 3 "$WORK/bwrun_$model.log")"
 	python3 - "$WORK" "$model" "$count" "$output" <<'EOF' || bw_fail "$model: replies differ from bwrun's outputs"
 import sys, numpy as np
@@ -104,6 +116,12 @@ echo "== distinct inputs, one request each, compared with bwrun"
 serve mlp "$MLP_REQUESTS" logits input
 serve cnn "$OTHER_REQUESTS" logits image
 serve minilm "$OTHER_REQUESTS" embedding input_ids attention_mask
+if [ ${#BF16_MODEL[@]} -gt 0 ]; then
+	echo "== the MLP at precision bf16 (AMX), compared with bwrun --precision bf16"
+	SERVE_FILE=mlp SERVE_BWRUN="--precision bf16" serve mlp16 "$MLP_REQUESTS" logits input
+else
+	echo "== precision bf16 left out: the CPU kernels do not run at the amx level here"
+fi
 
 echo "== 4 clients at once, $CLIENT_REQUESTS generated MLP requests each"
 for c in 1 2 3 4; do
@@ -134,19 +152,24 @@ echo "== counters balance"
 model_stats() {
 	echo "/batchwire/model,$1" | dpdk-telemetry.py -f "$BW_PREFIX" 2>/dev/null | grep -F '"/batchwire/model"' | tail -n 1
 }
-for m in mlp cnn minilm; do model_stats "$m" >"$WORK/telemetry_$m.json"; done
+MODELS_SERVED="mlp cnn minilm"
+[ ${#BF16_MODEL[@]} -gt 0 ] && MODELS_SERVED="$MODELS_SERVED mlp16"
+for m in $MODELS_SERVED; do model_stats "$m" >"$WORK/telemetry_$m.json"; done
 bw_telemetry /batchwire/stats >"$WORK/stats.json"
-python3 - "$WORK" "$MLP_REQUESTS" "$OTHER_REQUESTS" "$CLIENT_REQUESTS" <<'EOF' || bw_fail "counters do not balance"
+python3 - "$WORK" "$MLP_REQUESTS" "$OTHER_REQUESTS" "$CLIENT_REQUESTS" "$MODELS_SERVED" <<'EOF' || bw_fail "counters do not balance"
 import json, sys
 work, n_mlp, n_other, n_client = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+served = sys.argv[5].split()
 ok = True
 def check(what, got, want):
     global ok
     print(f"  {what:<40} {got} (expected {want})")
     ok &= got == want
-accepted = {"mlp": n_mlp + 4 * n_client, "cnn": n_other, "minilm": n_other}
-for m, want in accepted.items():
+accepted = {"mlp": n_mlp + 4 * n_client, "cnn": n_other, "minilm": n_other, "mlp16": n_mlp}
+for m in served:
+    want = accepted[m]
     s = json.load(open(f"{work}/telemetry_{m}.json"))["/batchwire/model"]
+    check(f"{m}: precision", s["precision"], "bf16" if m == "mlp16" else "fp32")
     check(f"{m}: requests (batched)", s["requests"], want)
     check(f"{m}: requests answered", s["requests_done"], want)
     check(f"{m}: batches started by the executor", s["exec_batches_started"], s["batches"])

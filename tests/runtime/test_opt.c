@@ -25,6 +25,7 @@
 #include "graph.h"
 #include "isa_level.h"
 #include "kernels/fused.h"
+#include "kernels/bf16.h"
 #include "kernels/sgemm.h"
 #include "onnx.pb-c.h"
 #include "onnx_build.h"
@@ -82,6 +83,10 @@ static void scalar(Onnx__ModelProto *m, const char *name, float v)
 
 /* ---- loading, running and comparing ---------------------------------------------------------------- */
 
+/* What the optimized side is built for: fp32 and OPT_TEST_TOL, unless test_bf16 says otherwise. */
+static enum rt_precision g_precision = RT_PRECISION_FP32;
+static double g_tol = OPT_TEST_TOL;
+
 struct run {
 	struct rt_graph *g;
 	struct rt_plan *plan;
@@ -100,7 +105,8 @@ static void run_setup(struct run *r, const uint8_t *buf, size_t len, bool optimi
 		fprintf(stderr, "load: %s\n", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r->g);
 	if (optimize) {
-		int rc = rt_graph_optimize(r->g, RT_DEVICE_CPU, report, err, sizeof(err));
+		int rc = rt_graph_optimize_with(r->g, RT_DEVICE_CPU, &(struct rt_opt_options){ .precision = g_precision },
+						report, err, sizeof(err));
 
 		if (rc != 0)
 			fprintf(stderr, "optimize: %s\n", err);
@@ -204,9 +210,9 @@ static struct rt_graph *check_same(Onnx__ModelProto *m, const int64_t *batches, 
 				worst = d > worst || isnan(d) ? d : worst;
 			}
 		}
-		if (!(worst <= OPT_TEST_TOL))
+		if (!(worst <= g_tol))
 			fprintf(stderr, "batch %lld: largest difference %g\n", (long long)batches[b], worst);
-		CU_ASSERT(worst <= OPT_TEST_TOL);
+		CU_ASSERT(worst <= g_tol);
 		run_free(&ref);
 		if (b + 1 == nb) {
 			kept = opt.g;
@@ -896,6 +902,62 @@ static void test_gemm_small(void)
 	CU_ASSERT_FALSE(rt_gemm_small_fits(false, false, 101, 100, 100));
 }
 
+/*
+ * Precision bf16: the fusion tests again with the optimized side at bf16 (convs, FusedGemm and the
+ * attention products on AMX tiles), against the graph as loaded in fp32 within bf16's rounding,
+ * with check_same's no-heap-call check; and what the report and the nodes say. Below the amx level
+ * the optimizer refuses bf16 with one line.
+ */
+static void test_bf16(void)
+{
+	static const int64_t a[] = {-1, 5, 40}, b[] = {40, 24};
+	char err[RT_ERR_MAX];
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__ModelProto *m;
+
+	if (!rt_bf16_available()) {
+		uint8_t *buf;
+		size_t len;
+
+		m = model_new();
+		input(m, "a", 3, a);
+		init(m, "b", 2, b, NULL, 0.3f, 0);
+		onnx_build_node(m, NULL, "MatMul", "a,b", "y");
+		output(m, "y");
+		buf = onnx_build_pack(m, &len);
+		onnx__model_proto__free_unpacked(m, NULL);
+		g = rt_graph_load_buffer(buf, len, NULL, err, sizeof(err));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		CU_ASSERT_EQUAL(rt_graph_optimize_with(g, RT_DEVICE_CPU, &(struct rt_opt_options){ RT_PRECISION_BF16 },
+						       NULL, err, sizeof(err)), -ENOTSUP);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "precision bf16 needs the CPU kernels at the amx level"));
+		rt_graph_free(g);
+		free(buf);
+		return;
+	}
+	g_precision = RT_PRECISION_BF16;
+	g_tol = 3e-2; /* 8-bit mantissas through two layers: a few parts in a thousand, a wrong tile ~1 */
+	test_conv_bn_relu();
+	test_conv_bn_add_relu();
+	test_conv_geometry_acts();
+	test_matmul_add_relu();
+	test_matmul_add_gelu();
+	test_attention();
+	m = model_new();
+	input(m, "a", 3, a);
+	init(m, "b", 2, b, NULL, 0.3f, 0);
+	onnx_build_node(m, NULL, "MatMul", "a,b", "y");
+	output(m, "y");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(report_count(&rep, "GEMM in bf16 on AMX tiles"), 1);
+	CU_ASSERT_EQUAL(count_op(g, "FusedGemm"), 1);
+	CU_ASSERT_EQUAL(rt_attr_int(&g->nodes[0], "packed_weights", 0), 2);
+	rt_graph_free(g);
+	g_precision = RT_PRECISION_FP32;
+	g_tol = OPT_TEST_TOL;
+}
+
 static int suite_init(void)
 {
 	alloc_count_init();
@@ -923,6 +985,7 @@ int main(void)
 		{"Softmax, LayerNormalization, MaxPool fast paths", test_fast_paths},
 		{"vector exp and erf against libm", test_vecmath},
 		{"small direct GEMM: edges, strides, alpha, beta, no heap call", test_gemm_small},
+		{"precision bf16: convs, FusedGemm, attention on AMX tiles", test_bf16},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {

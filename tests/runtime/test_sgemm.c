@@ -54,6 +54,18 @@ static int compare(const float *got, const double *want, const double *mag, int6
 	return 0;
 }
 
+/* What the tiles multiply: v rounded to bf16, as a double (v itself at fp32). */
+static double as_tiles(float v, bool bf16)
+{
+	uint32_t u = (uint32_t)rt_bf16_from_float(v) << 16;
+	float f;
+
+	if (!bf16)
+		return v;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
 static const struct rt_k_act_spec g_acts[] = {
 	{ .kind = RT_K_ACT_NONE }, { .kind = RT_K_ACT_RELU }, { .kind = RT_K_ACT_LEAKY_RELU, .a = 0.1f },
 	{ .kind = RT_K_ACT_CLIP, .a = -0.5f, .b = 0.75f }, { .kind = RT_K_ACT_GELU },
@@ -62,11 +74,32 @@ static const struct rt_k_act_spec g_acts[] = {
 
 /* ---- weights on the left: C = epilogue(W . B) ------------------------------------------------------ */
 
-static int check_apacked(int64_t m, int64_t n, int64_t k, const struct rt_k_act_spec *act, bool bias, bool z)
+static void gemm_apacked(int64_t m, int64_t n, int64_t k, const float *w, const struct rt_sg_b *src, float *c,
+			 const struct rt_sg_epilogue *ep, bool bf16)
+{
+	void *wp, *scratch;
+
+	if (bf16) {
+		wp = aligned_alloc(64, (rt_bf16_packed_a_elems(m, k) * 2 + 63) / 64 * 64);
+		scratch = aligned_alloc(64, (rt_bf16_apacked_scratch_bytes(n, k) + 63) / 64 * 64);
+		CU_ASSERT_FATAL(wp != NULL && scratch != NULL);
+		rt_bf16_pack_a(w, k, m, k, wp);
+		rt_bf16_gemm_apacked(m, n, k, wp, src, c, n, ep, scratch);
+	} else {
+		wp = rand_floats(rt_sg_packed_floats(m, k));
+		scratch = rand_floats(rt_sg_scratch_floats(n, k));
+		rt_sg_pack_a(w, k, m, k, wp);
+		rt_sg_gemm(m, n, k, wp, src, c, n, ep, scratch);
+	}
+	free(wp);
+	free(scratch);
+}
+
+static int check_apacked(int64_t m, int64_t n, int64_t k, const struct rt_k_act_spec *act, bool bias, bool z,
+			 bool bf16)
 {
 	float *w = rand_floats((size_t)(m * k)), *b = rand_floats((size_t)(k * n)), *rb = rand_floats((size_t)m);
 	float *zz = rand_floats((size_t)(m * n)), *c = rand_floats((size_t)(m * n));
-	float *wp = rand_floats(rt_sg_packed_floats(m, k)), *scratch = rand_floats(rt_sg_scratch_floats(n, k));
 	double *want = malloc(sizeof(double) * (size_t)(m * n)), *mag = malloc(sizeof(double) * (size_t)(m * n));
 	struct rt_sg_b src = { .x = b, .ldb = n };
 	struct rt_sg_epilogue ep = { .row_bias = bias ? rb : NULL, .z = z ? zz : NULL, .act = *act };
@@ -74,29 +107,30 @@ static int check_apacked(int64_t m, int64_t n, int64_t k, const struct rt_k_act_
 	int bad;
 
 	CU_ASSERT_FATAL(want != NULL && mag != NULL);
-	rt_sg_pack_a(w, k, m, k, wp);
-	rt_sg_gemm(m, n, k, wp, &src, c, n, &ep, scratch);
+	gemm_apacked(m, n, k, w, &src, c, &ep, bf16);
 	for (int64_t i = 0; i < m; i++) {
 		for (int64_t j = 0; j < n; j++) {
 			double s = 0, a = 0;
 
 			for (int64_t kk = 0; kk < k; kk++) {
-				s += (double)w[i * k + kk] * b[kk * n + j];
-				a += fabs((double)w[i * k + kk] * b[kk * n + j]);
+				double p = as_tiles(w[i * k + kk], bf16) * as_tiles(b[kk * n + j], bf16);
+
+				s += p;
+				a += fabs(p);
 			}
 			s += (bias ? rb[i] : 0) + (z ? zz[i * n + j] : 0);
 			want[i * n + j] = act_ref(s, act);
 			mag[i * n + j] = a;
 		}
 	}
-	snprintf(what, sizeof(what), "W.B m %lld n %lld k %lld act %d bias %d z %d", (long long)m, (long long)n,
-		 (long long)k, (int)act->kind, bias, z);
+	snprintf(what, sizeof(what), "%s W.B m %lld n %lld k %lld act %d bias %d z %d", bf16 ? "bf16" : "fp32",
+		 (long long)m, (long long)n, (long long)k, (int)act->kind, bias, z);
 	bad = compare(c, want, mag, m * n, 1e-5, what);
-	free(w), free(b), free(rb), free(zz), free(c), free(wp), free(scratch), free(want), free(mag);
+	free(w), free(b), free(rb), free(zz), free(c), free(want), free(mag);
 	return bad;
 }
 
-static void test_apacked_edges(void)
+static void check_apacked_edges(bool bf16)
 {
 	/* every remainder of the tiles (6 or 8 rows, 16 or 32 columns) and k across its block of 256 */
 	static const int64_t ms[] = { 1, 2, 5, 6, 7, 8, 9, 13, 16, 17, 64, 121 };
@@ -108,31 +142,42 @@ static void test_apacked_edges(void)
 		for (size_t j = 0; j < sizeof(ns) / sizeof(ns[0]); j++)
 			for (size_t l = 0; l < sizeof(ks) / sizeof(ks[0]); l++)
 				bad += check_apacked(ms[i], ns[j], ks[l], &g_acts[(i + j + l) % NUM_ACTS], (i + l) % 2 == 0,
-						     (j + l) % 3 == 0);
+						     (j + l) % 3 == 0, bf16);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_apacked_edges(void)
+{
+	check_apacked_edges(false);
+}
+
+static void check_apacked_model_shapes(bool bf16)
+{
+	int bad = 0;
+
+	/* ResNet-50's 1x1s and Winograd's products, and a block of columns wider than RT_SG_NC */
+	bad += check_apacked(256, 3136, 64, &g_acts[1], true, false, bf16);
+	bad += check_apacked(64, 196, 1024, &g_acts[0], true, true, bf16);
+	bad += check_apacked(512, 49, 512, &g_acts[1], true, true, bf16);
+	bad += check_apacked(16, RT_SG_NC + 40, 9, &g_acts[0], false, false, bf16);
+	/* at bf16, a B too big to round whole (over 1 MiB): column blocks outside, W's rows inside */
+	bad += check_apacked(40, 2100, 300, &g_acts[3], true, true, bf16);
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
 static void test_apacked_model_shapes(void)
 {
-	int bad = 0;
-
-	/* ResNet-50's 1x1s and Winograd's products, and a block of columns wider than RT_SG_NC */
-	bad += check_apacked(256, 3136, 64, &g_acts[1], true, false);
-	bad += check_apacked(64, 196, 1024, &g_acts[0], true, true);
-	bad += check_apacked(512, 49, 512, &g_acts[1], true, true);
-	bad += check_apacked(16, RT_SG_NC + 40, 9, &g_acts[0], false, false);
-	CU_ASSERT_EQUAL(bad, 0);
+	check_apacked_model_shapes(false);
 }
 
 /* The convolution packer: B is im2col of an image, read through the window geometry. */
 static int check_conv(int64_t cin, int64_t h, int64_t wd, int64_t kh, int64_t kw, int64_t stride, int64_t pad,
-		      int64_t dil, int64_t cout)
+		      int64_t dil, int64_t cout, bool bf16)
 {
 	int64_t oh = (h + 2 * pad - dil * (kh - 1) - 1) / stride + 1, ow = (wd + 2 * pad - dil * (kw - 1) - 1) / stride + 1;
 	int64_t k = cin * kh * kw, n = oh * ow;
 	struct rt_k_window win = { .nsp = 2 };
 	float *x = rand_floats((size_t)(cin * h * wd)), *w = rand_floats((size_t)(cout * k));
-	float *wp = rand_floats(rt_sg_packed_floats(cout, k)), *scratch = rand_floats(rt_sg_scratch_floats(n, k));
 	float *c = rand_floats((size_t)(cout * n));
 	double *want = malloc(sizeof(double) * (size_t)(cout * n)), *mag = malloc(sizeof(double) * (size_t)(cout * n));
 	struct rt_sg_epilogue ep = { .act = g_acts[0] };
@@ -144,8 +189,7 @@ static int check_conv(int64_t cin, int64_t h, int64_t wd, int64_t kh, int64_t kw
 	win.in[0] = h, win.in[1] = wd, win.out[0] = oh, win.out[1] = ow, win.kernel[0] = kh, win.kernel[1] = kw;
 	win.stride[0] = win.stride[1] = stride, win.pad_begin[0] = win.pad_begin[1] = pad;
 	win.pad_end[0] = win.pad_end[1] = pad, win.dilation[0] = win.dilation[1] = dil;
-	rt_sg_pack_a(w, k, cout, k, wp);
-	rt_sg_gemm(cout, n, k, wp, &src, c, n, &ep, scratch);
+	gemm_apacked(cout, n, k, w, &src, c, &ep, bf16);
 	for (int64_t o = 0; o < cout; o++) {
 		for (int64_t p = 0; p < n; p++) {
 			double s = 0, a = 0;
@@ -153,35 +197,43 @@ static int check_conv(int64_t cin, int64_t h, int64_t wd, int64_t kh, int64_t kw
 			for (int64_t r = 0; r < k; r++) {
 				int64_t ch = r / (kh * kw), ki = r / kw % kh, kj = r % kw;
 				int64_t ih = p / ow * stride - pad + ki * dil, iw = p % ow * stride - pad + kj * dil;
-				double v = ih >= 0 && ih < h && iw >= 0 && iw < wd ? x[(ch * h + ih) * wd + iw] : 0.0;
+				double v = ih >= 0 && ih < h && iw >= 0 && iw < wd ? as_tiles(x[(ch * h + ih) * wd + iw], bf16) : 0.0;
 
-				s += (double)w[o * k + r] * v;
-				a += fabs((double)w[o * k + r] * v);
+				s += as_tiles(w[o * k + r], bf16) * v;
+				a += fabs(as_tiles(w[o * k + r], bf16) * v);
 			}
 			want[o * n + p] = s;
 			mag[o * n + p] = a;
 		}
 	}
-	snprintf(what, sizeof(what), "conv cin %lld %lldx%lld k %lldx%lld s %lld p %lld d %lld", (long long)cin,
+	snprintf(what, sizeof(what), "%s conv cin %lld %lldx%lld k %lldx%lld s %lld p %lld d %lld", bf16 ? "bf16" : "fp32",
+		 (long long)cin,
 		 (long long)h, (long long)wd, (long long)kh, (long long)kw, (long long)stride, (long long)pad,
 		 (long long)dil);
 	bad = compare(c, want, mag, cout * n, 1e-5, what);
-	free(x), free(w), free(wp), free(scratch), free(c), free(want), free(mag);
+	free(x), free(w), free(c), free(want), free(mag);
 	return bad;
+}
+
+static void check_conv_packer(bool bf16)
+{
+	int bad = 0;
+
+	bad += check_conv(3, 28, 28, 3, 3, 1, 1, 1, 16, bf16);   /* rows wider than a group, padding */
+	bad += check_conv(16, 14, 14, 3, 3, 1, 1, 1, 32, bf16);  /* the CNN's second conv: panels cross rows */
+	bad += check_conv(4, 7, 7, 3, 3, 1, 1, 1, 8, bf16);      /* 49 columns: a last panel of 1 */
+	bad += check_conv(3, 30, 30, 7, 7, 2, 3, 1, 9, bf16);    /* the stem's geometry */
+	bad += check_conv(8, 15, 17, 3, 3, 2, 1, 1, 7, bf16);    /* stride 2, odd sizes */
+	bad += check_conv(2, 12, 12, 3, 3, 1, 2, 2, 5, bf16);    /* dilation: the gather */
+	bad += check_conv(5, 9, 40, 1, 1, 1, 0, 1, 13, bf16);    /* 1x1 */
+	bad += check_conv(40, 9, 9, 3, 3, 1, 1, 1, 33, bf16);    /* k 360: two staging blocks */
+	bad += check_conv(64, 41, 39, 3, 3, 1, 1, 1, 24, bf16);  /* bf16: B too big to round whole, groups of 256 */
+	CU_ASSERT_EQUAL(bad, 0);
 }
 
 static void test_conv_packer(void)
 {
-	int bad = 0;
-
-	bad += check_conv(3, 28, 28, 3, 3, 1, 1, 1, 16);   /* rows wider than a group, padding */
-	bad += check_conv(16, 14, 14, 3, 3, 1, 1, 1, 32);  /* the CNN's second conv: panels cross rows */
-	bad += check_conv(4, 7, 7, 3, 3, 1, 1, 1, 8);      /* 49 columns: a last panel of 1 */
-	bad += check_conv(3, 30, 30, 7, 7, 2, 3, 1, 9);    /* the stem's geometry */
-	bad += check_conv(8, 15, 17, 3, 3, 2, 1, 1, 7);    /* stride 2, odd sizes */
-	bad += check_conv(2, 12, 12, 3, 3, 1, 2, 2, 5);    /* dilation: the gather */
-	bad += check_conv(5, 9, 40, 1, 1, 1, 0, 1, 13);    /* 1x1 */
-	CU_ASSERT_EQUAL(bad, 0);
+	check_conv_packer(false);
 }
 
 /* ---- weights on the right: C = act(alpha * A . B + bias) ------------------------------------------- */
@@ -201,7 +253,21 @@ static int check_bpacked(int64_t m, int64_t n, int64_t k, const struct rt_k_act_
 		packed = aligned_alloc(64, (rt_bf16_packed_b_elems(k, n) * 2 + 63) / 64 * 64);
 		scratch = aligned_alloc(64, (rt_bf16_scratch_bytes(m, k) + 63) / 64 * 64);
 		CU_ASSERT_FATAL(packed != NULL && scratch != NULL);
-		rt_bf16_pack_b(b, n, 1, k, n, packed);
+		/* B packed at load, or per call as attention's are: rows contiguous, or columns (B stored as
+		 * its transpose) */
+		switch ((m + n + k) % 3) {
+		case 0: rt_bf16_pack_b(b, n, 1, k, n, packed); break;
+		case 1: rt_bf16_pack_b_fast(b, n, 1, k, n, packed); break;
+		default: {
+			float *bt = rand_floats((size_t)(k * n));
+
+			for (int64_t kk = 0; kk < k; kk++)
+				for (int64_t j = 0; j < n; j++)
+					bt[j * k + kk] = b[kk * n + j];
+			rt_bf16_pack_b_fast(bt, 1, k, k, n, packed);
+			free(bt);
+		}
+		}
 		rt_bf16_gemm_bpacked(m, n, k, a, k, packed, c, n, alpha, bias ? cb : NULL, act, scratch);
 	} else {
 		packed = rand_floats(rt_sg_packed_b_floats(k, n));
@@ -299,6 +365,17 @@ static void test_bf16_model_shapes(void)
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
+static void test_bf16_apacked(void)
+{
+	if (!rt_bf16_available()) {
+		printf("(bf16 runs at the amx level) ");
+		return;
+	}
+	check_apacked_edges(true);
+	check_apacked_model_shapes(true);
+	check_conv_packer(true);
+}
+
 /* The rounding the packing and the tiles share: nearest even, NaN kept, denormals to zero. */
 static void test_bf16_rounding(void)
 {
@@ -334,6 +411,7 @@ int main(void)
 		{"A.W: the transformer's and the MLP's shapes", test_bpacked_model_shapes},
 		{"bf16 A.W on AMX tiles: every remainder", test_bf16_edges},
 		{"bf16 A.W on AMX tiles: the models' shapes", test_bf16_model_shapes},
+		{"bf16 W.B and convs on AMX tiles: remainders, shapes, geometries", test_bf16_apacked},
 		{"bf16 rounding", test_bf16_rounding},
 		CU_TEST_INFO_NULL,
 	};
