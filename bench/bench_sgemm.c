@@ -4,7 +4,10 @@
  * CPU give, against OpenBLAS's cblas_sgemm on the same products, one thread, on the shapes the four
  * models of models/ run: FusedGemm (weights packed on the right) for the transformer's projections
  * and the MLP, and the convolutions' GEMM (weights packed on the left) for ResNet-50's 1x1s and
- * Winograd's products. A program, not a test: it prints what it measured.
+ * Winograd's products; and, where the kernels run at the amx level, the bf16 GEMM on AMX tiles on the
+ * FusedGemm shapes (its error relative to the largest fp32 output beside it). The BERT-base shape
+ * is the one oneDNN 2.6.3 (Debian's) was measured on for the choice between it and our own kernels
+ * (docs/runtime.md). A program, not a test: it prints what it measured.
  *
  * Per shape: the median time per call over BENCH_RUNS runs (each at least BENCH_RUN_NS long; ours
  * and OpenBLAS's alternate run by run, so a neighbour's load falls on both), GFLOP/s (2 m n k per
@@ -44,6 +47,7 @@ static const struct shape {
 	{"transformer FFN up, batch 1", SHAPE_BPACKED, 128, 1536, 384},
 	{"transformer FFN down, batch 1", SHAPE_BPACKED, 128, 384, 1536},
 	{"transformer FFN up, batch 8", SHAPE_BPACKED, 1024, 1536, 384},
+	{"BERT-base FFN up (oneDNN measured here: 0.66 ms bf16)", SHAPE_BPACKED, 128, 3072, 768},
 	{"attention scores, per head", SHAPE_BPACKED, 128, 128, 32},
 	{"attention context, per head", SHAPE_BPACKED, 128, 32, 128},
 	{"MLP fc1, batch 8", SHAPE_BPACKED, 8, 1024, 784},
