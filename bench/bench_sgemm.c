@@ -200,8 +200,14 @@ int main(int argc, char **argv)
 	}
 	openblas_set_num_threads(1);
 	rt_cpu_isa_describe(line, sizeof(line));
-	peak = rt_cpu_isa_active() >= RT_CPU_ISA_AVX512 ? peak_512() : peak_256();
-	printf("CPU kernels: %s\npath %s; FMA peak at its width %.1f GFLOP/s (one core, measured)\n", line,
+	/* the best of 5: the first runs can meet the core before its clock has risen */
+	peak = 0;
+	for (int r = 0; r < 5; r++) {
+		double p = rt_cpu_isa_active() >= RT_CPU_ISA_AVX512 ? peak_512() : peak_256();
+
+		peak = p > peak ? p : peak;
+	}
+	printf("CPU kernels: %s\npath %s; FMA peak at its width %.1f GFLOP/s (one core, the best of 5 runs)\n", line,
 	       rt_sg_path_name(), peak);
 	printf("%-44s %6s %6s %6s %10s %10s %7s %6s %9s %10s %9s\n", "shape", "m", "n", "k", "ours GF/s", "BLAS GF/s",
 	       "ours/BL", "peak", "max diff", "bf16 GF/s", "bf16 err");

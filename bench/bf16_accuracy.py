@@ -13,7 +13,8 @@ INFERENCE_PRECISION_HINT bf16 (its AMX path) for comparison. Against batchwire's
   max rel err   the largest |x - fp32| over an output row, divided by that row's largest |fp32|
                 (so that entries near 0 do not divide by nothing), maximum over rows;
   mean rel err  the same, averaged over rows;
-  top-1         for outputs of rank 2 ([batch, classes]: ResNet-50's logits), the share of rows
+  min cosine    the smallest cosine similarity of a row with fp32's (what an embedding is used by);
+  top-1         for a classifier's logits (an output named "logits": ResNet-50's), the share of rows
                 whose argmax is fp32's; top-5 the share whose fp32 argmax is among the five largest.
 
 bf16 needs batchwire's kernels at the amx level (AMX-BF16): elsewhere the script says so and exits 0.
@@ -68,10 +69,12 @@ def main():
     rng = np.random.default_rng(args.seed)
     work = tempfile.mkdtemp(prefix="bf16_accuracy.")
     summary = []
-    print(f"{'model':<12} {'inputs':>6} {'side':<14} {'max rel err':>11} {'mean rel err':>12} {'top-1':>7} {'top-5':>7}")
+    print(f"{'model':<12} {'inputs':>6} {'side':<14} {'max rel err':>11} {'mean rel err':>12} {'min cosine':>11} "
+          f"{'top-1':>7} {'top-5':>7}")
     for m in [x for x in args.models_list.split(",") if x]:
         path = os.path.join(args.models, f"{m}.onnx")
         stats = {"batchwire bf16": [], "OpenVINO bf16": []}
+        cosines = {k: [] for k in stats}
         tops = {k: [0, 0, 0] for k in stats}  # top-1 hits, top-5 hits, rows
         for first in range(0, args.images, args.batch):
             b = min(args.batch, args.images - first)
@@ -90,7 +93,9 @@ def main():
                     rows_ref, rows_got = ref.reshape(ref.shape[0], -1), got.reshape(got.shape[0], -1)
                     scale = np.maximum(np.abs(rows_ref).max(axis=1), 1e-30)
                     stats[side].extend((np.abs(rows_got - rows_ref).max(axis=1) / scale).tolist())
-                    if ref.ndim == 2 and ref.shape[1] >= 5:
+                    norms = np.maximum(np.linalg.norm(rows_ref, axis=1) * np.linalg.norm(rows_got, axis=1), 1e-30)
+                    cosines[side].extend(((rows_ref * rows_got).sum(axis=1) / norms).tolist())
+                    if name == "logits" and ref.ndim == 2 and ref.shape[1] >= 5:
                         want = rows_ref.argmax(axis=1)
                         top5 = np.argsort(-rows_got, axis=1)[:, :5]
                         tops[side][0] += int((rows_got.argmax(axis=1) == want).sum())
@@ -102,7 +107,7 @@ def main():
             t1 = f"{100.0 * tops[side][0] / tops[side][2]:.1f}%" if tops[side][2] else "na"
             t5 = f"{100.0 * tops[side][1] / tops[side][2]:.1f}%" if tops[side][2] else "na"
             print(f"{bvo.LABEL.get(m, m):<12} {args.images:>6} {side:<14} {max(errs):>11.3g} {np.mean(errs):>12.3g} "
-                  f"{t1:>7} {t5:>7}", flush=True)
+                  f"{min(cosines[side]):>11.6f} {t1:>7} {t5:>7}", flush=True)
             if side == "batchwire bf16":
                 summary.append(f"{bvo.LABEL.get(m, m)}_bf16_max_rel_err={max(errs):.3g}")
                 if tops[side][2]:
