@@ -668,6 +668,8 @@ SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *
 				       int64_t nr, const struct tile_out *t)
 {
 	__m512 acc0[SG512_MR], acc1[SG512_MR];
+	float tile[SG512_MR * SG512_NR] __attribute__((aligned(64)));
+	bool gelu = t->last && t->act->kind == RT_K_ACT_GELU;
 	__mmask16 m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1);
 	__mmask16 m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
 
@@ -730,10 +732,21 @@ SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *
 			v0 = rt_act16(v0, t->act);
 			v1 = rt_act16(v1, t->act);
 		}
+		if (gelu) {
+			_mm512_store_ps(tile + r * SG512_NR, v0);
+			_mm512_store_ps(tile + r * SG512_NR + 16, v1);
+			continue;
+		}
 		_mm512_mask_storeu_ps(cr, m0, v0);
 		_mm512_mask_storeu_ps(cr + 16, m1, v1);
-		if (t->last && t->act->kind == RT_K_ACT_GELU)
-			rt_vm_act(cr, nr, t->act); /* while the row is in L1 */
+	}
+	if (gelu) {
+		/* Gelu, which rt_act16 does not do, over the whole tile at once: one call, not one a row */
+		rt_vm_act(tile, mr * SG512_NR, t->act);
+		for (int64_t r = 0; r < mr; r++) {
+			_mm512_mask_storeu_ps(c + r * ldc, m0, _mm512_load_ps(tile + r * SG512_NR));
+			_mm512_mask_storeu_ps(c + r * ldc + 16, m1, _mm512_load_ps(tile + r * SG512_NR + 16));
+		}
 	}
 }
 
