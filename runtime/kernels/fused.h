@@ -18,12 +18,14 @@
  *                             "packed_weights" (RT_K_PACKED_*) says how B was packed at load, and
  *                             "weight_shape" [K, N] its shape before: fp32 for sgemm.c (1-D
  *                             float), bf16 for AMX's tiles (bf16.h; 1-D bfloat16, no Bt).
- *   FusedMatMul(A, B)         Y = Reshape(Transpose(alpha * MatMul(A', B'), y_perm), y_shape) with
+ *   FusedMatMul(A, B, C?)     Y = Reshape(Transpose(alpha * MatMul(A', B') + C, y_perm), y_shape) with
  *                             A' = Transpose(Reshape(A, a_shape), a_perm) and B' likewise: the
  *                             Reshape/Transpose pairs attention writes around its MatMuls, and the
  *                             scale after the scores, read and written through strides instead of
  *                             copied. Operands of equal rank <= 4 and equal batch dims; each matrix
- *                             row- or column-contiguous (infer refuses otherwise). Attribute
+ *                             row- or column-contiguous (infer refuses otherwise). C (attention's
+ *                             mask) is [batch'..., 1, N], each batch' dim the product's or 1: one
+ *                             row added to every row of a product, in its epilogue. Attribute
  *                             "bf16" 1 (precision bf16): each product on AMX tiles, its operands
  *                             rounded to bf16 as they are packed, fp32 accumulation.
  *   Softmax(X)                softmax over the last axis, float (any opset's last-axis softmax).

@@ -515,6 +515,8 @@ struct fmm_plan {
 	bool ta, tb;
 	int64_t lda, ldb, ldc;
 	float alpha;
+	bool bias;                           /* input C: a row added to every row of each product */
+	int64_t bias_strides[FMM_RANK_MAX - 2]; /* C's per batch dim, 0 where it broadcasts */
 };
 
 static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct fmm_plan *p, char *err,
@@ -578,6 +580,25 @@ static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs,
 	}
 	if (!fmm_blas(&p->y, &tc, &p->ldc) || tc)
 		return bw_err(err, err_cap, -ENOTSUP, "the product's rows are not contiguous in the output");
+	/* C: [batch'..., 1, N] with each batch' dim the product's or 1 (attention's mask, [B, 1, 1, S]) */
+	if (rt_k_has_input(node, inputs, 2)) {
+		const struct rt_tensor *c = &inputs[2];
+		int64_t s = c->rank == r ? c->dims[r - 1] : 0;
+
+		if ((rc = rt_k_need_input(node, inputs, 2, "C", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
+			return rc;
+		if (c->rank != r || c->dims[r - 2] != 1 || c->dims[r - 1] != p->n)
+			return bw_err(err, err_cap, -EINVAL, "input 'C' must be of rank %d with [..., 1, %" PRId64 "] last", r,
+				      p->n);
+		for (int d = p->nbatch - 1; d >= 0; d--) {
+			if (c->dims[d] != 1 && c->dims[d] != p->batch[d])
+				return bw_err(err, err_cap, -EINVAL, "input 'C' dim %d is %" PRId64 ", not 1 or %" PRId64, d,
+					      c->dims[d], p->batch[d]);
+			p->bias_strides[d] = c->dims[d] == 1 ? 0 : s;
+			s *= c->dims[d];
+		}
+		p->bias = true;
+	}
 	if (rt_node_attr(node, "y_shape") != NULL) {
 		struct fmm_view o;
 
@@ -661,24 +682,35 @@ RT_K_RUN(fused_matmul)
 	for (int d = 0; d < p.nbatch; d++)
 		count *= p.batch[d];
 	for (int64_t i = 0; i < count; i++) {
-		int64_t oa = 0, ob = 0, oy = 0;
+		int64_t oa = 0, ob = 0, oy = 0, oc = 0;
+		const float *row = NULL;
 
 		for (int d = 0; d < p.nbatch; d++) {
 			oa += idx[d] * p.a.strides[d];
 			ob += idx[d] * p.b.strides[d];
 			oy += idx[d] * p.y.strides[d];
+			oc += idx[d] * p.bias_strides[d];
 		}
+		if (p.bias)
+			row = (const float *)inputs[2].data + oc;
 		if (bf16) {
 			uint16_t *wp = scratch;
 
 			rt_bf16_pack_b_fast(b + ob, bks, bns, p.k, p.n, wp);
-			rt_bf16_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, wp, y + oy, p.ldc, p.alpha, NULL, &none,
+			rt_bf16_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, wp, y + oy, p.ldc, p.alpha, row, &none,
 					     (char *)scratch + fmm_bf16_b_bytes(&p));
 		} else if (own) {
 			rt_sg_pack_b_strided(b + ob, bks, bns, p.k, p.n, bp);
-			rt_sg_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, bp, y + oy, p.ldc, p.alpha, NULL, &none, abuf);
+			rt_sg_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, bp, y + oy, p.ldc, p.alpha, row, &none, abuf);
 		} else {
-			rt_k_gemm(BW_DTYPE_FLOAT, p.ta, p.tb, p.m, p.n, p.k, p.alpha, a + oa, p.lda, b + ob, p.ldb, 0.0f,
+			float beta = 0.0f;
+
+			/* OpenBLAS: the row written into each row of Y first, the product accumulated onto it */
+			for (int64_t r = 0; row != NULL && r < p.m; r++) {
+				memcpy(y + oy + r * p.ldc, row, (size_t)p.n * sizeof(float));
+				beta = 1.0f;
+			}
+			rt_k_gemm(BW_DTYPE_FLOAT, p.ta, p.tb, p.m, p.n, p.k, p.alpha, a + oa, p.lda, b + ob, p.ldb, beta,
 				  y + oy, p.ldc);
 		}
 		for (int d = p.nbatch - 1; d >= 0; d--) {

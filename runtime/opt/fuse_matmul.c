@@ -11,7 +11,9 @@
  *                                      -> Transpose(0,2,1,3) -> Reshape [B,S,H*D]
  *
  * Each folded node must have the pattern as its only reader; the scale is a Div or Mul by a
- * constant scalar right after the MatMul (alpha = 1/c or c). Whether the strides work (each matrix
+ * constant scalar right after the MatMul (alpha = 1/c or c); an Add after it of a row broadcast
+ * over the product's rows (attention's mask bias, [B, 1, 1, S] onto the scores [B, H, S, S])
+ * becomes input C, added in the GEMM's epilogue instead of a pass over the scores. Whether the strides work (each matrix
  * row- or column-contiguous, the product's rows contiguous in the output) is asked of the kernel's
  * infer on the inferred shapes; if it refuses, nothing changes.
  */
@@ -22,7 +24,7 @@
 #include "defs.h"
 #include "kernels/fused.h"
 
-#define FMM_FOLD_MAX 7 /* 2 per operand, scale, Transpose, Reshape */
+#define FMM_FOLD_MAX 8 /* 2 per operand, scale, Add, Transpose, Reshape */
 
 /* An INTS attribute's values, copied: the nodes they come from are freed by the rewrite. */
 struct fmm_ints {
@@ -32,6 +34,7 @@ struct fmm_ints {
 
 struct fmm_match {
 	int32_t src[2];              /* the operands' sources */
+	int32_t bias;                /* input C, or RT_VALUE_NONE */
 	struct fmm_ints shape[2], perm[2], y_perm, y_shape;
 	float alpha;
 	int32_t folded[FMM_FOLD_MAX];
@@ -87,6 +90,22 @@ static void match_operand(const struct opt_ctx *c, int32_t n, int i, struct fmm_
 	}
 }
 
+/* Whether v (shape known) adds one row to every row of the product p: [batch'..., 1, N], each batch'
+ * dim p's or 1. */
+static bool row_bias_of(const struct opt_ctx *c, int32_t v, int32_t p)
+{
+	const struct rt_tensor *t = opt_shape(c, v), *y = opt_shape(c, p);
+
+	if (t == NULL || y == NULL || t->dtype != BW_DTYPE_FLOAT || t->rank != y->rank || t->rank < 2 ||
+	    t->dims[t->rank - 2] != 1 || t->dims[t->rank - 1] != y->dims[y->rank - 1])
+		return false;
+	for (int d = 0; d < t->rank - 2; d++) {
+		if (t->dims[d] != 1 && t->dims[d] != y->dims[d])
+			return false;
+	}
+	return true;
+}
+
 static void match_output(const struct opt_ctx *c, struct fmm_match *m)
 {
 	int32_t r = opt_sole_reader(c, m->out);
@@ -99,6 +118,17 @@ static void match_output(const struct opt_ctx *c, struct fmm_match *m)
 		m->folded[m->nfolded++] = m->last = r;
 		m->out = c->g->nodes[r].outputs[0];
 		r = opt_sole_reader(c, m->out);
+	}
+	if (opt_is_op(c, r, "Add") && c->g->nodes[r].num_inputs == 2) {
+		const struct rt_node *add = &c->g->nodes[r];
+		int32_t other = add->inputs[0] == m->out ? add->inputs[1] : add->inputs[0];
+
+		if (other != m->out && row_bias_of(c, other, m->out)) {
+			m->bias = other;
+			m->folded[m->nfolded++] = m->last = r;
+			m->out = add->outputs[0];
+			r = opt_sole_reader(c, m->out);
+		}
 	}
 	if (opt_is_op(c, r, "Transpose") && transpose_perm(c, r, &m->y_perm)) {
 		m->folded[m->nfolded++] = m->last = r;
@@ -132,9 +162,11 @@ static int set_attrs(struct rt_node *n, const struct fmm_match *m)
 static bool kernel_takes(struct opt_ctx *c, const struct fmm_match *m)
 {
 	struct rt_node probe = { .name = (char *)"probe", .op_type = (char *)"FusedMatMul",
-				 .domain = (char *)RT_K_DOMAIN, .opset = RT_K_DOMAIN_OPSET, .num_inputs = 2 };
+				 .domain = (char *)RT_K_DOMAIN, .opset = RT_K_DOMAIN_OPSET,
+				 .num_inputs = m->bias != RT_VALUE_NONE ? 3 : 2 };
 	const struct rt_tensor *sa = opt_shape(c, m->src[0]), *sb = opt_shape(c, m->src[1]), *so = opt_shape(c, m->out);
-	struct rt_tensor in[2], out[1];
+	const struct rt_tensor *sc = m->bias != RT_VALUE_NONE ? opt_shape(c, m->bias) : NULL;
+	struct rt_tensor in[3], out[1];
 	const struct rt_kernel *k;
 	char why[RT_ERR_MAX];
 	bool ok = false;
@@ -146,6 +178,8 @@ static bool kernel_takes(struct opt_ctx *c, const struct fmm_match *m)
 		goto out;
 	in[0] = *sa;
 	in[1] = *sb;
+	if (sc != NULL)
+		in[2] = *sc;
 	memset(out, 0, sizeof(out));
 	ok = k->infer(&probe, in, out, why, sizeof(why)) == 0 && out[0].rank == so->rank &&
 	     memcmp(out[0].dims, so->dims, so->rank * sizeof(int64_t)) == 0;
@@ -166,8 +200,8 @@ int opt_fuse_matmul(struct opt_ctx *c)
 	int rc = opt_index(c);
 
 	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
-		struct fmm_match m = { .alpha = 1.0f, .last = (int32_t)n };
-		int32_t in[2];
+		struct fmm_match m = { .alpha = 1.0f, .last = (int32_t)n, .bias = RT_VALUE_NONE };
+		int32_t in[3];
 
 		if (!opt_is_op(c, (int32_t)n, "MatMul") || g->nodes[n].num_inputs != 2 || g->nodes[n].num_outputs != 1)
 			continue;
@@ -183,7 +217,9 @@ int opt_fuse_matmul(struct opt_ctx *c)
 		}
 		in[0] = m.src[0];
 		in[1] = m.src[1];
-		if ((rc = opt_make_fused(c, (uint32_t)m.last, n, "FusedMatMul", in, 2, m.out)) < 0)
+		in[2] = m.bias;
+		if ((rc = opt_make_fused(c, (uint32_t)m.last, n, "FusedMatMul", in, m.bias != RT_VALUE_NONE ? 3 : 2,
+					 m.out)) < 0)
 			break;
 		if (set_attrs(&g->nodes[m.last], &m) != 0 ||
 		    (c->precision == RT_PRECISION_BF16 && opt_attr_int(&g->nodes[m.last], "bf16", 1) != 0))

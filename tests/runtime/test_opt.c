@@ -715,7 +715,7 @@ static void int64_init(Onnx__ModelProto *m, const char *name, const int64_t *v, 
 static void test_attention(void)
 {
 	static const int64_t x[] = {-1, 5, 12}, heads[] = {-1, 5, 3, 4}, hidden[] = {-1, 5, 12};
-	static const int64_t p0213[] = {0, 2, 1, 3}, p0231[] = {0, 2, 3, 1}, y3[] = {-1, 4, 5};
+	static const int64_t p0213[] = {0, 2, 1, 3}, p0231[] = {0, 2, 3, 1}, y3[] = {-1, 4, 5}, mask[] = {1, 1, 1, 5};
 	static const int64_t p210[] = {2, 1, 0}, p201[] = {2, 0, 1};
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
@@ -726,6 +726,7 @@ static void test_attention(void)
 	input(m, "k", 3, x);
 	input(m, "v", 3, x);
 	input(m, "u", 3, y3);
+	init(m, "mask", 4, mask, NULL, 2.0f, -1.0f); /* an additive mask bias, broadcast over batch, heads, rows */
 	int64_init(m, "heads", heads, 4);
 	int64_init(m, "hidden", hidden, 3);
 	scalar(m, "scale", 2.0f);
@@ -740,7 +741,8 @@ static void test_attention(void)
 	onnx_build_attr_ints(n, "perm", p0213, 4);
 	onnx_build_node(m, NULL, "MatMul", "qt,kt", "s");
 	onnx_build_node(m, NULL, "Div", "s,scale", "ss");
-	onnx_build_node(m, NULL, "Softmax", "ss", "p");
+	onnx_build_node(m, NULL, "Add", "mask,ss", "sm");
+	onnx_build_node(m, NULL, "Softmax", "sm", "p");
 	onnx_build_node(m, NULL, "MatMul", "p,vt", "c");
 	n = onnx_build_node(m, NULL, "Transpose", "c", "ct");
 	onnx_build_attr_ints(n, "perm", p0213, 4);
@@ -757,6 +759,7 @@ static void test_attention(void)
 	CU_ASSERT_EQUAL(report_count(&rep, "MatMul with Transpose/Reshape/scale folded"), 2);
 	CU_ASSERT_EQUAL(count_op(g, "FusedMatMul"), 2);
 	CU_ASSERT_EQUAL(count_op(g, "Div"), 0);
+	CU_ASSERT_EQUAL(count_op(g, "Add"), 0); /* the mask: the scores' FusedMatMul's input C */
 	CU_ASSERT_EQUAL(count_op(g, "MatMul"), 1); /* the one of u's views */
 	CU_ASSERT_EQUAL(count_op(g, "Transpose"), 2);
 	rt_graph_free(g);
