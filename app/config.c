@@ -733,9 +733,10 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 				"--model %s=FILE.onnx\n", m->name, m->name, m->name);
 			return -EINVAL;
 		}
-		if (app_model_is_echo(m) && (m->nb_workers != 0 || m->device != APP_DEVICE_CPU || m->slots != 0)) {
+		if (app_model_is_echo(m) && (m->nb_workers != 0 || m->device != APP_DEVICE_CPU || m->slots != 0 ||
+					     m->precision_given[0] != '\0')) {
 			fprintf(err, "batchwire: model 'echo' is built in and runs on its polling lcores: expected no "
-				"device, workers or slots for it\n");
+				"device, workers, slots or precision for it\n");
 			return -EINVAL;
 		}
 		if (bat_options_finalize(&m->batching, msg, sizeof(msg)) != 0) {

@@ -948,6 +948,7 @@ static void test_model_opt_rejected(void)
 		{"bad/name.max_batch_size=8", "invalid model name 'bad/name'"},
 		{"echo.path=x.onnx", "'echo' is the built-in model"},
 		{"echo.workers=1", "model 'echo' is built in"},
+		{"echo.precision=bf16", "expected no device, workers, slots or precision for it"},
 		{"mlp.path=", "expected an .onnx file"},
 		{"mlp.device=tpu", "invalid device 'tpu': expected cpu or gpu"},
 		{"mlp.workers=3,3", "invalid workers '3,3'"},
