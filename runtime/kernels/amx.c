@@ -221,6 +221,35 @@ AMX_TARGET static void block_store(float *acc, int64_t rows, int64_t cols, float
 	}
 }
 
+/*
+ * One 32 x 32 block of products into acc (32 x 32 fp32, row-major): A's two 16-row tiles from a0
+ * and a1, rows a_stride bytes apart, the next 32 of k a_step values on; B's two 16-column VNNI
+ * tiles from b0 and b1, 1 KiB each, the next 32 of k a tile on.
+ */
+AMX_TARGET static inline void tiles_2x2(const uint16_t *a0, const uint16_t *a1, int64_t a_step, int64_t a_stride,
+					const uint16_t *b0, const uint16_t *b1, int64_t kblocks, float *acc)
+{
+	_tile_zero(0);
+	_tile_zero(1);
+	_tile_zero(2);
+	_tile_zero(3);
+	for (int64_t kb = 0; kb < kblocks; kb++) {
+		_tile_loadd(4, a0 + kb * a_step, a_stride);
+		_tile_loadd(5, a1 + kb * a_step, a_stride);
+		_tile_loadd(6, b0 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+		_tile_loadd(7, b1 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+		_tile_dpbf16ps(0, 4, 6);
+		_tile_dpbf16ps(1, 4, 7);
+		_tile_dpbf16ps(2, 5, 6);
+		_tile_dpbf16ps(3, 5, 7);
+	}
+	_tile_stored(0, acc, BLOCK * sizeof(float));
+	_tile_stored(1, acc + 16, BLOCK * sizeof(float));
+	_tile_stored(2, acc + 16 * BLOCK, BLOCK * sizeof(float));
+	_tile_stored(3, acc + 16 * BLOCK + 16, BLOCK * sizeof(float));
+	__asm__ volatile("" ::: "memory"); /* acc was written behind the compiler's back */
+}
+
 AMX_TARGET void rt_bf16_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 				     const uint16_t *wp, float *c, int64_t ldc, float alpha, const float *col_bias,
 				     const struct rt_k_act_spec *act, void *scratch)
@@ -248,27 +277,9 @@ AMX_TARGET void rt_bf16_gemm_bpacked(int64_t m, int64_t n, int64_t k, const floa
 			const uint16_t *w0 = wp + (j / TILE_ROWS) * kblocks * W_TILE_ELEMS, *w1 = w0 + kblocks * W_TILE_ELEMS;
 
 			for (int64_t i = 0; i < rows; i += BLOCK) {
-				const uint16_t *a0 = abf + i * kp, *a1 = a0 + TILE_ROWS * kp;
+				const uint16_t *a0 = abf + i * kp;
 
-				_tile_zero(0);
-				_tile_zero(1);
-				_tile_zero(2);
-				_tile_zero(3);
-				for (int64_t kb = 0; kb < kblocks; kb++) {
-					_tile_loadd(4, a0 + kb * TILE_K, stride);
-					_tile_loadd(5, a1 + kb * TILE_K, stride);
-					_tile_loadd(6, w0 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
-					_tile_loadd(7, w1 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
-					_tile_dpbf16ps(0, 4, 6);
-					_tile_dpbf16ps(1, 4, 7);
-					_tile_dpbf16ps(2, 5, 6);
-					_tile_dpbf16ps(3, 5, 7);
-				}
-				_tile_stored(0, acc, BLOCK * sizeof(float));
-				_tile_stored(1, acc + 16, BLOCK * sizeof(float));
-				_tile_stored(2, acc + 16 * BLOCK, BLOCK * sizeof(float));
-				_tile_stored(3, acc + 16 * BLOCK + 16, BLOCK * sizeof(float));
-				__asm__ volatile("" ::: "memory"); /* acc was written behind the compiler's back */
+				tiles_2x2(a0, a0 + TILE_ROWS * kp, TILE_K, stride, w0, w1, kblocks, acc);
 				block_store(acc, rows - i < BLOCK ? rows - i : BLOCK, n - j < BLOCK ? n - j : BLOCK,
 					    c + (i0 + i) * ldc + j, ldc, alpha, col_bias != NULL ? col_bias + j : NULL, act);
 			}
@@ -437,27 +448,9 @@ AMX_TARGET static inline void c_block(const uint16_t *a0, const uint16_t *bb, in
 				      int64_t nc, float *c, int64_t ldc, const float *row_bias, const float *z,
 				      const struct rt_k_act_spec *act, float *acc)
 {
-	const uint16_t *a1 = a0 + kblocks * W_TILE_ELEMS, *b1 = bb + kblocks * W_TILE_ELEMS;
-
-	_tile_zero(0);
-	_tile_zero(1);
-	_tile_zero(2);
-	_tile_zero(3);
-	for (int64_t kb = 0; kb < kblocks; kb++) {
-		_tile_loadd(4, a0 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
-		_tile_loadd(5, a1 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
-		_tile_loadd(6, bb + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
-		_tile_loadd(7, b1 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
-		_tile_dpbf16ps(0, 4, 6);
-		_tile_dpbf16ps(1, 4, 7);
-		_tile_dpbf16ps(2, 5, 6);
-		_tile_dpbf16ps(3, 5, 7);
-	}
-	_tile_stored(0, acc, BLOCK * sizeof(float));
-	_tile_stored(1, acc + 16, BLOCK * sizeof(float));
-	_tile_stored(2, acc + 16 * BLOCK, BLOCK * sizeof(float));
-	_tile_stored(3, acc + 16 * BLOCK + 16, BLOCK * sizeof(float));
-	__asm__ volatile("" ::: "memory"); /* acc was written behind the compiler's back */
+	/* W's tiles are contiguous like B's: the next k block a tile on, rows 64 bytes apart */
+	tiles_2x2(a0, a0 + kblocks * W_TILE_ELEMS, W_TILE_ELEMS, TILE_K * sizeof(uint16_t), bb,
+		  bb + kblocks * W_TILE_ELEMS, kblocks, acc);
 	block_store_rows(acc, rows, nc, c, ldc, row_bias, z, act);
 }
 
