@@ -7,7 +7,9 @@
  * float rounding (|a - b| <= 1e-4 * max(1, |a|)); the optimized graph's node counts and report say
  * what was fused. Patterns that must be left alone (a BatchNormalization whose Conv output has a
  * second reader, non-constant weights, biases that would broadcast the output, a GELU with the
- * wrong constant, Softmax over an inner axis) are checked to come out unchanged. The vector exp and
+ * wrong constant, Softmax over an inner axis) are checked to come out unchanged. Small images (the
+ * CNN's blocks, the same-width im2col packer's edges, the 2x2 stride-2 MaxPool) are checked at
+ * batches 1, 3 and 8, with each batch's optimized graph's FusedConvs and MaxPools counted. The vector exp and
  * erf are checked against libm, and an optimized model's run against the heap (no call while it
  * runs, as tests/runtime/test_noalloc.c checks the unoptimized kernels).
  */
@@ -158,13 +160,21 @@ static uint32_t report_count(const struct rt_opt_report *r, const char *what)
 	return 0;
 }
 
+/* An op the optimized graph must hold so many of (check_same_counting). */
+struct op_count {
+	const char *op;
+	uint32_t count;
+};
+
 /*
  * Loads m as is and optimized, runs both at each batch size on the same random inputs and checks the
- * outputs agree; also checks the optimized run makes no heap call. The optimized graph (of the last
- * batch size) and its report are returned for the caller's checks.
+ * outputs agree; also checks the optimized run makes no heap call, and that each batch size's
+ * optimized graph holds the ops of expect as counted. The optimized graph (of the last batch size)
+ * and its report are returned for the caller's checks.
  */
-static struct rt_graph *check_same(Onnx__ModelProto *m, const int64_t *batches, unsigned int nb,
-				   struct rt_opt_report *report)
+static struct rt_graph *check_same_counting(Onnx__ModelProto *m, const int64_t *batches, unsigned int nb,
+					    struct rt_opt_report *report, const struct op_count *expect,
+					    unsigned int nexpect)
 {
 	size_t len;
 	uint8_t *buf = onnx_build_pack(m, &len);
@@ -178,6 +188,8 @@ static struct rt_graph *check_same(Onnx__ModelProto *m, const int64_t *batches, 
 
 		run_setup(&ref, buf, len, false, batches[b], NULL);
 		run_setup(&opt, buf, len, true, batches[b], report);
+		for (unsigned int e = 0; e < nexpect; e++)
+			CU_ASSERT_EQUAL(count_op(opt.g, expect[e].op), expect[e].count);
 		/* inputs kept apart: a run reuses an input's bytes once the last node reading it is done */
 		for (uint32_t i = 0; i < rt_plan_num_inputs(ref.plan); i++) {
 			int64_t n = rt_tensor_elems(&ref.in[i]);
@@ -222,6 +234,12 @@ static struct rt_graph *check_same(Onnx__ModelProto *m, const int64_t *batches, 
 	}
 	free(buf);
 	return kept;
+}
+
+static struct rt_graph *check_same(Onnx__ModelProto *m, const int64_t *batches, unsigned int nb,
+				   struct rt_opt_report *report)
+{
+	return check_same_counting(m, batches, nb, report, NULL, 0);
 }
 
 static const int64_t g_batches[] = {1, 3};
@@ -810,6 +828,121 @@ static void test_fast_paths(void)
 
 /* ---- the vector math against libm ------------------------------------------------------------------ */
 
+/* ---- small images: sgemm.c's same-width im2col packer and fastpath.c's 2x2 MaxPool ---------------- */
+
+/* A model with input "x" [N, c, h, w] and output "y". */
+static Onnx__ModelProto *model_image(int64_t c, int64_t h, int64_t w)
+{
+	Onnx__ModelProto *m = model_new();
+	const int64_t dims[] = {-1, c, h, w};
+
+	input(m, "x", 4, dims);
+	output(m, "y");
+	return m;
+}
+
+/* Conv in -> out (cout filters of kh x kw over cin channels, bias) with pads, dilations, then BN and Relu. */
+static void conv_bn_relu_block(Onnx__ModelProto *m, const char *prefix, const char *in, const char *out, int64_t cin,
+			       int64_t cout, int64_t kh, int64_t kw, const int64_t *pads, const int64_t *dilations)
+{
+	char w[32], b[32], c[32], bn[160], n[32];
+	const int64_t wd[] = {cout, cin, kh, kw};
+	Onnx__NodeProto *node;
+
+	snprintf(w, sizeof(w), "%s_w", prefix);
+	snprintf(b, sizeof(b), "%s_b", prefix);
+	snprintf(c, sizeof(c), "%s_c", prefix);
+	snprintf(n, sizeof(n), "%s_n", prefix);
+	init(m, w, 4, wd, NULL, 1.0f / (float)(cin * kh * kw), 0.0f);
+	init(m, b, 1, &cout, NULL, 0.1f, 0.0f);
+	snprintf(bn, sizeof(bn), "%s,%s,%s", in, w, b);
+	node = onnx_build_node(m, NULL, "Conv", bn, c);
+	onnx_build_attr_ints(node, "pads", pads, 4);
+	if (dilations != NULL)
+		onnx_build_attr_ints(node, "dilations", dilations, 2);
+	bn_params(m, prefix, cout);
+	snprintf(bn, sizeof(bn), "%s,%s_scale,%s_bias,%s_mean,%s_var", c, prefix, prefix, prefix, prefix);
+	onnx_build_node(m, NULL, "BatchNormalization", bn, n);
+	onnx_build_node(m, NULL, "Relu", n, out);
+}
+
+static void maxpool_2x2(Onnx__ModelProto *m, const char *in, const char *out, int64_t ceil_mode)
+{
+	static const int64_t two[] = {2, 2};
+	Onnx__NodeProto *node = onnx_build_node(m, NULL, "MaxPool", in, out);
+
+	onnx_build_attr_ints(node, "kernel_shape", two, 2);
+	onnx_build_attr_ints(node, "strides", two, 2);
+	if (ceil_mode != 0)
+		onnx_build_attr_int(node, "ceil_mode", ceil_mode);
+}
+
+/* m at batches 1, 3 and 8 against the graph as loaded; each optimized graph with fused_convs
+ * FusedConvs (on the packed GEMM, at avx2 and above) and fast_pools fast MaxPools. */
+static void check_small(Onnx__ModelProto *m, uint32_t fused_convs, uint32_t fast_pools)
+{
+	static const int64_t batches[] = {1, 3, 8};
+	const struct op_count expect[] = { {"FusedConv", fused_convs}, {"MaxPool", fast_pools} };
+	struct rt_opt_report rep;
+
+	rt_graph_free(check_same_counting(m, batches, 3, &rep, expect, 2));
+}
+
+/* The small CNN's convolution blocks (models/gen_models.py cnn()): 28x28 and 14x14, 3x3 pad 1. */
+static void test_cnn_blocks(void)
+{
+	static const int64_t p1[] = {1, 1, 1, 1};
+	Onnx__ModelProto *m = model_image(1, 28, 28);
+
+	conv_bn_relu_block(m, "c1", "x", "r1", 1, 16, 3, 3, p1, NULL);
+	maxpool_2x2(m, "r1", "p1", 0);
+	conv_bn_relu_block(m, "c2", "p1", "r2", 16, 32, 3, 3, p1, NULL);
+	maxpool_2x2(m, "r2", "y", 0);
+	check_small(m, 2, 2);
+}
+
+/*
+ * The same-width packer's edges: 5x5 pad 2 on odd sizes, dilation 2, pads only at the end (the
+ * output still as wide as the input), rows narrower than a group (1, 3 and 5 wide: a group crosses
+ * up to 16 output rows), and 40 channels of 3x3 (k 360: two k blocks, the second starting inside a
+ * channel).
+ */
+static void test_same_width_packer(void)
+{
+	static const int64_t p2[] = {2, 2, 2, 2}, p_end[] = {0, 0, 2, 2}, d2[] = {2, 2}, p1[] = {1, 1, 1, 1};
+	static const int64_t sizes[][2] = {{13, 9}, {4, 1}, {7, 3}, {6, 5}, {3, 37}};
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		Onnx__ModelProto *m = model_image(3, sizes[i][0], sizes[i][1]);
+
+		conv_bn_relu_block(m, "a", "x", "ra", 3, 5, 5, 5, p2, NULL);
+		conv_bn_relu_block(m, "b", "ra", "rb", 5, 7, 3, 3, p2, d2);
+		conv_bn_relu_block(m, "c", "rb", "rc", 7, 40, 3, 3, p_end, NULL);
+		conv_bn_relu_block(m, "d", "rc", "y", 40, 9, 3, 3, p1, NULL);
+		check_small(m, 4, 0);
+	}
+}
+
+/*
+ * 2x2 stride-2 MaxPool rows: odd sizes (the last row and column left out), rows of more than one
+ * vector of outputs (70 wide: 35 outputs), one output wide; with ceil_mode on an odd size the last
+ * window is partial and the general path runs instead.
+ */
+static void test_maxpool_2x2(void)
+{
+	static const int64_t sizes[][2] = {{7, 9}, {4, 70}, {2, 2}, {3, 33}, {10, 64}};
+	Onnx__ModelProto *m;
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		m = model_image(3, sizes[i][0], sizes[i][1]);
+		maxpool_2x2(m, "x", "y", 0);
+		check_small(m, 0, 1);
+	}
+	m = model_image(2, 7, 9);
+	maxpool_2x2(m, "x", "y", 1);
+	check_small(m, 0, 1);
+}
+
 static void test_vecmath(void)
 {
 	enum { N = 40001 };
@@ -987,6 +1120,9 @@ int main(void)
 		{"attention: Reshape/Transpose/scale folded into FusedMatMul", test_attention},
 		{"Softmax, LayerNormalization, MaxPool fast paths", test_fast_paths},
 		{"vector exp and erf against libm", test_vecmath},
+		{"small CNN blocks: 3x3 pad 1 convs and 2x2 MaxPools", test_cnn_blocks},
+		{"same-width packer: 5x5, dilation, end pads, narrow rows, k blocks", test_same_width_packer},
+		{"2x2 stride-2 MaxPool: odd sizes, wide rows, ceil_mode", test_maxpool_2x2},
 		{"small direct GEMM: edges, strides, alpha, beta, no heap call", test_gemm_small},
 		{"precision bf16: convs, FusedGemm, attention on AMX tiles", test_bf16},
 		CU_TEST_INFO_NULL,
