@@ -340,23 +340,26 @@ static void test_bpacked_model_shapes(void)
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Whether the bf16 cases run here; if not, says why in the test's line. */
+static bool bf16_here(void)
+{
+	if (!rt_bf16_available())
+		printf("(bf16 runs at the amx level; the kernels run at %s) ", rt_cpu_isa_name(rt_cpu_isa_active()));
+	return rt_bf16_available();
+}
+
 static void test_bf16_edges(void)
 {
-	if (!rt_bf16_available()) {
-		printf("(bf16 runs at the amx level; the kernels run at %s) ", rt_cpu_isa_name(rt_cpu_isa_active()));
-		return;
-	}
-	check_bpacked_edges(true);
+	if (bf16_here())
+		check_bpacked_edges(true);
 }
 
 static void test_bf16_model_shapes(void)
 {
 	int bad = 0;
 
-	if (!rt_bf16_available()) {
-		printf("(bf16 runs at the amx level) ");
+	if (!bf16_here())
 		return;
-	}
 	bad += check_bpacked(128, 384, 384, &g_acts[0], 1.0f, true, true);
 	bad += check_bpacked(128, 1536, 384, &g_acts[4], 1.0f, true, true);
 	bad += check_bpacked(128, 384, 1536, &g_acts[0], 1.0f, true, true);
@@ -367,10 +370,8 @@ static void test_bf16_model_shapes(void)
 
 static void test_bf16_apacked(void)
 {
-	if (!rt_bf16_available()) {
-		printf("(bf16 runs at the amx level) ");
+	if (!bf16_here())
 		return;
-	}
 	check_apacked_edges(true);
 	check_apacked_model_shapes(true);
 	check_conv_packer(true);
