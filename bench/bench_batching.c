@@ -21,7 +21,6 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -818,21 +817,7 @@ static char g_runtime_dir[PATH_MAX];
 /* EAL leaves its runtime directory (bwbench-<pid>: ours alone) behind; a benchmark run should not. */
 static void runtime_dir_remove(void)
 {
-	DIR *d = opendir(g_runtime_dir);
-	struct dirent *e;
-
-	if (g_runtime_dir[0] == '\0' || d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		char path[PATH_MAX + 256];
-
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", g_runtime_dir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(g_runtime_dir);
+	plat_runtime_dir_remove(g_runtime_dir);
 }
 
 static void usage(const char *prog)

@@ -29,7 +29,6 @@
  *   bench_reasm mtu=... segments_per_msg=... cycles_per_segment=... memcpy_cycles_per_slice=...
  *       echo_gbps=... memcpy_gbps=... ratio_cycles=... ratio_gbps=...
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -423,16 +422,7 @@ static char g_runtime_dir[PATH_MAX];
 /* EAL 22.11 leaves its runtime directory (config, fbarrays) behind; ours is private to this pid. */
 static void runtime_dir_remove(void)
 {
-	DIR *d;
-	struct dirent *e;
-
-	if (g_runtime_dir[0] == '\0' || (d = opendir(g_runtime_dir)) == NULL)
-		return;
-	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
-	rmdir(g_runtime_dir);
+	plat_runtime_dir_remove(g_runtime_dir);
 }
 
 static void usage(const char *prog)

@@ -26,6 +26,15 @@ extern int plat_logtype_dp;
 #define PLAT_LOG(level, type, fmt, ...) \
 	rte_log(RTE_LOG_##level, plat_logtype_##type, "batchwire: " fmt "\n", ##__VA_ARGS__)
 
+/* ---- files --------------------------------------------------------------------------------- */
+
+/**
+ * Removes a directory and the files directly in it, as far as it can: EAL 22.11 leaves its runtime
+ * directory (config, fbarrays) behind after rte_eal_cleanup, and a test or benchmark whose
+ * --file-prefix is its own should not. A NULL, empty or missing path does nothing.
+ */
+void plat_runtime_dir_remove(const char *path);
+
 /* ---- clock ------------------------------------------------------------------------------------ */
 
 /* TSC ticks per second, read once from EAL at start-up (plat_clock_init). */

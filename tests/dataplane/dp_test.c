@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The dataplane tests' fixture: environment, stub model layer, frame and request builders, checks. */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -79,20 +78,6 @@ int t_env_init(const char *prog)
 	return 0;
 }
 
-void t_runtime_dir_remove(const char *path)
-{
-	DIR *dir = opendir(path);
-	struct dirent *e;
-
-	if (dir == NULL)
-		return;
-	while ((e = readdir(dir)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(dir), e->d_name, 0);
-	closedir(dir);
-	rmdir(path);
-}
-
 void t_env_fini(void)
 {
 	char runtime_dir[PATH_MAX];
@@ -101,7 +86,7 @@ void t_env_fini(void)
 	t_reply_release();
 	rte_mempool_free(g_pool);
 	rte_eal_cleanup();
-	t_runtime_dir_remove(runtime_dir);
+	plat_runtime_dir_remove(runtime_dir);
 }
 
 void t_check(bool ok, const char *file, int line, const char *fmt, ...)

@@ -254,8 +254,6 @@ bool reply_msg_has(const struct bw_hdr *h, const char *text);
 
 /* ---- suites ----------------------------------------------------------------------------------- */
 
-/* EAL 22.11 leaves its runtime directory (config, fbarrays) behind; ours is private to this pid. */
-void t_runtime_dir_remove(const char *path);
 
 /* The suites of test_dataplane, one array each, run by test_packet.c's main. */
 extern CU_TestInfo g_arp_tests[], g_icmp_tests[], g_request_tests[], g_small_mtu_tests[];

@@ -33,7 +33,6 @@
  * replays the files named on its command line, or with none runs BW_FUZZ_RUNS random scripts
  * from a fixed seed.
  */
-#include <dirent.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -499,21 +498,10 @@ static void reach_print(void)
 
 static void env_fini(void)
 {
-	DIR *dir;
-	struct dirent *e;
-
 	reach_print();
 	dp_lcore_fini(&g_lc);
 	rte_eal_cleanup();
-	/* EAL 22.11 leaves its runtime directory behind; this one is private to the process */
-	dir = opendir(g_runtime_dir);
-	if (dir == NULL)
-		return;
-	while ((e = readdir(dir)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(dir), e->d_name, 0);
-	closedir(dir);
-	rmdir(g_runtime_dir);
+	plat_runtime_dir_remove(g_runtime_dir); /* private to the process */
 }
 
 static int env_init(void)

@@ -922,7 +922,7 @@ static void env_fini(void)
 	rte_mempool_free(g_pool);
 	g_pool = NULL;
 	rte_eal_cleanup();
-	t_runtime_dir_remove(runtime_dir);
+	plat_runtime_dir_remove(runtime_dir);
 }
 
 static CU_TestInfo g_pool_tests[] = {
