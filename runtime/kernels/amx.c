@@ -495,3 +495,168 @@ AMX_TARGET void rt_bf16_gemm_apacked(int64_t m, int64_t n, int64_t k, const uint
 	}
 	_tile_release();
 }
+
+/* ---- activations on the left, read straight from bf16 rows (NHWC convolutions) ----------------- */
+
+/*
+ * Rows of A whose tiles are kept in L2 while every column block of W passes them: W is read once per
+ * chunk of this many bytes of A (ResNet-50's deepest 1x1 convs at a batch of 32: 1568 rows of 4 KiB,
+ * W 2 MiB, read 7 times from L3).
+ */
+#define ROWS_CHUNK_BYTES (1u << 20)
+
+/* 16 bf16 values (those of mask m; zeros for the rest) widened to fp32. */
+AMX_TARGET static inline __m512 bf16x16_load(const uint16_t *p, __mmask16 m)
+{
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+
+AMX_TARGET static inline void bf16x16_store(uint16_t *p, __mmask16 m, __m512 v)
+{
+	_mm256_mask_storeu_epi16(p, m, (__m256i)_mm512_cvtneps_pbh(v));
+}
+
+/* Where grid row q lands in C, or -1 for a row that is no pixel. */
+static inline int64_t grid_pixel(const struct rt_bf16_grid *g, int64_t q)
+{
+	int64_t image = q / g->per_image, r = q % g->per_image, y = r / g->width, x = r % g->width;
+
+	return y < g->valid_h && x < g->valid_w ? (image * g->valid_h + y) * g->valid_w + x : -1;
+}
+
+/* Rows i.. (rows of them) of the block's accumulators into the pixels they are, columns j.. (cols). */
+AMX_TARGET static void rows_store(const float *acc, int64_t i, int64_t rows, int64_t cols, int64_t n,
+				  const struct rt_bf16_grid *grid, const float *bias, const uint16_t *z,
+				  const struct rt_k_act_spec *act, uint16_t *c)
+{
+	__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
+	__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+	__m512 b0 = bias != NULL ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+	__m512 b1 = bias != NULL ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+	bool dense = grid->width == grid->valid_w && grid->per_image == grid->valid_h * grid->valid_w;
+
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t px = dense ? i + r : grid_pixel(grid, i + r);
+		__m512 v0, v1;
+
+		if (px < 0)
+			continue;
+		v0 = _mm512_add_ps(_mm512_load_ps(acc + r * BLOCK), b0);
+		v1 = _mm512_add_ps(_mm512_load_ps(acc + r * BLOCK + 16), b1);
+		if (z != NULL) {
+			v0 = _mm512_add_ps(v0, bf16x16_load(z + px * n, m0));
+			v1 = _mm512_add_ps(v1, bf16x16_load(z + px * n + 16, m1));
+		}
+		bf16x16_store(c + px * n, m0, rt_act16(v0, act));
+		bf16x16_store(c + px * n + 16, m1, rt_act16(v1, act));
+	}
+}
+
+/*
+ * One block of C: A rows i.. (the tiles' rows as configured: 16 and 16, or fewer at the edge; two
+ * row tiles or one), W's column block at w0 / w1, over every tap and 32 of depth.
+ */
+AMX_TARGET static inline void rows_block(const struct rt_bf16_rows *a, int64_t i, bool two, const uint16_t *w0,
+					 const uint16_t *w1, float *acc)
+{
+	int64_t stride = a->row_stride * (int64_t)sizeof(uint16_t), per_tap = a->depth / TILE_K;
+	const uint16_t *row0 = a->base + i * a->row_stride, *row1 = row0 + TILE_ROWS * a->row_stride;
+
+	_tile_zero(0);
+	_tile_zero(1);
+	if (two) {
+		_tile_zero(2);
+		_tile_zero(3);
+	}
+	for (int t = 0; t < a->ntaps; t++) {
+		const uint16_t *a0 = row0 + a->tap_off[t], *a1 = row1 + a->tap_off[t];
+		const uint16_t *b0 = w0 + t * per_tap * W_TILE_ELEMS, *b1 = w1 + t * per_tap * W_TILE_ELEMS;
+
+		for (int64_t kb = 0; kb < per_tap; kb++) {
+			_tile_loadd(4, a0 + kb * TILE_K, stride);
+			_tile_loadd(6, b0 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+			_tile_loadd(7, b1 + kb * W_TILE_ELEMS, TILE_K * sizeof(uint16_t));
+			_tile_dpbf16ps(0, 4, 6);
+			_tile_dpbf16ps(1, 4, 7);
+			if (two) {
+				_tile_loadd(5, a1 + kb * TILE_K, stride);
+				_tile_dpbf16ps(2, 5, 6);
+				_tile_dpbf16ps(3, 5, 7);
+			}
+		}
+	}
+	_tile_stored(0, acc, BLOCK * sizeof(float));
+	_tile_stored(1, acc + 16, BLOCK * sizeof(float));
+	if (two) {
+		_tile_stored(2, acc + 16 * BLOCK, BLOCK * sizeof(float));
+		_tile_stored(3, acc + 16 * BLOCK + 16, BLOCK * sizeof(float));
+	}
+	__asm__ volatile("" ::: "memory"); /* acc was written behind the compiler's back */
+}
+
+/* Tiles of rows0 rows for tmm0/1/4 and rows1 for tmm2/3/5 (0: unused), 32 of k (64 bytes) a row. */
+AMX_TARGET static void rows_config(int rows0, int rows1)
+{
+	struct tile_config cfg = { .palette = 1 };
+
+	for (int t = 0; t < 8; t++) {
+		bool second = t == 2 || t == 3 || t == 5;
+		int rows = t >= 6 ? TILE_ROWS : second ? rows1 : rows0;
+
+		cfg.rows[t] = (uint8_t)rows;
+		cfg.colsb[t] = rows > 0 ? TILE_K * sizeof(uint16_t) : 0;
+	}
+	__asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+}
+
+AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const struct rt_bf16_grid *grid,
+				  const uint16_t *wp, const float *bias, const uint16_t *z,
+				  const struct rt_k_act_spec *act, uint16_t *c)
+{
+	float acc[BLOCK * BLOCK] __attribute__((aligned(64)));
+	int64_t kblocks = a->ntaps * a->depth / TILE_K, full = m / BLOCK * BLOCK, edge = m - full;
+	int64_t row_bytes = a->ntaps * a->depth * (int64_t)sizeof(uint16_t);
+	int64_t chunk = (int64_t)ROWS_CHUNK_BYTES / (row_bytes > 0 ? row_bytes : 1) / BLOCK * BLOCK;
+
+	if (m <= 0 || n <= 0)
+		return;
+	if (chunk < BLOCK)
+		chunk = BLOCK;
+	rows_config(TILE_ROWS, TILE_ROWS);
+	for (int64_t i0 = 0; i0 < full; i0 += chunk) {
+		int64_t end = full - i0 < chunk ? full : i0 + chunk;
+
+		for (int64_t j = 0; j < n; j += BLOCK) {
+			const uint16_t *w0 = wp + (j / TILE_ROWS) * kblocks * W_TILE_ELEMS, *w1 = w0 + kblocks * W_TILE_ELEMS;
+			int64_t cols = n - j < BLOCK ? n - j : BLOCK;
+
+			for (int64_t i = i0; i < end; i += BLOCK) {
+				rows_block(a, i, true, w0, w1, acc);
+				rows_store(acc, i, BLOCK, cols, n, grid, bias != NULL ? bias + j : NULL,
+					   z != NULL ? z + j : NULL, act, c + j);
+			}
+		}
+	}
+	if (edge > 0) {
+		/* the tiles load only the rows that exist: nothing past row m is read */
+		rows_config(edge < TILE_ROWS ? (int)edge : TILE_ROWS, edge > TILE_ROWS ? (int)edge - TILE_ROWS : 0);
+		for (int64_t j = 0; j < n; j += BLOCK) {
+			const uint16_t *w0 = wp + (j / TILE_ROWS) * kblocks * W_TILE_ELEMS, *w1 = w0 + kblocks * W_TILE_ELEMS;
+
+			rows_block(a, full, edge > TILE_ROWS, w0, w1, acc);
+			rows_store(acc, full, edge, n - j < BLOCK ? n - j : BLOCK, n, grid, bias != NULL ? bias + j : NULL,
+				   z != NULL ? z + j : NULL, act, c + j);
+		}
+	}
+	_tile_release();
+}
+
+AMX_TARGET void rt_bf16_round_n(const float *x, int64_t n, uint16_t *y)
+{
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16)
+		bf16x16_store(y + i, 0xffff, _mm512_loadu_ps(x + i));
+	if (i < n)
+		bf16x16_store(y + i, (__mmask16)((1u << (n - i)) - 1), _mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), x + i));
+}

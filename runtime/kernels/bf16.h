@@ -68,6 +68,47 @@ struct rt_sg_epilogue;
 void rt_bf16_gemm_apacked(int64_t m, int64_t n, int64_t k, const uint16_t *wp, const struct rt_sg_b *b, float *c,
 			  int64_t ldc, const struct rt_sg_epilogue *ep, void *scratch);
 
+/* ---- activations on the left, bf16 in memory (NHWC convolutions) --------------------------------- */
+
+/*
+ * The rows of A read straight by the tiles from bf16 memory, without packing: row q's k values for
+ * tap t are the depth values at base + q * row_stride + tap_off[t] (depth a multiple of 32, k =
+ * ntaps * depth, tap-major). A 1x1 conv on an NHWC image is one tap (its pixels are the rows); a
+ * stride-1 conv on an NHWC image padded around is kh * kw taps, each a constant offset from the
+ * output pixel's own position in the padded image (the grid below says which rows are pixels).
+ */
+struct rt_bf16_rows {
+	const uint16_t *base;
+	int64_t row_stride; /* elements */
+	int64_t depth;      /* elements per tap, a multiple of 32 */
+	int ntaps;
+	const int64_t *tap_off; /* elements, ntaps of them */
+};
+
+/*
+ * Which of the GEMM's rows are output pixels: rows come in images of per_image rows, width to a
+ * grid row, and only grid rows below valid_h and columns below valid_w are pixels; pixel (image, y,
+ * x) is row (image * valid_h + y) * valid_w + x of C. A dense grid (width valid_w, per_image
+ * valid_h * valid_w) maps every row q to row q.
+ */
+struct rt_bf16_grid {
+	int64_t per_image, width, valid_h, valid_w;
+};
+
+/**
+ * C = act(A . W + bias + Z) for m rows of A (struct rt_bf16_rows) and n columns, W packed by
+ * rt_bf16_pack_b over k = ntaps * depth, bias fp32 [n] (or NULL), Z and C bf16 row-major [pixels, n]
+ * (Z or NULL), fp32 accumulation and epilogue. A is read only at the rows below m and the offsets
+ * its taps name. Allocates nothing, makes no system call; the tiles are configured on entry and
+ * released on return.
+ */
+void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const struct rt_bf16_grid *grid,
+		       const uint16_t *wp, const float *bias, const uint16_t *z, const struct rt_k_act_spec *act,
+		       uint16_t *c);
+
+/** n floats rounded to bf16 (AVX-512 BF16): what an NHWC conversion stores. At the amx level. */
+void rt_bf16_round_n(const float *x, int64_t n, uint16_t *y);
+
 /** fp32 -> bf16, round to nearest even (NaN stays NaN): what the packing and the conversion do. */
 uint16_t rt_bf16_from_float(float f);
 

@@ -173,6 +173,12 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	KB("Softmax", fast_softmax, NULL),
 	KB("LayerNormalization", fast_layernorm, NULL),
 	KB("MaxPool", fast_maxpool, rt_k_fast_maxpool_scratch),
+	/* conv_nhwc.c: precision bf16's region of NHWC bf16 tensors and its edges */
+	{"FusedConvNhwc", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
+	 rt_k_fused_conv_nhwc_infer, rt_k_fused_conv_nhwc_scratch, rt_k_fused_conv_nhwc_run, NULL},
+	KB("ToNhwcBf16", to_nhwc_bf16, NULL),
+	{"FromNhwcBf16", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
+	 rt_k_from_nhwc_bf16_infer, NULL, rt_k_from_nhwc_bf16_run, NULL},
 };
 
 int rt_cpu_kernels_register(void)

@@ -86,6 +86,16 @@ const struct rt_tensor *opt_shape(const struct opt_ctx *c, int32_t v);
 int32_t opt_add_initializer(struct opt_ctx *c, const char *base, const char *suffix, uint8_t dtype, int rank,
 			    const int64_t *dims, void *data);
 
+/** A new intermediate value base + "/" + suffix (made unique), its shape left to the plan. \return its index or -ENOMEM. */
+int32_t opt_add_value(struct opt_ctx *c, const char *base, const char *suffix);
+
+/**
+ * Replaces the graph's node array with nodes (count of them, malloc'd, topologically ordered; the
+ * old array is freed, not its nodes' contents, which nodes is expected to hold). Invalidates the
+ * index; no node is dead. \return 0 or -ENOMEM.
+ */
+int opt_set_nodes(struct opt_ctx *c, struct rt_node *nodes, uint32_t count);
+
 /** Zeroed float storage for n elements, 64-byte aligned, or NULL. */
 float *opt_alloc_floats(int64_t n);
 
@@ -139,6 +149,9 @@ int opt_fuse_gemm(struct opt_ctx *c);
 int opt_fuse_matmul(struct opt_ctx *c);
 /* fastpath.c: Softmax (last axis), LayerNormalization, 2-D MaxPool -> batchwire's fast kernels. */
 int opt_fast_paths(struct opt_ctx *c);
+/* nhwc.c: the FusedConvNhwc nodes fuse_conv made read and write NHWC bf16 tensors, with the
+ * conversions where the region meets the rest of the graph. */
+int opt_nhwc_region(struct opt_ctx *c);
 
 /* ---- activations as epilogues (fuse_conv.c, shared with fuse_gemm.c) -------------------------------- */
 

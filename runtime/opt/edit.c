@@ -205,6 +205,38 @@ int32_t opt_add_initializer(struct opt_ctx *c, const char *base, const char *suf
 	return (int32_t)g->num_values++;
 }
 
+int32_t opt_add_value(struct opt_ctx *c, const char *base, const char *suffix)
+{
+	int64_t none = 0;
+	int32_t v = opt_add_initializer(c, base, suffix, 0, 0, &none, NULL);
+
+	if (v >= 0) {
+		c->g->values[v].kind = RT_VALUE_INTERMEDIATE;
+		c->g->values[v].nbytes = 0;
+	}
+	return v;
+}
+
+int opt_set_nodes(struct opt_ctx *c, struct rt_node *nodes, uint32_t count)
+{
+	bool *dead = calloc((size_t)count + 1, sizeof(*dead));
+
+	if (dead == NULL)
+		return opt_error(c, -ENOMEM, "out of memory");
+	free(c->g->nodes);
+	c->g->nodes = nodes;
+	c->g->num_nodes = count;
+	free(c->dead);
+	c->dead = dead;
+	c->dead_cap = count + 1;
+	free(c->reader_start);
+	free(c->readers);
+	c->reader_start = NULL;
+	c->readers = NULL;
+	c->indexed_values = 0;
+	return 0;
+}
+
 static void node_free(struct rt_node *n)
 {
 	free(n->name);

@@ -272,7 +272,42 @@ enum conv_packing {
 	CONV_PACKED = 1, /* for sgemm.c's im2col GEMM */
 	CONV_WINOGRAD,   /* transformed for winograd.c */
 	CONV_BF16,       /* rounded into AMX's tiles for amx.c's GEMM (precision bf16) */
+	CONV_BF16_NHWC,  /* rounded into AMX's tiles as the right operand, for conv_nhwc.c */
 };
+
+/*
+ * At precision bf16, an ungrouped, undilated 2-D conv of a multiple of 32 input channels runs on
+ * NHWC bf16 tensors (conv_nhwc.c; opt_nhwc_region wires the region's tensors and edges): its weights
+ * become the GEMM's right operand, k ordered (ky, kx, c) as the taps read the image.
+ */
+static bool nhwc_applies(const struct rt_node *conv, const struct rt_tensor *wt, int64_t group)
+{
+	return group == 1 && wt->rank == 4 && wt->dims[1] % 32 == 0 && all_ones(conv, "dilations");
+}
+
+static int pack_weights_nhwc(struct opt_ctx *c, const struct rt_node *conv, const struct rt_tensor *wt,
+			     int32_t *packed)
+{
+	int64_t m = wt->dims[0], ch = wt->dims[1], kh = wt->dims[2], kw = wt->dims[3], k = kh * kw * ch;
+	int64_t total = (int64_t)rt_bf16_packed_b_elems(k, m);
+	const float *w = wt->data;
+	float *kn = opt_alloc_floats(k * m);
+	uint16_t *wp = (uint16_t *)opt_alloc_floats((total + 1) / 2);
+
+	if (kn == NULL || wp == NULL) {
+		free(kn);
+		free(wp);
+		return opt_error(c, -ENOMEM, "out of memory");
+	}
+	for (int64_t o = 0; o < m; o++)
+		for (int64_t i = 0; i < ch; i++)
+			for (int64_t t = 0; t < kh * kw; t++)
+				kn[(t * ch + i) * m + o] = w[(o * ch + i) * kh * kw + t];
+	rt_bf16_pack_b(kn, m, 1, k, m, wp);
+	free(kn);
+	*packed = opt_add_initializer(c, conv->name, "W_bf16_nhwc", BW_DTYPE_BFLOAT16, 1, &total, wp);
+	return *packed < 0 ? *packed : CONV_BF16_NHWC;
+}
 
 /*
  * At precision bf16 the weights of each group go into AMX's tiles (bf16.h), every 2-D conv through
@@ -317,6 +352,8 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	if (c->dev != RT_DEVICE_CPU || !rt_sg_available() || !float_const(c, w, -1) || wt.rank != 4 || group < 1 || wt.dims[0] % group != 0)
 		return 0;
 	memcpy(shape, wt.dims, 4 * sizeof(int64_t));
+	if (c->precision == RT_PRECISION_BF16 && nhwc_applies(conv, &wt, group))
+		return pack_weights_nhwc(c, conv, &wt, packed);
 	if (c->precision == RT_PRECISION_BF16 && wt.dims[1] * wt.dims[2] * wt.dims[3] >= OPT_BF16_DEPTH_MIN &&
 	    wt.dims[0] / group >= OPT_BF16_CHANNELS_MIN)
 		return pack_weights_bf16(c, conv, &wt, group, packed);
@@ -346,7 +383,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 	int32_t in[4] = { conv->inputs[0], conv->inputs[1], RT_VALUE_NONE, mt->z }, packed;
 	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn >= 0 ? mt->bn : (int32_t)ci;
 	int64_t shape[4];
-	bool winograd, bf16;
+	bool winograd, bf16, nhwc;
 	int rc;
 
 	if (conv->num_inputs > 2)
@@ -359,6 +396,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 		return 0; /* nothing fused, nothing packed: the Conv kernel does the same */
 	winograd = rc == CONV_WINOGRAD;
 	bf16 = rc == CONV_BF16;
+	nhwc = rc == CONV_BF16_NHWC;
 	if (rc > 0) {
 		in[1] = packed;
 		(*packed_count)++;
@@ -369,7 +407,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 		opt_kill(c, (uint32_t)mt->bn);
 	if (mt->add >= 0 && mt->add != last)
 		opt_kill(c, (uint32_t)mt->add);
-	if ((rc = opt_make_fused(c, (uint32_t)last, ci, "FusedConv", in, 4, mt->out)) < 0)
+	if ((rc = opt_make_fused(c, (uint32_t)last, ci, nhwc ? "FusedConvNhwc" : "FusedConv", in, 4, mt->out)) < 0)
 		return rc;
 	if (mt->act >= 0 && opt_set_act(&g->nodes[last], mt->act_kind, mt->act_params, mt->act_nparams) != 0)
 		return opt_error(c, -ENOMEM, "out of memory");
@@ -377,7 +415,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 		struct rt_node *n = &g->nodes[last];
 
 		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 ||
-		    opt_attr_int(n, "packed_weights", bf16 ? RT_K_PACKED_BF16 : RT_K_PACKED_FP32) != 0 ||
+		    (!nhwc && opt_attr_int(n, "packed_weights", bf16 ? RT_K_PACKED_BF16 : RT_K_PACKED_FP32) != 0) ||
 		    (winograd && opt_attr_int(n, "winograd", 1) != 0))
 			return opt_error(c, -ENOMEM, "out of memory");
 		*winograd_count += winograd;

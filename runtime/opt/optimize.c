@@ -13,7 +13,9 @@
  *     FusedMatMul, reading and writing through strides (fuse_matmul.c: attention);
  *  6. Softmax, LayerNormalization and MaxPool to the vectorized kernels where they apply
  *     (fastpath.c);
- *  7. dead nodes and values nothing reads any more (the weights step 3 replaced) dropped.
+ *  7. dead nodes and values nothing reads any more (the weights step 3 replaced) dropped;
+ *  8. at precision bf16, the convs step 3 made FusedConvNhwc read and write NHWC bf16 tensors,
+ *     converted where the region meets the rest of the graph (nhwc.c).
  *
  * Every rewrite computes the same function up to float rounding; test_opt checks each against the
  * unrewritten graph on random data. The GPU gets steps 1-3 and 7, step 3 without the CPU's weight
@@ -101,6 +103,8 @@ int rt_graph_optimize_with(struct rt_graph *graph, enum rt_device device, const 
 		rc = opt_fast_paths(&c);
 	if (rc == 0)
 		rc = opt_compact(&c);
+	if (rc == 0)
+		rc = opt_nhwc_region(&c);
 done:
 	free(c.reader_start);
 	free(c.readers);
