@@ -243,6 +243,81 @@ static void setup_batch(struct runner *r, const struct opts *o)
 /* One inference. \return its duration in microseconds: rt_plan_run alone in sequential mode (the
  * inputs are copied in first, untimed); submit to completion, gather and scatter included, in
  * executor mode. */
+/* One run, step by step, each step's time added to r->step_us. */
+static double run_profiled(struct runner *r, const struct opts *o)
+{
+	uint32_t steps = rt_plan_num_steps(r->plan);
+	char err[RT_ERR_MAX];
+	double total = 0;
+
+	for (uint32_t i = 0; i < steps; i++) {
+		double t0 = now_us(), dt;
+		int rc = rt_plan_run_steps(r->plan, r->arena, i, 1, err, sizeof(err));
+
+		if (rc != 0)
+			die("%s: %s", o->model, err);
+		dt = now_us() - t0;
+		r->step_us[i] += dt;
+		total += dt;
+	}
+	return total;
+}
+
+static int cmp_step_desc(const void *a, const void *b, void *us)
+{
+	double x = ((const double *)us)[*(const uint32_t *)a], y = ((const double *)us)[*(const uint32_t *)b];
+
+	return x > y ? -1 : x < y;
+}
+
+#define PROFILE_TOP 12
+
+/* The ops' shares of the timed runs' time, and the slowest steps, per run. */
+static void print_profile(const struct runner *r, const struct opts *o)
+{
+	uint32_t steps = rt_plan_num_steps(r->plan), *order = calloc(steps + 1, sizeof(*order));
+	const char *ops[TENSORS_MAX * 4];
+	double op_us[TENSORS_MAX * 4] = { 0 }, total = 0;
+	unsigned int op_count[TENSORS_MAX * 4] = { 0 }, nops = 0;
+
+	if (order == NULL)
+		die("out of memory");
+	for (uint32_t i = 0; i < steps; i++) {
+		struct rt_plan_step_info info;
+		const char *op;
+		unsigned int k;
+
+		rt_plan_step_info(r->plan, i, &info);
+		op = r->g->nodes[info.node].op_type;
+		for (k = 0; k < nops && strcmp(ops[k], op) != 0; k++)
+			;
+		if (k == nops && nops < sizeof(ops) / sizeof(ops[0]))
+			ops[nops++] = op;
+		if (k < nops) {
+			op_us[k] += r->step_us[i];
+			op_count[k]++;
+		}
+		total += r->step_us[i];
+		order[i] = i;
+	}
+	printf("profile  %u steps, %.1f us a run (the timed runs' mean; clock reads included)\n", steps,
+	       total / o->repeat);
+	for (unsigned int k = 0; k < nops; k++)
+		printf("profile  op %-24s x%-4u %10.1f us  %5.1f%%\n", ops[k], op_count[k], op_us[k] / o->repeat,
+		       total > 0 ? 100.0 * op_us[k] / total : 0.0);
+	qsort_r(order, steps, sizeof(*order), cmp_step_desc, r->step_us);
+	for (uint32_t i = 0; i < steps && i < PROFILE_TOP; i++) {
+		struct rt_plan_step_info info;
+		const struct rt_node *n;
+
+		rt_plan_step_info(r->plan, order[i], &info);
+		n = &r->g->nodes[info.node];
+		printf("profile  step %-4u %-20s %10.1f us  %5.1f%%  %s\n", order[i], n->op_type,
+		       r->step_us[order[i]] / o->repeat, total > 0 ? 100.0 * r->step_us[order[i]] / total : 0.0, n->name);
+	}
+	free(order);
+}
+
 static double run_once(struct runner *r, const struct opts *o)
 {
 	char err[RT_EXECUTOR_MSG_MAX];
@@ -255,6 +330,8 @@ static double run_once(struct runner *r, const struct opts *o)
 		/* The arena reuses an input's bytes once its last reader ran: copy them in every time. */
 		for (uint32_t i = 0; i < r->g->num_inputs; i++)
 			memcpy(r->in[i].data, r->in_data[i], r->in_bytes[i]);
+		if (r->step_us != NULL)
+			return run_profiled(r, o);
 		t0 = now_us();
 		rc = rt_plan_run(r->plan, r->arena, err, sizeof(err));
 		if (rc != 0)
@@ -362,6 +439,8 @@ int main(int argc, char **argv)
 		die("out of memory");
 	for (unsigned int i = 0; i < o.warmup; i++)
 		run_once(&r, &o);
+	if (o.profile && (r.step_us = calloc(rt_plan_num_steps(r.plan) + 1, sizeof(double))) == NULL)
+		die("out of memory");
 	for (unsigned int i = 0; i < o.repeat; i++) {
 		times[i] = run_once(&r, &o);
 		sum += times[i];
@@ -372,6 +451,8 @@ int main(int argc, char **argv)
 			pthread_join(workers[w].thread, NULL);
 	}
 	print_outputs(&r, &o);
+	if (r.step_us != NULL)
+		print_profile(&r, &o);
 
 	qsort(times, o.repeat, sizeof(double), cmp_double);
 	{
@@ -388,6 +469,7 @@ int main(int argc, char **argv)
 	}
 
 	free(times);
+	free(r.step_us);
 	if (o.gpu)
 		teardown_gpu(&r);
 	for (uint32_t i = 0; i < g->num_inputs; i++)

@@ -54,6 +54,7 @@ struct opts {
 	uint64_t seed;
 	unsigned int repeat, warmup, workers;
 	bool optimize;
+	bool profile;                   /* --profile: per-step times of the timed runs */
 	bool gpu;                       /* --device gpu */
 	const char *gpu_module;         /* NULL: libbwgpu.so where the loader looks; "fake": the fake device */
 	int gpu_index;
@@ -74,6 +75,7 @@ struct runner {
 	struct rt_plan *seq_plan;       /* sequential mode: ours to free */
 	struct rt_executor *ex;         /* executor mode */
 	void *arena;                    /* sequential mode */
+	double *step_us;                /* --profile: per plan step, summed over the timed runs */
 	struct rt_tensor in[TENSORS_MAX];  /* bound dtype and shape; data: in the arena (sequential) */
 	struct rt_tensor out[TENSORS_MAX];
 	size_t in_bytes[TENSORS_MAX], out_bytes[TENSORS_MAX];

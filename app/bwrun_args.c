@@ -20,6 +20,8 @@ static void usage(FILE *f)
 		"  --workers N          1 (default): rt_plan_run on this thread; N > 1: the daemon's multi-worker\n"
 		"                       executor with N workers (this thread is worker 0)\n"
 		"  --no-optimize        skip the load-time graph rewrites (fusions, layouts)\n"
+		"  --profile            time every step of the timed runs: the ops' shares and the slowest\n"
+		"                       steps (cpu, one worker; the timing adds two clock reads a step)\n"
 		"  --device cpu|gpu     where the model runs (default cpu); gpu: the GPU executor, the time is\n"
 		"                       launch to completion seen, gather and scatter included\n"
 		"  --gpu-module PATH    the device module for --device gpu (default: libbwgpu.so beside bwrun or\n"
@@ -59,7 +61,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_BATCH = 256, OPT_INPUT, OPT_SEED, OPT_SAVE_INPUTS, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_WARMUP,
 	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_PRECISION, OPT_LAUNCH_MODE,
-	       OPT_LAYOUT };
+	       OPT_LAYOUT, OPT_PROFILE };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "input", required_argument, NULL, OPT_INPUT },
@@ -76,6 +78,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 		{ "precision", required_argument, NULL, OPT_PRECISION },
 		{ "launch-mode", required_argument, NULL, OPT_LAUNCH_MODE },
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
+		{ "profile", no_argument, NULL, OPT_PROFILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -157,6 +160,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 			o->launch_mode = (uint32_t)rc;
 			gpu_only = true;
 			break;
+		case OPT_PROFILE:
+			o->profile = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -186,6 +192,8 @@ void parse_args(int argc, char **argv, struct opts *o)
 			die("--precision %s is made by the load-time rewrites: not with --no-optimize", o->precision_given);
 		o->cpu_precision = (uint32_t)rc;
 	}
+	if (o->profile && (o->gpu || o->workers != 1))
+		die("--profile times the steps of one plan run on this thread: not with --device gpu or --workers");
 	if (o->gpu && o->workers != 1)
 		die("--workers is the CPU executor's: --device gpu runs on one polling thread");
 	o->model = argv[optind];

@@ -47,7 +47,7 @@ int rt_exec_step(const struct rt_plan_step *s, uint8_t *arena, uint8_t *scratch,
 	return s->kernel->run(s->node, t, t + s->num_inputs, s->scratch_bytes != 0 ? scratch : NULL, kerr, kerr_cap);
 }
 
-int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap)
+int rt_plan_run_steps(const struct rt_plan *p, void *arena, uint32_t first, uint32_t count, char *err, size_t cap)
 {
 	char kerr[RT_ERR_MAX];
 
@@ -63,7 +63,11 @@ int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap)
 		snprintf(err, cap, "the plan is for a device: its runtime runs it, not the host");
 		return -EINVAL;
 	}
-	for (uint32_t i = 0; i < p->num_steps; i++) {
+	if (unlikely(first > p->num_steps || count > p->num_steps - first)) {
+		snprintf(err, cap, "steps %u..%u are past the plan's %u", first, first + count, p->num_steps);
+		return -EINVAL;
+	}
+	for (uint32_t i = first; i < first + count; i++) {
 		const struct rt_plan_step *s = &p->steps[i];
 		int rc = rt_exec_step(s, arena, (uint8_t *)arena + s->scratch_offset, kerr, sizeof(kerr));
 
@@ -75,4 +79,9 @@ int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap)
 		}
 	}
 	return 0;
+}
+
+int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap)
+{
+	return rt_plan_run_steps(p, arena, 0, p->num_steps, err, cap);
 }

@@ -13,6 +13,7 @@
  * writes half the bytes. Strided convs gather their im2col rows (bf16, channels contiguous per tap)
  * into scratch, one memcpy per pixel and tap.
  */
+#include <immintrin.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@ enum nhwc_mode {
 
 struct nhwc_plan {
 	int64_t n, h, w, c, m, kh, kw, ho, wo, hp, wp; /* hp x wp: the padded image */
+	int64_t depth; /* a gathered row: kh * kw * c rounded up to 32 (zeros after) */
 	struct rt_k_window win;
 	enum nhwc_mode mode;
 };
@@ -63,10 +65,10 @@ static int nhwc_plan(const struct rt_node *node, const struct rt_tensor *inputs,
 	p->kw = shape->ints[3];
 	if (p->h < 0 || p->w < 0 || p->c < 0)
 		return bw_err(err, err_cap, -ENOTSUP, "symbolic spatial or channel dims are not supported");
-	if (shape->ints[1] != p->c || p->c % 32 != 0 || p->m < 1 || p->kh < 1 || p->kw < 1)
+	if (shape->ints[1] != p->c || p->c < 1 || p->m < 1 || p->kh < 1 || p->kw < 1)
 		return bw_err(err, err_cap, -EINVAL, "weight_shape [%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-			      "] does not fit 'X' of %" PRId64 " channels (a multiple of 32)", shape->ints[0],
-			      shape->ints[1], shape->ints[2], shape->ints[3], p->c);
+			      "] does not fit 'X' of %" PRId64 " channels", shape->ints[0], shape->ints[1], shape->ints[2],
+			      shape->ints[3], p->c);
 	x_nchw.dims[0] = p->n;
 	x_nchw.dims[1] = p->c;
 	x_nchw.dims[2] = p->h;
@@ -84,7 +86,8 @@ static int nhwc_plan(const struct rt_node *node, const struct rt_tensor *inputs,
 			      rt_bf16_packed_b_elems(p->kh * p->kw * p->c, p->m));
 	p->hp = p->h + p->win.pad_begin[0] + p->win.pad_end[0];
 	p->wp = p->w + p->win.pad_begin[1] + p->win.pad_end[1];
-	if (p->win.stride[0] != 1 || p->win.stride[1] != 1 || p->kh * p->kw > NHWC_TAPS_MAX)
+	p->depth = (p->kh * p->kw * p->c + 31) / 32 * 32;
+	if (p->win.stride[0] != 1 || p->win.stride[1] != 1 || p->kh * p->kw > NHWC_TAPS_MAX || p->c % 32 != 0)
 		p->mode = NHWC_GATHER;
 	else if (p->kh == 1 && p->kw == 1 && p->hp == p->h && p->wp == p->w)
 		p->mode = NHWC_DIRECT;
@@ -117,6 +120,28 @@ RT_K_INFER(fused_conv_nhwc)
 	return 0;
 }
 
+/*
+ * The padded copies and gathered rows are made a part at a time, each consumed by the GEMM while it
+ * is still in L2: images of their padded copies, rows of their gathered ones, up to about
+ * NHWC_PART_BYTES (at a batch of 32, ResNet-50's first stage would otherwise copy 13 MiB out to
+ * memory and read it back; the stem's gathered rows are 4 MiB an image).
+ */
+#define NHWC_PART_BYTES (1 << 20)
+
+static int64_t padded_images(const struct nhwc_plan *p)
+{
+	int64_t per = p->hp * p->wp * p->c * (int64_t)sizeof(uint16_t), k = NHWC_PART_BYTES / (per > 0 ? per : 1);
+
+	return k < 1 ? 1 : k > p->n ? p->n : k;
+}
+
+static int64_t gathered_rows(const struct nhwc_plan *p)
+{
+	int64_t rows = p->n * p->ho * p->wo, k = NHWC_PART_BYTES / (p->depth * (int64_t)sizeof(uint16_t)) / 32 * 32;
+
+	return k < 32 ? 32 : k > rows ? rows : k;
+}
+
 RT_K_SCRATCH(fused_conv_nhwc)
 {
 	struct nhwc_plan p;
@@ -125,19 +150,20 @@ RT_K_SCRATCH(fused_conv_nhwc)
 	if (nhwc_plan(node, inputs, &p, err, sizeof(err)) < 0 || p.n < 0)
 		return 0;
 	switch (p.mode) {
-	case NHWC_PADDED: return (size_t)(p.n * p.hp * p.wp * p.c) * sizeof(uint16_t);
-	case NHWC_GATHER: return (size_t)(p.n * p.ho * p.wo * p.kh * p.kw * p.c) * sizeof(uint16_t);
+	case NHWC_PADDED: return (size_t)(padded_images(&p) * p.hp * p.wp * p.c) * sizeof(uint16_t);
+	case NHWC_GATHER: return (size_t)(gathered_rows(&p) * p.depth) * sizeof(uint16_t);
 	default: return 0;
 	}
 }
 
-/* X into the interior of its zero-padded copy. */
-static void pad_copy(const struct nhwc_plan *p, const uint16_t *x, uint16_t *xp)
+/* Images first..first+count-1 of X into the interiors of their zero-padded copies. */
+static void pad_copy(const struct nhwc_plan *p, const uint16_t *x, int64_t first, int64_t count, uint16_t *xp)
 {
 	int64_t top = p->win.pad_begin[0], left = p->win.pad_begin[1], right = p->wp - p->w - left;
 	size_t px = (size_t)p->c * sizeof(uint16_t);
 
-	for (int64_t b = 0; b < p->n; b++) {
+	x += first * p->h * p->w * p->c;
+	for (int64_t b = 0; b < count; b++) {
 		for (int64_t y = 0; y < p->hp; y++) {
 			uint16_t *row = xp + ((b * p->hp + y) * p->wp) * p->c;
 			int64_t iy = y - top;
@@ -153,28 +179,54 @@ static void pad_copy(const struct nhwc_plan *p, const uint16_t *x, uint16_t *xp)
 	}
 }
 
-/* Each output pixel's row: for every tap (ky, kx) the input pixel's c channels, or zeros in the padding. */
-static void gather_rows(const struct nhwc_plan *p, const uint16_t *x, uint16_t *rows)
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+/* n bf16 values from src (NULL: zeros) to dst, 32 to a masked vector move. */
+AVX512_TARGET static inline void copy_bf16(uint16_t *dst, const uint16_t *src, int64_t n)
 {
-	size_t px = (size_t)p->c * sizeof(uint16_t);
+	for (int64_t i = 0; i < n; i += 32) {
+		__mmask32 m = n - i >= 32 ? 0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
 
-	for (int64_t b = 0; b < p->n; b++) {
-		for (int64_t oy = 0; oy < p->ho; oy++) {
-			for (int64_t ox = 0; ox < p->wo; ox++) {
-				uint16_t *r = rows + ((b * p->ho + oy) * p->wo + ox) * p->kh * p->kw * p->c;
+		_mm512_mask_storeu_epi16(dst + i, m, src != NULL ? _mm512_maskz_loadu_epi16(m, src + i) : _mm512_setzero_si512());
+	}
+}
 
-				for (int64_t ky = 0; ky < p->kh; ky++) {
-					int64_t iy = oy * p->win.stride[0] + ky - p->win.pad_begin[0];
+/*
+ * Each output pixel's row: for every tap (ky, kx) the input pixel's c channels, or zeros in the
+ * padding, then zeros up to depth. A window row wholly inside the image is one run of kw * c values
+ * (the stem's 7 x 3 channels: one move).
+ */
+AVX512_TARGET static void gather_rows(const struct nhwc_plan *p, const uint16_t *x, int64_t first, int64_t count,
+				      uint16_t *rows)
+{
+	int64_t run = p->kw * p->c, b = first / (p->ho * p->wo), oy = first / p->wo % p->ho, ox = first % p->wo;
 
-					for (int64_t kx = 0; kx < p->kw; kx++, r += p->c) {
-						int64_t ix = ox * p->win.stride[1] + kx - p->win.pad_begin[1];
+	for (int64_t q = 0; q < count; q++) {
+		uint16_t *r = rows + q * p->depth;
+		int64_t ix0 = ox * p->win.stride[1] - p->win.pad_begin[1];
 
-						if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
-							memset(r, 0, px);
-						else
-							memcpy(r, x + ((b * p->h + iy) * p->w + ix) * p->c, px);
-					}
+		for (int64_t ky = 0; ky < p->kh; ky++, r += run) {
+			int64_t iy = oy * p->win.stride[0] + ky - p->win.pad_begin[0];
+			const uint16_t *line = iy >= 0 && iy < p->h ? x + (b * p->h + iy) * p->w * p->c : NULL;
+
+			if (line == NULL) {
+				copy_bf16(r, NULL, run);
+			} else if (ix0 >= 0 && ix0 + p->kw <= p->w) {
+				copy_bf16(r, line + ix0 * p->c, run);
+			} else {
+				for (int64_t kx = 0; kx < p->kw; kx++) {
+					int64_t ix = ix0 + kx;
+
+					copy_bf16(r + kx * p->c, ix >= 0 && ix < p->w ? line + ix * p->c : NULL, p->c);
 				}
+			}
+		}
+		copy_bf16(r, NULL, p->depth - p->kh * run);
+		if (++ox == p->wo) {
+			ox = 0;
+			if (++oy == p->ho) {
+				oy = 0;
+				b++;
 			}
 		}
 	}
@@ -184,8 +236,9 @@ RT_K_RUN(fused_conv_nhwc)
 {
 	struct rt_k_act_spec act;
 	struct nhwc_plan p;
-	int64_t tap_off[NHWC_TAPS_MAX] = { 0 }, rows;
+	int64_t tap_off[NHWC_TAPS_MAX] = { 0 }, part;
 	struct rt_bf16_rows a = { .ntaps = 1, .tap_off = tap_off };
+	uint16_t *y = outputs[0].data;
 	struct rt_bf16_grid grid;
 	const float *bias = rt_k_has_input(node, inputs, 2) ? inputs[2].data : NULL;
 	const uint16_t *z = rt_k_has_input(node, inputs, 3) ? inputs[3].data : NULL;
@@ -197,15 +250,14 @@ RT_K_RUN(fused_conv_nhwc)
 		return 0;
 	if (p.mode != NHWC_DIRECT && scratch == NULL)
 		return bw_err(err, err_cap, -EINVAL, "FusedConvNhwc needs scratch memory and got none");
-	grid = (struct rt_bf16_grid){ .per_image = p.ho * p.wo, .width = p.wo, .valid_h = p.ho, .valid_w = p.wo };
-	rows = p.n * p.ho * p.wo;
 	switch (p.mode) {
 	case NHWC_DIRECT:
 		a.base = inputs[0].data;
 		a.row_stride = a.depth = p.c;
+		grid = (struct rt_bf16_grid){ .per_image = p.ho * p.wo, .width = p.wo, .valid_h = p.ho, .valid_w = p.wo };
+		rt_bf16_gemm_rows(p.n * p.ho * p.wo, p.m, &a, &grid, inputs[1].data, bias, z, &act, y);
 		break;
 	case NHWC_PADDED:
-		pad_copy(&p, inputs[0].data, scratch);
 		a.base = scratch;
 		a.row_stride = a.depth = p.c;
 		a.ntaps = (int)(p.kh * p.kw);
@@ -215,15 +267,29 @@ RT_K_RUN(fused_conv_nhwc)
 		/* the output pixel (y, x) sits at (y, x) of the padded grid; the last image's rows past its
 		 * last pixel are not computed, so no tap reads past the copy */
 		grid = (struct rt_bf16_grid){ .per_image = p.hp * p.wp, .width = p.wp, .valid_h = p.ho, .valid_w = p.wo };
-		rows = (p.n - 1) * p.hp * p.wp + (p.ho - 1) * p.wp + p.wo;
+		part = padded_images(&p);
+		for (int64_t b = 0; b < p.n; b += part) {
+			int64_t count = p.n - b < part ? p.n - b : part, out = b * p.ho * p.wo * p.m;
+
+			pad_copy(&p, inputs[0].data, b, count, scratch);
+			rt_bf16_gemm_rows((count - 1) * p.hp * p.wp + (p.ho - 1) * p.wp + p.wo, p.m, &a, &grid, inputs[1].data,
+					  bias, z != NULL ? z + out : NULL, &act, y + out);
+		}
 		break;
 	case NHWC_GATHER:
-		gather_rows(&p, inputs[0].data, scratch);
 		a.base = scratch;
-		a.row_stride = a.depth = p.kh * p.kw * p.c;
+		a.row_stride = a.depth = p.depth;
+		part = gathered_rows(&p);
+		for (int64_t r = 0, rows = p.n * p.ho * p.wo; r < rows; r += part) {
+			int64_t count = rows - r < part ? rows - r : part;
+
+			gather_rows(&p, inputs[0].data, r, count, scratch);
+			grid = (struct rt_bf16_grid){ .per_image = count, .width = count, .valid_h = 1, .valid_w = count };
+			rt_bf16_gemm_rows(count, p.m, &a, &grid, inputs[1].data, bias, z != NULL ? z + r * p.m : NULL, &act,
+					  y + r * p.m);
+		}
 		break;
 	}
-	rt_bf16_gemm_rows(rows, p.m, &a, &grid, inputs[1].data, bias, z, &act, outputs[0].data);
 	return 0;
 }
 
@@ -284,6 +350,104 @@ RT_K_RUN(from_nhwc_bf16)
 		for (int64_t i = 0; i < hw; i++) {
 			for (int64_t ch = 0; ch < c; ch++)
 				dst[ch * hw + i] = bw_bf16_to_float(src[i * c + ch]);
+		}
+	}
+	return 0;
+}
+
+/* ---- MaxPool on NHWC bf16 (the stem's, between its conv and the first block) -------------------- */
+
+static int maxpool_nhwc_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct rt_k_window *w,
+			      char *err, size_t err_cap)
+{
+	const struct rt_tensor *x = &inputs[0];
+	struct rt_tensor x_nchw = { .dtype = BW_DTYPE_FLOAT, .rank = 4 };
+	int rc = rt_k_need_input(node, inputs, 0, "X", RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if (!rt_bf16_available())
+		return bw_err(err, err_cap, -ENOTSUP, "NHWC bf16 pooling needs the CPU kernels at the amx level");
+	if (x->rank != 4)
+		return bw_err(err, err_cap, -EINVAL, "input 'X' must be 4-D NHWC");
+	if (rt_k_has_output(node, 1))
+		return bw_err(err, err_cap, -ENOTSUP, "output Indices is not computed here");
+	x_nchw.dims[0] = x->dims[0];
+	x_nchw.dims[1] = x->dims[3];
+	x_nchw.dims[2] = x->dims[1];
+	x_nchw.dims[3] = x->dims[2];
+	return rt_k_window_init(node, &x_nchw, NULL, true, false, w, err, err_cap);
+}
+
+RT_K_INFER(maxpool_nhwc_bf16)
+{
+	struct rt_k_window w;
+	int rc = maxpool_nhwc_setup(node, inputs, &w, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	outputs[0] = (struct rt_tensor){ .dtype = BW_DTYPE_BFLOAT16, .rank = 4,
+					 .dims = { inputs[0].dims[0], w.out[0], w.out[1], inputs[0].dims[3] } };
+	return 0;
+}
+
+/* 32 bf16 of mask m as two fp32 vectors. */
+AVX512_TARGET static inline void widen32(const uint16_t *p, __mmask32 m, __m512 *lo, __m512 *hi)
+{
+	__m512i v = _mm512_maskz_loadu_epi16(m, p);
+
+	*lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
+	*hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
+}
+
+/*
+ * Per output pixel and 32 channels, the max over the window's pixels inside the image, in fp32
+ * (every bf16 is one exactly, so rounding back is exact). As the NCHW kernels do, the window's
+ * first pixel is taken and replaced only by a greater value; a window wholly in the padding gives
+ * -inf.
+ */
+AVX512_TARGET RT_K_RUN(maxpool_nhwc_bf16)
+{
+	struct rt_k_window w;
+	const struct rt_tensor *x = &inputs[0];
+	int64_t c = x->dims[3], ih = x->dims[1], iw = x->dims[2];
+	const uint16_t *src = x->data;
+	uint16_t *dst = outputs[0].data;
+	int rc = maxpool_nhwc_setup(node, inputs, &w, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	for (int64_t b = 0; b < x->dims[0]; b++) {
+		for (int64_t oy = 0; oy < w.out[0]; oy++) {
+			int64_t y0 = oy * w.stride[0] - w.pad_begin[0], y1 = y0 + w.kernel[0];
+
+			y0 = y0 < 0 ? 0 : y0;
+			y1 = y1 > ih ? ih : y1;
+			for (int64_t ox = 0; ox < w.out[1]; ox++) {
+				int64_t x0 = ox * w.stride[1] - w.pad_begin[1], x1 = x0 + w.kernel[1];
+				uint16_t *out = dst + ((b * w.out[0] + oy) * w.out[1] + ox) * c;
+
+				x0 = x0 < 0 ? 0 : x0;
+				x1 = x1 > iw ? iw : x1;
+				for (int64_t ch = 0; ch < c; ch += 32) {
+					__mmask32 m = c - ch >= 32 ? 0xffffffffu : (__mmask32)((1u << (c - ch)) - 1);
+					__m512 lo = _mm512_set1_ps(-__builtin_inff()), hi = lo;
+					bool first = true;
+
+					for (int64_t yy = y0; yy < y1; yy++) {
+						for (int64_t xx = x0; xx < x1; xx++) {
+							__m512 l, h;
+
+							widen32(src + ((b * ih + yy) * iw + xx) * c + ch, m, &l, &h);
+							/* max(acc, v) keeps acc where v is not greater, NaN included */
+							lo = first ? l : _mm512_mask_mov_ps(lo, _mm512_cmp_ps_mask(l, lo, _CMP_GT_OQ), l);
+							hi = first ? h : _mm512_mask_mov_ps(hi, _mm512_cmp_ps_mask(h, hi, _CMP_GT_OQ), h);
+							first = false;
+						}
+					}
+					_mm512_mask_storeu_epi16(out + ch, m, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+				}
+			}
 		}
 	}
 	return 0;

@@ -177,6 +177,8 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	{"FusedConvNhwc", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
 	 rt_k_fused_conv_nhwc_infer, rt_k_fused_conv_nhwc_scratch, rt_k_fused_conv_nhwc_run, NULL},
 	KB("ToNhwcBf16", to_nhwc_bf16, NULL),
+	{"MaxPoolNhwcBf16", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
+	 rt_k_maxpool_nhwc_bf16_infer, NULL, rt_k_maxpool_nhwc_bf16_run, NULL},
 	{"FromNhwcBf16", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
 	 rt_k_from_nhwc_bf16_infer, NULL, rt_k_from_nhwc_bf16_run, NULL},
 };

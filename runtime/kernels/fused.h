@@ -32,10 +32,11 @@
  *   LayerNormalization(X, Scale, B?)  float, over the dims from 'axis' on; output 0 only.
  *   MaxPool(X)                2-D NCHW float, no Indices output, no dilation: ONNX MaxPool.
  *   FusedConvNhwc(X, W, B?, Z?)  FusedConv on NHWC bf16 tensors (precision bf16, amx level): X
- *                             [N, H, W, C] bf16, C a multiple of 32; W packed at load by
+ *                             [N, H, W, C] bf16; W packed at load by
  *                             rt_bf16_pack_b over k = (ky, kx, c), tap-major, "weight_shape" its
  *                             ONNX shape [M, C, kH, kW]; B fp32; Z and Y bf16 [N, Ho, Wo, M].
  *                             Ungrouped, undilated; Conv's strides, pads and auto_pad.
+ *   MaxPoolNhwcBf16(X)        MaxPool (2-D, no Indices, no dilation) on NHWC bf16.
  *   ToNhwcBf16(X)             NCHW float -> NHWC bf16 (rounded to nearest even), and
  *   FromNhwcBf16(X)           NHWC bf16 -> NCHW float: the edges of a region of FusedConvNhwc.
  *
@@ -119,5 +120,6 @@ RT_K_DECLARE(fused_conv_nhwc);
 RT_K_SCRATCH(fused_conv_nhwc);
 RT_K_DECLARE(to_nhwc_bf16);
 RT_K_DECLARE(from_nhwc_bf16);
+RT_K_DECLARE(maxpool_nhwc_bf16);
 
 #endif /* BW_RT_KERNELS_FUSED_H */

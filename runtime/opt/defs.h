@@ -107,6 +107,9 @@ float *opt_alloc_floats(int64_t n);
 int opt_make_fused(struct opt_ctx *c, uint32_t dst, uint32_t src, const char *op, const int32_t *inputs,
 		   uint16_t n_in, int32_t out);
 
+/** Makes node n batchwire's op, keeping its inputs, outputs and attributes. \return 0 or -ENOMEM. */
+int opt_rename_op(struct opt_ctx *c, uint32_t n, const char *op);
+
 /** Moves node n into batchwire's domain under the same op name (a fast-path kernel). */
 int opt_set_domain(struct opt_ctx *c, uint32_t n);
 

@@ -306,6 +306,11 @@ static int set_op(struct opt_ctx *c, struct rt_node *n, const char *op)
 	return 0;
 }
 
+int opt_rename_op(struct opt_ctx *c, uint32_t n, const char *op)
+{
+	return set_op(c, &c->g->nodes[n], op);
+}
+
 int opt_set_domain(struct opt_ctx *c, uint32_t n)
 {
 	char op[64];

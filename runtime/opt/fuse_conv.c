@@ -276,13 +276,28 @@ enum conv_packing {
 };
 
 /*
- * At precision bf16, an ungrouped, undilated 2-D conv of a multiple of 32 input channels runs on
- * NHWC bf16 tensors (conv_nhwc.c; opt_nhwc_region wires the region's tensors and edges): its weights
- * become the GEMM's right operand, k ordered (ky, kx, c) as the taps read the image.
+ * At precision bf16 every 2-D conv goes to AMX's tiles, none to Winograd (its transforms would add
+ * their rounding to bf16's). A conv whose depth or output channels are far below a tile's 32 (the
+ * small CNN's first: 9 deep, 16 channels, 7/8 of its tiles padding) stays fp32, where it runs
+ * faster: the CNN at bf16 in 20.3 us a batch of 1 against 21.8 with that conv on tiles, 445 against
+ * 513 at 32 (medians of 3 alternating runs).
+ */
+#define OPT_BF16_DEPTH_MIN 32
+#define OPT_BF16_CHANNELS_MIN 16
+
+static bool bf16_applies(const struct rt_tensor *wt, int64_t group)
+{
+	return wt->dims[1] * wt->dims[2] * wt->dims[3] >= OPT_BF16_DEPTH_MIN && wt->dims[0] / group >= OPT_BF16_CHANNELS_MIN;
+}
+
+/*
+ * An ungrouped, undilated one runs on NHWC bf16 tensors (conv_nhwc.c; opt_nhwc_region wires the
+ * region's tensors and edges): its weights become the GEMM's right operand, k ordered (ky, kx, c)
+ * as the taps read the image. Grouped and dilated ones keep NCHW and the im2col GEMM.
  */
 static bool nhwc_applies(const struct rt_node *conv, const struct rt_tensor *wt, int64_t group)
 {
-	return group == 1 && wt->rank == 4 && wt->dims[1] % 32 == 0 && all_ones(conv, "dilations");
+	return group == 1 && wt->rank == 4 && bf16_applies(wt, group) && all_ones(conv, "dilations");
 }
 
 static int pack_weights_nhwc(struct opt_ctx *c, const struct rt_node *conv, const struct rt_tensor *wt,
@@ -309,15 +324,7 @@ static int pack_weights_nhwc(struct opt_ctx *c, const struct rt_node *conv, cons
 	return *packed < 0 ? *packed : CONV_BF16_NHWC;
 }
 
-/*
- * At precision bf16 the weights of each group go into AMX's tiles (bf16.h), every 2-D conv through
- * the im2col GEMM: Winograd's transforms would add their rounding to bf16's. A conv whose depth or
- * output channels are far below a tile's 32 (the small CNN's first: 9 deep, 16 channels, 7/8 of its
- * tiles padding) stays fp32, where it runs faster: the CNN at bf16 in 20.3 us a batch of 1 against
- * 21.8 with that conv on tiles, 445 against 513 at 32 (medians of 3 alternating runs).
- */
-#define OPT_BF16_DEPTH_MIN 32
-#define OPT_BF16_CHANNELS_MIN 16
+/* At precision bf16 the weights of each group go into AMX's tiles (bf16.h) for the im2col GEMM. */
 static int pack_weights_bf16(struct opt_ctx *c, const struct rt_node *conv, const struct rt_tensor *wt, int64_t group,
 			     int32_t *packed)
 {
@@ -354,8 +361,7 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	memcpy(shape, wt.dims, 4 * sizeof(int64_t));
 	if (c->precision == RT_PRECISION_BF16 && nhwc_applies(conv, &wt, group))
 		return pack_weights_nhwc(c, conv, &wt, packed);
-	if (c->precision == RT_PRECISION_BF16 && wt.dims[1] * wt.dims[2] * wt.dims[3] >= OPT_BF16_DEPTH_MIN &&
-	    wt.dims[0] / group >= OPT_BF16_CHANNELS_MIN)
+	if (c->precision == RT_PRECISION_BF16 && bf16_applies(&wt, group))
 		return pack_weights_bf16(c, conv, &wt, group, packed);
 	winograd = group == 1 && wt.dims[2] == 3 && wt.dims[3] == 3 && all_ones(conv, "strides") &&
 		   all_ones(conv, "dilations") && wt.dims[1] >= OPT_WINOGRAD_CHANNELS_MIN;

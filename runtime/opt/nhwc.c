@@ -6,7 +6,8 @@
  * a twin made by another FusedConvNhwc is read as it is; any other value is converted once, by a
  * ToNhwcBf16 placed before its first NHWC reader. Where the original value is still wanted (a graph
  * output, or a reader outside the region: ResNet-50's GlobalAveragePool), a FromNhwcBf16 right after
- * the conv makes it again. ResNet-50 gets one conversion in (after the stem's MaxPool) and one out.
+ * the conv makes it again. A 2-D MaxPool reading the region's output joins it (MaxPoolNhwcBf16).
+ * ResNet-50 gets one conversion in (the image, 3 channels) and one out (before GlobalAveragePool).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,9 +17,9 @@
 #include "defs.h"
 #include "kernels/fused.h"
 
-static bool is_nhwc_conv(const struct rt_node *n)
+static bool is_ours(const struct rt_node *n, const char *op)
 {
-	return n->domain != NULL && strcmp(n->domain, RT_K_DOMAIN) == 0 && strcmp(n->op_type, "FusedConvNhwc") == 0;
+	return n->domain != NULL && strcmp(n->domain, RT_K_DOMAIN) == 0 && strcmp(n->op_type, op) == 0;
 }
 
 /* A node of batchwire's domain: op reading in, writing out, named after value named. */
@@ -44,7 +45,8 @@ static int conversion_node(struct opt_ctx *c, const char *op, int32_t in, int32_
 	return 0;
 }
 
-/* Whether v is wanted as it is: a graph output, or read by a node that is no NHWC conv's X or Z. */
+/* Whether v is wanted as it is: a graph output, or read by a node outside the region or, inside it,
+ * other than as a conv's X or Z. */
 static bool wanted_outside(const struct opt_ctx *c, const bool *nhwc, int32_t v)
 {
 	uint32_t readers = opt_num_readers(c, v), listed = 0;
@@ -70,7 +72,7 @@ static bool wanted_outside(const struct opt_ctx *c, const bool *nhwc, int32_t v)
 int opt_nhwc_region(struct opt_ctx *c)
 {
 	struct rt_graph *g = c->g;
-	uint32_t n_nodes = g->num_nodes, n_values = g->num_values, convs = 0, emitted = 0, to = 0, from = 0;
+	uint32_t n_nodes = g->num_nodes, n_values = g->num_values, convs = 0, pools = 0, emitted = 0, to = 0, from = 0;
 	bool *nhwc = calloc((size_t)n_nodes + 1, sizeof(*nhwc)), *back = calloc((size_t)n_nodes + 1, sizeof(*back));
 	int32_t *twin = malloc(((size_t)n_values + 1) * sizeof(*twin));
 	struct rt_node *out = NULL;
@@ -81,9 +83,20 @@ int opt_nhwc_region(struct opt_ctx *c)
 		rc = opt_error(c, -ENOMEM, "out of memory");
 		goto done;
 	}
+	/* the region: the convs, and the 2-D MaxPools (fastpath.c's) reading a conv's or a pool's output */
 	for (uint32_t n = 0; n < n_nodes; n++) {
-		nhwc[n] = !c->dead[n] && is_nhwc_conv(&g->nodes[n]);
+		const struct rt_node *node = &g->nodes[n];
+		int32_t from;
+
+		if (c->dead[n])
+			continue;
+		nhwc[n] = is_ours(node, "FusedConvNhwc");
 		convs += nhwc[n];
+		if (is_ours(node, "MaxPool") && node->num_inputs == 1 && node->inputs[0] >= 0 &&
+		    (from = g->values[node->inputs[0]].producer) >= 0 && nhwc[from]) {
+			nhwc[n] = true;
+			pools++;
+		}
 	}
 	if (convs == 0)
 		goto done;
@@ -114,7 +127,7 @@ int opt_nhwc_region(struct opt_ctx *c)
 			int32_t v = node->inputs[j];
 
 			if ((j != 0 && j != 3) || v < 0)
-				continue;
+				continue; /* a conv's W and B; a pool has only X */
 			if (twin[v] < 0) {
 				int32_t t = opt_add_value(c, g->values[v].name, "nhwc");
 
@@ -130,6 +143,8 @@ int opt_nhwc_region(struct opt_ctx *c)
 			node->inputs[j] = twin[v];
 		}
 		if (rc < 0)
+			break;
+		if (is_ours(node, "MaxPool") && (rc = opt_rename_op(c, n, "MaxPoolNhwcBf16")) < 0)
 			break;
 		y = node->outputs[0];
 		if ((twin[y] = opt_add_value(c, g->values[y].name, "nhwc")) < 0) {
@@ -169,6 +184,7 @@ int opt_nhwc_region(struct opt_ctx *c)
 		}
 	}
 	opt_report(c, "Conv on NHWC bf16 tensors", convs);
+	opt_report(c, "MaxPool on NHWC bf16 tensors", pools);
 	opt_report(c, "NCHW <-> NHWC conversions", to + from);
 done:
 	free(out);

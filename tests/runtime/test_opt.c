@@ -1039,26 +1039,28 @@ static void test_gemm_small(void)
 }
 
 /*
- * Precision bf16's NHWC region: convs of 32 or 64 input channels go to FusedConvNhwc, each of its
- * modes once (padded 3x3, a 1x1 on the image itself, gathered rows for a stride-2 3x3 with
- * residual and a stride-2 1x1), output channels not a multiple of 32, rows that end inside a tile
- * (9 x 7 images), and every kind of edge: the graph input converted in, a residual made outside
- * the region converted in, a value read outside (a 48-channel conv's input stays NCHW) and graph
- * outputs converted out.
+ * Precision bf16's NHWC region: ungrouped convs go to FusedConvNhwc, each of its modes once (a
+ * 7x7 stride-2 stem of 3 channels on gathered rows padded to 32, a padded 3x3, a 1x1 on the image
+ * itself, gathered rows for a stride-2 3x3 with a residual and for a stride-2 1x1), a MaxPool
+ * between them, output channels not a multiple of 32, rows that end inside a tile (9 x 7 images),
+ * and every kind of edge: the graph input converted in, a residual made outside the region (by a
+ * grouped conv, which stays NCHW) converted in, that conv's input converted out, and graph outputs
+ * converted out.
  */
 static void test_bf16_nhwc(void)
 {
-	static const int64_t x[] = {-1, 32, 9, 7}, w1[] = {64, 32, 3, 3}, w2[] = {48, 64, 1, 1}, w3[] = {32, 48, 3, 3};
-	static const int64_t w4[] = {32, 64, 3, 3}, w5[] = {40, 32, 1, 1}, b5[] = {40};
-	static const int64_t p1[] = {1, 1, 1, 1}, s2[] = {2, 2};
-	static const struct op_count expect[] = { {"FusedConvNhwc", 4}, {"ToNhwcBf16", 2}, {"FromNhwcBf16", 3},
-						  {"FusedConv", 1} };
+	static const int64_t x[] = {-1, 3, 18, 14}, w0[] = {32, 3, 7, 7}, w1[] = {64, 32, 3, 3}, w2[] = {48, 64, 1, 1};
+	static const int64_t w3[] = {32, 24, 3, 3}, w4[] = {32, 64, 3, 3}, w5[] = {40, 32, 1, 1}, b5[] = {40};
+	static const int64_t p1[] = {1, 1, 1, 1}, p3[] = {3, 3, 3, 3}, s2[] = {2, 2}, k3[] = {3, 3};
+	static const struct op_count expect[] = { {"FusedConvNhwc", 5}, {"MaxPoolNhwcBf16", 1}, {"ToNhwcBf16", 2},
+						  {"FromNhwcBf16", 3}, {"FusedConv", 1} };
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
 	struct rt_graph *g;
 	Onnx__NodeProto *n;
 
 	input(m, "x", 4, x);
+	init(m, "w0", 4, w0, NULL, 0.2f, 0);
 	init(m, "w1", 4, w1, NULL, 0.1f, 0);
 	init(m, "w2", 4, w2, NULL, 0.2f, 0);
 	init(m, "w3", 4, w3, NULL, 0.1f, 0);
@@ -1068,7 +1070,11 @@ static void test_bf16_nhwc(void)
 	bn_params(m, "bn", 64);
 	scalar(m, "lo", -0.4f);
 	scalar(m, "hi", 0.5f);
-	n = onnx_build_node(m, NULL, "Conv", "x,w1", "c1"); /* padded: [N, 64, 9, 7] */
+	n = onnx_build_node(m, NULL, "Conv", "x,w0", "c0"); /* the stem: [N, 32, 9, 7] */
+	onnx_build_attr_ints(n, "strides", s2, 2);
+	onnx_build_attr_ints(n, "pads", p3, 4);
+	onnx_build_node(m, NULL, "Relu", "c0", "x0");
+	n = onnx_build_node(m, NULL, "Conv", "x0,w1", "c1"); /* padded: [N, 64, 9, 7] */
 	onnx_build_attr_ints(n, "pads", p1, 4);
 	onnx_build_node(m, NULL, "BatchNormalization", "c1,bn_scale,bn_bias,bn_mean,bn_var", "n1");
 	onnx_build_node(m, NULL, "Relu", "n1", "a");
@@ -1079,18 +1085,24 @@ static void test_bf16_nhwc(void)
 	n = onnx_build_node(m, NULL, "Conv", "a,w4", "c4"); /* gathered, stride 2, residual c3 */
 	onnx_build_attr_ints(n, "strides", s2, 2);
 	onnx_build_attr_ints(n, "pads", p1, 4);
-	n = onnx_build_node(m, NULL, "Conv", "b,w3", "c3"); /* 48 in: NCHW, [N, 32, 5, 4] */
+	n = onnx_build_node(m, NULL, "Conv", "b,w3", "c3"); /* grouped: NCHW, [N, 32, 5, 4] */
 	onnx_build_attr_ints(n, "strides", s2, 2);
 	onnx_build_attr_ints(n, "pads", p1, 4);
+	onnx_build_attr_int(n, "group", 2);
 	onnx_build_node(m, NULL, "Add", "c4,c3", "r");
 	onnx_build_node(m, NULL, "Relu", "r", "d");
-	n = onnx_build_node(m, NULL, "Conv", "d,w5,b5", "c5"); /* 1x1 stride 2, gathered: [N, 40, 3, 2] */
+	n = onnx_build_node(m, NULL, "MaxPool", "d", "pd"); /* [N, 32, 3, 2] */
+	onnx_build_attr_ints(n, "kernel_shape", k3, 2);
+	onnx_build_attr_ints(n, "strides", s2, 2);
+	onnx_build_attr_ints(n, "pads", p1, 4);
+	n = onnx_build_node(m, NULL, "Conv", "pd,w5,b5", "c5"); /* 1x1 stride 2, gathered: [N, 40, 2, 1] */
 	onnx_build_attr_ints(n, "strides", s2, 2);
 	onnx_build_node(m, NULL, "Clip", "c5,lo,hi", "y");
 	output(m, "y");
 	output(m, "a");
 	g = check_same_counting(m, g_batches, NB, &rep, expect, sizeof(expect) / sizeof(expect[0]));
-	CU_ASSERT_EQUAL(report_count(&rep, "Conv on NHWC bf16 tensors"), 4);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv on NHWC bf16 tensors"), 5);
+	CU_ASSERT_EQUAL(report_count(&rep, "MaxPool on NHWC bf16 tensors"), 1);
 	CU_ASSERT_EQUAL(report_count(&rep, "NCHW <-> NHWC conversions"), 5);
 	rt_graph_free(g);
 }

@@ -112,6 +112,13 @@ void rt_plan_bind(const struct rt_plan *p, void *arena, struct rt_tensor *inputs
  */
 int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap);
 
+/**
+ * rt_plan_run for steps first..first+count-1 only (rt_plan_num_steps in all, in order): for a tool
+ * that times each step (bwrun --profile). Running every step once, in order, is one rt_plan_run.
+ * \return as rt_plan_run; -EINVAL also for a range past the last step.
+ */
+int rt_plan_run_steps(const struct rt_plan *p, void *arena, uint32_t first, uint32_t count, char *err, size_t cap);
+
 /* ---- what the planner decided: for tests, tools and the executors ------------------------------ */
 
 enum rt_plan_placement {
