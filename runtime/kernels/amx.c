@@ -707,12 +707,51 @@ AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_row
 	_tile_release();
 }
 
-AMX_TARGET void rt_bf16_round_n(const float *x, int64_t n, uint16_t *y)
+/*
+ * One image between NCHW fp32 (c planes of hw) and NHWC bf16 (hw pixels of c). Channels go in
+ * pairs: the two bf16 of channels (ch, ch + 1) of a pixel are one 32-bit word of the NHWC row, so
+ * 16 pixels of a pair are one rounding, one interleave and one 16-word scatter (or gather) at the
+ * row pitch; an odd last channel goes one value at a time.
+ */
+AMX_TARGET void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint16_t *y)
 {
-	int64_t i = 0;
+	const __m512i pitch = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+						 _mm512_set1_epi32((int)c));
+	int64_t pairs = c / 2 * 2;
 
-	for (; i + 16 <= n; i += 16)
-		bf16x16_store(y + i, 0xffff, _mm512_loadu_ps(x + i));
-	if (i < n)
-		bf16x16_store(y + i, (__mmask16)((1u << (n - i)) - 1), _mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), x + i));
+	for (int64_t p = 0; p < hw; p += 16) {
+		__mmask16 m = hw - p >= 16 ? 0xffff : (__mmask16)((1u << (hw - p)) - 1);
+
+		for (int64_t ch = 0; ch < pairs; ch += 2) {
+			__m512i words = vnni_pairs(_mm512_maskz_loadu_ps(m, x + ch * hw + p), _mm512_maskz_loadu_ps(m, x + (ch + 1) * hw + p));
+
+			/* word i lands at element (p + i) * c + ch: scale 2 bytes an element */
+			_mm512_mask_i32scatter_epi32(y + p * c + ch, m, pitch, words, 2);
+		}
+		for (int64_t ch = pairs; ch < c; ch++)
+			for (int64_t i = p; i < p + 16 && i < hw; i++)
+				y[i * c + ch] = rt_bf16_from_float(x[ch * hw + i]);
+	}
+}
+
+AMX_TARGET void rt_bf16_nhwc_to_nchw(const uint16_t *x, int64_t c, int64_t hw, float *y)
+{
+	const __m512i pitch = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+						 _mm512_set1_epi32((int)c));
+	int64_t pairs = c / 2 * 2;
+
+	for (int64_t p = 0; p < hw; p += 16) {
+		__mmask16 m = hw - p >= 16 ? 0xffff : (__mmask16)((1u << (hw - p)) - 1);
+
+		for (int64_t ch = 0; ch < pairs; ch += 2) {
+			__m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, pitch, x + p * c + ch, 2);
+
+			_mm512_mask_storeu_ps(y + ch * hw + p, m, _mm512_castsi512_ps(_mm512_slli_epi32(words, 16)));
+			_mm512_mask_storeu_ps(y + (ch + 1) * hw + p, m,
+					      _mm512_castsi512_ps(_mm512_and_si512(words, _mm512_set1_epi32((int)0xffff0000u))));
+		}
+		for (int64_t ch = pairs; ch < c; ch++)
+			for (int64_t i = p; i < p + 16 && i < hw; i++)
+				y[ch * hw + i] = bw_bf16_to_float(x[i * c + ch]);
+	}
 }

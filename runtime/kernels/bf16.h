@@ -106,8 +106,11 @@ void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const
 		       const uint16_t *wp, const float *bias, const uint16_t *z, const struct rt_k_act_spec *act,
 		       uint16_t *c);
 
-/** n floats rounded to bf16 (AVX-512 BF16): what an NHWC conversion stores. At the amx level. */
-void rt_bf16_round_n(const float *x, int64_t n, uint16_t *y);
+/** One image NCHW fp32 [c, hw] -> NHWC bf16 [hw, c], rounded to nearest even. At the amx level. */
+void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint16_t *y);
+
+/** One image NHWC bf16 [hw, c] -> NCHW fp32 [c, hw] (exact). At the amx level. */
+void rt_bf16_nhwc_to_nchw(const uint16_t *x, int64_t c, int64_t hw, float *y);
 
 /** fp32 -> bf16, round to nearest even (NaN stays NaN): what the packing and the conversion do. */
 uint16_t rt_bf16_from_float(float f);

@@ -302,6 +302,8 @@ RT_K_INFER(to_nhwc_bf16)
 
 	if (rc < 0)
 		return rc;
+	if (!rt_bf16_available())
+		return bw_err(err, err_cap, -ENOTSUP, "NHWC bf16 conversions need the CPU kernels at the amx level");
 	if (x->rank != 4)
 		return bw_err(err, err_cap, -EINVAL, "input 'X' must be 4-D NCHW");
 	outputs[0] = (struct rt_tensor){ .dtype = BW_DTYPE_BFLOAT16, .rank = 4,
@@ -316,12 +318,8 @@ RT_K_RUN(to_nhwc_bf16)
 	const float *src = x->data;
 	uint16_t *dst = outputs[0].data;
 
-	for (int64_t b = 0; b < n; b++, src += c * hw, dst += c * hw) {
-		for (int64_t ch = 0; ch < c; ch++) {
-			for (int64_t i = 0; i < hw; i++)
-				dst[i * c + ch] = rt_bf16_from_float(src[ch * hw + i]);
-		}
-	}
+	for (int64_t b = 0; b < n; b++, src += c * hw, dst += c * hw)
+		rt_bf16_nchw_to_nhwc(src, c, hw, dst);
 	return 0;
 }
 
@@ -332,6 +330,8 @@ RT_K_INFER(from_nhwc_bf16)
 
 	if (rc < 0)
 		return rc;
+	if (!rt_bf16_available())
+		return bw_err(err, err_cap, -ENOTSUP, "NHWC bf16 conversions need the CPU kernels at the amx level");
 	if (x->rank != 4)
 		return bw_err(err, err_cap, -EINVAL, "input 'X' must be 4-D NHWC");
 	outputs[0] = (struct rt_tensor){ .dtype = BW_DTYPE_FLOAT, .rank = 4,
@@ -346,12 +346,8 @@ RT_K_RUN(from_nhwc_bf16)
 	const uint16_t *src = x->data;
 	float *dst = outputs[0].data;
 
-	for (int64_t b = 0; b < n; b++, src += c * hw, dst += c * hw) {
-		for (int64_t i = 0; i < hw; i++) {
-			for (int64_t ch = 0; ch < c; ch++)
-				dst[ch * hw + i] = bw_bf16_to_float(src[i * c + ch]);
-		}
-	}
+	for (int64_t b = 0; b < n; b++, src += c * hw, dst += c * hw)
+		rt_bf16_nhwc_to_nchw(src, c, hw, dst);
 	return 0;
 }
 

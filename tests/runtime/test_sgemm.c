@@ -377,6 +377,139 @@ static void test_bf16_apacked(void)
 	check_conv_packer(true);
 }
 
+/* ---- activations on the left, read in place from bf16 rows (NHWC convolutions) -------------------- */
+
+static float bf16_value(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/*
+ * One rt_bf16_gemm_rows against a double reference: A random bf16 rows (rows_total of row_stride),
+ * ntaps taps at tap_off, the grid's pixels written and nothing else (C starts as NaNs, with a guard
+ * after it), the output within bf16's rounding of the reference.
+ */
+static int check_rows(int64_t m, int64_t n, int64_t depth, int ntaps, const int64_t *tap_off, int64_t row_stride,
+		      const struct rt_bf16_grid *grid, int64_t pixels, const struct rt_k_act_spec *act, bool bias_on,
+		      bool z_on)
+{
+	int64_t k = ntaps * depth, reach = 0, guard = 64;
+	uint16_t *a, *wp, *z, *c;
+	float *w = rand_floats((size_t)(k * n)), *bias = rand_floats((size_t)n), *abuf;
+	double *want = calloc((size_t)(pixels * n) + 1, sizeof(double)), *mag = calloc((size_t)(pixels * n) + 1, sizeof(double));
+	char what[160];
+	int bad = 0;
+
+	for (int t = 0; t < ntaps; t++)
+		reach = tap_off[t] > reach ? tap_off[t] : reach;
+	abuf = rand_floats((size_t)((m - 1) * row_stride + reach + depth));
+	a = malloc((size_t)((m - 1) * row_stride + reach + depth) * sizeof(uint16_t));
+	z = malloc((size_t)(pixels * n) * sizeof(uint16_t) + 2);
+	c = malloc((size_t)(pixels * n + guard) * sizeof(uint16_t));
+	wp = aligned_alloc(64, (rt_bf16_packed_b_elems(k, n) * 2 + 63) / 64 * 64);
+	CU_ASSERT_FATAL(a != NULL && z != NULL && c != NULL && wp != NULL && want != NULL && mag != NULL);
+	for (int64_t i = 0; i < (m - 1) * row_stride + reach + depth; i++)
+		a[i] = rt_bf16_from_float(abuf[i]);
+	for (int64_t i = 0; i < pixels * n; i++)
+		z[i] = rt_bf16_from_float((float)rand_r(&g_seed) / (float)RAND_MAX - 0.5f);
+	for (int64_t i = 0; i < pixels * n + guard; i++)
+		c[i] = 0x7fc1; /* a NaN: a pixel left unwritten fails, a write past C shows in the guard */
+	rt_bf16_pack_b(w, n, 1, k, n, wp);
+	for (int64_t q = 0; q < m; q++) {
+		int64_t image = q / grid->per_image, r = q % grid->per_image, y = r / grid->width, x = r % grid->width, px;
+
+		if (y >= grid->valid_h || x >= grid->valid_w)
+			continue;
+		px = (image * grid->valid_h + y) * grid->valid_w + x;
+		for (int64_t j = 0; j < n; j++) {
+			double s = bias_on ? bias[j] : 0.0, mg = fabs(s);
+
+			for (int t = 0; t < ntaps; t++) {
+				for (int64_t kk = 0; kk < depth; kk++) {
+					double p = bf16_value(a[q * row_stride + tap_off[t] + kk]) * as_tiles(w[(t * depth + kk) * n + j], true);
+
+					s += p;
+					mg += fabs(p);
+				}
+			}
+			if (z_on) {
+				s += bf16_value(z[px * n + j]);
+				mg += fabs(bf16_value(z[px * n + j]));
+			}
+			want[px * n + j] = act_ref(s, act);
+			mag[px * n + j] = mg + fabs(want[px * n + j]);
+		}
+	}
+	rt_bf16_gemm_rows(m, n, &(struct rt_bf16_rows){ a, row_stride, depth, ntaps, tap_off }, grid, wp,
+			  bias_on ? bias : NULL, z_on ? z : NULL, act, c);
+	snprintf(what, sizeof(what), "bf16 rows m %lld n %lld depth %lld taps %d act %d bias %d z %d", (long long)m,
+		 (long long)n, (long long)depth, ntaps, (int)act->kind, bias_on, z_on);
+	for (int64_t i = 0; i < pixels * n && !bad; i++) {
+		float got = bf16_value(c[i]);
+
+		/* bf16's 8 bits of the result, and the products' rounding carried through the sum */
+		if (!(fabs((double)got - want[i]) <= 1e-2 * (1.0 + mag[i]))) {
+			printf("\n  %s: element %lld is %.6g, want %.6g\n", what, (long long)i, (double)got, want[i]);
+			bad = 1;
+		}
+	}
+	for (int64_t i = pixels * n; i < pixels * n + guard && !bad; i++) {
+		if (c[i] != 0x7fc1) {
+			printf("\n  %s: written past C at %lld\n", what, (long long)i);
+			bad = 1;
+		}
+	}
+	free(a);
+	free(abuf);
+	free(w);
+	free(bias);
+	free(z);
+	free(c);
+	free(wp);
+	free(want);
+	free(mag);
+	return bad;
+}
+
+static void test_bf16_rows(void)
+{
+	static const int64_t one[] = { 0 };
+	int64_t taps[9];
+	int bad = 0;
+
+	if (!bf16_here())
+		return;
+	/* dense rows, W in L2 (row blocks outside): every row remainder, column counts around 32 */
+	for (int64_t m = 1; m <= 70; m += (m < 34 ? 1 : 9)) {
+		int64_t n = m % 4 == 0 ? 16 : m % 4 == 1 ? 32 : m % 4 == 2 ? 48 : 70;
+		struct rt_bf16_grid dense = { m, m, 1, m };
+
+		bad += check_rows(m, n, m % 2 == 0 ? 32 : 64, 1, one, m % 2 == 0 ? 32 : 96, &dense, m, &g_acts[m % 4],
+				  m % 3 != 0, m % 5 != 1);
+	}
+	/* a padded image's taps (two 4 x 3 images in 6 x 5 grids, 3 x 3 taps), the rows past each
+	 * image's pixels computed and discarded */
+	for (int ky = 0; ky < 3; ky++)
+		for (int kx = 0; kx < 3; kx++)
+			taps[ky * 3 + kx] = (ky * 5 + kx) * 32;
+	bad += check_rows(30 + 3 * 5 + 3, 40, 32, 9, taps, 32, &(struct rt_bf16_grid){ 30, 5, 4, 3 }, 24, &g_acts[1],
+			  true, true);
+	/* W over 1 MiB (column blocks outside, rows in chunks): ResNet-50's last 3x3 at a batch of 1, a
+	 * 7 x 7 image in a 9 x 9 grid, 61 rows (a last block of 29), n not a multiple of 32 */
+	for (int ky = 0; ky < 3; ky++)
+		for (int kx = 0; kx < 3; kx++)
+			taps[ky * 3 + kx] = (ky * 9 + kx) * 128;
+	bad += check_rows(6 * 9 + 7, 488, 128, 9, taps, 128, &(struct rt_bf16_grid){ 81, 9, 7, 7 }, 49, &g_acts[3],
+			  true, true);
+	bad += check_rows(49, 1040, 512, 1, one, 512, &(struct rt_bf16_grid){ 49, 49, 1, 49 }, 49, &g_acts[0], false,
+			  false);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* The rounding the packing and the tiles share: nearest even, NaN kept, denormals to zero. */
 static void test_bf16_rounding(void)
 {
@@ -413,6 +546,7 @@ int main(void)
 		{"bf16 A.W on AMX tiles: every remainder", test_bf16_edges},
 		{"bf16 A.W on AMX tiles: the models' shapes", test_bf16_model_shapes},
 		{"bf16 W.B and convs on AMX tiles: remainders, shapes, geometries", test_bf16_apacked},
+		{"bf16 A.W with A read in place from bf16 rows (NHWC convs): remainders, taps, grids", test_bf16_rows},
 		{"bf16 rounding", test_bf16_rounding},
 		CU_TEST_INFO_NULL,
 	};
