@@ -162,19 +162,13 @@ size_t rt_bf16_scratch_bytes(int64_t m, int64_t k)
 	return (size_t)(rows * round_up(k, TILE_K)) * sizeof(uint16_t);
 }
 
-/* Rows i0..i0+rows of A into bf16 (kp per row, zero past k), and zero rows up to a multiple of 32. */
+/* Rows i0..i0+rows of A into bf16 (kp per row, zero past k). */
 AMX_TARGET static void round_rows(const float *a, int64_t lda, int64_t i0, int64_t rows, int64_t k, int64_t kp,
 				  uint16_t *dst)
 {
-	int64_t padded = round_up(rows, BLOCK);
-
-	for (int64_t r = 0; r < padded; r++) {
+	for (int64_t r = 0; r < rows; r++) {
 		uint16_t *d = dst + r * kp;
 
-		if (r >= rows) {
-			memset(d, 0, (size_t)kp * sizeof(uint16_t));
-			continue;
-		}
 		for (int64_t kk = 0; kk < kp; kk += 32) {
 			const float *s = a + (i0 + r) * lda + kk;
 			int64_t left = k - kk;
@@ -184,40 +178,6 @@ AMX_TARGET static void round_rows(const float *a, int64_t lda, int64_t i0, int64
 
 			_mm512_storeu_si512((void *)(d + kk), (__m512i)v);
 		}
-	}
-}
-
-/* The 32 x 32 block's accumulators, rows i.. and columns j.. of C that exist, finished. Gelu, which
- * rt_act16 does not do, runs over the whole block in acc before the stores: one call for 32 rows. */
-AMX_TARGET static void block_store(float *acc, int64_t rows, int64_t cols, float *c, int64_t ldc, float alpha,
-				   const float *col_bias, const struct rt_k_act_spec *act)
-{
-	__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-	__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
-	__m512 va = _mm512_set1_ps(alpha), b0 = _mm512_setzero_ps(), b1 = b0;
-
-	if (col_bias != NULL) {
-		b0 = _mm512_maskz_loadu_ps(m0, col_bias);
-		b1 = _mm512_maskz_loadu_ps(m1, col_bias + 16);
-	}
-	if (act->kind == RT_K_ACT_GELU) {
-		for (int64_t r = 0; r < rows; r++) {
-			_mm512_store_ps(acc + r * BLOCK, _mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK), va, b0));
-			_mm512_store_ps(acc + r * BLOCK + 16, _mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK + 16), va, b1));
-		}
-		rt_vm_act(acc, rows * BLOCK, act);
-		for (int64_t r = 0; r < rows; r++) {
-			_mm512_mask_storeu_ps(c + r * ldc, m0, _mm512_load_ps(acc + r * BLOCK));
-			_mm512_mask_storeu_ps(c + r * ldc + 16, m1, _mm512_load_ps(acc + r * BLOCK + 16));
-		}
-		return;
-	}
-	for (int64_t r = 0; r < rows; r++) {
-		float *cr = c + r * ldc;
-
-		_mm512_mask_storeu_ps(cr, m0, rt_act16(_mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK), va, b0), act));
-		_mm512_mask_storeu_ps(cr + 16, m1,
-				      rt_act16(_mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK + 16), va, b1), act));
 	}
 }
 
@@ -250,42 +210,37 @@ AMX_TARGET static inline void tiles_2x2(const uint16_t *a0, const uint16_t *a1, 
 	__asm__ volatile("" ::: "memory"); /* acc was written behind the compiler's back */
 }
 
+/*
+ * Rows of A rounded to bf16 a block at a time into scratch (RT_BF16_ROWS_BLOCK rows, k padded to
+ * 32 with zeros), each block then the GEMM over bf16 rows (rt_bf16_gemm_rows).
+ */
+AMX_TARGET void rt_bf16_gemm_a32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const uint16_t *wp,
+				 const struct rt_bf16_epilogue *ep, void *c, void *scratch)
+{
+	static const int64_t no_offset[1] = { 0 };
+	int64_t kp = round_up(k, TILE_K);
+	uint16_t *abf = scratch;
+	struct rt_bf16_rows rows = { .base = abf, .row_stride = kp, .depth = kp, .ntaps = 1, .tap_off = no_offset };
+	size_t esize = ep->c_fp32 ? sizeof(float) : sizeof(uint16_t);
+
+	for (int64_t i0 = 0; i0 < m; i0 += RT_BF16_ROWS_BLOCK) {
+		int64_t count = m - i0 < RT_BF16_ROWS_BLOCK ? m - i0 : RT_BF16_ROWS_BLOCK;
+		struct rt_bf16_grid dense = { .per_image = count, .width = count, .valid_h = 1, .valid_w = count };
+
+		round_rows(a, lda, i0, count, k, kp, abf);
+		/* the tile loads are asm that names no memory: the rounded rows must be stored before */
+		__asm__ volatile("" ::: "memory");
+		rt_bf16_gemm_rows(count, n, &rows, &dense, wp, ep, (char *)c + (size_t)(i0 * ep->ldc) * esize);
+	}
+}
+
 AMX_TARGET void rt_bf16_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 				     const uint16_t *wp, float *c, int64_t ldc, float alpha, const float *col_bias,
 				     const struct rt_k_act_spec *act, void *scratch)
 {
-	struct tile_config cfg = { .palette = 1 };
-	float acc[BLOCK * BLOCK] __attribute__((aligned(64)));
-	int64_t kp = round_up(k, TILE_K), kblocks = kp / TILE_K, stride = kp * (int64_t)sizeof(uint16_t);
-	uint16_t *abf = scratch;
+	struct rt_bf16_epilogue ep = { .alpha = alpha, .bias = col_bias, .act = *act, .ldc = ldc, .c_fp32 = true };
 
-	if (m <= 0 || n <= 0)
-		return;
-	for (int t = 0; t < 8; t++) {
-		cfg.rows[t] = TILE_ROWS;
-		cfg.colsb[t] = TILE_K * sizeof(uint16_t);
-	}
-	/* the whole structure is LDTILECFG's operand: an "m" of all 64 bytes, so none is left unwritten */
-	__asm__ volatile("ldtilecfg %0" ::"m"(cfg));
-	for (int64_t i0 = 0; i0 < m; i0 += RT_BF16_ROWS_BLOCK) {
-		int64_t rows = m - i0 < RT_BF16_ROWS_BLOCK ? m - i0 : RT_BF16_ROWS_BLOCK;
-
-		round_rows(a, lda, i0, rows, k, kp, abf);
-		/* the tile loads are asm that names no memory: the rounded rows must be stored before */
-		__asm__ volatile("" ::: "memory");
-		for (int64_t j = 0; j < n; j += BLOCK) {
-			const uint16_t *w0 = wp + (j / TILE_ROWS) * kblocks * W_TILE_ELEMS, *w1 = w0 + kblocks * W_TILE_ELEMS;
-
-			for (int64_t i = 0; i < rows; i += BLOCK) {
-				const uint16_t *a0 = abf + i * kp;
-
-				tiles_2x2(a0, a0 + TILE_ROWS * kp, TILE_K, stride, w0, w1, kblocks, acc);
-				block_store(acc, rows - i < BLOCK ? rows - i : BLOCK, n - j < BLOCK ? n - j : BLOCK,
-					    c + (i0 + i) * ldc + j, ldc, alpha, col_bias != NULL ? col_bias + j : NULL, act);
-			}
-		}
-	}
-	_tile_release();
+	rt_bf16_gemm_a32(m, n, k, a, lda, wp, &ep, c, scratch);
 }
 
 /* ---- weights on the left ------------------------------------------------------------------------ */
@@ -525,36 +480,67 @@ static inline int64_t grid_pixel(const struct rt_bf16_grid *g, int64_t q)
 	return y < g->valid_h && x < g->valid_w ? (image * g->valid_h + y) * g->valid_w + x : -1;
 }
 
-/* Rows i.. (rows of them) of the block's accumulators into the pixels they are, columns j.. (cols):
- * per row one 64-byte load of Z and one store of the 32 rounded values. */
-AMX_TARGET static void rows_store(const float *acc, int64_t i, int64_t rows, int64_t cols, int64_t n,
-				  const struct rt_bf16_grid *grid, const float *bias, const uint16_t *z,
-				  const struct rt_k_act_spec *act, uint16_t *c)
+/* One row of C from v0 | v1 (columns j..j+31 of mask mc, m0 | m1), rounded to bf16 or not. */
+AMX_TARGET static inline void row_put(void *c, int64_t at, bool fp32, __mmask16 m0, __mmask16 m1, __mmask32 mc,
+				      __m512 v0, __m512 v1)
+{
+	if (fp32) {
+		_mm512_mask_storeu_ps((float *)c + at, m0, v0);
+		_mm512_mask_storeu_ps((float *)c + at + 16, m1, v1);
+	} else {
+		_mm512_mask_storeu_epi16((uint16_t *)c + at, mc, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+	}
+}
+
+/*
+ * Rows i.. (rows of them) of the block's accumulators into the pixels they are, columns j.. (cols
+ * of them): alpha, bias, Z (one 64-byte load a row), the activation, one store a row (64 bytes in
+ * bf16). Gelu, which rt_act16 does not do, runs over the block in acc before the stores.
+ */
+AMX_TARGET static void rows_store(float *acc, int64_t i, int64_t rows, int64_t j, int64_t cols,
+				  const struct rt_bf16_grid *grid, const struct rt_bf16_epilogue *ep, void *c)
 {
 	__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
 	__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
 	__mmask32 mc = cols >= 32 ? 0xffffffffu : (__mmask32)((1u << cols) - 1);
-	__m512 b0 = bias != NULL ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
-	__m512 b1 = bias != NULL ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+	__m512 va = _mm512_set1_ps(ep->alpha);
+	__m512 b0 = ep->bias != NULL ? _mm512_maskz_loadu_ps(m0, ep->bias + j) : _mm512_setzero_ps();
+	__m512 b1 = ep->bias != NULL ? _mm512_maskz_loadu_ps(m1, ep->bias + j + 16) : _mm512_setzero_ps();
 	bool dense = grid->width == grid->valid_w && grid->per_image == grid->valid_h * grid->valid_w;
+	bool gelu = ep->act.kind == RT_K_ACT_GELU;
 
 	for (int64_t r = 0; r < rows; r++) {
-		int64_t px = dense ? i + r : grid_pixel(grid, i + r);
+		int64_t px = dense ? i + r : grid_pixel(grid, i + r), at = px * ep->ldc + j;
 		__m512 v0, v1;
 
 		if (px < 0)
 			continue;
-		v0 = _mm512_add_ps(_mm512_load_ps(acc + r * BLOCK), b0);
-		v1 = _mm512_add_ps(_mm512_load_ps(acc + r * BLOCK + 16), b1);
-		if (z != NULL) {
-			__m512i zz = _mm512_maskz_loadu_epi16(mc, z + px * n);
+		v0 = _mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK), va, b0);
+		v1 = _mm512_fmadd_ps(_mm512_load_ps(acc + r * BLOCK + 16), va, b1);
+		if (ep->z != NULL) {
+			__m512i zz = _mm512_maskz_loadu_epi16(mc, ep->z + at);
 
 			v0 = _mm512_add_ps(v0, _mm512_castsi512_ps(_mm512_slli_epi32(
 						       _mm512_cvtepu16_epi32(_mm512_castsi512_si256(zz)), 16)));
 			v1 = _mm512_add_ps(v1, _mm512_castsi512_ps(_mm512_slli_epi32(
 						       _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(zz, 1)), 16)));
 		}
-		_mm512_mask_storeu_epi16(c + px * n, mc, (__m512i)_mm512_cvtne2ps_pbh(rt_act16(v1, act), rt_act16(v0, act)));
+		if (gelu) {
+			_mm512_store_ps(acc + r * BLOCK, v0);
+			_mm512_store_ps(acc + r * BLOCK + 16, v1);
+			continue;
+		}
+		row_put(c, at, ep->c_fp32, m0, m1, mc, rt_act16(v0, &ep->act), rt_act16(v1, &ep->act));
+	}
+	if (!gelu)
+		return;
+	rt_vm_act(acc, rows * BLOCK, &ep->act);
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t px = dense ? i + r : grid_pixel(grid, i + r);
+
+		if (px >= 0)
+			row_put(c, px * ep->ldc + j, ep->c_fp32, m0, m1, mc, _mm512_load_ps(acc + r * BLOCK),
+				_mm512_load_ps(acc + r * BLOCK + 16));
 	}
 }
 
@@ -618,20 +604,18 @@ AMX_TARGET static void rows_config(int rows0, int rows1)
 /* A block whose epilogue waits for the next block's tile instructions (rt_bf16_gemm_rows). */
 struct rows_pending {
 	int64_t i, rows, j;
-	const float *acc;
+	float *acc;
 };
 
 AMX_TARGET static void rows_finish(const struct rows_pending *p, int64_t n, const struct rt_bf16_grid *grid,
-				   const float *bias, const uint16_t *z, const struct rt_k_act_spec *act, uint16_t *c)
+				   const struct rt_bf16_epilogue *ep, void *c)
 {
 	if (p->acc != NULL)
-		rows_store(p->acc, p->i, p->rows, n - p->j < BLOCK ? n - p->j : BLOCK, n, grid,
-			   bias != NULL ? bias + p->j : NULL, z != NULL ? z + p->j : NULL, act, c + p->j);
+		rows_store(p->acc, p->i, p->rows, p->j, n - p->j < BLOCK ? n - p->j : BLOCK, grid, ep, c);
 }
 
 AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const struct rt_bf16_grid *grid,
-				  const uint16_t *wp, const float *bias, const uint16_t *z,
-				  const struct rt_k_act_spec *act, uint16_t *c)
+				  const uint16_t *wp, const struct rt_bf16_epilogue *ep, void *c)
 {
 	float acc[2][BLOCK * BLOCK] __attribute__((aligned(64)));
 	int64_t kblocks = a->ntaps * a->depth / TILE_K, full = m / BLOCK * BLOCK, edge = m - full;
@@ -666,12 +650,12 @@ AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_row
 				const uint16_t *w0 = wp + (j / TILE_ROWS) * kblocks * W_TILE_ELEMS;
 
 				rows_block(a, i, rows > TILE_ROWS, w0, w0 + kblocks * W_TILE_ELEMS, acc[cur]);
-				rows_finish(&pending, n, grid, bias, z, act, c);
+				rows_finish(&pending, n, grid, ep, c);
 				pending = (struct rows_pending){ .i = i, .rows = rows, .j = j, .acc = acc[cur] };
 				cur ^= 1;
 			}
 		}
-		rows_finish(&pending, n, grid, bias, z, act, c);
+		rows_finish(&pending, n, grid, ep, c);
 		_tile_release();
 		return;
 	}
@@ -689,21 +673,21 @@ AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_row
 
 			for (int64_t i = i0; i < end; i += BLOCK) {
 				rows_block(a, i, true, w0, w1, acc[cur]);
-				rows_finish(&pending, n, grid, bias, z, act, c);
+				rows_finish(&pending, n, grid, ep, c);
 				pending = (struct rows_pending){ .i = i, .rows = BLOCK, .j = j, .acc = acc[cur] };
 				cur ^= 1;
 			}
 			if (last && edge > 0) {
 				rows_config(edge < TILE_ROWS ? (int)edge : TILE_ROWS, edge > TILE_ROWS ? (int)edge - TILE_ROWS : 0);
 				rows_block(a, full, edge > TILE_ROWS, w0, w1, acc[cur]);
-				rows_finish(&pending, n, grid, bias, z, act, c);
+				rows_finish(&pending, n, grid, ep, c);
 				pending = (struct rows_pending){ .i = full, .rows = edge, .j = j, .acc = acc[cur] };
 				cur ^= 1;
 				rows_config(TILE_ROWS, TILE_ROWS);
 			}
 		}
 	}
-	rows_finish(&pending, n, grid, bias, z, act, c);
+	rows_finish(&pending, n, grid, ep, c);
 	_tile_release();
 }
 

@@ -46,6 +46,14 @@ size_t rt_bf16_scratch_bytes(int64_t m, int64_t k);
 void rt_bf16_gemm_bpacked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const uint16_t *wp, float *c,
 			  int64_t ldc, float alpha, const float *col_bias, const struct rt_k_act_spec *act, void *scratch);
 
+/**
+ * rt_bf16_gemm_bpacked with the epilogue's options (C in bf16 where ep->c_fp32 is false: a FusedGemm
+ * whose output only FusedGemms read; ep->z unused).
+ */
+struct rt_bf16_epilogue;
+void rt_bf16_gemm_a32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const uint16_t *wp,
+		      const struct rt_bf16_epilogue *ep, void *c, void *scratch);
+
 /* ---- weights on the left (convolutions): C[m, n] = epilogue(W[m, k] . B[k, n]) -------------------- */
 
 /** bf16 elements of W [m, k] packed as AMX A tiles (m rounded up to 32, k to 32). */
@@ -95,16 +103,25 @@ struct rt_bf16_grid {
 	int64_t per_image, width, valid_h, valid_w;
 };
 
+/* What rt_bf16_gemm_rows does with each block of products before it stores it. */
+struct rt_bf16_epilogue {
+	float alpha;              /* the products scaled (1: a conv) */
+	const float *bias;        /* fp32 per column, or NULL */
+	const uint16_t *z;        /* a bf16 residual laid out as C, or NULL */
+	struct rt_k_act_spec act; /* any activation, Gelu included */
+	int64_t ldc;              /* elements from one row of C (and of Z) to the next */
+	bool c_fp32;              /* C is fp32 (else bf16) */
+};
+
 /**
- * C = act(A . W + bias + Z) for m rows of A (struct rt_bf16_rows) and n columns, W packed by
- * rt_bf16_pack_b over k = ntaps * depth, bias fp32 [n] (or NULL), Z and C bf16 row-major [pixels, n]
- * (Z or NULL), fp32 accumulation and epilogue. A is read only at the rows below m and the offsets
- * its taps name. Allocates nothing, makes no system call; the tiles are configured on entry and
+ * C = act(alpha * A . W + bias + Z) for m rows of A (struct rt_bf16_rows) and n columns, W packed
+ * by rt_bf16_pack_b over k = ntaps * depth; the rows that are pixels (struct rt_bf16_grid) are
+ * stored, fp32 accumulation and epilogue. A is read only at the rows below m and the offsets its
+ * taps name. Allocates nothing, makes no system call; the tiles are configured on entry and
  * released on return.
  */
 void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const struct rt_bf16_grid *grid,
-		       const uint16_t *wp, const float *bias, const uint16_t *z, const struct rt_k_act_spec *act,
-		       uint16_t *c);
+		       const uint16_t *wp, const struct rt_bf16_epilogue *ep, void *c);
 
 /** One image NCHW fp32 [c, hw] -> NHWC bf16 [hw, c], rounded to nearest even. At the amx level. */
 void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint16_t *y);

@@ -234,7 +234,6 @@ AVX512_TARGET static void gather_rows(const struct nhwc_plan *p, const uint16_t 
 
 RT_K_RUN(fused_conv_nhwc)
 {
-	struct rt_k_act_spec act;
 	struct nhwc_plan p;
 	int64_t tap_off[NHWC_TAPS_MAX] = { 0 }, part;
 	struct rt_bf16_rows a = { .ntaps = 1, .tap_off = tap_off };
@@ -242,10 +241,12 @@ RT_K_RUN(fused_conv_nhwc)
 	struct rt_bf16_grid grid;
 	const float *bias = rt_k_has_input(node, inputs, 2) ? inputs[2].data : NULL;
 	const uint16_t *z = rt_k_has_input(node, inputs, 3) ? inputs[3].data : NULL;
+	struct rt_bf16_epilogue ep = { .alpha = 1.0f, .bias = bias };
 	int rc = nhwc_plan(node, inputs, &p, err, err_cap);
 
-	if (rc < 0 || (rc = rt_k_act_read(node, &act, err, err_cap)) < 0)
+	if (rc < 0 || (rc = rt_k_act_read(node, &ep.act, err, err_cap)) < 0)
 		return rc;
+	ep.ldc = p.m;
 	if (p.n == 0)
 		return 0;
 	if (p.mode != NHWC_DIRECT && scratch == NULL)
@@ -255,7 +256,8 @@ RT_K_RUN(fused_conv_nhwc)
 		a.base = inputs[0].data;
 		a.row_stride = a.depth = p.c;
 		grid = (struct rt_bf16_grid){ .per_image = p.ho * p.wo, .width = p.wo, .valid_h = p.ho, .valid_w = p.wo };
-		rt_bf16_gemm_rows(p.n * p.ho * p.wo, p.m, &a, &grid, inputs[1].data, bias, z, &act, y);
+		ep.z = z;
+		rt_bf16_gemm_rows(p.n * p.ho * p.wo, p.m, &a, &grid, inputs[1].data, &ep, y);
 		break;
 	case NHWC_PADDED:
 		a.base = scratch;
@@ -272,8 +274,9 @@ RT_K_RUN(fused_conv_nhwc)
 			int64_t count = p.n - b < part ? p.n - b : part, out = b * p.ho * p.wo * p.m;
 
 			pad_copy(&p, inputs[0].data, b, count, scratch);
+			ep.z = z != NULL ? z + out : NULL;
 			rt_bf16_gemm_rows((count - 1) * p.hp * p.wp + (p.ho - 1) * p.wp + p.wo, p.m, &a, &grid, inputs[1].data,
-					  bias, z != NULL ? z + out : NULL, &act, y + out);
+					  &ep, y + out);
 		}
 		break;
 	case NHWC_GATHER:
@@ -285,8 +288,8 @@ RT_K_RUN(fused_conv_nhwc)
 
 			gather_rows(&p, inputs[0].data, r, count, scratch);
 			grid = (struct rt_bf16_grid){ .per_image = count, .width = count, .valid_h = 1, .valid_w = count };
-			rt_bf16_gemm_rows(count, p.m, &a, &grid, inputs[1].data, bias, z != NULL ? z + r * p.m : NULL, &act,
-					  y + r * p.m);
+			ep.z = z != NULL ? z + r * p.m : NULL;
+			rt_bf16_gemm_rows(count, p.m, &a, &grid, inputs[1].data, &ep, y + r * p.m);
 		}
 		break;
 	}

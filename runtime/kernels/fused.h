@@ -18,6 +18,8 @@
  *                             "packed_weights" (RT_K_PACKED_*) says how B was packed at load, and
  *                             "weight_shape" [K, N] its shape before: fp32 for sgemm.c (1-D
  *                             float), bf16 for AMX's tiles (bf16.h; 1-D bfloat16, no Bt).
+ *                             With bf16 weights, "output_bf16" 1 writes Y in bf16 (for FusedGemms
+ *                             only), and A may be bf16 (its depth a multiple of 32): read in place.
  *   FusedMatMul(A, B, C?)     Y = Reshape(Transpose(alpha * MatMul(A', B') + C, y_perm), y_shape) with
  *                             A' = Transpose(Reshape(A, a_shape), a_perm) and B' likewise: the
  *                             Reshape/Transpose pairs attention writes around its MatMuls, and the

@@ -324,7 +324,8 @@ RT_K_INFER(fused_gemm)
 	char x[96], y[96];
 	int rc;
 
-	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT) | RT_DTYPE_BIT(BW_DTYPE_BFLOAT16),
+				  err, err_cap)) < 0 ||
 	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT) | RT_DTYPE_BIT(BW_DTYPE_BFLOAT16),
 				  err, err_cap)) < 0 ||
 	    (rc = gemm_weights(node, &inputs[1], &b, &packed, err, err_cap)) < 0 ||
@@ -359,9 +360,16 @@ RT_K_INFER(fused_gemm)
 		return bw_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
 	if (packed == RT_K_PACKED_FP32 && rows >= 0 && rows < RT_SG_ROWS_MIN && !rt_k_has_input(node, inputs, 3))
 		return bw_err(err, err_cap, -EINVAL, "%" PRId64 " rows with packed weights need input 'Bt'", rows);
+	/* bf16 activations in and out: read in place by the tiles, the depth a whole number of tiles */
+	if (a->dtype == BW_DTYPE_BFLOAT16 && (packed != RT_K_PACKED_BF16 || k % 32 != 0))
+		return bw_err(err, err_cap, -EINVAL, "a bf16 input 'A' needs bf16 packed weights of a depth that is a "
+			      "multiple of 32 (not %" PRId64 ")", k);
+	if (rt_attr_int(node, "output_bf16", 0) != 0 && packed != RT_K_PACKED_BF16)
+		return bw_err(err, err_cap, -EINVAL, "attribute 'output_bf16' needs bf16 packed weights");
 	outputs[0] = *a;
 	outputs[0].data = NULL;
 	outputs[0].dims[a->rank - 1] = n;
+	outputs[0].dtype = rt_attr_int(node, "output_bf16", 0) != 0 ? BW_DTYPE_BFLOAT16 : BW_DTYPE_FLOAT;
 	return 0;
 }
 
@@ -374,7 +382,8 @@ RT_K_SCRATCH(fused_gemm)
 	if (gemm_weights(node, &inputs[1], &b, &packed, err, sizeof(err)) < 0 || packed == 0)
 		return 0;
 	if (packed == RT_K_PACKED_BF16)
-		return rt_bf16_scratch_bytes(rt_k_dims_prod(&inputs[0], 0, inputs[0].rank - 1), b.dims[0]);
+		return inputs[0].dtype == BW_DTYPE_BFLOAT16 ? 0 :
+		       rt_bf16_scratch_bytes(rt_k_dims_prod(&inputs[0], 0, inputs[0].rank - 1), b.dims[0]);
 	return rt_sg_scratch_a_floats(b.dims[0]) * sizeof(float);
 }
 
@@ -400,9 +409,19 @@ RT_K_RUN(fused_gemm)
 	k = b.dims[0];
 	n = b.dims[1];
 	if (packed == RT_K_PACKED_BF16) {
+		static const int64_t no_offset[1] = { 0 };
+		struct rt_bf16_epilogue ep = { .alpha = alpha, .bias = bias, .act = act, .ldc = n,
+					       .c_fp32 = outputs[0].dtype == BW_DTYPE_FLOAT };
+		struct rt_bf16_grid dense = { .per_image = rows, .width = rows, .valid_h = 1, .valid_w = rows };
+
+		if (a->dtype == BW_DTYPE_BFLOAT16) {
+			rt_bf16_gemm_rows(rows, n, &(struct rt_bf16_rows){ a->data, k, k, 1, no_offset }, &dense,
+					  inputs[1].data, &ep, outputs[0].data);
+			return 0;
+		}
 		if (scratch == NULL)
 			return bw_err(err, err_cap, -EINVAL, "FusedGemm needs scratch memory and got none");
-		rt_bf16_gemm_bpacked(rows, n, k, a->data, k, inputs[1].data, y, n, alpha, bias, &act, scratch);
+		rt_bf16_gemm_a32(rows, n, k, a->data, k, inputs[1].data, &ep, outputs[0].data, scratch);
 		return 0;
 	}
 	if (packed && rows >= RT_SG_ROWS_MIN) {

@@ -155,6 +155,8 @@ int opt_fast_paths(struct opt_ctx *c);
 /* nhwc.c: the FusedConvNhwc nodes fuse_conv made read and write NHWC bf16 tensors, with the
  * conversions where the region meets the rest of the graph. */
 int opt_nhwc_region(struct opt_ctx *c);
+/* fuse_gemm.c: at bf16, a FusedGemm only FusedGemms read (as A) writes its output in bf16. */
+int opt_bf16_handoff(struct opt_ctx *c);
 
 /* ---- activations as epilogues (fuse_conv.c, shared with fuse_gemm.c) -------------------------------- */
 

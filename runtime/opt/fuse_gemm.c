@@ -417,3 +417,55 @@ int opt_fuse_gemm(struct opt_ctx *c)
 		opt_report(c, RT_OPT_KIND_BF16, packed);
 	return rc;
 }
+
+/* A FusedGemm whose B went into AMX's tiles (precision bf16). */
+static bool bf16_gemm(const struct opt_ctx *c, int32_t n)
+{
+	const struct rt_node *node;
+
+	if (n < 0 || c->dead[n])
+		return false;
+	node = &c->g->nodes[n];
+	return node->domain != NULL && strcmp(node->domain, RT_K_DOMAIN) == 0 && strcmp(node->op_type, "FusedGemm") == 0 &&
+	       rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
+}
+
+/*
+ * A FusedGemm on AMX tiles whose output only such FusedGemms read, as their A, keeps it in bf16
+ * ("output_bf16"): the readers' tiles load it in place, where they would round an fp32 copy of
+ * twice the bytes (the transformer's FFN: 1536 values a token between its two GEMMs). The readers'
+ * depth must be a whole number of tiles.
+ */
+int opt_bf16_handoff(struct opt_ctx *c)
+{
+	struct rt_graph *g = c->g;
+	uint32_t kept = 0;
+	int rc;
+
+	if (c->precision != RT_PRECISION_BF16 || (rc = opt_index(c)) < 0)
+		return 0;
+	for (uint32_t n = 0; n < g->num_nodes; n++) {
+		int32_t v = g->nodes[n].outputs[0];
+		uint32_t readers;
+		bool all = true;
+
+		if (!bf16_gemm(c, (int32_t)n) || g->values[v].is_output || (readers = opt_num_readers(c, v)) == 0)
+			continue;
+		for (uint32_t k = 0; k < readers && all; k++) {
+			int32_t r = opt_reader(c, v, k);
+			const struct rt_attr *ws = r >= 0 ? rt_node_attr(&g->nodes[r], "weight_shape") : NULL;
+
+			all = bf16_gemm(c, r) && g->nodes[r].inputs[0] == v && ws != NULL && ws->type == RT_ATTR_INTS &&
+			      ws->count == 2 && ws->ints[0] % 32 == 0;
+			for (uint16_t j = 1; all && j < g->nodes[r].num_inputs; j++)
+				all = g->nodes[r].inputs[j] != v;
+		}
+		if (!all)
+			continue;
+		if (opt_attr_int(&g->nodes[n], "output_bf16", 1) != 0)
+			return opt_error(c, -ENOMEM, "out of memory");
+		kept++;
+	}
+	opt_report(c, "FusedGemm output kept in bf16 for the next", kept);
+	return 0;
+}

@@ -15,7 +15,8 @@
  *     (fastpath.c);
  *  7. dead nodes and values nothing reads any more (the weights step 3 replaced) dropped;
  *  8. at precision bf16, the convs step 3 made FusedConvNhwc read and write NHWC bf16 tensors,
- *     converted where the region meets the rest of the graph (nhwc.c).
+ *     converted where the region meets the rest of the graph (nhwc.c); a FusedGemm that only
+ *     FusedGemms read hands its output to them in bf16 (fuse_gemm.c).
  *
  * Every rewrite computes the same function up to float rounding; test_opt checks each against the
  * unrewritten graph on random data. The GPU gets steps 1-3 and 7, step 3 without the CPU's weight
@@ -105,6 +106,8 @@ int rt_graph_optimize_with(struct rt_graph *graph, enum rt_device device, const 
 		rc = opt_compact(&c);
 	if (rc == 0)
 		rc = opt_nhwc_region(&c);
+	if (rc == 0)
+		rc = opt_bf16_handoff(&c);
 done:
 	free(c.reader_start);
 	free(c.readers);

@@ -1039,6 +1039,47 @@ static void test_gemm_small(void)
 }
 
 /*
+ * At bf16 a FusedGemm whose output only FusedGemms read, as A with a depth of whole tiles, hands it
+ * over in bf16: x -> g1 (Relu) -> g2 hands over (g2's depth 96); g2 -> g3 does not (g3's depth 40),
+ * nor g3 (a graph output), nor g4, whose output a Relu reads as well as g5.
+ */
+static void test_bf16_handoff(void)
+{
+	static const int64_t x[] = {-1, 3, 64}, w1[] = {64, 96}, b1[] = {96}, w2[] = {96, 40}, w3[] = {40, 32};
+	static const int64_t w4[] = {64, 64}, w5[] = {64, 16};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	uint32_t handing = 0;
+
+	input(m, "x", 3, x);
+	init(m, "w1", 2, w1, NULL, 0.2f, 0);
+	init(m, "b1", 1, b1, NULL, 0.3f, 0);
+	init(m, "w2", 2, w2, NULL, 0.2f, 0);
+	init(m, "w3", 2, w3, NULL, 0.2f, 0);
+	init(m, "w4", 2, w4, NULL, 0.2f, 0);
+	init(m, "w5", 2, w5, NULL, 0.2f, 0);
+	onnx_build_node(m, NULL, "MatMul", "x,w1", "p1");
+	onnx_build_node(m, NULL, "Add", "p1,b1", "q1");
+	onnx_build_node(m, NULL, "Relu", "q1", "g1");
+	onnx_build_node(m, NULL, "MatMul", "g1,w2", "g2");
+	onnx_build_node(m, NULL, "MatMul", "g2,w3", "y");
+	onnx_build_node(m, NULL, "MatMul", "x,w4", "g4");
+	onnx_build_node(m, NULL, "MatMul", "g4,w5", "y5");
+	onnx_build_node(m, NULL, "Relu", "g4", "y4");
+	output(m, "y");
+	output(m, "y5");
+	output(m, "y4");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(count_op(g, "FusedGemm"), 5);
+	CU_ASSERT_EQUAL(report_count(&rep, "FusedGemm output kept in bf16 for the next"), 1);
+	for (uint32_t n = 0; n < g->num_nodes; n++)
+		handing += rt_attr_int(&g->nodes[n], "output_bf16", 0) != 0;
+	CU_ASSERT_EQUAL(handing, 1);
+	rt_graph_free(g);
+}
+
+/*
  * Precision bf16's NHWC region: ungrouped convs go to FusedConvNhwc, each of its modes once (a
  * 7x7 stride-2 stem of 3 channels on gathered rows padded to 32, a padded 3x3, a 1x1 on the image
  * itself, gathered rows for a stride-2 3x3 with a residual and for a stride-2 1x1), a MaxPool
@@ -1150,6 +1191,7 @@ static void test_bf16(void)
 	test_matmul_add_gelu();
 	test_attention();
 	test_bf16_nhwc();
+	test_bf16_handoff();
 	m = model_new();
 	input(m, "a", 3, a);
 	init(m, "b", 2, b, NULL, 0.3f, 0);
