@@ -445,7 +445,9 @@ static int check_rows(int64_t m, int64_t n, int64_t depth, int ntaps, const int6
 		}
 	}
 	rt_bf16_gemm_rows(m, n, &(struct rt_bf16_rows){ a, row_stride, depth, ntaps, tap_off }, grid, wp,
-			  bias_on ? bias : NULL, z_on ? z : NULL, act, c);
+			  &(struct rt_bf16_epilogue){ .alpha = 1.0f, .bias = bias_on ? bias : NULL, .z = z_on ? z : NULL,
+						      .act = *act, .ldc = n },
+			  c);
 	snprintf(what, sizeof(what), "bf16 rows m %lld n %lld depth %lld taps %d act %d bias %d z %d", (long long)m,
 		 (long long)n, (long long)depth, ntaps, (int)act->kind, bias_on, z_on);
 	for (int64_t i = 0; i < pixels * n && !bad; i++) {
