@@ -173,6 +173,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	 RT_DTYPE_BIT(BW_DTYPE_FLOAT) | RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU, rt_k_fused_gemm_infer,
 	 rt_k_fused_gemm_scratch, rt_k_fused_gemm_run, NULL},
 	KB("FusedMatMul", fused_matmul, rt_k_fused_matmul_scratch),
+	KB("FusedAttention", fused_attention, rt_k_fused_attention_scratch),
 	KB("Softmax", fast_softmax, NULL),
 	KB("LayerNormalization", fast_layernorm, NULL),
 	KB("MaxPool", fast_maxpool, rt_k_fast_maxpool_scratch),

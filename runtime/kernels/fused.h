@@ -30,6 +30,12 @@
  *                             row added to every row of a product, in its epilogue. Attribute
  *                             "bf16" 1 (precision bf16): each product on AMX tiles, its operands
  *                             rounded to bf16 as they are packed, fp32 accumulation.
+ *   FusedAttention(Q, K, Mask?, V)  FusedMatMul(Softmax(FusedMatMul(Q, K, Mask)), V): the scores'
+ *                             product with attributes prefixed "s_" (a_shape, a_perm, b_shape,
+ *                             b_perm, alpha; no y_perm or y_shape), a last-axis softmax of them,
+ *                             and the context's product with attributes prefixed "c_" (b_*, y_*,
+ *                             alpha; its A is the scores as they are); "bf16" as FusedMatMul's.
+ *                             One batch index's scores at a time, in scratch.
  *   Softmax(X)                softmax over the last axis, float (any opset's last-axis softmax).
  *   LayerNormalization(X, Scale, B?)  float, over the dims from 'axis' on; output 0 only.
  *   MaxPool(X)                2-D NCHW float, no Indices output, no dilation: ONNX MaxPool.
@@ -111,6 +117,8 @@ RT_K_SCRATCH(fused_conv);
 RT_K_DECLARE(fused_gemm);
 RT_K_DECLARE(fused_matmul);
 RT_K_SCRATCH(fused_matmul);
+RT_K_DECLARE(fused_attention);
+RT_K_SCRATCH(fused_attention);
 RT_K_SCRATCH(fused_gemm);
 /* fastpath.c */
 RT_K_DECLARE(fast_softmax);

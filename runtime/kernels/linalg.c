@@ -19,6 +19,7 @@
  */
 #include <cblas.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "bf16.h"
@@ -538,21 +539,38 @@ struct fmm_plan {
 	int64_t bias_strides[FMM_RANK_MAX - 2]; /* C's per batch dim, 0 where it broadcasts */
 };
 
-static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct fmm_plan *p, char *err,
-		     size_t err_cap)
+/* Attribute prefix + name of node (FusedAttention's two products: "s_" and "c_"). */
+static const struct rt_attr *fmm_attr(const struct rt_node *node, const char *prefix, const char *name)
+{
+	char full[32];
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	return rt_node_attr(node, full);
+}
+
+/*
+ * The product a . b (+ c) as the attributes named prefix + "a_shape", ... describe it. a and b are
+ * float tensors; c is NULL or the row added to every row of each product.
+ */
+static int fmm_setup_named(const struct rt_node *node, const char *prefix, const struct rt_tensor *a,
+			   const struct rt_tensor *b, const struct rt_tensor *c, struct fmm_plan *p, char *err,
+			   size_t err_cap)
 {
 	struct rt_tensor prod = { .dtype = BW_DTYPE_FLOAT };
+	const struct rt_attr *alpha = fmm_attr(node, prefix, "alpha"), *y_perm = fmm_attr(node, prefix, "y_perm");
 	struct fmm_view t;
 	int rc, r;
 	bool tc;
 
 	memset(p, 0, sizeof(*p));
-	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
-	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
-	    (rc = rt_k_attr_float(node, "alpha", 1.0f, &p->alpha, err, err_cap)) < 0 ||
-	    (rc = fmm_view_of(&inputs[0], rt_node_attr(node, "a_shape"), rt_node_attr(node, "a_perm"), &p->a, "a", err,
+	if (a->dtype != BW_DTYPE_FLOAT || b->dtype != BW_DTYPE_FLOAT || (c != NULL && c->dtype != BW_DTYPE_FLOAT))
+		return bw_err(err, err_cap, -EINVAL, "the operands must be float");
+	if (alpha != NULL && alpha->type != RT_ATTR_FLOAT)
+		return bw_err(err, err_cap, -EINVAL, "attribute '%salpha' must be a float", prefix);
+	p->alpha = alpha != NULL ? alpha->f : 1.0f;
+	if ((rc = fmm_view_of(a, fmm_attr(node, prefix, "a_shape"), fmm_attr(node, prefix, "a_perm"), &p->a, "a", err,
 			      err_cap)) < 0 ||
-	    (rc = fmm_view_of(&inputs[1], rt_node_attr(node, "b_shape"), rt_node_attr(node, "b_perm"), &p->b, "b", err,
+	    (rc = fmm_view_of(b, fmm_attr(node, prefix, "b_shape"), fmm_attr(node, prefix, "b_perm"), &p->b, "b", err,
 			      err_cap)) < 0)
 		return rc;
 	r = p->a.rank;
@@ -579,11 +597,11 @@ static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs,
 	memcpy(prod.dims, p->a.dims, (size_t)p->nbatch * sizeof(int64_t));
 	prod.dims[r - 2] = p->m;
 	prod.dims[r - 1] = p->n;
-	if ((rc = fmm_view_of(&prod, NULL, rt_node_attr(node, "y_perm"), &t, "y", err, err_cap)) < 0)
+	if ((rc = fmm_view_of(&prod, NULL, y_perm, &t, "y", err, err_cap)) < 0)
 		return rc;
 	/* t: the transposed product's dims; its memory is contiguous, and product dim perm[d] is t's d */
 	{
-		const struct rt_attr *perm = rt_node_attr(node, "y_perm");
+		const struct rt_attr *perm = y_perm;
 		int64_t s = 1, cstrides[FMM_RANK_MAX];
 
 		for (int d = r - 1; d >= 0; d--) {
@@ -600,12 +618,9 @@ static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs,
 	if (!fmm_blas(&p->y, &tc, &p->ldc) || tc)
 		return bw_err(err, err_cap, -ENOTSUP, "the product's rows are not contiguous in the output");
 	/* C: [batch'..., 1, N] with each batch' dim the product's or 1 (attention's mask, [B, 1, 1, S]) */
-	if (rt_k_has_input(node, inputs, 2)) {
-		const struct rt_tensor *c = &inputs[2];
+	if (c != NULL) {
 		int64_t s = c->rank == r ? c->dims[r - 1] : 0;
 
-		if ((rc = rt_k_need_input(node, inputs, 2, "C", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0)
-			return rc;
 		if (c->rank != r || c->dims[r - 2] != 1 || c->dims[r - 1] != p->n)
 			return bw_err(err, err_cap, -EINVAL, "input 'C' must be of rank %d with [..., 1, %" PRId64 "] last", r,
 				      p->n);
@@ -618,15 +633,29 @@ static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs,
 		}
 		p->bias = true;
 	}
-	if (rt_node_attr(node, "y_shape") != NULL) {
+	if (fmm_attr(node, prefix, "y_shape") != NULL) {
 		struct fmm_view o;
 
-		if ((rc = fmm_view_of(&p->out, rt_node_attr(node, "y_shape"), NULL, &o, "y", err, err_cap)) < 0)
+		if ((rc = fmm_view_of(&p->out, fmm_attr(node, prefix, "y_shape"), NULL, &o, "y", err, err_cap)) < 0)
 			return rc;
 		p->out.rank = (uint8_t)o.rank;
 		memcpy(p->out.dims, o.dims, (size_t)o.rank * sizeof(int64_t));
 	}
 	return 0;
+}
+
+static int fmm_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct fmm_plan *p, char *err,
+		     size_t err_cap)
+{
+	int rc;
+
+	if ((rc = rt_k_need_input(node, inputs, 0, "A", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 1, "B", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rt_k_has_input(node, inputs, 2) &&
+	     (rc = rt_k_need_input(node, inputs, 2, "C", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0))
+		return rc;
+	return fmm_setup_named(node, "", &inputs[0], &inputs[1], rt_k_has_input(node, inputs, 2) ? &inputs[2] : NULL, p,
+			       err, err_cap);
 }
 
 RT_K_INFER(fused_matmul)
@@ -666,6 +695,23 @@ static size_t fmm_bf16_b_bytes(const struct fmm_plan *p)
 	return (rt_bf16_packed_b_elems(p->k, p->n) * sizeof(uint16_t) + 63) / 64 * 64;
 }
 
+/* How each product of a plan is computed: AMX's tiles, batchwire's packed GEMM, or OpenBLAS. */
+enum fmm_how { FMM_BLAS, FMM_OWN, FMM_BF16 };
+
+static enum fmm_how fmm_how(const struct rt_node *node, const struct fmm_plan *p)
+{
+	return fmm_bf16(node, p) ? FMM_BF16 : fmm_own_gemm(p) ? FMM_OWN : FMM_BLAS;
+}
+
+static size_t fmm_scratch_bytes(const struct fmm_plan *p, enum fmm_how how)
+{
+	switch (how) {
+	case FMM_BF16: return fmm_bf16_b_bytes(p) + rt_bf16_scratch_bytes(p->m, p->k);
+	case FMM_OWN: return (rt_sg_packed_b_floats(p->k, p->n) + rt_sg_scratch_a_floats(p->k)) * sizeof(float);
+	default: return 0;
+	}
+}
+
 RT_K_SCRATCH(fused_matmul)
 {
 	struct fmm_plan p;
@@ -673,70 +719,199 @@ RT_K_SCRATCH(fused_matmul)
 
 	if (fmm_setup(node, inputs, &p, err, sizeof(err)) < 0)
 		return 0;
-	if (fmm_bf16(node, &p))
-		return fmm_bf16_b_bytes(&p) + rt_bf16_scratch_bytes(p.m, p.k);
-	if (!fmm_own_gemm(&p))
-		return 0;
-	return (rt_sg_packed_b_floats(p.k, p.n) + rt_sg_scratch_a_floats(p.k)) * sizeof(float);
+	return fmm_scratch_bytes(&p, fmm_how(node, &p));
+}
+
+/* Element offsets of batch index idx in a, b, the product and the row C (a plan's strides). */
+struct fmm_at {
+	int64_t a, b, y, c;
+};
+
+static struct fmm_at fmm_offsets(const struct fmm_plan *p, const int64_t *idx)
+{
+	struct fmm_at at = { 0 };
+
+	for (int d = 0; d < p->nbatch; d++) {
+		at.a += idx[d] * p->a.strides[d];
+		at.b += idx[d] * p->b.strides[d];
+		at.y += idx[d] * p->y.strides[d];
+		at.c += idx[d] * p->bias_strides[d];
+	}
+	return at;
+}
+
+/* One product: y (rows ldc apart) = alpha * a . b (+ row in every row), as how says. */
+static void fmm_product(const struct fmm_plan *p, enum fmm_how how, const float *a, const float *b, const float *row,
+			float *y, int64_t ldc, void *scratch)
+{
+	static const struct rt_k_act_spec none = { .kind = RT_K_ACT_NONE };
+	int64_t bks = p->b.strides[p->b.rank - 2], bns = p->b.strides[p->b.rank - 1];
+
+	switch (how) {
+	case FMM_BF16:
+		rt_bf16_pack_b_fast(b, bks, bns, p->k, p->n, scratch);
+		rt_bf16_gemm_bpacked(p->m, p->n, p->k, a, p->lda, scratch, y, ldc, p->alpha, row, &none,
+				     (char *)scratch + fmm_bf16_b_bytes(p));
+		break;
+	case FMM_OWN: {
+		float *bp = scratch;
+
+		rt_sg_pack_b_strided(b, bks, bns, p->k, p->n, bp);
+		rt_sg_gemm_bpacked(p->m, p->n, p->k, a, p->lda, bp, y, ldc, p->alpha, row, &none,
+				   bp + rt_sg_packed_b_floats(p->k, p->n));
+		break;
+	}
+	default: {
+		float beta = 0.0f;
+
+		/* OpenBLAS: the row written into each row of Y first, the product accumulated onto it */
+		for (int64_t r = 0; row != NULL && r < p->m; r++) {
+			memcpy(y + r * ldc, row, (size_t)p->n * sizeof(float));
+			beta = 1.0f;
+		}
+		rt_k_gemm(BW_DTYPE_FLOAT, p->ta, p->tb, p->m, p->n, p->k, p->alpha, a, p->lda, b, p->ldb, beta, y, ldc);
+		break;
+	}
+	}
+}
+
+/* The next batch index (row-major over the plan's batch dims). */
+static void fmm_next(const struct fmm_plan *p, int64_t *idx)
+{
+	for (int d = p->nbatch - 1; d >= 0; d--) {
+		if (++idx[d] < p->batch[d])
+			return;
+		idx[d] = 0;
+	}
+}
+
+static int64_t fmm_count(const struct fmm_plan *p)
+{
+	int64_t count = 1;
+
+	for (int d = 0; d < p->nbatch; d++)
+		count *= p->batch[d];
+	return count;
 }
 
 /* One GEMM per batch index, each operand and the product read and written in place through strides. */
 RT_K_RUN(fused_matmul)
 {
 	const float *a = inputs[0].data, *b = inputs[1].data;
-	const struct rt_k_act_spec none = { .kind = RT_K_ACT_NONE };
-	float *y = outputs[0].data, *bp = scratch, *abuf;
-	int64_t idx[FMM_RANK_MAX - 2] = {0}, count = 1, bks, bns;
+	float *y = outputs[0].data;
+	int64_t idx[FMM_RANK_MAX - 2] = { 0 }, count;
 	struct fmm_plan p;
-	bool own, bf16;
+	enum fmm_how how;
 	int rc = fmm_setup(node, inputs, &p, err, err_cap);
 
 	if (rc < 0)
 		return rc;
-	bf16 = fmm_bf16(node, &p) && scratch != NULL;
-	own = !bf16 && fmm_own_gemm(&p) && scratch != NULL;
-	abuf = own ? bp + rt_sg_packed_b_floats(p.k, p.n) : NULL;
-	bks = p.b.strides[p.b.rank - 2];
-	bns = p.b.strides[p.b.rank - 1];
-	for (int d = 0; d < p.nbatch; d++)
-		count *= p.batch[d];
-	for (int64_t i = 0; i < count; i++) {
-		int64_t oa = 0, ob = 0, oy = 0, oc = 0;
-		const float *row = NULL;
+	how = fmm_how(node, &p);
+	if (how != FMM_BLAS && scratch == NULL)
+		how = FMM_BLAS;
+	count = fmm_count(&p);
+	for (int64_t i = 0; i < count; i++, fmm_next(&p, idx)) {
+		struct fmm_at at = fmm_offsets(&p, idx);
 
-		for (int d = 0; d < p.nbatch; d++) {
-			oa += idx[d] * p.a.strides[d];
-			ob += idx[d] * p.b.strides[d];
-			oy += idx[d] * p.y.strides[d];
-			oc += idx[d] * p.bias_strides[d];
-		}
-		if (p.bias)
-			row = (const float *)inputs[2].data + oc;
-		if (bf16) {
-			uint16_t *wp = scratch;
-
-			rt_bf16_pack_b_fast(b + ob, bks, bns, p.k, p.n, wp);
-			rt_bf16_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, wp, y + oy, p.ldc, p.alpha, row, &none,
-					     (char *)scratch + fmm_bf16_b_bytes(&p));
-		} else if (own) {
-			rt_sg_pack_b_strided(b + ob, bks, bns, p.k, p.n, bp);
-			rt_sg_gemm_bpacked(p.m, p.n, p.k, a + oa, p.lda, bp, y + oy, p.ldc, p.alpha, row, &none, abuf);
-		} else {
-			float beta = 0.0f;
-
-			/* OpenBLAS: the row written into each row of Y first, the product accumulated onto it */
-			for (int64_t r = 0; row != NULL && r < p.m; r++) {
-				memcpy(y + oy + r * p.ldc, row, (size_t)p.n * sizeof(float));
-				beta = 1.0f;
-			}
-			rt_k_gemm(BW_DTYPE_FLOAT, p.ta, p.tb, p.m, p.n, p.k, p.alpha, a + oa, p.lda, b + ob, p.ldb, beta,
-				  y + oy, p.ldc);
-		}
-		for (int d = p.nbatch - 1; d >= 0; d--) {
-			if (++idx[d] < p.batch[d])
-				break;
-			idx[d] = 0;
-		}
+		fmm_product(&p, how, a + at.a, b + at.b, p.bias ? (const float *)inputs[2].data + at.c : NULL, y + at.y,
+			    p.ldc, scratch);
 	}
 	return 0;
 }
+
+/* ---- FusedAttention: the scores' FusedMatMul, the Softmax and the context's FusedMatMul in one -------- */
+
+/*
+ * The two products of FusedAttention(Q, K, Mask?, V): the scores (attributes s_*: Q . K with the
+ * mask row, scaled) and the context (c_*: the softmax of the scores . V). The scores are one batch
+ * index's [m, n] in scratch, never in the arena; the context's A is that matrix as it is.
+ */
+struct fattn_plan {
+	struct fmm_plan s, c;
+	enum fmm_how s_how, c_how;
+	size_t s_bytes; /* the scores matrix in scratch, rounded to 64 */
+};
+
+static int fattn_setup(const struct rt_node *node, const struct rt_tensor *inputs, struct fattn_plan *p, char *err,
+		       size_t err_cap)
+{
+	struct rt_tensor scores;
+	int rc;
+
+	if ((rc = rt_k_need_input(node, inputs, 0, "Q", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 1, "K", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rc = rt_k_need_input(node, inputs, 3, "V", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0 ||
+	    (rt_k_has_input(node, inputs, 2) &&
+	     (rc = rt_k_need_input(node, inputs, 2, "Mask", RT_DTYPE_BIT(BW_DTYPE_FLOAT), err, err_cap)) < 0))
+		return rc;
+	if (fmm_attr(node, "s_", "y_perm") != NULL || fmm_attr(node, "s_", "y_shape") != NULL ||
+	    fmm_attr(node, "c_", "a_shape") != NULL || fmm_attr(node, "c_", "a_perm") != NULL)
+		return bw_err(err, err_cap, -EINVAL, "the scores must be the context's A as they are");
+	if ((rc = fmm_setup_named(node, "s_", &inputs[0], &inputs[1], rt_k_has_input(node, inputs, 2) ? &inputs[2] : NULL,
+				  &p->s, err, err_cap)) < 0)
+		return rc;
+	scores = p->s.out;
+	if ((rc = fmm_setup_named(node, "c_", &scores, &inputs[3], NULL, &p->c, err, err_cap)) < 0)
+		return rc;
+	if (p->c.nbatch != p->s.nbatch || memcmp(p->c.batch, p->s.batch, (size_t)p->s.nbatch * sizeof(int64_t)) != 0)
+		return bw_err(err, err_cap, -EINVAL, "the two products' batch dims differ");
+	p->s_how = fmm_how(node, &p->s);
+	p->c_how = fmm_how(node, &p->c);
+	p->s_bytes = ((size_t)(p->s.m * p->s.n) * sizeof(float) + 63) / 64 * 64;
+	return 0;
+}
+
+RT_K_INFER(fused_attention)
+{
+	struct fattn_plan p;
+	int rc = fattn_setup(node, inputs, &p, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	outputs[0] = p.c.out;
+	return 0;
+}
+
+RT_K_SCRATCH(fused_attention)
+{
+	struct fattn_plan p;
+	char err[RT_ERR_MAX];
+	size_t s, c;
+
+	if (fattn_setup(node, inputs, &p, err, sizeof(err)) < 0)
+		return 0;
+	s = fmm_scratch_bytes(&p.s, p.s_how);
+	c = fmm_scratch_bytes(&p.c, p.c_how);
+	return p.s_bytes + (s > c ? s : c);
+}
+
+/*
+ * Per batch index (a sequence's head): the scores into scratch, softmax over each row there, then
+ * the context from them, so the scores stay in L1/L2: written to the arena and read back twice,
+ * they were 25 MiB a layer for the transformer at a batch of 32.
+ */
+RT_K_RUN(fused_attention)
+{
+	const float *q = inputs[0].data, *k = inputs[1].data, *v = inputs[3].data;
+	const float *mask = rt_k_has_input(node, inputs, 2) ? inputs[2].data : NULL;
+	float *y = outputs[0].data, *scores = scratch;
+	int64_t idx[FMM_RANK_MAX - 2] = { 0 }, count;
+	struct fattn_plan p;
+	int rc = fattn_setup(node, inputs, &p, err, err_cap);
+
+	if (rc < 0)
+		return rc;
+	if (scratch == NULL)
+		return bw_err(err, err_cap, -EINVAL, "FusedAttention needs scratch memory and got none");
+	count = fmm_count(&p.s);
+	for (int64_t i = 0; i < count; i++, fmm_next(&p.s, idx)) {
+		struct fmm_at s = fmm_offsets(&p.s, idx), c = fmm_offsets(&p.c, idx);
+
+		fmm_product(&p.s, p.s_how, q + s.a, k + s.b, mask != NULL ? mask + s.c : NULL, scores, p.s.n,
+			    (char *)scratch + p.s_bytes);
+		rt_vm_softmax_rows(scores, scores, p.s.m, p.s.n);
+		fmm_product(&p.c, p.c_how, scores, v + c.b, NULL, y + c.y, p.c.ldc, (char *)scratch + p.s_bytes);
+	}
+	return 0;
+}
+

@@ -150,6 +150,9 @@ int opt_fuse_conv(struct opt_ctx *c);
 int opt_fuse_gemm(struct opt_ctx *c);
 /* fuse_matmul.c: MatMul of computed operands with their Reshape/Transpose and a scale -> FusedMatMul. */
 int opt_fuse_matmul(struct opt_ctx *c);
+/* fuse_matmul.c: FusedMatMul (scores) -> Softmax -> FusedMatMul (context) -> FusedAttention. After
+ * opt_fast_paths: the Softmax is then batchwire's last-axis one. */
+int opt_fuse_attention(struct opt_ctx *c);
 /* fastpath.c: Softmax (last axis), LayerNormalization, 2-D MaxPool -> batchwire's fast kernels. */
 int opt_fast_paths(struct opt_ctx *c);
 /* nhwc.c: the FusedConvNhwc nodes fuse_conv made read and write NHWC bf16 tensors, with the

@@ -18,6 +18,7 @@
  * infer on the inferred shapes; if it refuses, nothing changes.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,5 +230,98 @@ int opt_fuse_matmul(struct opt_ctx *c)
 	opt_report(c, "MatMul with Transpose/Reshape/scale folded", fused);
 	if (c->precision == RT_PRECISION_BF16)
 		opt_report(c, RT_OPT_KIND_BF16, fused);
+	return rc;
+}
+
+/* ---- attention: scores, softmax, context -> FusedAttention ----------------------------------------- */
+
+static bool ours(const struct opt_ctx *c, int32_t n, const char *op)
+{
+	const struct rt_node *node;
+
+	if (n < 0 || c->dead[n])
+		return false;
+	node = &c->g->nodes[n];
+	return node->domain != NULL && strcmp(node->domain, RT_K_DOMAIN) == 0 && strcmp(node->op_type, op) == 0;
+}
+
+/* The attributes a FusedMatMul has, src's copied onto dst each under prefix + its name (src == dst:
+ * renamed). The values are copied out first: adding an attribute moves dst's array. */
+static int copy_prefixed(struct rt_node *dst, const struct rt_node *src, const char *prefix)
+{
+	static const char *const names[] = { "a_shape", "a_perm", "b_shape", "b_perm", "y_perm", "y_shape", "alpha" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct rt_attr *a = rt_node_attr(src, names[i]);
+		int64_t ints[RT_MAX_RANK];
+		uint32_t count;
+		bool is_float;
+		float f;
+		char name[32];
+		int rc;
+
+		if (a == NULL || (a->type != RT_ATTR_INTS && a->type != RT_ATTR_FLOAT) ||
+		    (a->type == RT_ATTR_INTS && a->count > RT_MAX_RANK))
+			continue; /* fmm_view_of refuses anything else the same way either name */
+		is_float = a->type == RT_ATTR_FLOAT;
+		f = a->f;
+		count = is_float ? 0 : a->count;
+		memcpy(ints, a->ints, count * sizeof(int64_t));
+		snprintf(name, sizeof(name), "%s%s", prefix, names[i]);
+		rc = is_float ? opt_attr_float(dst, name, f) : opt_attr_ints(dst, name, ints, count);
+		if (rc != 0)
+			return rc;
+		if (src == dst)
+			opt_attr_remove(dst, names[i]);
+	}
+	return 0;
+}
+
+/*
+ * FusedMatMul (the scores, their product as it is) -> Softmax (fastpath.c's, the last axis) ->
+ * FusedMatMul (the context, reading the softmax as its A as it is, no C) -> one FusedAttention,
+ * which keeps each head's scores in scratch (fused.h). Each of the first two read only by the
+ * next. Each FusedMatMul was taken by its kernel's infer; with the scores as the context's A
+ * unchanged, FusedAttention's two products are those two, batch dims and all.
+ */
+int opt_fuse_attention(struct opt_ctx *c)
+{
+	struct rt_graph *g = c->g;
+	uint32_t fused = 0;
+	int rc = opt_index(c);
+
+	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
+		const struct rt_node *s = &g->nodes[n], *sm;
+		struct rt_node *ctx;
+		int32_t smn, cn, in[4];
+
+		if (!ours(c, (int32_t)n, "FusedMatMul") || rt_node_attr(s, "y_perm") != NULL || rt_node_attr(s, "y_shape") != NULL)
+			continue;
+		smn = opt_sole_reader(c, s->outputs[0]);
+		if (!ours(c, smn, "Softmax") || g->nodes[smn].num_outputs != 1)
+			continue;
+		sm = &g->nodes[smn];
+		cn = opt_sole_reader(c, sm->outputs[0]);
+		if (!ours(c, cn, "FusedMatMul"))
+			continue;
+		ctx = &g->nodes[cn];
+		if (ctx->inputs[0] != sm->outputs[0] || ctx->num_inputs > 2 || rt_node_attr(ctx, "a_shape") != NULL ||
+		    rt_node_attr(ctx, "a_perm") != NULL || rt_attr_int(ctx, "bf16", 0) != rt_attr_int(s, "bf16", 0))
+			continue;
+		in[0] = s->inputs[0];
+		in[1] = s->inputs[1];
+		in[2] = s->num_inputs > 2 ? s->inputs[2] : RT_VALUE_NONE;
+		in[3] = ctx->inputs[1];
+		if (copy_prefixed(ctx, ctx, "c_") != 0 || copy_prefixed(ctx, s, "s_") != 0) {
+			rc = opt_error(c, -ENOMEM, "out of memory");
+			break;
+		}
+		opt_kill(c, n);
+		opt_kill(c, (uint32_t)smn);
+		if ((rc = opt_make_fused(c, (uint32_t)cn, (uint32_t)cn, "FusedAttention", in, 4, ctx->outputs[0])) < 0)
+			break;
+		fused++;
+	}
+	opt_report(c, "attention (scores, softmax, context) fused", fused);
 	return rc;
 }

@@ -12,7 +12,8 @@
  *  5. a MatMul of computed operands with the Reshape/Transpose around it and a scale after it ->
  *     FusedMatMul, reading and writing through strides (fuse_matmul.c: attention);
  *  6. Softmax, LayerNormalization and MaxPool to the vectorized kernels where they apply
- *     (fastpath.c);
+ *     (fastpath.c), then attention's scores, softmax and context into one FusedAttention
+ *     (fuse_matmul.c);
  *  7. dead nodes and values nothing reads any more (the weights step 3 replaced) dropped;
  *  8. at precision bf16, the convs step 3 made FusedConvNhwc read and write NHWC bf16 tensors,
  *     converted where the region meets the rest of the graph (nhwc.c); a FusedGemm that only
@@ -102,6 +103,8 @@ int rt_graph_optimize_with(struct rt_graph *graph, enum rt_device device, const 
 		rc = opt_fuse_matmul(&c);
 	if (rc == 0)
 		rc = opt_fast_paths(&c);
+	if (rc == 0)
+		rc = opt_fuse_attention(&c);
 	if (rc == 0)
 		rc = opt_compact(&c);
 	if (rc == 0)

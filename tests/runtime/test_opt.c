@@ -775,9 +775,13 @@ static void test_attention(void)
 	output(m, "y2");
 	g = check_same(m, g_batches, NB, &rep);
 	CU_ASSERT_EQUAL(report_count(&rep, "MatMul with Transpose/Reshape/scale folded"), 2);
-	CU_ASSERT_EQUAL(count_op(g, "FusedMatMul"), 2);
+	/* the two FusedMatMuls and the Softmax between them: one FusedAttention */
+	CU_ASSERT_EQUAL(report_count(&rep, "attention (scores, softmax, context) fused"), 1);
+	CU_ASSERT_EQUAL(count_op(g, "FusedAttention"), 1);
+	CU_ASSERT_EQUAL(count_op(g, "FusedMatMul"), 0);
+	CU_ASSERT_EQUAL(count_op(g, "Softmax"), 0);
 	CU_ASSERT_EQUAL(count_op(g, "Div"), 0);
-	CU_ASSERT_EQUAL(count_op(g, "Add"), 0); /* the mask: the scores' FusedMatMul's input C */
+	CU_ASSERT_EQUAL(count_op(g, "Add"), 0); /* the mask: the scores' product's input C */
 	CU_ASSERT_EQUAL(count_op(g, "MatMul"), 1); /* the one of u's views */
 	CU_ASSERT_EQUAL(count_op(g, "Transpose"), 2);
 	rt_graph_free(g);
@@ -1229,7 +1233,7 @@ int main(void)
 		{"packed GEMMs: several k blocks, row blocks, ragged panels", test_packed_blocking},
 		{"MatMul/Gemm not fusable: unchanged", test_gemm_not_fusable},
 		{"constants folded before fusing", test_constant_folding},
-		{"attention: Reshape/Transpose/scale folded into FusedMatMul", test_attention},
+		{"attention: Reshape/Transpose/scale folded into FusedMatMul, then FusedAttention", test_attention},
 		{"Softmax, LayerNormalization, MaxPool fast paths", test_fast_paths},
 		{"vector exp and erf against libm", test_vecmath},
 		{"small CNN blocks: 3x3 pad 1 convs and 2x2 MaxPools", test_cnn_blocks},
