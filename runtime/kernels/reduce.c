@@ -239,7 +239,7 @@ static int softmax_lanes(const struct rt_node *node, const struct rt_tensor *in,
 
 RT_K_INFER(softmax)
 {
-	int64_t outer, n, inner;
+	int64_t outer = 0, n = 0, inner = 0; /* set by softmax_lanes; initialised for gcc -O2's flow analysis */
 	int rc;
 
 	if ((rc = rt_k_need_input(node, inputs, 0, "input", RT_K_DTYPE_FLOATS, err, err_cap)) < 0 ||
@@ -294,7 +294,7 @@ RT_K_INFER(softmax)
 
 RT_K_RUN(softmax)
 {
-	int64_t outer, n, inner;
+	int64_t outer = 0, n = 0, inner = 0; /* set by softmax_lanes; initialised for gcc -O2's flow analysis */
 	char kind = node->op_type[0] == 'L' ? 'L' : node->op_type[0] == 'H' ? 'H' : 'S';
 	int rc = softmax_lanes(node, &inputs[0], &outer, &n, &inner, err, err_cap);
 

@@ -312,7 +312,7 @@ static int scatter_types(const struct rt_node *node, const struct rt_tensor *inp
 RT_K_INFER(scatter_elements)
 {
 	const struct rt_tensor *data = &inputs[0], *idx = &inputs[1], *upd = &inputs[2];
-	enum scatter_red red;
+	enum scatter_red red = RED_NONE; /* set by scatter_red; initialised for gcc -O2's flow analysis */
 	int64_t axis;
 	char a[96], b[96];
 	int rc;
@@ -335,7 +335,7 @@ RT_K_RUN(scatter_elements)
 	const struct rt_tensor *data = &inputs[0], *idx = &inputs[1], *upd = &inputs[2];
 	int64_t axis = rt_attr_int(node, "axis", 0), strides[RT_MAX_RANK], pos[RT_MAX_RANK] = {0};
 	int64_t n = rt_tensor_elems(idx), dim;
-	enum scatter_red red;
+	enum scatter_red red = RED_NONE; /* set by scatter_red; initialised for gcc -O2's flow analysis */
 	int rc = scatter_red(node, &red, err, err_cap);
 
 	if (rc < 0)
@@ -370,7 +370,7 @@ RT_K_RUN(scatter_elements)
 RT_K_INFER(scatter_nd)
 {
 	const struct rt_tensor *data = &inputs[0], *idx = &inputs[1], *upd = &inputs[2];
-	enum scatter_red red;
+	enum scatter_red red = RED_NONE; /* set by scatter_red; initialised for gcc -O2's flow analysis */
 	int64_t k;
 	int rc;
 	bool ok;
@@ -400,7 +400,7 @@ RT_K_RUN(scatter_nd)
 	const struct rt_tensor *data = &inputs[0], *idx = &inputs[1], *upd = &inputs[2];
 	int64_t strides[RT_MAX_RANK], k = idx->dims[idx->rank - 1];
 	int64_t tuples = rt_k_dims_prod(idx, 0, idx->rank - 1), slice = rt_k_dims_prod(data, (int)k, data->rank);
-	enum scatter_red red;
+	enum scatter_red red = RED_NONE; /* set by scatter_red; initialised for gcc -O2's flow analysis */
 	int rc = scatter_red(node, &red, err, err_cap);
 
 	if (rc < 0)
