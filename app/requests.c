@@ -103,8 +103,11 @@ static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_
 					break;
 			}
 			if (i == model->num_inputs) {
-				snprintf(msg, cap, "tensor %u: model '%s' has no input named '%.*s'", t, model->name,
-					 (int)RTE_MIN(d->name_len, 64), v->name);
+				char name[65]; /* the peer's bytes, printable, cut to 64 */
+				bool cut = bw_name_printable(name, sizeof(name), v->name, d->name_len);
+
+				snprintf(msg, cap, "tensor %u: model '%s' has no input named '%s'%s", t, model->name, name,
+					 cut ? " (name cut)" : "");
 				return 0;
 			}
 		} else if (i >= model->num_inputs) {

@@ -72,12 +72,9 @@ static enum bw_status header_check(const struct dp_lcore *lc, const struct bw_hd
 static void name_quote(char *msg, size_t cap, const uint8_t *name, uint32_t len)
 {
 	char quoted[DP_NAME_QUOTE_MAX + 1];
-	uint32_t n = RTE_MIN(len, (uint32_t)DP_NAME_QUOTE_MAX);
+	bool cut = bw_name_printable(quoted, sizeof(quoted), (const char *)name, len);
 
-	for (uint32_t i = 0; i < n; i++)
-		quoted[i] = (name[i] >= 0x20 && name[i] < 0x7f) ? (char)name[i] : '?';
-	quoted[n] = '\0';
-	snprintf(msg, cap, "no model named '%s'%s", quoted, len > n ? " (name cut)" : "");
+	snprintf(msg, cap, "no model named '%s'%s", quoted, cut ? " (name cut)" : "");
 }
 
 /* Finds the model a request names and checks its priority; step 5. */
@@ -131,10 +128,19 @@ static enum dp_verdict reply_send(struct dp_lcore *lc, struct rte_mbuf *m, struc
 	return DP_VERDICT_REPLY;
 }
 
+/* Room for a reply body after hdr in m: the MTU, and the mbuf's own end, whichever is nearer. */
+static uint32_t reply_room(const struct dp_lcore *lc, const struct rte_mbuf *m, const struct bw_hdr *hdr)
+{
+	const uint8_t *end = rte_pktmbuf_mtod(m, const uint8_t *) + rte_pktmbuf_data_len(m) + rte_pktmbuf_tailroom(m);
+
+	return RTE_MIN(dp_udp_payload_max(lc), (uint32_t)(end - (const uint8_t *)hdr)) - (uint32_t)sizeof(*hdr);
+}
+
 enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
 			       const char *msg)
 {
-	uint32_t len = (uint32_t)strnlen(msg, DP_ERROR_MSG_MAX);
+	/* cut to the room too: an mbuf smaller than the longest message must not be written past */
+	uint32_t len = RTE_MIN((uint32_t)strnlen(msg, DP_ERROR_MSG_MAX), reply_room(lc, m, hdr));
 
 	memcpy(hdr + 1, msg, len);
 	return reply_send(lc, m, hdr, status, len, 0);
@@ -189,6 +195,12 @@ static enum dp_verdict infer_handle(struct dp_lcore *lc, const void *model, stru
 	}
 	if (status == BW_STATUS_OK)
 		return DP_VERDICT_HELD; /* answered later, through dp_request_complete */
+	if (unlikely(req->held)) {
+		/* refused but taken: the model layer owns the mbuf and will complete it. Answering here as
+		 * well would reply twice and leave it an mbuf already sent (and freed by the driver). */
+		lc->stats.model_contract_errors++;
+		return DP_VERDICT_HELD;
+	}
 	return request_refuse(lc, req, status, msg[0] != '\0' ? msg : bw_status_name(status));
 }
 
@@ -237,17 +249,14 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 {
 	struct bw_hdr *hdr = (struct bw_hdr *)payload;
 	uint8_t *body = payload + sizeof(*hdr);
-	/* Room for the reply body: the MTU, and the mbuf's own end, whichever is nearer. */
-	uint32_t body_cap = RTE_MIN(dp_udp_payload_max(lc),
-				    (uint32_t)(rte_pktmbuf_mtod(m, uint8_t *) + rte_pktmbuf_data_len(m) +
-					       rte_pktmbuf_tailroom(m) - payload)) -
-			    (uint32_t)sizeof(*hdr);
+	uint32_t body_cap;
 	char msg[DP_ERROR_MSG_MAX + 1];
 	enum bw_status status;
 	const void *model;
 
 	if (payload_len < sizeof(*hdr))
 		return dp_drop(lc, DP_DROP_PROTO_TRUNCATED);
+	body_cap = reply_room(lc, m, hdr);
 	if (hdr->magic != BW_PROTO_MAGIC)
 		return dp_drop(lc, DP_DROP_PROTO_BAD_MAGIC);
 	if (hdr->opcode & BW_OP_REPLY)
@@ -294,11 +303,23 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
 		      uint32_t reply_len, uint16_t reply_tensors, const char *msg)
 {
-	if (status == BW_STATUS_OK)
-		reply_send(lc, m, hdr, status, reply_len, reply_tensors);
-	else
+	uint32_t room = reply_room(lc, m, hdr);
+	char why[DP_ERROR_MSG_MAX + 1];
+
+	if (status != BW_STATUS_OK) {
 		dp_error_reply(lc, m, hdr, status < BW_STATUS_COUNT ? status : BW_STATUS_INTERNAL,
-			    msg != NULL ? msg : bw_status_name(status));
+			       msg != NULL ? msg : bw_status_name(status));
+		return;
+	}
+	if (unlikely(reply_len > room)) {
+		/* the frame would run past the mbuf or the MTU: the layer broke infer's contract */
+		lc->stats.model_contract_errors++;
+		snprintf(why, sizeof(why), "the model's reply of %u bytes exceeds the datagram's %u bytes of room",
+			 reply_len, room);
+		dp_error_reply(lc, m, hdr, BW_STATUS_INTERNAL, why);
+		return;
+	}
+	reply_send(lc, m, hdr, status, reply_len, reply_tensors);
 }
 
 void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, struct dp_msg *msg,

@@ -55,6 +55,7 @@ void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, str
 		sum->reasm_bytes += s->reasm_bytes;
 		sum->held_messages += s->held_messages;
 		sum->held_mbufs += s->held_mbufs;
+		sum->model_contract_errors += s->model_contract_errors;
 		if (poll != NULL) {
 			poll->busy_iterations += lcores[i]->poll.busy_iterations;
 			poll->iterations += lcores[i]->poll.iterations;
@@ -98,6 +99,7 @@ static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stat
 	rte_tel_data_add_dict_u64(d, "reasm_bytes", s->reasm_bytes);
 	rte_tel_data_add_dict_u64(d, "held_messages", s->held_messages);
 	rte_tel_data_add_dict_u64(d, "held_mbufs", s->held_mbufs);
+	rte_tel_data_add_dict_u64(d, "model_contract_errors", s->model_contract_errors);
 }
 
 /*

@@ -124,6 +124,9 @@ struct dp_lcore_stats {
 	uint64_t reasm_bytes;
 	uint64_t held_messages;                    /* whole, with the model layer, on several mbufs */
 	uint64_t held_mbufs;                       /* their request and reply mbufs */
+	/* the model layer broke dp_model_ops.infer's contract: refused a request it had taken (left to
+	 * it, not answered twice), or completed one with a reply larger than its datagram (INTERNAL) */
+	uint64_t model_contract_errors;
 } __rte_cache_aligned;
 
 /* What the operator configures for the dataplane. Addresses in network byte order. */

@@ -15,6 +15,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -202,8 +203,8 @@ struct bw_tensor_view {
 
 /*
  * Walks a body holding num_tensors tensors and checks every rule of docs/protocol.md: descriptors and
- * names inside the body, known dtype, rank <= BW_MAX_RANK, reserved fields zero, data_len equal to
- * product(dims) * element size, and the payloads filling the rest of the body exactly. Only the first
+ * names inside the body, known dtype, rank <= BW_MAX_RANK, reserved fields zero, the dims' product
+ * (each 0 counted as 1) within 32 bits, names' padding zero, data_len equal to product(dims) * element size, and the payloads filling the rest of the body exactly. Only the first
  * avail bytes of the body are at body (a message that came in segments: its first slice, or its
  * descriptors copied out); the descriptors must lie in them, the payloads need not.
  * \param views  out, room for num_tensors entries (NULL to validate only)
@@ -223,7 +224,7 @@ static inline int bw_body_parse_prefix(const uint8_t *body, uint32_t avail, uint
 	}
 	for (i = 0; i < num_tensors; i++) {
 		const struct bw_tensor_desc *desc = (const void *)(body + off);
-		uint64_t elems = 1;
+		uint64_t elems = 1, bound;
 		uint32_t elem_size;
 
 		if (off + sizeof(*desc) > body_len) {
@@ -253,9 +254,12 @@ static inline int bw_body_parse_prefix(const uint8_t *body, uint32_t avail, uint
 			*why = "tensor addressed by name has no name";
 			return -EINVAL;
 		}
-		for (d = 0; d < desc->rank; d++) {
+		/* bounded with each 0 taken as 1: a zero dim must not let the others be anything (a reader
+		 * multiplying the dims after the first would overflow) */
+		for (d = 0, bound = 1; d < desc->rank; d++) {
 			elems *= desc->dims[d];
-			if (elems > UINT32_MAX) {
+			bound *= desc->dims[d] != 0 ? desc->dims[d] : 1;
+			if (bound > UINT32_MAX) {
 				*why = "tensor dims overflow";
 				return -EINVAL;
 			}
@@ -277,6 +281,12 @@ static inline int bw_body_parse_prefix(const uint8_t *body, uint32_t avail, uint
 		}
 		if (off + bw_pad8(desc->name_len) > avail)
 			return -EAGAIN;
+		for (d = desc->name_len; d < bw_pad8(desc->name_len); d++) {
+			if (body[off + d] != 0) {
+				*why = "tensor name padding not zero";
+				return -EINVAL;
+			}
+		}
 		if (views != NULL) {
 			views[i].desc = desc;
 			views[i].name = (const char *)body + off;
@@ -296,6 +306,23 @@ static inline int bw_body_parse_prefix(const uint8_t *body, uint32_t avail, uint
 		}
 	}
 	return 0;
+}
+
+/**
+ * Up to cap - 1 bytes of a name a peer sent, for a message: anything but printable ASCII becomes '?',
+ * so the text stays valid UTF-8 and holds no control characters whatever the bytes were.
+ * \return whether the name was cut to fit.
+ */
+static inline bool bw_name_printable(char *dst, size_t cap, const char *name, uint32_t len)
+{
+	uint32_t n = cap > 0 && len > cap - 1 ? (uint32_t)(cap - 1) : len;
+
+	if (cap == 0)
+		return len > 0;
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = ((unsigned char)name[i] >= 0x20 && (unsigned char)name[i] < 0x7f) ? name[i] : '?';
+	dst[n] = '\0';
+	return n < len;
 }
 
 /** bw_body_parse_prefix of a body that is all at body. */

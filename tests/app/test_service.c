@@ -1049,10 +1049,14 @@ static void test_refusals(void)
 	};
 	const struct tensor_spec unknown = { .index = BW_TENSOR_BY_NAME, .dtype = BW_DTYPE_FLOAT, .rank = 2,
 					     .dims = { 1, MLP_IN }, .name = "pixels" };
+	/* a peer's bytes in a name come back printable: an escape sequence and a byte not UTF-8 */
+	const struct tensor_spec control = { .index = BW_TENSOR_BY_NAME, .dtype = BW_DTYPE_FLOAT, .rank = 2,
+					     .dims = { 1, MLP_IN }, .name = "pix\x1b[2J\xff" "el" };
 	const struct tensor_spec index_1 = { .index = 1, .dtype = BW_DTYPE_FLOAT, .rank = 2, .dims = { 1, MLP_IN } };
 	const struct tensor_spec by_name = { .index = BW_TENSOR_BY_NAME, .dtype = BW_DTYPE_FLOAT, .rank = 2,
 					     .dims = { 1, MLP_IN }, .name = "input" };
 	struct frame *f_dtype, *f_dim, *f_rank, *f_rows, *f_two, *f_unknown, *f_index, *f_large, *f_name, *f_reply;
+	struct frame *f_control;
 	static float wide_in[40 * WIDE_IN];
 	uint64_t invalid_before = g_lc.stats.replies[BW_STATUS_INVALID_ARGUMENT];
 
@@ -1065,6 +1069,7 @@ static void test_refusals(void)
 	f_rows = infer_add(g_id_mlp, &no_rows, 1, NULL);
 	f_two = infer_add(g_id_mlp, two, 2, NULL);
 	f_unknown = infer_add(g_id_mlp, &unknown, 1, NULL);
+	f_control = infer_add(g_id_mlp, &control, 1, NULL);
 	f_index = infer_add(g_id_mlp, &index_1, 1, NULL);
 	f_large = infer_rows_add(g_id_one, 2, in); /* mlp1 takes 1 row at most and does not split */
 	f_name = infer_add(g_id_mlp, &by_name, 1, in);
@@ -1081,10 +1086,11 @@ static void test_refusals(void)
 	REFUSAL(f_rows, "input 'input': shape [0,784], expected [N,784] with N > 0 rows");
 	REFUSAL(f_two, "model 'mlp' takes 1 input tensors, got 2");
 	REFUSAL(f_unknown, "tensor 0: model 'mlp' has no input named 'pixels'");
+	REFUSAL(f_control, "tensor 0: model 'mlp' has no input named 'pix?[2J?el'");
 	REFUSAL(f_index, "tensor 0: input index 1 out of range: model 'mlp' has 1 inputs");
 	REFUSAL(f_large, "batch of 2 rows refused: max_batch_size is 1");
 	REFUSAL(f_reply, "batch of 40 rows refused: max_batch_size is 2");
-	CU_ASSERT_EQUAL(g_lc.stats.replies[BW_STATUS_INVALID_ARGUMENT] - invalid_before, 9);
+	CU_ASSERT_EQUAL(g_lc.stats.replies[BW_STATUS_INVALID_ARGUMENT] - invalid_before, 10);
 	CU_ASSERT_FATAL(replies_wait(g_nb_f));
 	LOGITS(f_name, 1, ref);
 	COUNTS(g_id_mlp, .jobs = 1, .batches = 1, .rows = 1, .size = 1, .size_batches = 1);

@@ -119,6 +119,8 @@ static const struct stub_model g_models[] = {
 	{ STUB_MODEL_ECHO, "echo", STUB_ECHO_LEVELS },
 	{ STUB_MODEL_BROKEN, "broken", 1 },
 	{ STUB_MODEL_BIG, "big", 1 },
+	{ STUB_MODEL_ROGUE, "rogue", 1 },
+	{ STUB_MODEL_LIAR, "liar", 1 },
 };
 
 static void stub_cap_check(uint32_t cap)
@@ -211,6 +213,12 @@ static enum bw_status stub_infer(void *ctx, const void *model, struct dp_request
 	}
 	if (sm->id == STUB_MODEL_BIG)
 		return BW_STATUS_OK; /* without req->held: nobody would ever answer it */
+	if (sm->id == STUB_MODEL_ROGUE) {
+		req->held = true;
+		g_stub.rogue_mbuf = req->mbuf;
+		snprintf(msg, msg_cap, "output too large for the reply");
+		return BW_STATUS_RESOURCE_EXHAUSTED;
+	}
 	/* a segmented request is echoed in its own pages, one datagram's in its own room */
 	if (req->msg == NULL && req->hdr->body_len > body_cap) {
 		snprintf(msg, msg_cap, "echo output of %u bytes exceeds the %u bytes of room", req->hdr->body_len,
@@ -219,13 +227,14 @@ static enum bw_status stub_infer(void *ctx, const void *model, struct dp_request
 	}
 	req->held = true;
 	if (ctx != &g_stub) {
-		dp_request_complete(ctx, req->mbuf, req->hdr, req->msg, BW_STATUS_OK, req->body_len, req->num_tensors,
-				    NULL);
+		dp_request_complete(ctx, req->mbuf, req->hdr, req->msg, BW_STATUS_OK,
+				    sm->id == STUB_MODEL_LIAR ? body_cap + 1 : req->body_len, req->num_tensors, NULL);
 		return BW_STATUS_OK;
 	}
 	g_stub.held_mbuf = req->mbuf;
 	g_stub.held_hdr = req->hdr;
 	g_stub.held_tensors = req->num_tensors;
+	g_stub.held_reply_len = sm->id == STUB_MODEL_LIAR ? body_cap + 1 : 0;
 	return BW_STATUS_OK;
 }
 
@@ -481,11 +490,13 @@ struct outcome t_run(struct dp_lcore *lc, const struct frame *f, uint32_t len, u
 	g_stub.cap_limit = lc->cfg->mtu - T_IP_LEN - T_UDP_LEN - T_BW_LEN;
 
 	g_stub.held_mbuf = NULL;
+	g_stub.rogue_mbuf = NULL;
 	o.verdict = dp_packet_handle(lc, m);
 	if (o.verdict == DP_VERDICT_HELD && g_stub.held_mbuf == m) {
 		/* the stub took it: its answer, in place, as dp_request_complete would send it */
-		dp_request_reply(lc, m, g_stub.held_hdr, BW_STATUS_OK, g_stub.held_hdr->body_len, g_stub.held_tensors,
-				 NULL);
+		dp_request_reply(lc, m, g_stub.held_hdr, BW_STATUS_OK,
+				 g_stub.held_reply_len != 0 ? g_stub.held_reply_len : g_stub.held_hdr->body_len,
+				 g_stub.held_tensors, NULL);
 		g_stub.held_mbuf = NULL;
 		o.verdict = DP_VERDICT_REPLY;
 	}

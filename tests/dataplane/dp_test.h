@@ -61,6 +61,9 @@ void t_lcore_init(struct dp_lcore *lc, const struct dp_config *cfg);
 #define STUB_MODEL_BROKEN 7   /* "broken": infer fails INTERNAL with STUB_BROKEN_MSG; describe -EMSGSIZE */
 #define STUB_MODEL_BIG 9      /* "big": its description needs STUB_BIG_DESC_LEN bytes; infer says OK
 			       * without taking the request (a model layer's bug the dataplane answers) */
+#define STUB_MODEL_ROGUE 11   /* "rogue": takes the request and refuses it all the same (a model layer's bug:
+			       * the request is its own, the dataplane must not answer it too) */
+#define STUB_MODEL_LIAR 12    /* "liar": takes the request and answers it with one byte more than the room */
 #define STUB_MODEL_UNKNOWN 42
 #define STUB_ECHO_LEVELS 2
 #define STUB_BROKEN_MSG "kernel 3 failed: illegal address"
@@ -85,6 +88,8 @@ struct stub_state {
 	struct rte_mbuf *held_mbuf;         /* the request echo took on a t_lcore_init lcore, for t_run */
 	struct bw_hdr *held_hdr;
 	uint16_t held_tensors;
+	uint32_t held_reply_len;            /* what t_run answers the held request with; 0: its body_len */
+	struct rte_mbuf *rogue_mbuf;        /* the request rogue took and refused */
 };
 extern struct stub_state g_stub;
 extern const struct dp_model_ops g_stub_ops;

@@ -458,6 +458,23 @@ static void mut_dims_overflow(struct msg *m)
 	d->dims[1] = 0x10000;
 	d->dims[2] = 1;
 }
+static void mut_dims_overflow_past_zero(struct msg *m)
+{
+	struct bw_tensor_desc *d = msg_desc(m, 2);
+
+	/* 0 elements, data_len 0 fits: the dims after the 0 must still be bounded */
+	d->rank = BW_MAX_RANK;
+	d->dims[0] = 1;
+	d->dims[1] = 0;
+	for (unsigned int k = 2; k < BW_MAX_RANK; k++)
+		d->dims[k] = 0xffffffffu;
+	d->data_len = 0;
+}
+static void mut_name_padding(struct msg *m)
+{
+	/* "input_ids": 9 bytes of name, 7 of padding */
+	((uint8_t *)(msg_desc(m, 0) + 1))[12] = 'x';
+}
 static void mut_dim_past_rank(struct msg *m)
 {
 	msg_desc(m, 1)->dims[5] = 1;
@@ -508,6 +525,7 @@ static void test_bad_tensors(void)
 		{ mut_dtype_17, "dtype" },            { mut_rank_9, "rank" },
 		{ mut_data_len, "data_len" },         { mut_reserved, "reserved" },
 		{ mut_reserved2, "reserved" },        { mut_dims_overflow, "overflow" },
+		{ mut_dims_overflow_past_zero, "overflow" }, { mut_name_padding, "padding" },
 		{ mut_dim_past_rank, "beyond rank" }, { mut_by_name_without_name, "no name" },
 		{ mut_name_256, "255" },              { mut_name_past_body, "name runs past" },
 		{ mut_payload_short, "fill" },        { mut_payload_long, "fill" },
@@ -540,6 +558,34 @@ static void test_model_failure(void)
 	/* OK without taking the request would leave it unanswered: the dataplane answers INTERNAL */
 	infer_frame(STUB_MODEL_BIG, g_three, RTE_DIM(g_three));
 	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INTERNAL, "the model layer accepted the request without taking it");
+}
+
+/*
+ * A model layer breaking infer's contract the other two ways: refusing a request it took is left to
+ * it (no reply here, no second one later, the mbuf untouched), and a reply larger than the datagram's
+ * room is answered INTERNAL instead of a frame written past the mbuf; each counted.
+ */
+static void test_model_contract(void)
+{
+	uint64_t before = g_lc_jumbo.stats.model_contract_errors, replies = 0;
+	struct outcome o;
+
+	for (unsigned int s = 0; s < BW_STATUS_COUNT; s++)
+		replies += g_lc_jumbo.stats.replies[s];
+	infer_frame(STUB_MODEL_ROGUE, g_three, RTE_DIM(g_three));
+	o = t_run(&g_lc_jumbo, &g_f, g_f.len, T_RX_OL_FLAGS);
+	CU_ASSERT(o.verdict == DP_VERDICT_HELD);
+	CU_ASSERT(o.status == -1); /* no reply of any status */
+	CU_ASSERT(g_stub.rogue_mbuf != NULL);
+	CU_ASSERT(g_lc_jumbo.stats.model_contract_errors == before + 1);
+	for (unsigned int s = 0; s < BW_STATUS_COUNT; s++)
+		replies -= g_lc_jumbo.stats.replies[s];
+	CU_ASSERT(replies == 0);
+
+	infer_frame(STUB_MODEL_LIAR, g_three, RTE_DIM(g_three));
+	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INTERNAL, "exceeds the datagram's");
+	CU_ASSERT(g_lc_jumbo.stats.model_contract_errors == before + 2);
+	t_reply_release();
 }
 
 /* ---- MTU 1500 --------------------------------------------------------------------------------- */
@@ -637,6 +683,7 @@ CU_TestInfo g_request_tests[] = {
 	{ "priority out of range, unknown model", test_priority_and_model },
 	{ "bad tensors: INVALID_ARGUMENT naming the rule", test_bad_tensors },
 	{ "model failure: INTERNAL with its message", test_model_failure },
+	{ "model layer contract: a request refused after it was taken, a reply over its room", test_model_contract },
 	CU_TEST_INFO_NULL,
 };
 
