@@ -15,6 +15,7 @@ static const char *const g_drop_reason_names[DP_DROP_COUNT] = {
 	[DP_DROP_ETH_TRUNCATED] = "eth_truncated",
 	[DP_DROP_ETH_WRONG_DST] = "eth_wrong_dst",
 	[DP_DROP_ETH_UNKNOWN_TYPE] = "eth_unknown_type",
+	[DP_DROP_ETH_BAD_SRC] = "eth_bad_src",
 	[DP_DROP_MULTI_SEGMENT] = "multi_segment",
 	[DP_DROP_ARP_INVALID] = "arp_invalid",
 	[DP_DROP_ARP_NOT_FOR_US] = "arp_not_for_us",
@@ -26,6 +27,7 @@ static const char *const g_drop_reason_names[DP_DROP_COUNT] = {
 	[DP_DROP_IP_BAD_CSUM] = "ip_bad_csum",
 	[DP_DROP_IP_FRAGMENT] = "ip_fragment",
 	[DP_DROP_IP_WRONG_DST] = "ip_wrong_dst",
+	[DP_DROP_IP_MARTIAN_SRC] = "ip_martian_src",
 	[DP_DROP_IP_UNKNOWN_PROTO] = "ip_unknown_proto",
 	[DP_DROP_ICMP_INVALID] = "icmp_invalid",
 	[DP_DROP_ICMP_UNSUPPORTED] = "icmp_unsupported",
@@ -185,6 +187,19 @@ static enum dp_verdict udp_handle(struct dp_lcore *lc, struct rte_mbuf *m, struc
 	return dp_request_handle(lc, m, (uint8_t *)(udp + 1), l4_len - (uint32_t)sizeof(*udp));
 }
 
+/*
+ * A source no reply may go to (RFC 1122 3.2.1.3 and RFC 5735): "this network" 0/8, loopback 127/8,
+ * multicast 224/4, the reserved 240/4 with the limited broadcast 255.255.255.255, and our own
+ * address. A reply to any of them would reach a host that did not ask, or many: the reflection a
+ * forged source buys.
+ */
+static bool ip_src_martian(const struct dp_lcore *lc, rte_be32_t src)
+{
+	uint32_t a = rte_be_to_cpu_32(src);
+
+	return (a >> 24) == 0 || (a >> 24) == 127 || (a >> 28) >= 0xe || src == lc->cfg->ipv4_addr;
+}
+
 static enum dp_verdict ipv4_handle(struct dp_lcore *lc, struct rte_mbuf *m, struct rte_ether_hdr *eth)
 {
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
@@ -212,6 +227,8 @@ static enum dp_verdict ipv4_handle(struct dp_lcore *lc, struct rte_mbuf *m, stru
 		return dp_drop(lc, DP_DROP_IP_FRAGMENT);
 	if (ip->dst_addr != lc->cfg->ipv4_addr)
 		return dp_drop(lc, DP_DROP_IP_WRONG_DST);
+	if (ip_src_martian(lc, ip->src_addr))
+		return dp_drop(lc, DP_DROP_IP_MARTIAN_SRC);
 	/* Ethernet pads short frames to 60 bytes: the padding is not part of the datagram. */
 	if (l3_len > total_len)
 		rte_pktmbuf_trim(m, (uint16_t)(l3_len - total_len));
@@ -242,6 +259,9 @@ enum dp_verdict dp_packet_handle(struct dp_lcore *lc, struct rte_mbuf *m)
 	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	if (!rte_is_same_ether_addr(&eth->dst_addr, &lc->mac) && !rte_is_broadcast_ether_addr(&eth->dst_addr))
 		return dp_drop(lc, DP_DROP_ETH_WRONG_DST);
+	/* every reply goes to the source MAC: a group or zero one would flood or be dropped on the way */
+	if (!rte_is_valid_assigned_ether_addr(&eth->src_addr))
+		return dp_drop(lc, DP_DROP_ETH_BAD_SRC);
 
 	switch (rte_be_to_cpu_16(eth->ether_type)) {
 	case RTE_ETHER_TYPE_IPV4:

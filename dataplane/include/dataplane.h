@@ -50,6 +50,7 @@ enum dp_drop_reason {
 	DP_DROP_ETH_TRUNCATED,     /* shorter than an Ethernet header */
 	DP_DROP_ETH_WRONG_DST,     /* unicast to another MAC */
 	DP_DROP_ETH_UNKNOWN_TYPE,  /* neither ARP nor IPv4 (IPv6, VLAN, LLDP...) */
+	DP_DROP_ETH_BAD_SRC,       /* source MAC broadcast, multicast or zero: a reply would flood the segment */
 	DP_DROP_MULTI_SEGMENT,     /* chained mbuf: the pools are sized so this never happens */
 	DP_DROP_ARP_INVALID,       /* not Ethernet/IPv4 ARP, or truncated */
 	DP_DROP_ARP_NOT_FOR_US,    /* a request for another address, or a reply */
@@ -61,6 +62,7 @@ enum dp_drop_reason {
 	DP_DROP_IP_BAD_CSUM,
 	DP_DROP_IP_FRAGMENT,       /* MF set or offset non-zero: we do not reassemble */
 	DP_DROP_IP_WRONG_DST,      /* not our address */
+	DP_DROP_IP_MARTIAN_SRC,    /* source 0/8, 127/8, 224/4, 240/4 (the limited broadcast) or our own */
 	DP_DROP_IP_UNKNOWN_PROTO,  /* neither ICMP nor UDP */
 	DP_DROP_ICMP_INVALID,      /* truncated or bad checksum */
 	DP_DROP_ICMP_UNSUPPORTED,  /* anything but echo request */

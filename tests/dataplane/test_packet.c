@@ -108,6 +108,26 @@ static void test_eth_dst(void)
 	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
 }
 
+/* A source MAC a reply cannot go back to alone (broadcast, multicast, zero): dropped, ARP included. */
+static void test_eth_src(void)
+{
+	static const struct rte_ether_addr bad[] = {
+		{ .addr_bytes = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } },
+		{ .addr_bytes = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 } },
+		{ .addr_bytes = { 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 } },
+		{ .addr_bytes = { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 } },
+	};
+
+	for (unsigned int i = 0; i < RTE_DIM(bad); i++) {
+		frame_ping(&g_f, &g_m, 8, 0);
+		f_eth(&g_f)->src_addr = bad[i];
+		EXPECT_DROP(&g_lc_jumbo, &g_f, DP_DROP_ETH_BAD_SRC);
+		frame_arp(&g_f, RTE_ARP_OP_REQUEST, T_OUR_IP);
+		f_eth(&g_f)->src_addr = bad[i];
+		EXPECT_DROP(&g_lc_jumbo, &g_f, DP_DROP_ETH_BAD_SRC);
+	}
+}
+
 static void test_eth_unknown_type(void)
 {
 	static const uint16_t types[] = { RTE_ETHER_TYPE_IPV6, RTE_ETHER_TYPE_VLAN, RTE_ETHER_TYPE_LLDP, 0x0000 };
@@ -175,6 +195,34 @@ static void test_ip_wrong_dst(void)
 	f_ip(&g_f)->dst_addr = RTE_BE32(0xffffffff);
 	frame_fix(&g_f);
 	EXPECT_DROP(&g_lc_jumbo, &g_f, DP_DROP_IP_WRONG_DST);
+}
+
+/* Sources no reply may go to: dropped, UDP and ICMP alike, before any reply is built. */
+static void test_ip_martian_src(void)
+{
+	static const uint32_t martians[] = { RTE_IPV4(0, 0, 0, 0), RTE_IPV4(0, 1, 2, 3), RTE_IPV4(127, 0, 0, 1),
+					     RTE_IPV4(224, 0, 0, 1), RTE_IPV4(239, 255, 255, 250), RTE_IPV4(240, 0, 0, 1),
+					     RTE_IPV4(255, 255, 255, 255), T_OUR_IP };
+	static const uint32_t fine[] = { RTE_IPV4(1, 0, 0, 1), RTE_IPV4(126, 255, 255, 255), RTE_IPV4(128, 0, 0, 1),
+					 RTE_IPV4(223, 255, 255, 254), T_OTHER_IP };
+
+	for (unsigned int i = 0; i < RTE_DIM(martians); i++) {
+		frame_ping(&g_f, &g_m, 8, 0);
+		f_ip(&g_f)->src_addr = rte_cpu_to_be_32(martians[i]);
+		frame_fix(&g_f);
+		EXPECT_DROP(&g_lc_jumbo, &g_f, DP_DROP_IP_MARTIAN_SRC);
+		frame_icmp_echo(&g_f, 16);
+		f_ip(&g_f)->src_addr = rte_cpu_to_be_32(martians[i]);
+		frame_fix(&g_f);
+		EXPECT_DROP(&g_lc_jumbo, &g_f, DP_DROP_IP_MARTIAN_SRC);
+	}
+	for (unsigned int i = 0; i < RTE_DIM(fine); i++) {
+		frame_ping(&g_f, &g_m, 8, 0);
+		f_ip(&g_f)->src_addr = rte_cpu_to_be_32(fine[i]);
+		frame_fix(&g_f);
+		CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
+	}
+	t_reply_release();
 }
 
 static void test_ip_bad_hdr_len(void)
@@ -377,11 +425,13 @@ static CU_TestInfo g_packet_tests[] = {
 	{ "frame cut at every length: eth/ip_truncated", test_cut_at_every_length },
 	{ "chained mbuf: multi_segment", test_multi_segment },
 	{ "eth: wrong/multicast dst dropped, broadcast accepted", test_eth_dst },
+	{ "eth: broadcast, multicast, zero source: eth_bad_src", test_eth_src },
 	{ "eth: IPv6/VLAN/LLDP: eth_unknown_type", test_eth_unknown_type },
 	{ "eth: padding past the datagram is trimmed", test_eth_padding },
 	{ "ip: bad header checksum", test_ip_bad_csum },
 	{ "ip: fragments dropped, DF accepted", test_ip_fragment },
 	{ "ip: wrong destination", test_ip_wrong_dst },
+	{ "ip: martian sources (0/8, 127/8, 224/4, 240/4, our own): ip_martian_src", test_ip_martian_src },
 	{ "ip: IHL below 5, IHL past the frame", test_ip_bad_hdr_len },
 	{ "ip: version not 4", test_ip_bad_version },
 	{ "ip: total length below IHL or past the frame", test_ip_bad_total_len },
