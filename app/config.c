@@ -166,6 +166,15 @@ static const struct app_option g_options[] = {
 	 "an integer in 0..4194304",
 	 "per polling lcore: mbufs those messages may hold (default 0: one maximal\n"
 	 "                   request at the MTU, and 1024 more)"},
+	{"error-reply-rate", "error_reply_rate", parse_uint, 0, DP_RATE_MAX, U32_FIELD(dp.error_rate),
+	 "an integer in 0.." XSTR(DP_RATE_MAX),
+	 "per polling lcore: error replies a second to requests refused as they arrive;\n"
+	 "                   more are dropped (rate_error_reply); 0: no limit (default " XSTR(DP_ERROR_RATE_DEFAULT) ")"},
+	{"icmp-rate", "icmp_rate", parse_uint, 0, DP_RATE_MAX, U32_FIELD(dp.icmp_rate), "an integer in 0.." XSTR(DP_RATE_MAX),
+	 "per polling lcore: ICMP echo replies a second (rate_icmp past it); 0: no limit\n"
+	 "                   (default " XSTR(DP_ICMP_RATE_DEFAULT) ")"},
+	{"arp-rate", "arp_rate", parse_uint, 0, DP_RATE_MAX, U32_FIELD(dp.arp_rate), "an integer in 0.." XSTR(DP_RATE_MAX),
+	 "per polling lcore: ARP replies a second (rate_arp past it); 0: no limit (default " XSTR(DP_ARP_RATE_DEFAULT) ")"},
 	{"gpu-module", "gpu_module", parse_gpu_module, 0, 0, 0, 0, "a file path below 4096 bytes, or 'fake'",
 	 "device module of the models with device = gpu (default libbwgpu.so\n"
 	 "                   beside batchwire, then libdir/batchwire); 'fake': the CPU fake device, for tests"},

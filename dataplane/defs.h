@@ -67,6 +67,11 @@ void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hd
 enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
 			       const char *msg);
 
+/* dp_error_reply to a request refused as it arrives, within error_rate: over it, nothing is sent
+ * (the drop counted as rate_error_reply). Answers to requests that were taken are not limited. */
+enum dp_verdict dp_refuse(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			  const char *msg);
+
 /* ---- reasm.c: segmented messages ---------------------------------------------------------------- */
 
 /* A body's descriptors with their names at most: what is copied when they cross a page. */

@@ -66,9 +66,26 @@ int dp_lcore_init(struct dp_lcore *lc, unsigned int lcore_id, uint16_t port_id, 
 		return ret;
 	}
 	lc->tx_drain_tsc = plat_us_to_tsc(cfg->tx_drain_us);
+	dp_lcore_rates_init(lc, plat_tsc_hz);
 	lc->last_drain_tsc = plat_tsc_now();
 	lc->reasm_scan_tsc = lc->last_drain_tsc + plat_us_to_tsc(DP_REASM_SCAN_US);
 	return 0;
+}
+
+void dp_rate_init(struct dp_rate *r, uint32_t per_s, uint64_t hz)
+{
+	uint64_t burst = per_s / 10 + 1;
+
+	r->tat = 0;
+	r->interval = per_s != 0 ? (hz / per_s > 0 ? hz / per_s : 1) : 0;
+	r->tolerance = (burst - 1) * r->interval;
+}
+
+void dp_lcore_rates_init(struct dp_lcore *lc, uint64_t hz)
+{
+	dp_rate_init(&lc->error_rate, lc->cfg->error_rate, hz);
+	dp_rate_init(&lc->icmp_rate, lc->cfg->icmp_rate, hz);
+	dp_rate_init(&lc->arp_rate, lc->cfg->arp_rate, hz);
 }
 
 void dp_lcore_fini(struct dp_lcore *lc)

@@ -40,6 +40,9 @@ static const char *const g_drop_reason_names[DP_DROP_COUNT] = {
 	[DP_DROP_PROTO_REPLY] = "proto_reply",
 	[DP_DROP_TX_FULL] = "tx_full",
 	[DP_DROP_SEGMENT] = "segment",
+	[DP_DROP_RATE_ERROR] = "rate_error_reply",
+	[DP_DROP_RATE_ICMP] = "rate_icmp",
+	[DP_DROP_RATE_ARP] = "rate_arp",
 };
 
 const char *dp_drop_reason_name(enum dp_drop_reason reason)
@@ -64,6 +67,8 @@ static enum dp_verdict arp_handle(struct dp_lcore *lc, struct rte_mbuf *m, struc
 		return dp_drop(lc, DP_DROP_ARP_INVALID);
 	if (arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) || arp->arp_data.arp_tip != lc->cfg->ipv4_addr)
 		return dp_drop(lc, DP_DROP_ARP_NOT_FOR_US);
+	if (!dp_rate_allow(&lc->arp_rate, lc->burst_tsc))
+		return dp_drop(lc, DP_DROP_RATE_ARP);
 
 	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
 	rte_ether_addr_copy(&arp->arp_data.arp_sha, &arp->arp_data.arp_tha);
@@ -135,6 +140,8 @@ static enum dp_verdict icmp_handle(struct dp_lcore *lc, struct rte_mbuf *m, stru
 		return dp_drop(lc, DP_DROP_ICMP_INVALID);
 	if (icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || icmp->icmp_code != 0)
 		return dp_drop(lc, DP_DROP_ICMP_UNSUPPORTED);
+	if (!dp_rate_allow(&lc->icmp_rate, lc->burst_tsc))
+		return dp_drop(lc, DP_DROP_RATE_ICMP);
 
 	icmp->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
 	icmp->icmp_cksum = 0;

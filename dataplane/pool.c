@@ -50,6 +50,9 @@ void dp_config_defaults(struct dp_config *cfg)
 		.msg_max = DP_MSG_MAX_DEFAULT,
 		.reasm_msgs = DP_REASM_MSGS_DEFAULT,
 		.reasm_mbufs = 0,
+		.error_rate = DP_ERROR_RATE_DEFAULT,
+		.icmp_rate = DP_ICMP_RATE_DEFAULT,
+		.arp_rate = DP_ARP_RATE_DEFAULT,
 	};
 }
 

@@ -362,7 +362,7 @@ static enum dp_verdict segment_refuse(struct dp_lcore *lc, struct rte_mbuf *m, s
 				      enum dp_reasm_reason reason, enum bw_status status, const char *why)
 {
 	lc->stats.reasm[reason]++;
-	return dp_error_reply(lc, m, hdr, status, why);
+	return dp_refuse(lc, m, hdr, status, why);
 }
 
 /* A message's reassembly clock, from its first segment: its deadline, or DP_REASM_TIMEOUT_US. */

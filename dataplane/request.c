@@ -146,13 +146,21 @@ enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct b
 	return reply_send(lc, m, hdr, status, len, 0);
 }
 
+enum dp_verdict dp_refuse(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			  const char *msg)
+{
+	if (!dp_rate_allow(&lc->error_rate, lc->burst_tsc))
+		return dp_drop(lc, DP_DROP_RATE_ERROR);
+	return dp_error_reply(lc, m, hdr, status, msg);
+}
+
 /* An error answer to a request: in its one datagram, or for a message in its first segment's mbuf
  * (sent here: the caller's mbuf is then held). */
 static enum dp_verdict request_refuse(struct dp_lcore *lc, struct dp_request *req, enum bw_status status,
 				      const char *msg)
 {
 	if (req->msg == NULL)
-		return dp_error_reply(lc, req->mbuf, req->hdr, status, msg);
+		return dp_refuse(lc, req->mbuf, req->hdr, status, msg);
 	dp_msg_complete(lc, req->msg, req->mbuf, req->hdr, status, 0, 0, msg);
 	return DP_VERDICT_HELD;
 }
@@ -265,26 +273,26 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 
 	status = header_check(lc, hdr, payload_len, msg, sizeof(msg));
 	if (status != BW_STATUS_OK)
-		return dp_error_reply(lc, m, hdr, status, msg);
+		return dp_refuse(lc, m, hdr, status, msg);
 	if (hdr->seg_count > 1)
 		return segment_handle(lc, m, hdr);
 
 	if (hdr->opcode == BW_OP_PING) {
 		if (hdr->num_tensors != 0)
-			return dp_error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
+			return dp_refuse(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
 		return reply_send(lc, m, hdr, BW_STATUS_OK, hdr->body_len, 0);
 	}
 
 	model = model_resolve(lc, hdr, body, &status, msg, sizeof(msg));
 	if (model == NULL)
-		return dp_error_reply(lc, m, hdr, status, msg);
+		return dp_refuse(lc, m, hdr, status, msg);
 
 	if (hdr->opcode == BW_OP_MODEL_INFO) {
 		if (hdr->num_tensors != 0)
-			return dp_error_reply(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "MODEL_INFO carries no tensors");
+			return dp_refuse(lc, m, hdr, BW_STATUS_INVALID_ARGUMENT, "MODEL_INFO carries no tensors");
 		int len = lc->models->describe(model, body, body_cap);
 		if (len < 0)
-			return dp_error_reply(lc, m, hdr, BW_STATUS_INTERNAL,
+			return dp_refuse(lc, m, hdr, BW_STATUS_INTERNAL,
 					      "model description does not fit one datagram at this MTU");
 		return reply_send(lc, m, hdr, BW_STATUS_OK, (uint32_t)len, 0);
 	}

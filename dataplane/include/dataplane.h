@@ -44,6 +44,13 @@
 #define DP_REASM_MSGS_MAX 65536
 #define DP_REASM_TIMEOUT_US 100000 /* a message without a deadline has this long to arrive whole */
 #define DP_REASM_SCAN_US 1000      /* how often the expiry scan runs */
+/* Replies a peer can make us send without being served, per polling lcore and second (0: no
+ * limit). Generous for operators' tools (ping, arping, a client's mistakes) and far below what a
+ * lcore sends when flooded; a burst of a tenth of a second passes at once. */
+#define DP_ERROR_RATE_DEFAULT 10000
+#define DP_ICMP_RATE_DEFAULT 1000
+#define DP_ARP_RATE_DEFAULT 1000
+#define DP_RATE_MAX 10000000
 
 /* Why a frame was dropped. Each has a counter; names are what telemetry shows. */
 enum dp_drop_reason {
@@ -75,6 +82,9 @@ enum dp_drop_reason {
 	DP_DROP_PROTO_REPLY,       /* a reply opcode sent to us: dropped so that no loop can form */
 	DP_DROP_TX_FULL,           /* the TX queue refused a reply */
 	DP_DROP_SEGMENT,           /* a segment ignored or discarded in reassembly: reasm_* say why */
+	DP_DROP_RATE_ERROR,        /* an error reply over error_reply_rate: not sent */
+	DP_DROP_RATE_ICMP,         /* an echo reply over icmp_rate: not sent */
+	DP_DROP_RATE_ARP,          /* an ARP reply over arp_rate: not sent */
 	DP_DROP_COUNT
 };
 
@@ -143,6 +153,9 @@ struct dp_config {
 	uint32_t msg_max;       /* largest message body accepted (and reply sent), bytes */
 	uint32_t reasm_msgs;    /* per polling lcore: segmented messages in reassembly or held */
 	uint32_t reasm_mbufs;   /* per polling lcore: mbufs they may hold (0: dp_config_finalize derives) */
+	uint32_t error_rate;    /* per polling lcore: error replies a second to requests refused on arrival */
+	uint32_t icmp_rate;     /* per polling lcore: ICMP echo replies a second */
+	uint32_t arp_rate;      /* per polling lcore: ARP replies a second */
 };
 
 /** Fills the defaults (documented in --help and configs/). */
@@ -207,6 +220,33 @@ struct dp_model_ops {
 	void *ctx;
 };
 
+/*
+ * A rate limit on the polling lcore's TSC (the generic cell rate algorithm, a token bucket without
+ * a division on the hot path): an event passes while its theoretical arrival time is within
+ * tolerance of now, and moves it on by one interval. interval 0: no limit.
+ */
+struct dp_rate {
+	uint64_t tat;
+	uint64_t interval;  /* TSC ticks an event */
+	uint64_t tolerance; /* ticks of burst: (burst - 1) intervals */
+};
+
+/** per_s events a second, bursts of per_s / 10 + 1, on a clock of hz ticks a second (0: no limit). */
+void dp_rate_init(struct dp_rate *r, uint32_t per_s, uint64_t hz);
+
+static inline bool dp_rate_allow(struct dp_rate *r, uint64_t now)
+{
+	uint64_t tat;
+
+	if (r->interval == 0)
+		return true;
+	tat = r->tat > now ? r->tat : now;
+	if (tat - now > r->tolerance)
+		return false;
+	r->tat = tat + r->interval;
+	return true;
+}
+
 /* Everything one polling lcore owns. Cache-aligned; nobody else writes it. */
 struct dp_lcore {
 	/* read-mostly: set at init */
@@ -229,6 +269,8 @@ struct dp_lcore {
 	struct plat_poll_stats poll; /* the app's poll loop counts its iterations here */
 	struct dp_reasm *reasm;      /* segmented messages: this lcore's tables (dataplane/reasm.c) */
 	uint64_t reasm_scan_tsc;     /* the next expiry scan */
+	/* replies a peer gets without being served: limited (dp_config's rates, by burst_tsc) */
+	struct dp_rate error_rate, icmp_rate, arp_rate;
 } __rte_cache_aligned;
 
 /* A frame's fate after dp_packet_handle. */
@@ -264,6 +306,9 @@ int dp_lcore_init(struct dp_lcore *lc, unsigned int lcore_id, uint16_t port_id, 
 		  const struct dp_config *cfg, const struct dp_model_ops *models);
 
 void dp_lcore_fini(struct dp_lcore *lc);
+
+/** Sets lc's rate limits from its configuration on a clock of hz ticks a second (dp_lcore_init: the TSC). */
+void dp_lcore_rates_init(struct dp_lcore *lc, uint64_t hz);
 
 /** Handles one received frame (tests call it directly). */
 enum dp_verdict dp_packet_handle(struct dp_lcore *lc, struct rte_mbuf *m);

@@ -127,6 +127,55 @@ static void test_icmp_echo(void)
 	t_reply_release();
 }
 
+/*
+ * ICMP and ARP replies past their rate are not sent and are counted by reason: at 50 a second the
+ * burst is 6, then one more each 1/50 s of the polling lcore's clock (here a 1 GHz one, moved by
+ * hand). The limit is per lcore and by time, never by peer.
+ */
+static void rate_check(struct dp_rate *rate, void (*make)(void), enum expect_kind kind, enum dp_drop_reason reason)
+{
+	const uint64_t hz = 1000000000ull, start = g_lc_jumbo.burst_tsc;
+
+	dp_rate_init(rate, 50, hz);
+	for (unsigned int i = 0; i < 6; i++) {
+		make();
+		EXPECT_OUTCOME(&g_lc_jumbo, &g_f, kind);
+	}
+	make();
+	EXPECT_DROP(&g_lc_jumbo, &g_f, reason);
+	g_lc_jumbo.burst_tsc += hz / 50;
+	make();
+	EXPECT_OUTCOME(&g_lc_jumbo, &g_f, kind);
+	make();
+	EXPECT_DROP(&g_lc_jumbo, &g_f, reason);
+	g_lc_jumbo.burst_tsc += hz; /* a second idle refills the burst, no more */
+	for (unsigned int i = 0; i < 6; i++) {
+		make();
+		EXPECT_OUTCOME(&g_lc_jumbo, &g_f, kind);
+	}
+	make();
+	EXPECT_DROP(&g_lc_jumbo, &g_f, reason);
+	dp_rate_init(rate, 0, hz);
+	g_lc_jumbo.burst_tsc = start;
+	t_reply_release();
+}
+
+static void make_echo(void)
+{
+	frame_icmp_echo(&g_f, 56);
+}
+
+static void make_arp(void)
+{
+	frame_arp(&g_f, RTE_ARP_OP_REQUEST, T_OUR_IP);
+}
+
+static void test_rate_limits(void)
+{
+	rate_check(&g_lc_jumbo.icmp_rate, make_echo, EXPECT_ICMP_REPLY, DP_DROP_RATE_ICMP);
+	rate_check(&g_lc_jumbo.arp_rate, make_arp, EXPECT_ARP_REPLY, DP_DROP_RATE_ARP);
+}
+
 /* Options are not echoed, and padding is not part of the echo. */
 static void test_icmp_echo_options_padding(void)
 {
@@ -223,5 +272,6 @@ CU_TestInfo g_icmp_tests[] = {
 	{ "icmp: bad checksum, truncated: icmp_invalid", test_icmp_invalid },
 	{ "icmp: not an echo request: icmp_unsupported", test_icmp_unsupported },
 	{ "icmp: echo larger than the MTU: ip_over_mtu", test_icmp_echo_over_mtu },
+	{ "icmp, arp: replies past their rate dropped: rate_icmp, rate_arp", test_rate_limits },
 	CU_TEST_INFO_NULL,
 };

@@ -588,6 +588,44 @@ static void test_model_contract(void)
 	t_reply_release();
 }
 
+/*
+ * Error replies to requests refused on arrival are limited like ICMP (50 a second: a burst of 6,
+ * then one each 1/50 s); over the limit the request is dropped (rate_error_reply) and nothing is
+ * sent. A request that is served is never held back by it.
+ */
+/* A request read and refused, its error reply held back by the rate: counted as both. */
+static void expect_rate_dropped(int line)
+{
+	struct outcome o = t_run(&g_lc_jumbo, &g_f, g_f.len, T_RX_OL_FLAGS);
+
+	t_check(o.verdict == DP_VERDICT_DROP && o.drop == DP_DROP_RATE_ERROR && o.status == -1 && o.requests == 1,
+		__FILE__, line, "expected the error reply rate-dropped; got %s", outcome_str(&o));
+}
+
+static void test_error_rate(void)
+{
+	const uint64_t hz = 1000000000ull, start = g_lc_jumbo.burst_tsc;
+
+	dp_rate_init(&g_lc_jumbo.error_rate, 50, hz);
+	for (unsigned int i = 0; i < 6; i++) {
+		infer_frame(STUB_MODEL_UNKNOWN, g_three, RTE_DIM(g_three));
+		CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_NOT_FOUND));
+	}
+	infer_frame(STUB_MODEL_UNKNOWN, g_three, RTE_DIM(g_three));
+	expect_rate_dropped(__LINE__);
+	REQUEST_WITH(BW_OP_PING, version, 9);
+	expect_rate_dropped(__LINE__);
+	/* served requests pass while errors are held back */
+	infer_frame(STUB_MODEL_ECHO, g_three, RTE_DIM(g_three));
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
+	g_lc_jumbo.burst_tsc += hz / 50;
+	infer_frame(STUB_MODEL_UNKNOWN, g_three, RTE_DIM(g_three));
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_NOT_FOUND));
+	dp_rate_init(&g_lc_jumbo.error_rate, 0, hz);
+	g_lc_jumbo.burst_tsc = start;
+	t_reply_release();
+}
+
 /* ---- MTU 1500 --------------------------------------------------------------------------------- */
 
 #define SMALL_ROOM (1500u - T_IP_LEN - T_UDP_LEN - T_BW_LEN) /* 1432 body bytes */
@@ -684,6 +722,7 @@ CU_TestInfo g_request_tests[] = {
 	{ "bad tensors: INVALID_ARGUMENT naming the rule", test_bad_tensors },
 	{ "model failure: INTERNAL with its message", test_model_failure },
 	{ "model layer contract: a request refused after it was taken, a reply over its room", test_model_contract },
+	{ "error replies past error_reply_rate dropped: rate_error_reply", test_error_rate },
 	CU_TEST_INFO_NULL,
 };
 
