@@ -266,7 +266,8 @@ static int copy_prefixed(struct rt_node *dst, const struct rt_node *src, const c
 		is_float = a->type == RT_ATTR_FLOAT;
 		f = a->f;
 		count = is_float ? 0 : a->count;
-		memcpy(ints, a->ints, count * sizeof(int64_t));
+		if (count > 0)
+			memcpy(ints, a->ints, count * sizeof(int64_t));
 		snprintf(name, sizeof(name), "%s%s", prefix, names[i]);
 		rc = is_float ? opt_attr_float(dst, name, f) : opt_attr_ints(dst, name, ints, count);
 		if (rc != 0)

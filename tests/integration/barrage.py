@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from scapy.all import ARP, ICMP, IP, UDP, Ether, Raw, conf, sendp, srp1  # noqa: E402
+from scapy.all import ARP, ICMP, IP, UDP, Ether, Raw, conf, get_if_hwaddr, sendp, srp1  # noqa: E402
 
 conf.verb = 0
 MAGIC = 0x52495742
@@ -71,7 +71,10 @@ def main():
         print("FAIL: batchwire did not answer ARP")
         return 1
     mac = arp[ARP].hwsrc
-    eth = Ether(dst=mac)
+    # frames with no IP layer get no source MAC from scapy's routing: name ours, or they would come
+    # from 00:00:00:00:00:00, which batchwire drops as eth_bad_src
+    our_mac = get_if_hwaddr(args.iface)
+    eth = Ether(src=our_mac, dst=mac)
 
     def ip(**kw):
         return IP(src=args.client_ip, dst=args.server_ip, **kw)
@@ -106,7 +109,7 @@ def main():
 
     # --- dropped and counted by reason ---
     add("truncated IPv4 header", ("drops_by_reason", "ip_truncated"),
-        lambda i: bytes(Ether(dst=mac, type=0x0800)) + bytes(rng.randrange(256) for _ in range(1 + i % 19)))
+        lambda i: bytes(Ether(src=our_mac, dst=mac, type=0x0800)) + bytes(rng.randrange(256) for _ in range(1 + i % 19)))
     add("IPv4 total length past the frame", ("drops_by_reason", "ip_truncated"),
         lambda i: fix_ip_csum(raw_bytes(udp_to_us(good_request(i), len=2000 + i))))
     add("bad IPv4 version", ("drops_by_reason", "ip_bad_version"),
@@ -139,14 +142,23 @@ def main():
     add("reply opcode sent to the server", ("drops_by_reason", "proto_reply"),
         lambda i: raw_bytes(udp_to_us(bw_message(opcode=0x80 | (1 + i % 3), request_id=i))))
     add("unknown ethertype", ("drops_by_reason", "eth_unknown_type"),
-        lambda i: raw_bytes(Ether(dst=mac, type=0x88B5) / Raw(b"\0" * (46 + i))))
+        lambda i: raw_bytes(Ether(src=our_mac, dst=mac, type=0x88B5) / Raw(b"\0" * (46 + i))))
+    # a forged source no reply may go to: broadcast, multicast and zero MACs, martian IPv4 sources
+    bad_src = ["ff:ff:ff:ff:ff:ff", "01:00:5e:00:00:01", "33:33:00:00:00:01", "00:00:00:00:00:00"]
+    add("broadcast/multicast/zero source MAC", ("drops_by_reason", "eth_bad_src"),
+        lambda i: raw_bytes(Ether(src=bad_src[i % 4], dst=mac) / ip() / UDP(sport=sport, dport=args.port) /
+                            Raw(good_request(i))))
+    martians = ["0.0.0.0", "127.0.0.1", "224.0.0.1", "240.0.0.1", "255.255.255.255", args.server_ip]
+    add("martian source IP", ("drops_by_reason", "ip_martian_src"),
+        lambda i: raw_bytes(eth / IP(src=martians[i % 6], dst=args.server_ip) / UDP(sport=sport, dport=args.port) /
+                            Raw(good_request(i))))
     add("unicast to another MAC", ("drops_by_reason", "eth_wrong_dst"),
-        lambda i: raw_bytes(Ether(dst="02:00:00:00:00:%02x" % (i % 256)) / ip() / UDP(dport=args.port)))
+        lambda i: raw_bytes(Ether(src=our_mac, dst="02:00:00:00:00:%02x" % (i % 256)) / ip() / UDP(dport=args.port)))
     add("ARP for another address", ("drops_by_reason", "arp_not_for_us"),
-        lambda i: raw_bytes(Ether(dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="10.77.0.%d" % (50 + i % 50),
+        lambda i: raw_bytes(Ether(src=our_mac, dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="10.77.0.%d" % (50 + i % 50),
                                                                  psrc=args.client_ip)))
     add("ARP with bad hardware length", ("drops_by_reason", "arp_invalid"),
-        lambda i: raw_bytes(Ether(dst="ff:ff:ff:ff:ff:ff") / ARP(hwlen=8, pdst=args.server_ip)))
+        lambda i: raw_bytes(Ether(src=our_mac, dst="ff:ff:ff:ff:ff:ff") / ARP(hwlen=8, pdst=args.server_ip)))
     add("ICMP with bad checksum", ("drops_by_reason", "icmp_invalid"),
         lambda i: raw_bytes(eth / ip() / ICMP(chksum=0xBEEF - i) / Raw(b"p" * 8)))
     add("ICMP timestamp request", ("drops_by_reason", "icmp_unsupported"),
