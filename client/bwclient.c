@@ -548,29 +548,44 @@ static int model_info(struct bwc *c, struct bwc_request *req, struct bwc_model_i
 	return rc;
 }
 
-int bwc_model_info(struct bwc *c, uint32_t model_id, struct bwc_model_info *info)
+/*
+ * MODEL_INFO is padded with zeros to a whole datagram: the server sends no reply larger than its
+ * request (docs/protocol.md), and a description always fits one datagram.
+ */
+static int model_info_padded(struct bwc *c, uint32_t model_id, const char *name, size_t name_len,
+			     struct bwc_model_info *info)
 {
+	uint8_t *body = calloc(1, c->slice);
 	struct bwc_request req = {
 		.opcode = BW_OP_MODEL_INFO,
 		.model_id = model_id,
+		.body = body,
+		.body_len = c->slice,
 	};
+	int rc;
 
-	return model_info(c, &req, info);
+	if (body == NULL) {
+		set_error(c, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(body, name, name_len);
+	rc = model_info(c, &req, info);
+	free(body);
+	return rc;
+}
+
+int bwc_model_info(struct bwc *c, uint32_t model_id, struct bwc_model_info *info)
+{
+	return model_info_padded(c, model_id, "", 0, info);
 }
 
 int bwc_model_info_by_name(struct bwc *c, const char *name, struct bwc_model_info *info)
 {
 	size_t len = strlen(name);
-	struct bwc_request req = {
-		.opcode = BW_OP_MODEL_INFO,
-		.model_id = BW_MODEL_ID_ANY,
-		.body = name,
-		.body_len = (uint32_t)len,
-	};
 
 	if (len == 0 || len > BW_MAX_NAME_LEN) {
 		set_error(c, "model name must be 1..%d bytes", BW_MAX_NAME_LEN);
 		return -EINVAL;
 	}
-	return model_info(c, &req, info);
+	return model_info_padded(c, BW_MODEL_ID_ANY, name, len, info);
 }

@@ -84,16 +84,20 @@ static const void *model_resolve(struct dp_lcore *lc, const struct bw_hdr *hdr, 
 	const struct dp_model_ops *ops = lc->models;
 	const void *model = NULL;
 
-	/* MODEL_INFO may name the model instead of numbering it. */
-	if (hdr->model_id == BW_MODEL_ID_ANY && hdr->opcode == BW_OP_MODEL_INFO)
-		model = ops->lookup(ops->ctx, hdr->model_id, (const char *)body, hdr->body_len);
+	bool by_name = hdr->model_id == BW_MODEL_ID_ANY && hdr->opcode == BW_OP_MODEL_INFO && body != NULL;
+	/* MODEL_INFO may name the model instead of numbering it; the name ends at its first zero byte,
+	 * the zeros after it being the request's padding */
+	uint32_t name_len = by_name ? (uint32_t)strnlen((const char *)body, hdr->body_len) : 0;
+
+	if (by_name)
+		model = ops->lookup(ops->ctx, hdr->model_id, (const char *)body, name_len);
 	else if (hdr->model_id != BW_MODEL_ID_ANY)
 		model = ops->lookup(ops->ctx, hdr->model_id, NULL, 0);
 	if (model == NULL) {
 		if (hdr->model_id != BW_MODEL_ID_ANY)
 			snprintf(msg, cap, "no model with id %u", hdr->model_id);
 		else if (hdr->opcode == BW_OP_MODEL_INFO)
-			name_quote(msg, cap, body, hdr->body_len);
+			name_quote(msg, cap, body, name_len);
 		else
 			snprintf(msg, cap, "model id %u is reserved for MODEL_INFO by name; INFER names its model by id",
 				 BW_MODEL_ID_ANY);
@@ -136,14 +140,24 @@ static uint32_t reply_room(const struct dp_lcore *lc, const struct rte_mbuf *m, 
 	return RTE_MIN(dp_udp_payload_max(lc), (uint32_t)(end - (const uint8_t *)hdr)) - (uint32_t)sizeof(*hdr);
 }
 
-enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
-			       const char *msg)
+/*
+ * An error reply's message: at most DP_ERROR_MSG_MAX bytes, the room, and the request's own body
+ * bytes, so no error reply is larger than what provoked it (docs/protocol.md: a request pads itself
+ * to read a long message).
+ */
+static enum dp_verdict error_reply_cut(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
+				       enum bw_status status, const char *msg, uint32_t request_body)
 {
-	/* cut to the room too: an mbuf smaller than the longest message must not be written past */
-	uint32_t len = RTE_MIN((uint32_t)strnlen(msg, DP_ERROR_MSG_MAX), reply_room(lc, m, hdr));
+	uint32_t len = RTE_MIN((uint32_t)strnlen(msg, DP_ERROR_MSG_MAX), RTE_MIN(reply_room(lc, m, hdr), request_body));
 
 	memcpy(hdr + 1, msg, len);
 	return reply_send(lc, m, hdr, status, len, 0);
+}
+
+enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
+			       const char *msg)
+{
+	return error_reply_cut(lc, m, hdr, status, msg, hdr->body_len);
 }
 
 enum dp_verdict dp_refuse(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
@@ -151,7 +165,8 @@ enum dp_verdict dp_refuse(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr
 {
 	if (!dp_rate_allow(&lc->error_rate, lc->burst_tsc))
 		return dp_drop(lc, DP_DROP_RATE_ERROR);
-	return dp_error_reply(lc, m, hdr, status, msg);
+	/* the datagram's own bytes: its header's body_len may be what was wrong with it */
+	return error_reply_cut(lc, m, hdr, status, msg, lc->rx_body_len);
 }
 
 /* An error answer to a request: in its one datagram, or for a message in its first segment's mbuf
@@ -265,6 +280,7 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 	if (payload_len < sizeof(*hdr))
 		return dp_drop(lc, DP_DROP_PROTO_TRUNCATED);
 	body_cap = reply_room(lc, m, hdr);
+	lc->rx_body_len = payload_len - (uint32_t)sizeof(*hdr);
 	if (hdr->magic != BW_PROTO_MAGIC)
 		return dp_drop(lc, DP_DROP_PROTO_BAD_MAGIC);
 	if (hdr->opcode & BW_OP_REPLY)
@@ -294,6 +310,12 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 		if (len < 0)
 			return dp_refuse(lc, m, hdr, BW_STATUS_INTERNAL,
 					      "model description does not fit one datagram at this MTU");
+		/* no reply larger than its request: the client pads its MODEL_INFO to what it asks for */
+		if ((uint32_t)len > hdr->body_len) {
+			snprintf(msg, sizeof(msg), "this model's description is %d bytes: pad the MODEL_INFO body to "
+				 "that many with zeros", len);
+			return dp_refuse(lc, m, hdr, BW_STATUS_RESOURCE_EXHAUSTED, msg);
+		}
 		return reply_send(lc, m, hdr, BW_STATUS_OK, (uint32_t)len, 0);
 	}
 

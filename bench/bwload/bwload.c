@@ -288,9 +288,13 @@ static unsigned int receive(struct run *r)
 
 static int model_info(struct run *r, const char *name, struct bwc_model_info *info, char *err, size_t cap)
 {
-	static uint8_t reasm_buf[BW_DGRAM_MAX];
-	struct bwc_request req = {.opcode = BW_OP_MODEL_INFO, .model_id = BW_MODEL_ID_ANY, .body = name,
-				  .body_len = (uint32_t)strlen(name), .request_id = r->id_base - 1};
+	static uint8_t reasm_buf[BW_DGRAM_MAX], padded[BW_DGRAM_MAX];
+	/* the name, then zeros to a whole datagram: no reply is larger than its request (docs/protocol.md) */
+	struct bwc_request req = {.opcode = BW_OP_MODEL_INFO, .model_id = BW_MODEL_ID_ANY, .body = padded,
+				  .body_len = r->slice, .request_id = r->id_base - 1};
+
+	memset(padded, 0, sizeof(padded));
+	memcpy(padded, name, strnlen(name, BW_MAX_NAME_LEN));
 
 	for (int t = 0; t < INFO_TRIES; t++) {
 		uint32_t room = r->slice + (uint32_t)sizeof(struct bw_hdr);

@@ -288,10 +288,11 @@ int bwc_ping(struct bwc *c, const void *payload, uint32_t len, uint64_t *rtt_ns)
 int bwc_infer(struct bwc *c, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n,
 	      uint32_t deadline_us, uint8_t priority, struct bwc_reply *reply);
 
-/** MODEL_INFO for one model id. */
+/** MODEL_INFO for one model id (the request padded with zeros to a whole datagram). */
 int bwc_model_info(struct bwc *c, uint32_t model_id, struct bwc_model_info *info);
 
-/** MODEL_INFO by name: model_id BW_MODEL_ID_ANY with the name (1..255 bytes) as the body. */
+/** MODEL_INFO by name: model_id BW_MODEL_ID_ANY with the name (1..255 bytes) as the body, then zeros
+ *  to a whole datagram. */
 int bwc_model_info_by_name(struct bwc *c, const char *name, struct bwc_model_info *info);
 
 /** \return why the last call failed: the server's message for an error status, otherwise a

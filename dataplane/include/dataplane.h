@@ -264,6 +264,7 @@ struct dp_lcore {
 	/* written on every burst */
 	uint64_t last_drain_tsc __rte_cache_aligned;
 	uint64_t burst_tsc;          /* when the current RX burst arrived: requests' arrival time */
+	uint32_t rx_body_len;        /* the datagram in hand: its bytes after the protocol header */
 	struct dp_request request;   /* scratch for the request being handled */
 	struct dp_lcore_stats stats;
 	struct plat_poll_stats poll; /* the app's poll loop counts its iterations here */

@@ -673,7 +673,10 @@ static const struct bw_hdr *udp_reply_check(const struct dp_lcore *lc, const str
 	CHECK(h->total_body_len == h->body_len);
 	if (status != BW_STATUS_OK) {
 		CHECK(h->num_tensors == 0);
-		CHECK(h->body_len >= 1 && h->body_len <= DP_ERROR_MSG_MAX);
+		/* a message, cut to what the request carried: no reply is larger than its request */
+		int64_t req_body = (int64_t)rte_be_to_cpu_16(f_udp(req)->dgram_len) - T_UDP_LEN - T_BW_LEN;
+
+		CHECK(h->body_len <= DP_ERROR_MSG_MAX && (int64_t)h->body_len <= (req_body > 0 ? req_body : 0));
 		CHECK(memchr(h + 1, '\0', h->body_len) == NULL);
 		t_check(utf8_valid((const uint8_t *)(h + 1), h->body_len), file, line,
 			"error message is not valid UTF-8: '%.*s'", (int)RTE_MIN(h->body_len, 200u), (const char *)(h + 1));

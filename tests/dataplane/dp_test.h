@@ -68,6 +68,7 @@ void t_lcore_init(struct dp_lcore *lc, const struct dp_config *cfg);
 #define STUB_ECHO_LEVELS 2
 #define STUB_BROKEN_MSG "kernel 3 failed: illegal address"
 #define STUB_BIG_DESC_LEN 4000u
+#define T_INFO_PAD 4096u /* a MODEL_INFO body padded to hold STUB_BIG_DESC_LEN (no reply larger than its request) */
 #define STUB_ECHO_DESC_LEN 32u /* bw_model_info + "echo" padded to 8 */
 
 /* What the stub saw on its last calls. t_run sets cap_limit to the MTU-derived room of the lcore it

@@ -309,8 +309,8 @@ static void test_ip_options_stripped(void)
 	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK);
 	CU_ASSERT(h != NULL && h->num_tensors == RTE_DIM(g_jumbo_tensors) && h->body_len == g_m.len - T_BW_LEN &&
 		  memcmp(reply_body(h), msg_body(&g_m), h->body_len) == 0);
-	/* and an error reply */
-	frame_ping(&g_f, &g_m, 0, 12);
+	/* and an error reply (the PING's 32 bytes of body room for its message) */
+	frame_ping(&g_f, &g_m, 32, 12);
 	f_bw(&g_f)->num_tensors = 1;
 	frame_fix(&g_f);
 	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_INVALID_ARGUMENT));

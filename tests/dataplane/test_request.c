@@ -31,10 +31,15 @@ static void infer_frame(uint32_t model_id, const struct tensor_spec *t, unsigned
 	frame_msg(&g_f, &g_m);
 }
 
-/* A request from g_m with one header field changed, as g_f. */
+/* Zeros a request carries so that its error reply may hold the whole message: no reply is larger
+ * than its request (docs/protocol.md). */
+static const uint8_t g_zeros[T_INFO_PAD];
+
+/* A request from g_m with one header field changed, padded to hold any error message, as g_f. */
 #define REQUEST_WITH(opcode, field, value)                       \
 	do {                                                     \
 		msg_init(&g_m, (opcode), STUB_MODEL_ECHO);       \
+		msg_body_set(&g_m, g_zeros, DP_ERROR_MSG_MAX);   \
 		msg_hdr(&g_m)->field = (value);                  \
 		frame_msg(&g_f, &g_m);                           \
 	} while (0)
@@ -145,19 +150,38 @@ static void test_ping(void)
 	frame_fix(&g_f);
 	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
 
-	frame_ping(&g_f, &g_m, 5, 0);
+	frame_ping(&g_f, &g_m, 32, 0); /* 32 bytes: room for the whole message */
 	f_bw(&g_f)->num_tensors = 1;
 	frame_fix(&g_f);
 	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "tensors");
+	/* with 5 bytes the reply may hold 5 bytes of it, no more */
+	frame_ping(&g_f, &g_m, 5, 0);
+	f_bw(&g_f)->num_tensors = 1;
+	frame_fix(&g_f);
+	{
+		const struct bw_hdr *h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_INVALID_ARGUMENT);
+
+		CU_ASSERT(h != NULL && h->body_len == 5 && memcmp(reply_body(h), "PING ", 5) == 0);
+	}
 	t_reply_release();
 }
 
+/* MODEL_INFO by id (name NULL) or by name, the body padded with zeros to pad bytes. */
+static void model_info_frame_padded(uint32_t model_id, const char *name, uint32_t pad)
+{
+	uint8_t body[T_INFO_PAD] = { 0 };
+	size_t len = name != NULL ? strlen(name) : 0;
+
+	msg_init(&g_m, BW_OP_MODEL_INFO, model_id);
+	memcpy(body, name != NULL ? name : "", len);
+	msg_body_set(&g_m, body, (uint32_t)RTE_MAX(len, (size_t)pad));
+	frame_msg(&g_f, &g_m);
+}
+
+/* A MODEL_INFO padded to hold the largest description the stub writes (and any message). */
 static void model_info_frame(uint32_t model_id, const char *name)
 {
-	msg_init(&g_m, BW_OP_MODEL_INFO, model_id);
-	if (name != NULL)
-		msg_body_set(&g_m, name, (uint32_t)strlen(name));
-	frame_msg(&g_f, &g_m);
+	model_info_frame_padded(model_id, name, T_INFO_PAD);
 }
 
 /* The echo model's description as the stub writes it, built here field by field. */
@@ -218,6 +242,41 @@ static void test_model_info_errors(void)
 	f_bw(&g_f)->priority = STUB_ECHO_LEVELS;
 	frame_fix(&g_f);
 	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "priority");
+	t_reply_release();
+}
+
+/*
+ * No reply larger than its request (docs/protocol.md): MODEL_INFO answers a body padded to the
+ * description's size, one byte short gets RESOURCE_EXHAUSTED with as much of the message as the
+ * request carried, a bare header none; the name ends at its first zero; an error to a bare
+ * header is the status alone.
+ */
+static void test_no_larger_reply(void)
+{
+	const struct bw_hdr *h;
+
+	model_info_frame_padded(STUB_MODEL_ECHO, NULL, STUB_ECHO_DESC_LEN);
+	echo_description_check(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
+	model_info_frame_padded(BW_MODEL_ID_ANY, "echo", STUB_ECHO_DESC_LEN);
+	echo_description_check(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
+	model_info_frame_padded(STUB_MODEL_ECHO, NULL, STUB_ECHO_DESC_LEN - 1);
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_RESOURCE_EXHAUSTED);
+	CU_ASSERT(h != NULL && h->body_len == STUB_ECHO_DESC_LEN - 1 &&
+		  memcmp(reply_body(h), "this model's description is 32 b", STUB_ECHO_DESC_LEN - 1) == 0);
+	model_info_frame_padded(STUB_MODEL_ECHO, NULL, 0);
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_RESOURCE_EXHAUSTED);
+	CU_ASSERT(h != NULL && h->body_len == 0);
+	model_info_frame_padded(BW_MODEL_ID_ANY, "echo", 0); /* 4 bytes of name, 32 of description */
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_RESOURCE_EXHAUSTED);
+	CU_ASSERT(h != NULL && h->body_len == 4);
+	model_info_frame_padded(STUB_MODEL_BIG, NULL, T_INFO_PAD);
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
+	/* a bare header's error: the status, no message */
+	msg_init(&g_m, BW_OP_PING, STUB_MODEL_ECHO);
+	msg_hdr(&g_m)->version = 3;
+	frame_msg(&g_f, &g_m);
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_INVALID_ARGUMENT);
+	CU_ASSERT(h != NULL && h->body_len == 0);
 	t_reply_release();
 }
 
@@ -387,14 +446,21 @@ static void test_body_cut_at_every_length(void)
 	body_len = msg_hdr(&g_m)->body_len;
 	CU_ASSERT(body_len == 209);
 	for (len = 0; len < body_len; len++) {
+		/* the message is cut to the len bytes the datagram carried: named once there is room */
 		infer_frame(STUB_MODEL_ECHO, g_three, RTE_DIM(g_three));
 		frame_set_l4_len(&g_f, T_UDP_LEN + T_BW_LEN + len);
-		EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "body_len");
+		if (len >= 8)
+			EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "body_len");
+		else
+			CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_INVALID_ARGUMENT));
 
 		f_bw(&g_f)->body_len = len;
 		f_bw(&g_f)->total_body_len = len;
 		frame_fix(&g_f);
-		EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "tensor");
+		if (len >= 64)
+			EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "tensor");
+		else
+			CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_INVALID_ARGUMENT));
 	}
 	CU_ASSERT(g_stub.infer_calls == calls);
 	t_reply_release();
@@ -673,10 +739,10 @@ static void test_small_mtu_replies_fit(void)
 /* describe gets the MTU's room, and a description that needs more is INTERNAL, not an oversize reply. */
 static void test_small_mtu_model_info(void)
 {
-	model_info_frame(STUB_MODEL_BIG, NULL);
+	model_info_frame_padded(STUB_MODEL_BIG, NULL, SMALL_ROOM);
 	EXPECT_ERROR(&g_lc_small, BW_STATUS_INTERNAL, "does not fit");
 	CU_ASSERT(g_stub.describe_cap == SMALL_ROOM);
-	model_info_frame(STUB_MODEL_ECHO, NULL);
+	model_info_frame_padded(STUB_MODEL_ECHO, NULL, SMALL_ROOM);
 	echo_description_check(EXPECT_REPLY(&g_lc_small, &g_f, BW_STATUS_OK));
 	CU_ASSERT(g_stub.describe_cap == SMALL_ROOM);
 	t_reply_release();
@@ -708,6 +774,7 @@ CU_TestInfo g_request_tests[] = {
 	{ "MODEL_INFO unknown id/name NOT_FOUND, describe failing INTERNAL", test_model_info_errors },
 	{ "unknown-name message cut at 64 bytes stays valid UTF-8",
 	  test_unknown_name_message_is_utf8 },
+	{ "no reply larger than its request: MODEL_INFO padded, errors cut to the request", test_no_larger_reply },
 	{ "datagram shorter than the header: proto_truncated", test_proto_truncated },
 	{ "bad magic: proto_bad_magic", test_bad_magic },
 	{ "reply opcode: proto_reply", test_reply_opcode },
