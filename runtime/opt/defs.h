@@ -68,6 +68,9 @@ int32_t opt_reader(const struct opt_ctx *c, int32_t v, uint32_t k);
 /** Whether node n (>= 0) is live and op of the default ONNX domain. */
 bool opt_is_op(const struct opt_ctx *c, int32_t n, const char *op);
 
+/** Whether node n (>= 0) is live and op of batchwire's domain (a fused or fast-path node). */
+bool opt_is_ours(const struct opt_ctx *c, int32_t n, const char *op);
+
 /** Whether v is an initializer with data (a constant). */
 bool opt_is_const(const struct opt_ctx *c, int32_t v);
 

@@ -119,6 +119,16 @@ bool opt_is_op(const struct opt_ctx *c, int32_t n, const char *op)
 	return (node->domain[0] == '\0' || strcmp(node->domain, "ai.onnx") == 0) && strcmp(node->op_type, op) == 0;
 }
 
+bool opt_is_ours(const struct opt_ctx *c, int32_t n, const char *op)
+{
+	const struct rt_node *node;
+
+	if (n < 0 || (uint32_t)n >= c->g->num_nodes || c->dead[n])
+		return false;
+	node = &c->g->nodes[n];
+	return node->domain != NULL && strcmp(node->domain, RT_K_DOMAIN) == 0 && strcmp(node->op_type, op) == 0;
+}
+
 bool opt_is_const(const struct opt_ctx *c, int32_t v)
 {
 	return v >= 0 && (uint32_t)v < c->g->num_values && c->g->values[v].kind == RT_VALUE_INITIALIZER &&

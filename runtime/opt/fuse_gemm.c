@@ -421,13 +421,7 @@ int opt_fuse_gemm(struct opt_ctx *c)
 /* A FusedGemm whose B went into AMX's tiles (precision bf16). */
 static bool bf16_gemm(const struct opt_ctx *c, int32_t n)
 {
-	const struct rt_node *node;
-
-	if (n < 0 || c->dead[n])
-		return false;
-	node = &c->g->nodes[n];
-	return node->domain != NULL && strcmp(node->domain, RT_K_DOMAIN) == 0 && strcmp(node->op_type, "FusedGemm") == 0 &&
-	       rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
+	return opt_is_ours(c, n, "FusedGemm") && rt_attr_int(&c->g->nodes[n], "packed_weights", 0) == RT_K_PACKED_BF16;
 }
 
 /*

@@ -235,16 +235,6 @@ int opt_fuse_matmul(struct opt_ctx *c)
 
 /* ---- attention: scores, softmax, context -> FusedAttention ----------------------------------------- */
 
-static bool ours(const struct opt_ctx *c, int32_t n, const char *op)
-{
-	const struct rt_node *node;
-
-	if (n < 0 || c->dead[n])
-		return false;
-	node = &c->g->nodes[n];
-	return node->domain != NULL && strcmp(node->domain, RT_K_DOMAIN) == 0 && strcmp(node->op_type, op) == 0;
-}
-
 /* The attributes a FusedMatMul has, src's copied onto dst each under prefix + its name (src == dst:
  * renamed). The values are copied out first: adding an attribute moves dst's array. */
 static int copy_prefixed(struct rt_node *dst, const struct rt_node *src, const char *prefix)
@@ -296,14 +286,14 @@ int opt_fuse_attention(struct opt_ctx *c)
 		struct rt_node *ctx;
 		int32_t smn, cn, in[4];
 
-		if (!ours(c, (int32_t)n, "FusedMatMul") || rt_node_attr(s, "y_perm") != NULL || rt_node_attr(s, "y_shape") != NULL)
+		if (!opt_is_ours(c, (int32_t)n, "FusedMatMul") || rt_node_attr(s, "y_perm") != NULL || rt_node_attr(s, "y_shape") != NULL)
 			continue;
 		smn = opt_sole_reader(c, s->outputs[0]);
-		if (!ours(c, smn, "Softmax") || g->nodes[smn].num_outputs != 1)
+		if (!opt_is_ours(c, smn, "Softmax") || g->nodes[smn].num_outputs != 1)
 			continue;
 		sm = &g->nodes[smn];
 		cn = opt_sole_reader(c, sm->outputs[0]);
-		if (!ours(c, cn, "FusedMatMul"))
+		if (!opt_is_ours(c, cn, "FusedMatMul"))
 			continue;
 		ctx = &g->nodes[cn];
 		if (ctx->inputs[0] != sm->outputs[0] || ctx->num_inputs > 2 || rt_node_attr(ctx, "a_shape") != NULL ||

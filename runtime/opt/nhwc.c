@@ -17,11 +17,6 @@
 #include "defs.h"
 #include "kernels/fused.h"
 
-static bool is_ours(const struct rt_node *n, const char *op)
-{
-	return n->domain != NULL && strcmp(n->domain, RT_K_DOMAIN) == 0 && strcmp(n->op_type, op) == 0;
-}
-
 /* A node of batchwire's domain: op reading in, writing out, named after value named. */
 static int conversion_node(struct opt_ctx *c, const char *op, int32_t in, int32_t out, const char *named,
 			   const char *suffix, struct rt_node *n)
@@ -88,11 +83,9 @@ int opt_nhwc_region(struct opt_ctx *c)
 		const struct rt_node *node = &g->nodes[n];
 		int32_t from;
 
-		if (c->dead[n])
-			continue;
-		nhwc[n] = is_ours(node, "FusedConvNhwc");
+		nhwc[n] = opt_is_ours(c, (int32_t)n, "FusedConvNhwc");
 		convs += nhwc[n];
-		if (is_ours(node, "MaxPool") && node->num_inputs == 1 && node->inputs[0] >= 0 &&
+		if (opt_is_ours(c, (int32_t)n, "MaxPool") && node->num_inputs == 1 && node->inputs[0] >= 0 &&
 		    (from = g->values[node->inputs[0]].producer) >= 0 && nhwc[from]) {
 			nhwc[n] = true;
 			pools++;
@@ -144,7 +137,7 @@ int opt_nhwc_region(struct opt_ctx *c)
 		}
 		if (rc < 0)
 			break;
-		if (is_ours(node, "MaxPool") && (rc = opt_rename_op(c, n, "MaxPoolNhwcBf16")) < 0)
+		if (opt_is_ours(c, (int32_t)n, "MaxPool") && (rc = opt_rename_op(c, n, "MaxPoolNhwcBf16")) < 0)
 			break;
 		y = node->outputs[0];
 		if ((twin[y] = opt_add_value(c, g->values[y].name, "nhwc")) < 0) {
