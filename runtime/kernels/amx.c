@@ -691,6 +691,13 @@ AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_row
 	_tile_release();
 }
 
+/* Element offsets of 16 consecutive NHWC pixels of c channels: i * c. */
+AMX_TARGET static inline __m512i pixel_pitch(int64_t c)
+{
+	return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+				  _mm512_set1_epi32((int)c));
+}
+
 /*
  * One image between NCHW fp32 (c planes of hw) and NHWC bf16 (hw pixels of c). Channels go in
  * pairs: the two bf16 of channels (ch, ch + 1) of a pixel are one 32-bit word of the NHWC row, so
@@ -699,8 +706,7 @@ AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_row
  */
 AMX_TARGET void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint16_t *y)
 {
-	const __m512i pitch = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-						 _mm512_set1_epi32((int)c));
+	const __m512i pitch = pixel_pitch(c);
 	int64_t pairs = c / 2 * 2;
 
 	for (int64_t p = 0; p < hw; p += 16) {
@@ -720,8 +726,7 @@ AMX_TARGET void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint
 
 AMX_TARGET void rt_bf16_nhwc_to_nchw(const uint16_t *x, int64_t c, int64_t hw, float *y)
 {
-	const __m512i pitch = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-						 _mm512_set1_epi32((int)c));
+	const __m512i pitch = pixel_pitch(c);
 	int64_t pairs = c / 2 * 2;
 
 	for (int64_t p = 0; p < hw; p += 16) {
