@@ -161,8 +161,9 @@ static void reply_check(const struct rte_mbuf *m)
 	if (h->status >= BW_STATUS_COUNT)
 		fail("reply status %u", h->status);
 	if (h->status != BW_STATUS_OK) {
+		/* the message may be empty: it is cut to what the request carried (no reply larger than it) */
 		if (h->seg_count != 1 || h->seg_index != 0 || h->total_body_len != h->body_len || h->num_tensors != 0 ||
-		    h->body_len == 0 || h->body_len > DP_ERROR_MSG_MAX || memchr(body, '\0', h->body_len) != NULL)
+		    h->body_len > DP_ERROR_MSG_MAX || memchr(body, '\0', h->body_len) != NULL)
 			fail("error reply %s: segment %u of %u, %u of %u bytes", bw_status_name(h->status), h->seg_index,
 			     h->seg_count, h->body_len, h->total_body_len);
 		return;
