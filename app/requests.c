@@ -76,9 +76,67 @@ static void shape_format(char *buf, size_t cap, const uint32_t *dims, uint8_t ra
 		snprintf(buf + off, cap - off, "]");
 }
 
+/* Where a tensor's payload is: contiguous in the datagram, or across the message's pages. */
+static struct bw_segment tensor_segment(const struct dp_request *req, const struct bw_tensor_view *v)
+{
+	if (v->data != NULL)
+		return bw_segment_flat((uint8_t *)v->data, v->desc->data_len);
+	return (struct bw_segment){NULL, v->desc->data_len, v->offset, req->pages};
+}
+
+/* Element e of an int32 or int64 segment, wherever its bytes lie (unaligned; one may cross a page). */
+static int64_t index_at(const struct bw_segment *seg, uint8_t dtype, uint32_t e)
+{
+	uint32_t size = dtype == BW_DTYPE_INT64 ? 8 : 4;
+	int64_t v64;
+	int32_t v32;
+
+	if (seg->pages == NULL) {
+		if (size == 8) {
+			memcpy(&v64, seg->data + (size_t)e * 8, 8);
+			return v64;
+		}
+		memcpy(&v32, seg->data + (size_t)e * 4, 4);
+		return v32;
+	}
+	struct bw_segment one = bw_segment_slice(seg, e * size, size);
+
+	if (size == 8) {
+		bw_segment_read(&one, (uint8_t *)&v64);
+		return v64;
+	}
+	bw_segment_read(&one, (uint8_t *)&v32);
+	return v32;
+}
+
+/*
+ * An input that indexes a table (spec->index_bound, the runtime's Gather bound): every value in
+ * [-bound, bound), checked here so that a bad token id fails its own request, not the batch it
+ * would share (the Gather refuses it at run time, failing every request of the batch).
+ * \return whether they all are, msg naming the first that is not.
+ */
+static bool index_check(const struct rt_tensor_spec *spec, const struct bw_segment *seg, char *msg, size_t cap)
+{
+	uint32_t count = seg->len / (spec->dtype == BW_DTYPE_INT64 ? 8u : 4u);
+	int64_t lo = -spec->index_bound, hi = spec->index_bound;
+
+	for (uint32_t e = 0; e < count; e++) {
+		int64_t v;
+
+		v = index_at(seg, spec->dtype, e);
+		if (v < lo || v >= hi) {
+			snprintf(msg, cap, "input '%s': value %" PRId64 " at element %u is outside [%" PRId64 ", %" PRId64
+				 "): the table it indexes has %" PRId64 " rows", spec->name, v, e, lo, hi, hi);
+			return false;
+		}
+	}
+	return true;
+}
+
 /*
  * ONNX: matches the request's tensors to the model's inputs (by index, or by name when the index is
- * BW_TENSOR_BY_NAME) and checks dtype and shape. \return the rows, or 0 with msg saying why.
+ * BW_TENSOR_BY_NAME) and checks dtype, shape and, for inputs that index a table, their values.
+ * \return the rows, or 0 with msg saying why.
  */
 static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_request *req,
 				  const struct bw_tensor_view **by_input, char *msg, size_t cap)
@@ -140,6 +198,12 @@ static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_
 				 spec->name, got, want);
 			return 0;
 		}
+		if (spec->index_bound > 0) {
+			struct bw_segment seg = tensor_segment(req, v);
+
+			if (!index_check(spec, &seg, msg, cap))
+				return 0;
+		}
 		rows = d->dims[0];
 	}
 	return rows;
@@ -186,13 +250,6 @@ static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struc
 	return status;
 }
 
-/* Where a tensor's payload is: contiguous in the datagram, or across the message's pages. */
-static struct bw_segment tensor_segment(const struct dp_request *req, const struct bw_tensor_view *v)
-{
-	if (v->data != NULL)
-		return bw_segment_flat((uint8_t *)v->data, v->desc->data_len);
-	return (struct bw_segment){NULL, v->desc->data_len, v->offset, req->pages};
-}
 
 enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap __rte_unused,
 				      char *msg, size_t cap)

@@ -67,10 +67,41 @@ static int spec_fill(struct rt_tensor_spec *spec, const char *name, const struct
 	}
 	spec->dtype = t->dtype;
 	spec->rank = t->rank;
+	spec->index_bound = 0;
 	memset(spec->dims, 0, sizeof(spec->dims));
 	for (uint8_t d = 1; d < t->rank; d++)
 		spec->dims[d] = (uint32_t)t->dims[d];
 	return 0;
+}
+
+/*
+ * The rows of the smallest constant table a Gather indexes with value v (its "indices" input), or 0
+ * when no Gather does (or none of a constant table): what admission checks an input's values against,
+ * so that one request's bad token id fails that request and not its batch.
+ */
+static int64_t gather_bound(const struct rt_graph *g, int32_t v)
+{
+	int64_t bound = 0;
+
+	for (uint32_t n = 0; n < g->num_nodes; n++) {
+		const struct rt_node *node = &g->nodes[n];
+		const struct rt_value *data;
+		int64_t axis;
+
+		if (strcmp(node->op_type, "Gather") != 0 || node->domain[0] != '\0' || node->num_inputs < 2 ||
+		    node->inputs[1] != v || node->inputs[0] < 0)
+			continue;
+		data = &g->values[node->inputs[0]];
+		if (data->kind != RT_VALUE_INITIALIZER || data->tensor.rank == 0)
+			continue;
+		axis = rt_attr_int(node, "axis", 0);
+		axis = axis < 0 ? axis + data->tensor.rank : axis;
+		if (axis < 0 || axis >= data->tensor.rank || data->tensor.dims[axis] <= 0)
+			continue;
+		if (bound == 0 || data->tensor.dims[axis] < bound)
+			bound = data->tensor.dims[axis];
+	}
+	return bound;
 }
 
 /* Batched serving reads dims[0] of every input as the batch: it must be symbolic, the rest static. */
@@ -102,6 +133,8 @@ static int inputs_check(struct rt_model *model, const struct rt_graph *g, char *
 		}
 		if (spec_fill(&model->inputs[i], v->name, t, "input", err, cap) != 0)
 			return -EINVAL;
+		if (t->dtype == BW_DTYPE_INT64 || t->dtype == BW_DTYPE_INT32)
+			model->inputs[i].index_bound = gather_bound(g, g->inputs[i]);
 		row *= (int64_t)bw_dtype_size(t->dtype);
 		if (row > UINT32_MAX) {
 			snprintf(err, cap, "input '%s': one batch row is %lld bytes", v->name, (long long)row);

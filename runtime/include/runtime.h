@@ -33,6 +33,10 @@ struct rt_tensor_spec {
 	uint8_t dtype;
 	uint8_t rank;
 	uint32_t dims[BW_MAX_RANK];
+	/* An integer input that indexes a constant table (a Gather's indices: token ids): its values
+	 * must lie in [-index_bound, index_bound), the smallest such table's rows, or the Gather fails
+	 * the whole batch at run time. 0: no bound known. */
+	int64_t index_bound;
 };
 
 struct rt_model {

@@ -8,7 +8,8 @@
 #     input (bwrun runs the same graph in-process on a batch of all of them);
 #   - CNN and transformer requests likewise, fewer of them;
 #   - 4 clients at once (they share batching windows: batches larger than 1 must appear);
-#   - wrong shape, wrong dtype, too many rows: INVALID_ARGUMENT, each naming the rule;
+#   - wrong shape, wrong dtype, too many rows, a token outside the vocabulary: INVALID_ARGUMENT,
+#     each naming the rule;
 #   - where the CPU kernels run at the amx level, the MLP again as model mlp16 at precision bf16,
 #     its replies equal to `bwrun --precision bf16`'s outputs (elsewhere that part is left out,
 #     and said so: the refusal below amx is test_opt's and bwrun-isa's);
@@ -69,6 +70,9 @@ for i in range(n_other):
     mask[i, 128 - 8 * (i + 1):] = 0  # padding of different lengths
 save("minilm", "input_ids", ids)
 save("minilm", "attention_mask", mask)
+bad = ids[:1].copy()
+bad[0, 5] = 40000  # outside the 30522-row vocabulary
+np.save(f"{work}/minilm_bad_ids.npy", bad)
 EOF
 
 # One request per input through the daemon; bwrun on all of them at once. SERVE_FILE (the model's
@@ -147,6 +151,10 @@ expect_error "wrong shape" "shape \[1,10\], expected \[N,784\]" --model mlp --sh
 expect_error "wrong dtype" "dtype int32, expected float" --model mlp --dtype int32 --shape 1,784
 expect_error "another model's input" "shape \[1,784\], expected \[N,1,28,28\]" --model cnn --tensor image="$WORK/mlp_input_0.npy"
 expect_error "wrong input name" "has no input named 'nope'" --model mlp --tensor nope="$WORK/mlp_input_0.npy"
+# a token outside the vocabulary fails its own request at admission, never a batch (failed batches
+# stay 0 below)
+expect_error "token outside the vocabulary" "value 40000 at element 5 is outside \[-30522, 30522)" --model minilm \
+	--tensor input_ids="$WORK/minilm_bad_ids.npy" --tensor attention_mask="$WORK/minilm_attention_mask_0.npy"
 
 echo "== counters balance"
 model_stats() {

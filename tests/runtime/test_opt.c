@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../bw_cunit.h"
 
@@ -30,6 +31,7 @@
 #include "kernels/bf16.h"
 #include "kernels/sgemm.h"
 #include "onnx.pb-c.h"
+#include "runtime.h"
 #include "onnx_build.h"
 
 #define OPT_TEST_TOL 1e-4
@@ -787,6 +789,52 @@ static void test_attention(void)
 	rt_graph_free(g);
 }
 
+/*
+ * The runtime's bound on an input that indexes tables (what admission checks token ids against):
+ * the rows of the smallest constant table a Gather reads with it, along the Gather's axis; none
+ * for an integer input no Gather indexes.
+ */
+static void test_index_bounds(void)
+{
+	static const int64_t ids[] = {-1, 4}, t1[] = {10, 3}, t2[] = {7, 2};
+	char path[] = "/tmp/bw-opt-bounds-XXXXXX", err[RT_ERR_MAX];
+	Onnx__ModelProto *m = model_new();
+	struct rt_model model;
+	Onnx__NodeProto *n;
+	uint8_t *buf;
+	size_t len;
+	int fd, rc;
+
+	onnx_build_input(m, "ids", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, ids);
+	onnx_build_input(m, "pos", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, ids);
+	init(m, "t1", 2, t1, NULL, 1.0f, 0);
+	init(m, "t2", 2, t2, NULL, 1.0f, 0);
+	onnx_build_node(m, NULL, "Gather", "t1,ids", "a"); /* 10 rows */
+	n = onnx_build_node(m, NULL, "Gather", "t2,ids", "b"); /* axis -2 of [7, 2]: 7 rows */
+	onnx_build_attr_int(n, "axis", -2);
+	n = onnx_build_node(m, NULL, "Cast", "pos", "c");
+	onnx_build_attr_int(n, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+	output(m, "a");
+	output(m, "b");
+	output(m, "c");
+	buf = onnx_build_pack(m, &len);
+	onnx__model_proto__free_unpacked(m, NULL);
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(write(fd, buf, len) == (ssize_t)len);
+	close(fd);
+	free(buf);
+	rc = rt_onnx_model_load(&model, 1, "bounds", path, RT_DEVICE_CPU, NULL, NULL, err, sizeof(err));
+	unlink(path);
+	if (rc != 0)
+		fprintf(stderr, "load: %s\n", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_EQUAL_FATAL(model.num_inputs, 2);
+	CU_ASSERT_EQUAL(model.inputs[0].index_bound, 7);
+	CU_ASSERT_EQUAL(model.inputs[1].index_bound, 0);
+	rt_model_fini(&model);
+}
+
 /* ---- fast paths ------------------------------------------------------------------------------------- */
 
 static void test_fast_paths(void)
@@ -1241,6 +1289,7 @@ int main(void)
 		{"2x2 stride-2 MaxPool: odd sizes, wide rows, ceil_mode", test_maxpool_2x2},
 		{"small direct GEMM: edges, strides, alpha, beta, no heap call", test_gemm_small},
 		{"precision bf16: convs, FusedGemm, attention on AMX tiles", test_bf16},
+		{"an input that indexes tables: its bound from the smallest Gather table", test_index_bounds},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
