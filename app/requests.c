@@ -121,9 +121,8 @@ static bool index_check(const struct rt_tensor_spec *spec, const struct bw_segme
 	int64_t lo = -spec->index_bound, hi = spec->index_bound;
 
 	for (uint32_t e = 0; e < count; e++) {
-		int64_t v;
+		int64_t v = index_at(seg, spec->dtype, e);
 
-		v = index_at(seg, spec->dtype, e);
 		if (v < lo || v >= hi) {
 			snprintf(msg, cap, "input '%s': value %" PRId64 " at element %u is outside [%" PRId64 ", %" PRId64
 				 "): the table it indexes has %" PRId64 " rows", spec->name, v, e, lo, hi, hi);
