@@ -34,7 +34,7 @@ struct app_model;
 struct app_channel;
 
 #define APP_COMPLETION_BURST 32 /* completions a poller hands on per turn */
-#define APP_FAIL_LOG_EVERY 1024 /* after the first 10, one failed batch in this many is logged */
+#define APP_FAIL_LOG_US 1000000 /* a model's failed batches are logged at most once a second per stats */
 
 /* Counters of a model's executor side: written by one thread (the CPU model's owner worker; a GPU
  * model's polling lcore, one set per lcore), read by telemetry. */
@@ -42,6 +42,7 @@ struct app_exec_stats {
 	uint64_t batches_started;
 	uint64_t batches_done;
 	uint64_t batches_failed;
+	struct plat_log_gate fail_log; /* app_failure_log's: one line a second at most */
 	uint64_t queue_wait_us;  /* sum over batches: dispatched by the batcher -> started by the engine */
 	uint64_t compute_us;     /* sum over batches: started -> completion seen */
 	uint64_t busy_waits;     /* every slot of a batch's size was in flight: it waited its turn */
@@ -165,8 +166,9 @@ void app_onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status);
  */
 int app_deferred_push(struct app_lcore *al, struct bw_batch *batch, enum bw_status status);
 
-/** Rate-limited: the first 10 failures counted in st, then one in APP_FAIL_LOG_EVERY. */
-void app_failure_log(const struct app_model *m, const struct app_exec_stats *st, bool per_lcore, const char *msg);
+/** Logs a failed batch, at most one line every APP_FAIL_LOG_US for st (by time: a flood of bad requests
+ *  costs one line a second), saying how many were not logged since the last. */
+void app_failure_log(const struct app_model *m, struct app_exec_stats *st, bool per_lcore, const char *msg);
 
 /** Adds st to sum. */
 void app_exec_stats_sum(struct app_exec_stats *sum, const struct app_exec_stats *st);

@@ -28,11 +28,14 @@ const struct app_engine *app_engine_for(const struct app_model_config *mc)
 	return mc->device == APP_DEVICE_GPU ? &app_engine_gpu : &app_engine_cpu;
 }
 
-void app_failure_log(const struct app_model *m, const struct app_exec_stats *st, bool per_lcore, const char *msg)
+void app_failure_log(const struct app_model *m, struct app_exec_stats *st, bool per_lcore, const char *msg)
 {
-	if (st->batches_failed <= 10 || st->batches_failed % APP_FAIL_LOG_EVERY == 0)
-		PLAT_LOG(WARNING, app, "model '%s': batch failed (%" PRIu64 " so far%s): %s", m->spec.name,
-			 st->batches_failed, per_lcore ? " on this lcore" : "", msg);
+	uint64_t held;
+
+	if (!plat_log_gate_pass(&st->fail_log, plat_tsc_now(), plat_us_to_tsc(APP_FAIL_LOG_US), &held))
+		return;
+	PLAT_LOG(WARNING, app, "model '%s': batch failed (%" PRIu64 " so far%s, %" PRIu64 " not logged since the "
+		 "last line): %s", m->spec.name, st->batches_failed, per_lcore ? " on this lcore" : "", held, msg);
 }
 
 static void batching_to_spec(struct rt_model *spec, const struct bat_options *o)

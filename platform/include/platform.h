@@ -26,6 +26,32 @@ extern int plat_logtype_dp;
 #define PLAT_LOG(level, type, fmt, ...) \
 	rte_log(RTE_LOG_##level, plat_logtype_##type, "batchwire: " fmt "\n", ##__VA_ARGS__)
 
+/*
+ * A log line a peer can cause (a failed batch, a refused request) passes at most once an interval
+ * of the caller's clock; the lines held back meanwhile are counted, for the next line that passes to
+ * say. Bounded by time, not by count: a flood costs one line an interval, whatever its rate.
+ */
+struct plat_log_gate {
+	uint64_t next;       /* the first tick at which a line passes again */
+	uint64_t suppressed; /* lines held back since the last one that passed */
+};
+
+/**
+ * \return whether a line may be logged at now (then *held is how many were held back before it,
+ * and the gate closes for interval ticks); otherwise the line is counted as held back.
+ */
+static inline bool plat_log_gate_pass(struct plat_log_gate *g, uint64_t now, uint64_t interval, uint64_t *held)
+{
+	if (now < g->next) {
+		g->suppressed++;
+		return false;
+	}
+	*held = g->suppressed;
+	g->suppressed = 0;
+	g->next = now + interval;
+	return true;
+}
+
 /* ---- files --------------------------------------------------------------------------------- */
 
 /**

@@ -367,9 +367,28 @@ static void test_thread_pin_and_name(void)
 	CU_ASSERT_EQUAL(job.ret, -EINVAL);
 }
 
+/* A line passes, then none until the interval is over, each held back counted for the next. */
+static void test_log_gate(void)
+{
+	struct plat_log_gate g = { 0 };
+	uint64_t held = 99;
+
+	CU_ASSERT(plat_log_gate_pass(&g, 1000, 100, &held));
+	CU_ASSERT_EQUAL(held, 0);
+	for (uint64_t t = 1000; t < 1100; t += 10)
+		CU_ASSERT(!plat_log_gate_pass(&g, t, 100, &held));
+	CU_ASSERT(plat_log_gate_pass(&g, 1100, 100, &held));
+	CU_ASSERT_EQUAL(held, 10);
+	CU_ASSERT(!plat_log_gate_pass(&g, 1150, 100, &held));
+	CU_ASSERT(plat_log_gate_pass(&g, 5000, 100, &held)); /* long quiet: one passes, no burst */
+	CU_ASSERT_EQUAL(held, 1);
+	CU_ASSERT(!plat_log_gate_pass(&g, 5001, 100, &held));
+}
+
 int main(void)
 {
 	static CU_TestInfo tests[] = {
+		{"log gate: one line an interval, the rest counted", test_log_gate},
 		{"topology " TOPO_2P_SMT, test_topology_two_packages_smt},
 		{"topology " TOPO_1P_NOSMT, test_topology_one_package_no_smt},
 		{"topology cpu ids are os indexes", test_topology_os_index},
