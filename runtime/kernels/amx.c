@@ -6,12 +6,13 @@
  *
  * Blocking: C in 32 x 32 blocks, 2 x 2 accumulator tiles (tmm0-3), two A tiles (tmm4, tmm5: rows
  * i..i+15 and i+16..i+31) and two W tiles (tmm6, tmm7: columns j..j+15, j+16..j+31) per 32 of k.
- * A block of up to RT_BF16_ROWS_BLOCK rows of A is rounded to bf16 into scratch, row-major with k
- * padded to 32 (zeros), its rows padded to 32 (zero rows): the A tiles load straight from it at
- * that stride. W's tiles are contiguous (1 KiB each), packed at load with n and k padded to 32, so
- * the two W tiles of a column block stay in L1 while the row tiles of A stream past them. The
- * accumulators go through a 32 x 32 fp32 buffer on the stack, where AVX-512 applies alpha, the
- * bias and the activation and stores the rows and columns that exist.
+ * rt_bf16_gemm_rows loads A's tiles straight from bf16 rows (their stride, one offset per tap);
+ * fp32 A is first rounded RT_BF16_ROWS_BLOCK rows at a time into scratch, k padded to 32 with
+ * zeros, and read the same way. Rows past the last multiple of 32 are loaded on tiles configured
+ * to the rows that exist. W's tiles are contiguous (1 KiB each), packed at load with n and k padded
+ * to 32. The accumulators go through a 32 x 32 fp32 buffer on the stack, where AVX-512 applies
+ * alpha, the bias, the residual and the activation and stores the rows and columns that exist
+ * (rt_bf16_gemm_rows: which loop goes outside, and why, is said there).
  *
  * With the weights on the left (convolutions: rt_bf16_gemm_apacked) the roles turn: W's tiles are A
  * tiles, packed at load, and B is packed per call, 32 columns at a time over the whole of k: sgemm.c's

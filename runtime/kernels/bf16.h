@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Private to runtime/kernels: the bf16 GEMM on AMX tiles (amx.c) that a CPU model with precision
- * bf16 runs its FusedGemms on (weights on the right, packed once at load):
+ * Private to runtime/kernels: the bf16 GEMMs on AMX tiles (amx.c) that a CPU model with precision
+ * bf16 runs its FusedGemms, convolutions and attention products on, fp32 accumulation:
  *
- *   C[m, n] = act(alpha * bf16(A)[m, k] . W[k, n] + bias[n]),  fp32 accumulation, fp32 C
+ *   C[m, n] = act(alpha * bf16(A)[m, k] . W[k, n] + bias[n] (+ Z))
  *
- * A (the activations) and C stay fp32 in the arena: A is rounded to bf16 block by block as the
- * GEMM reads it, into scratch. W is rounded and packed at load (rt_bf16_pack_b) into the tiles'
- * VNNI layout. Only on a CPU whose kernels run at the AMX level (rt_bf16_available).
+ * W is rounded and packed at load (rt_bf16_pack_b) into the tiles' VNNI layout. A is read in
+ * place where it is bf16 already (rt_bf16_gemm_rows: an NHWC image, a FusedGemm's bf16 input), or
+ * rounded from fp32 block by block into scratch (rt_bf16_gemm_a32, rt_bf16_gemm_bpacked); C is fp32
+ * or bf16 as the epilogue says. Grouped and dilated convs keep NCHW fp32 with the weights on the
+ * left (rt_bf16_gemm_apacked). Only on a CPU whose kernels run at the AMX level (rt_bf16_available).
  */
 #ifndef BW_RT_KERNELS_BF16_H
 #define BW_RT_KERNELS_BF16_H

@@ -94,8 +94,8 @@ int32_t opt_add_value(struct opt_ctx *c, const char *base, const char *suffix);
 
 /**
  * Replaces the graph's node array with nodes (count of them, malloc'd, topologically ordered; the
- * old array is freed, not its nodes' contents, which nodes is expected to hold). Invalidates the
- * index; no node is dead. \return 0 or -ENOMEM.
+ * old array is freed, not its nodes' contents, which nodes is expected to hold) and finds every
+ * value's producer again. Invalidates the index; no node is dead. \return 0 or -ENOMEM.
  */
 int opt_set_nodes(struct opt_ctx *c, struct rt_node *nodes, uint32_t count);
 
@@ -115,6 +115,9 @@ int opt_rename_op(struct opt_ctx *c, uint32_t n, const char *op);
 
 /** Moves node n into batchwire's domain under the same op name (a fast-path kernel). */
 int opt_set_domain(struct opt_ctx *c, uint32_t n);
+
+/** Frees what a node owns (name, op, inputs, outputs, attributes) and zeroes it. */
+void opt_node_free(struct rt_node *n);
 
 /** Frees node n's contents and marks it dead. */
 void opt_kill(struct opt_ctx *c, uint32_t n);

@@ -244,10 +244,19 @@ int opt_set_nodes(struct opt_ctx *c, struct rt_node *nodes, uint32_t count)
 	c->reader_start = NULL;
 	c->readers = NULL;
 	c->indexed_values = 0;
+	/* the nodes moved: every value's producer is found again */
+	for (uint32_t v = 0; v < c->g->num_values; v++)
+		c->g->values[v].producer = -1;
+	for (uint32_t n = 0; n < count; n++) {
+		for (uint16_t j = 0; j < nodes[n].num_outputs; j++) {
+			if (nodes[n].outputs[j] >= 0)
+				c->g->values[nodes[n].outputs[j]].producer = (int32_t)n;
+		}
+	}
 	return 0;
 }
 
-static void node_free(struct rt_node *n)
+void opt_node_free(struct rt_node *n)
 {
 	free(n->name);
 	free(n->op_type);
@@ -272,7 +281,7 @@ static void node_free(struct rt_node *n)
 
 void opt_kill(struct opt_ctx *c, uint32_t n)
 {
-	node_free(&c->g->nodes[n]);
+	opt_node_free(&c->g->nodes[n]);
 	c->dead[n] = true;
 }
 
@@ -344,7 +353,7 @@ int opt_make_fused(struct opt_ctx *c, uint32_t dst, uint32_t src, const char *op
 	memcpy(in, inputs, n_in * sizeof(*in));
 	outs[0] = out;
 	if (src != dst) {
-		node_free(d);
+		opt_node_free(d);
 		*d = g->nodes[src];
 		memset(&g->nodes[src], 0, sizeof(g->nodes[src]));
 		c->dead[src] = true;

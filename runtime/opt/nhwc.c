@@ -28,11 +28,7 @@ static int conversion_node(struct opt_ctx *c, const char *op, int32_t in, int32_
 			       .opset = RT_K_DOMAIN_OPSET, .num_inputs = 1, .num_outputs = 1,
 			       .inputs = malloc(sizeof(int32_t)), .outputs = malloc(sizeof(int32_t)) };
 	if (n->name == NULL || n->op_type == NULL || n->domain == NULL || n->inputs == NULL || n->outputs == NULL) {
-		free(n->name);
-		free(n->op_type);
-		free(n->domain);
-		free(n->inputs);
-		free(n->outputs);
+		opt_node_free(n);
 		return opt_error(c, -ENOMEM, "out of memory");
 	}
 	n->inputs[0] = in;
@@ -111,7 +107,7 @@ int opt_nhwc_region(struct opt_ctx *c)
 		int32_t y;
 
 		if (c->dead[n])
-			continue; /* node_free emptied it */
+			continue; /* opt_kill emptied it */
 		if (!nhwc[n]) {
 			out[emitted++] = *node;
 			continue;
@@ -157,25 +153,14 @@ int opt_nhwc_region(struct opt_ctx *c)
 	if (rc < 0) {
 		/* the graph is unusable after a failure (graph.h); only the conversions are this pass's to free */
 		for (uint32_t k = 0; k < emitted; k++) {
-			if (made[k]) {
-				free(out[k].name);
-				free(out[k].op_type);
-				free(out[k].domain);
-				free(out[k].inputs);
-				free(out[k].outputs);
-			}
+			if (made[k])
+				opt_node_free(&out[k]);
 		}
 		goto done;
 	}
 	if ((rc = opt_set_nodes(c, out, emitted)) < 0)
 		goto done;
 	out = NULL;
-	for (uint32_t n = 0; n < g->num_nodes; n++) {
-		for (uint16_t j = 0; j < g->nodes[n].num_outputs; j++) {
-			if (g->nodes[n].outputs[j] >= 0)
-				g->values[g->nodes[n].outputs[j]].producer = (int32_t)n;
-		}
-	}
 	opt_report(c, "Conv on NHWC bf16 tensors", convs);
 	opt_report(c, "MaxPool on NHWC bf16 tensors", pools);
 	opt_report(c, "NCHW <-> NHWC conversions", to + from);
