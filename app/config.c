@@ -80,6 +80,13 @@ static int parse_ipv4(const struct app_option *opt __rte_unused, const char *val
 }
 
 /* "1,3-5": ids 0..APP_LCORE_ID_MAX, each once, at most max of them. \return the count, or -EINVAL. */
+static int parse_allow(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	char err[128];
+
+	return dp_allowlist_parse(value, &cfg->dp.allow, err, sizeof(err));
+}
+
 static int lcore_list_parse(const char *value, unsigned int *ids, unsigned int max)
 {
 	bool seen[APP_LCORE_ID_MAX + 1] = {false};
@@ -175,6 +182,10 @@ static const struct app_option g_options[] = {
 	 "                   (default " XSTR(DP_ICMP_RATE_DEFAULT) ")"},
 	{"arp-rate", "arp_rate", parse_uint, 0, DP_RATE_MAX, U32_FIELD(dp.arp_rate), "an integer in 0.." XSTR(DP_RATE_MAX),
 	 "per polling lcore: ARP replies a second (rate_arp past it); 0: no limit (default " XSTR(DP_ARP_RATE_DEFAULT) ")"},
+	{"allow", "allow", parse_allow, 0, 0, 0, 0,
+	 "'any' or up to " XSTR(DP_ALLOW_MAX) " IPv4 prefixes such as 10.0.0.0/8,192.168.1.7 (host bits zero)",
+	 "sources that get any answer (requests, ARP, ping); others are dropped\n"
+	 "                   unanswered (src_not_allowed). A model's own allow key narrows it (default any)"},
 	{"gpu-module", "gpu_module", parse_gpu_module, 0, 0, 0, 0, "a file path below 4096 bytes, or 'fake'",
 	 "device module of the models with device = gpu (default libbwgpu.so\n"
 	 "                   beside batchwire, then libdir/batchwire); 'fake': the CPU fake device, for tests"},
@@ -200,7 +211,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
 		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
 		"                   cpu only), slots, max_request_bytes (largest request body, default\n"
-		"                   max_message_bytes), precision (cpu: fp32 or bf16, the latter on AMX;\n"
+		"                   max_message_bytes), allow (sources that may use it, as --allow),\n"
+		"                   precision (cpu: fp32 or bf16, the latter on AMX;\n"
 		"                   gpu: fp32 or fp16), and the batching options of docs/batching.md\n"
 		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes and takes\n"
 		"                   layout (auto, nchw, nhwc) and launch_mode (graph, doorbell)\n"
@@ -458,6 +470,15 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 			return -EINVAL;
 		}
 		model->max_request_bytes = (uint32_t)v;
+		return 0;
+	}
+	if (strcmp(key, "allow") == 0) {
+		char why[128];
+
+		if (dp_allowlist_parse(value, &model->allow, why, sizeof(why)) != 0) {
+			snprintf(msg, cap, "invalid allow '%s': %s", value, why);
+			return -EINVAL;
+		}
 		return 0;
 	}
 	if (strcmp(key, "precision") == 0) {

@@ -102,6 +102,7 @@ struct app_model {
 	struct bat_limiter *limiter;     /* in-flight limit shared by every polling lcore */
 	uint32_t reply_desc_bytes;       /* output descriptors with their names, as every reply has them */
 	uint32_t output_row_bytes;       /* all outputs of one row */
+	struct rte_lpm *allow;           /* cfg.allow's table, read by every polling lcore; NULL: all */
 	void *priv;                      /* the engine's (struct cpu_model, struct gpu_model) */
 } __rte_cache_aligned;
 

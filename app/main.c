@@ -191,6 +191,22 @@ static void topology_report(const struct app_config *cfg)
 	plat_topology_fini();
 }
 
+/* Who may talk to us, said once at start-up: a source left out is dropped without a word, so an
+ * operator chasing a silent client needs to see the lists. */
+static void allowlists_report(const struct app_config *cfg)
+{
+	char text[DP_ALLOW_MAX * 20];
+
+	if (dp_allowlist_format(&cfg->dp.allow, text, sizeof(text)) == 0)
+		PLAT_LOG(INFO, app, "sources allowed: %s", text);
+	for (unsigned int i = 0; i < cfg->nb_models; i++) {
+		const struct app_model_config *m = &cfg->models[i];
+
+		if (m->allow.count != 0 && dp_allowlist_format(&m->allow, text, sizeof(text)) == 0)
+			PLAT_LOG(INFO, app, "model '%s': sources allowed: %s", m->name, text);
+	}
+}
+
 /* The mbuf pools: one per NUMA socket that has polling lcores, each listed once. */
 struct pool_set {
 	unsigned int count;
@@ -262,6 +278,7 @@ int main(int argc, char **argv)
 	struct rte_mempool *pools[DP_MAX_POLL_LCORES];
 	static struct pool_set pool_set;
 	int queue_sockets[DP_MAX_POLL_LCORES];
+	struct rte_lpm *allow;
 	int eal_argc, app_argc, ret;
 	unsigned int lcore;
 	char **app_argv;
@@ -306,11 +323,17 @@ int main(int argc, char **argv)
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
 
+	ret = dp_allow_create(&cfg.dp.allow, "bw_allow", SOCKET_ID_ANY, &allow);
+	if (ret != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: cannot build the allowlist: %s\n", rte_strerror(-ret));
+	allowlists_report(&cfg);
+
 	for (unsigned int i = 0; i < cfg.nb_poll_lcores; i++) {
 		unsigned int lcore = cfg.poll_lcores[i];
 		struct dp_lcore *lc = &g_lcores[lcore];
 
 		ret = dp_lcore_init(lc, lcore, cfg.port_id, (uint16_t)i, queue_sockets[i], &cfg.dp, &service.ops);
+		lc->allow = allow;
 		if (ret == 0)
 			ret = app_service_lcore_init(&service, lc);
 		if (ret != 0)

@@ -53,6 +53,7 @@ static void model_free(struct app_model *m)
 		return;
 	if (m->engine->model_free != NULL)
 		m->engine->model_free(m);
+	rte_lpm_free(m->allow);
 	bat_limiter_destroy(m->limiter);
 	rte_free(m);
 }
@@ -76,6 +77,15 @@ static int model_create(struct app_service *svc, struct app_model_config *mc, ui
 		ret = m->limiter != NULL ? 0 : -ENOMEM;
 		if (ret != 0)
 			fprintf(err, "batchwire: model '%s': out of memory for its in-flight limiter\n", mc->name);
+	}
+	if (ret == 0) {
+		char name[RTE_MEMZONE_NAMESIZE];
+
+		snprintf(name, sizeof(name), "bw_allow_m%u", id);
+		ret = dp_allow_create(&mc->allow, name, SOCKET_ID_ANY, &m->allow);
+		if (ret != 0)
+			fprintf(err, "batchwire: model '%s': cannot build its allowlist: %s\n", mc->name,
+				rte_strerror(-ret));
 	}
 	if (ret == 0) {
 		ret = rt_registry_add(&svc->registry, &m->spec);

@@ -40,6 +40,11 @@ static uint32_t service_request_max(const void *model)
 	return container_of(model, const struct app_model, spec)->cfg.max_request_bytes;
 }
 
+static bool service_source_allowed(const void *model, rte_be32_t src)
+{
+	return dp_allowed(container_of(model, const struct app_model, spec)->allow, src);
+}
+
 /* Echo: any tensors, the first dimension of every one is the request's rows. */
 static uint32_t echo_request_rows(const struct dp_request *req, char *msg, size_t cap)
 {
@@ -373,6 +378,7 @@ struct dp_model_ops app_model_ops(struct app_service *svc)
 	return (struct dp_model_ops){
 		.lookup = service_lookup,
 		.priority_levels = service_priority_levels,
+		.source_allowed = service_source_allowed,
 		.describe = service_describe,
 		.request_max = service_request_max,
 		.infer = service_infer,

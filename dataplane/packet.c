@@ -28,6 +28,8 @@ static const char *const g_drop_reason_names[DP_DROP_COUNT] = {
 	[DP_DROP_IP_FRAGMENT] = "ip_fragment",
 	[DP_DROP_IP_WRONG_DST] = "ip_wrong_dst",
 	[DP_DROP_IP_MARTIAN_SRC] = "ip_martian_src",
+	[DP_DROP_SRC_NOT_ALLOWED] = "src_not_allowed",
+	[DP_DROP_MODEL_NOT_ALLOWED] = "model_not_allowed",
 	[DP_DROP_IP_UNKNOWN_PROTO] = "ip_unknown_proto",
 	[DP_DROP_ICMP_INVALID] = "icmp_invalid",
 	[DP_DROP_ICMP_UNSUPPORTED] = "icmp_unsupported",
@@ -67,6 +69,9 @@ static enum dp_verdict arp_handle(struct dp_lcore *lc, struct rte_mbuf *m, struc
 		return dp_drop(lc, DP_DROP_ARP_INVALID);
 	if (arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) || arp->arp_data.arp_tip != lc->cfg->ipv4_addr)
 		return dp_drop(lc, DP_DROP_ARP_NOT_FOR_US);
+	/* a host we would not answer over IP learns nothing of us over ARP either */
+	if (!dp_allowed(lc->allow, arp->arp_data.arp_sip))
+		return dp_drop(lc, DP_DROP_SRC_NOT_ALLOWED);
 	if (!dp_rate_allow(&lc->arp_rate, lc->burst_tsc))
 		return dp_drop(lc, DP_DROP_RATE_ARP);
 
@@ -236,6 +241,9 @@ static enum dp_verdict ipv4_handle(struct dp_lcore *lc, struct rte_mbuf *m, stru
 		return dp_drop(lc, DP_DROP_IP_WRONG_DST);
 	if (ip_src_martian(lc, ip->src_addr))
 		return dp_drop(lc, DP_DROP_IP_MARTIAN_SRC);
+	if (!dp_allowed(lc->allow, ip->src_addr))
+		return dp_drop(lc, DP_DROP_SRC_NOT_ALLOWED);
+	lc->rx_src_addr = ip->src_addr;
 	/* Ethernet pads short frames to 60 bytes: the padding is not part of the datagram. */
 	if (l3_len > total_len)
 		rte_pktmbuf_trim(m, (uint16_t)(l3_len - total_len));

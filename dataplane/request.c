@@ -114,6 +114,12 @@ static const void *model_resolve(struct dp_lcore *lc, const struct bw_hdr *hdr, 
 	return model;
 }
 
+/* A model's own allowlist: a source it leaves out gets nothing back, not even an error. */
+static bool model_source_allowed(const struct dp_lcore *lc, const void *model)
+{
+	return lc->models->source_allowed == NULL || lc->models->source_allowed(model, lc->rx_src_addr);
+}
+
 /* Rewrites the protocol header of the request into its reply's and finishes the frame. */
 static enum dp_verdict reply_send(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
 				  enum bw_status status, uint32_t body_len, uint16_t num_tensors)
@@ -242,6 +248,10 @@ static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, s
 	if (hdr->opcode == BW_OP_INFER) {
 		const void *model = model_resolve(lc, hdr, NULL, &refuse, msg, sizeof(msg));
 
+		/* every segment of a message comes from one source (reassembly keys on it), so checking
+		 * each here also covers the message once whole */
+		if (model != NULL && !model_source_allowed(lc, model))
+			return dp_drop(lc, DP_DROP_MODEL_NOT_ALLOWED);
 		if (model != NULL && lc->models->request_max != NULL) {
 			uint32_t model_cap = lc->models->request_max(model);
 
@@ -302,6 +312,8 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 	model = model_resolve(lc, hdr, body, &status, msg, sizeof(msg));
 	if (model == NULL)
 		return dp_refuse(lc, m, hdr, status, msg);
+	if (!model_source_allowed(lc, model))
+		return dp_drop(lc, DP_DROP_MODEL_NOT_ALLOWED);
 
 	if (hdr->opcode == BW_OP_MODEL_INFO) {
 		if (hdr->num_tensors != 0)

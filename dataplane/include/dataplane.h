@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <rte_ethdev.h>
+#include <rte_lpm.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_telemetry.h>
@@ -51,6 +52,7 @@
 #define DP_ICMP_RATE_DEFAULT 1000
 #define DP_ARP_RATE_DEFAULT 1000
 #define DP_RATE_MAX 10000000
+#define DP_ALLOW_MAX 64            /* prefixes in one allowlist */
 
 /* Why a frame was dropped. Each has a counter; names are what telemetry shows. */
 enum dp_drop_reason {
@@ -70,6 +72,8 @@ enum dp_drop_reason {
 	DP_DROP_IP_FRAGMENT,       /* MF set or offset non-zero: we do not reassemble */
 	DP_DROP_IP_WRONG_DST,      /* not our address */
 	DP_DROP_IP_MARTIAN_SRC,    /* source 0/8, 127/8, 224/4, 240/4 (the limited broadcast) or our own */
+	DP_DROP_SRC_NOT_ALLOWED,   /* IPv4 or ARP from a source outside the allowlist: no reply at all */
+	DP_DROP_MODEL_NOT_ALLOWED, /* a request for a model whose allowlist leaves its source out */
 	DP_DROP_IP_UNKNOWN_PROTO,  /* neither ICMP nor UDP */
 	DP_DROP_ICMP_INVALID,      /* truncated or bad checksum */
 	DP_DROP_ICMP_UNSUPPORTED,  /* anything but echo request */
@@ -141,6 +145,43 @@ struct dp_lcore_stats {
 	uint64_t model_contract_errors;
 } __rte_cache_aligned;
 
+/* IPv4 prefixes, host byte order, host bits zero. */
+struct dp_prefix {
+	uint32_t addr;
+	uint8_t depth;
+};
+
+/* The sources allowed to reach the appliance, or one model: no prefixes allows every source. */
+struct dp_allowlist {
+	uint32_t count;
+	struct dp_prefix prefixes[DP_ALLOW_MAX];
+};
+
+/**
+ * Parses "any" (every source) or a comma-separated list of "A.B.C.D[/LEN]" (LEN 0..32, 32 when
+ * left out; host bits zero).
+ * \return 0, or -EINVAL with one line in err naming the element at fault.
+ */
+int dp_allowlist_parse(const char *text, struct dp_allowlist *list, char *err, size_t cap);
+
+/** Writes list as dp_allowlist_parse reads it ("any" when empty). \return 0 or -ENOSPC. */
+int dp_allowlist_format(const struct dp_allowlist *list, char *buf, size_t cap);
+
+/**
+ * Builds list's lookup table on socket_id, under a memzone name unique in the process; *out is
+ * NULL for an empty list (every source). Read-only afterwards: any lcore may look it up.
+ * \return 0 or a negative errno.
+ */
+int dp_allow_create(const struct dp_allowlist *list, const char *name, int socket_id, struct rte_lpm **out);
+
+/** \return whether src (network byte order) may talk to what lpm guards; NULL allows every source. */
+static inline bool dp_allowed(struct rte_lpm *lpm, rte_be32_t src)
+{
+	uint32_t next_hop;
+
+	return lpm == NULL || rte_lpm_lookup(lpm, rte_be_to_cpu_32(src), &next_hop) == 0;
+}
+
 /* What the operator configures for the dataplane. Addresses in network byte order. */
 struct dp_config {
 	uint32_t ipv4_addr;
@@ -156,6 +197,7 @@ struct dp_config {
 	uint32_t error_rate;    /* per polling lcore: error replies a second to requests refused on arrival */
 	uint32_t icmp_rate;     /* per polling lcore: ICMP echo replies a second */
 	uint32_t arp_rate;      /* per polling lcore: ARP replies a second */
+	struct dp_allowlist allow; /* sources that get any answer (ARP, ICMP, requests); empty: all */
 };
 
 /** Fills the defaults (documented in --help and configs/). */
@@ -205,6 +247,9 @@ struct dp_model_ops {
 	uint32_t (*priority_levels)(const void *model);
 	/** Writes the MODEL_INFO body. \return its length or -EMSGSIZE. */
 	int (*describe)(const void *model, uint8_t *buf, uint32_t cap);
+	/** Whether src (network byte order) may use the model (optional: every source may); a request
+	 * from any other source is dropped without a reply. */
+	bool (*source_allowed)(const void *model, rte_be32_t src);
 	/** Largest request body the model takes, 0 for the server's msg_max (optional). */
 	uint32_t (*request_max)(const void *model);
 	/**
@@ -258,6 +303,7 @@ struct dp_lcore {
 	struct rte_ether_addr mac;
 	const struct dp_config *cfg;
 	const struct dp_model_ops *models;
+	struct rte_lpm *allow;       /* the global allowlist's table (shared, read-only); NULL: every source */
 	void *model_lcore;           /* the model layer's state for this lcore: infer's first argument */
 	struct rte_eth_dev_tx_buffer *tx_buffer;
 	uint64_t tx_drain_tsc;       /* drain period in TSC ticks */
@@ -265,6 +311,7 @@ struct dp_lcore {
 	uint64_t last_drain_tsc __rte_cache_aligned;
 	uint64_t burst_tsc;          /* when the current RX burst arrived: requests' arrival time */
 	uint32_t rx_body_len;        /* the datagram in hand: its bytes after the protocol header */
+	rte_be32_t rx_src_addr;      /* the datagram in hand: its IPv4 source */
 	struct dp_request request;   /* scratch for the request being handled */
 	struct dp_lcore_stats stats;
 	struct plat_poll_stats poll; /* the app's poll loop counts its iterations here */

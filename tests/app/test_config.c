@@ -911,6 +911,37 @@ static const struct bat_options *echo_batching(void)
 	return &g_run.cfg.models[0].batching;
 }
 
+/* --allow and [dataplane] allow, and a model's allow key: the lists as parsed, refusals in one line. */
+static void test_allowlists(void)
+{
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.count, 0); /* every source by default */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--allow", "10.0.0.0/8,192.168.1.7", "--model-opt",
+			      "echo.allow=10.1.0.0/16"), APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(g_run.err, "");
+	CU_ASSERT_EQUAL_FATAL(g_run.cfg.dp.allow.count, 2);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[1].addr, RTE_IPV4(192, 168, 1, 7));
+	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[1].depth, 32);
+	CU_ASSERT_EQUAL_FATAL(g_run.cfg.models[0].allow.count, 1);
+	CU_ASSERT_EQUAL(g_run.cfg.models[0].allow.prefixes[0].depth, 16);
+	CU_ASSERT_TRUE(int_options_at_default(&g_run.cfg, NULL));
+
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--allow", "10.0.0.1/8"), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("invalid --allow '10.0.0.1/8'"));
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model-opt", "echo.allow=10.0.0.0/33"), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("invalid allow '10.0.0.0/33': '10.0.0.0/33': the prefix length must be 0..32"));
+
+	ini_write("[dataplane]\nip = " TEST_IP "\nallow = 172.16.0.0/12\n[model echo]\nallow = any\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(g_run.err, "");
+	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.count, 1);
+	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[0].addr, RTE_IPV4(172, 16, 0, 0));
+	CU_ASSERT_EQUAL(g_run.cfg.models[0].allow.count, 0);
+	ini_remove();
+}
+
 static void test_model_opt_applied(void)
 {
 	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP), APP_CONFIG_RUN);
@@ -1198,6 +1229,7 @@ int main(int argc, char **argv)
 		{"defaults when absent", test_defaults},
 		{"integer options at min, max, typical", test_int_options_accepted},
 		{"--ip accepted, network order", test_ip_accepted},
+		{"--allow and a model's allow: parsed, refused in one line", test_allowlists},
 		{"--poll-lcores accepted", test_poll_lcores_accepted},
 		{"integer options rejected", test_int_options_rejected},
 		{"--ip rejected", test_ip_rejected},

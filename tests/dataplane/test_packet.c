@@ -225,6 +225,134 @@ static void test_ip_martian_src(void)
 	t_reply_release();
 }
 
+static void test_allowlist_parse(void)
+{
+	static struct dp_allowlist list;
+	char err[128], text[DP_ALLOW_MAX * 20];
+	static const char *const bad[] = { "", ",", "10.0.0.0/8,", "10.0.0.0/33", "10.0.0.0/", "10.0.0.0/8x",
+					   "10.0.0.0/-1", "10.0.0", "host", "10.0.0.1/8", "1.2.3.4/100", "any,10.0.0.0/8" };
+
+	CU_ASSERT_EQUAL(dp_allowlist_parse("any", &list, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(list.count, 0);
+	CU_ASSERT_EQUAL(dp_allowlist_parse(" 10.0.0.0/8 , 192.168.1.7,0.0.0.0/0", &list, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(list.count, 3);
+	CU_ASSERT_EQUAL(list.prefixes[0].addr, RTE_IPV4(10, 0, 0, 0));
+	CU_ASSERT_EQUAL(list.prefixes[0].depth, 8);
+	CU_ASSERT_EQUAL(list.prefixes[1].addr, RTE_IPV4(192, 168, 1, 7));
+	CU_ASSERT_EQUAL(list.prefixes[1].depth, 32);
+	CU_ASSERT_EQUAL(list.prefixes[2].depth, 0);
+	CU_ASSERT_EQUAL(dp_allowlist_format(&list, text, sizeof(text)), 0);
+	CU_ASSERT_STRING_EQUAL(text, "10.0.0.0/8,192.168.1.7/32,0.0.0.0/0");
+	CU_ASSERT_EQUAL(dp_allowlist_format(&list, text, 10), -ENOSPC);
+	for (unsigned int i = 0; i < RTE_DIM(bad); i++) {
+		err[0] = '\0';
+		CU_ASSERT_EQUAL(dp_allowlist_parse(bad[i], &list, err, sizeof(err)), -EINVAL);
+		CU_ASSERT(err[0] != '\0');
+	}
+	CU_ASSERT_EQUAL(dp_allowlist_parse("10.1.2.3/8", &list, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "10.0.0.0/8"));
+	/* one more than fits */
+	size_t off = 0;
+	for (unsigned int i = 0; i <= DP_ALLOW_MAX; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s10.0.%u.0/24", i ? "," : "", i);
+	CU_ASSERT_EQUAL(dp_allowlist_parse(text, &list, err, sizeof(err)), -EINVAL);
+	text[strlen(text) - strlen(",10.0.64.0/24")] = '\0';
+	CU_ASSERT_EQUAL(dp_allowlist_parse(text, &list, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(list.count, DP_ALLOW_MAX);
+}
+
+/* Only the peer may use the echo model; every other model is open. */
+static bool peer_only_echo(const void *model, rte_be32_t src)
+{
+	return model != g_stub_ops.lookup(g_stub_ops.ctx, STUB_MODEL_ECHO, NULL, 0) ||
+	       src == rte_cpu_to_be_32(T_PEER_IP);
+}
+
+/* A request dropped after its header was read: counted as a request and as the drop, nothing sent. */
+static void expect_request_dropped(struct dp_lcore *lc, const struct frame *f, enum dp_drop_reason reason, int line)
+{
+	struct outcome o = t_run(lc, f, f->len, T_RX_OL_FLAGS);
+
+	t_check(o.verdict == DP_VERDICT_DROP && o.drop == (int)reason && o.status == -1 && o.requests == 1,
+		__FILE__, line, "expected a request dropped as %s; got %s", dp_drop_reason_name(reason), outcome_str(&o));
+}
+
+/* A source outside the global list gets nothing back, over IP or ARP; one outside a model's list
+ * nothing for that model (no error reply: it learns nothing), and the rest as before. */
+static void test_allowlist(void)
+{
+	static struct dp_allowlist list;
+	static struct dp_lcore lc;
+	static struct dp_model_ops ops;
+	struct rte_lpm *lpm;
+	char err[128];
+
+	CU_ASSERT_EQUAL_FATAL(dp_allowlist_parse("10.0.0.2,192.168.0.0/16", &list, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(dp_allow_create(&list, "t_allow", SOCKET_ID_ANY, &lpm), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(lpm);
+	CU_ASSERT(dp_allowed(lpm, rte_cpu_to_be_32(T_PEER_IP)));
+	CU_ASSERT(dp_allowed(lpm, rte_cpu_to_be_32(RTE_IPV4(192, 168, 200, 1))));
+	CU_ASSERT(!dp_allowed(lpm, rte_cpu_to_be_32(T_OTHER_IP)));
+	CU_ASSERT(!dp_allowed(lpm, rte_cpu_to_be_32(RTE_IPV4(192, 169, 0, 1))));
+	CU_ASSERT(dp_allowed(NULL, rte_cpu_to_be_32(T_OTHER_IP)));
+	CU_ASSERT_EQUAL(dp_allow_create(&(struct dp_allowlist){ .count = 0 }, "t_allow_any", SOCKET_ID_ANY, &lpm), 0);
+	CU_ASSERT_PTR_NULL(lpm);
+	CU_ASSERT_EQUAL_FATAL(dp_allow_create(&list, "t_allow2", SOCKET_ID_ANY, &lpm), 0);
+
+	t_lcore_init(&lc, g_lc_jumbo.cfg);
+	lc.allow = lpm;
+	frame_ping(&g_f, &g_m, 8, 0); /* from the peer: allowed */
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&lc, &g_f, BW_STATUS_OK));
+	f_ip(&g_f)->src_addr = rte_cpu_to_be_32(T_OTHER_IP);
+	frame_fix(&g_f);
+	EXPECT_DROP(&lc, &g_f, DP_DROP_SRC_NOT_ALLOWED);
+	frame_icmp_echo(&g_f, 16);
+	f_ip(&g_f)->src_addr = rte_cpu_to_be_32(T_OTHER_IP);
+	frame_fix(&g_f);
+	EXPECT_DROP(&lc, &g_f, DP_DROP_SRC_NOT_ALLOWED);
+	frame_arp(&g_f, RTE_ARP_OP_REQUEST, T_OUR_IP);
+	f_arp(&g_f)->arp_data.arp_sip = rte_cpu_to_be_32(T_OTHER_IP);
+	EXPECT_DROP(&lc, &g_f, DP_DROP_SRC_NOT_ALLOWED);
+	/* a bad request from an unlisted source is not answered either: no error reply */
+	frame_ping(&g_f, &g_m, 8, 0);
+	f_bw(&g_f)->version = 9;
+	f_ip(&g_f)->src_addr = rte_cpu_to_be_32(T_OTHER_IP);
+	frame_fix(&g_f);
+	EXPECT_DROP(&lc, &g_f, DP_DROP_SRC_NOT_ALLOWED);
+	rte_lpm_free(lpm);
+
+	/* per model: the lcore open to all, the echo model to the peer only */
+	ops = g_stub_ops;
+	ops.source_allowed = peer_only_echo;
+	t_lcore_init(&lc, g_lc_jumbo.cfg);
+	lc.models = &ops;
+	msg_init(&g_m, BW_OP_INFER, STUB_MODEL_ECHO);
+	msg_tensors(&g_m, g_jumbo_tensors, 1);
+	frame_msg(&g_f, &g_m);
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&lc, &g_f, BW_STATUS_OK));
+	f_ip(&g_f)->src_addr = rte_cpu_to_be_32(T_OTHER_IP);
+	frame_fix(&g_f);
+	expect_request_dropped(&lc, &g_f, DP_DROP_MODEL_NOT_ALLOWED, __LINE__);
+	static const uint8_t pad[256];
+	msg_init(&g_m, BW_OP_MODEL_INFO, STUB_MODEL_ECHO);
+	msg_body_set(&g_m, pad, sizeof(pad));
+	frame_msg(&g_f, &g_m);
+	f_ip(&g_f)->src_addr = rte_cpu_to_be_32(T_OTHER_IP);
+	frame_fix(&g_f);
+	expect_request_dropped(&lc, &g_f, DP_DROP_MODEL_NOT_ALLOWED, __LINE__);
+	/* the model's list does not hide the others, nor PING */
+	frame_ping(&g_f, &g_m, 8, 0);
+	f_ip(&g_f)->src_addr = rte_cpu_to_be_32(T_OTHER_IP);
+	frame_fix(&g_f);
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&lc, &g_f, BW_STATUS_OK));
+	msg_init(&g_m, BW_OP_INFER, STUB_MODEL_UNKNOWN);
+	frame_msg(&g_f, &g_m);
+	f_ip(&g_f)->src_addr = rte_cpu_to_be_32(T_OTHER_IP);
+	frame_fix(&g_f);
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&lc, &g_f, BW_STATUS_NOT_FOUND));
+	t_reply_release();
+}
+
 static void test_ip_bad_hdr_len(void)
 {
 	uint8_t ihl;
@@ -432,6 +560,8 @@ static CU_TestInfo g_packet_tests[] = {
 	{ "ip: fragments dropped, DF accepted", test_ip_fragment },
 	{ "ip: wrong destination", test_ip_wrong_dst },
 	{ "ip: martian sources (0/8, 127/8, 224/4, 240/4, our own): ip_martian_src", test_ip_martian_src },
+	{ "allowlist: parse and format, every malformed element", test_allowlist_parse },
+	{ "allowlist: global (IP, ARP) and per model: dropped unanswered", test_allowlist },
 	{ "ip: IHL below 5, IHL past the frame", test_ip_bad_hdr_len },
 	{ "ip: version not 4", test_ip_bad_version },
 	{ "ip: total length below IHL or past the frame", test_ip_bad_total_len },

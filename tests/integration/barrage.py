@@ -152,6 +152,15 @@ def main():
     add("martian source IP", ("drops_by_reason", "ip_martian_src"),
         lambda i: raw_bytes(eth / IP(src=martians[i % 6], dst=args.server_ip) / UDP(sport=sport, dport=args.port) /
                             Raw(good_request(i))))
+    # the daemon allows 10.77.0.0/30 only (barrage_netns.sh): anyone else gets nothing, IP or ARP
+    add("source outside the allowlist", ("drops_by_reason", "src_not_allowed"),
+        lambda i: raw_bytes(eth / IP(src="10.77.0.%d" % (100 + i % 100), dst=args.server_ip) /
+                            ([UDP(sport=sport, dport=args.port) / Raw(good_request(i)),
+                              ICMP() / Raw(b"p" * 8),
+                              UDP(sport=sport, dport=args.port) / Raw(bw_message(version=9, request_id=i))][i % 3])))
+    add("ARP from outside the allowlist", ("drops_by_reason", "src_not_allowed"),
+        lambda i: raw_bytes(Ether(src=our_mac, dst="ff:ff:ff:ff:ff:ff") / ARP(pdst=args.server_ip,
+                                                                 psrc="10.78.0.%d" % (1 + i % 200))))
     add("unicast to another MAC", ("drops_by_reason", "eth_wrong_dst"),
         lambda i: raw_bytes(Ether(src=our_mac, dst="02:00:00:00:00:%02x" % (i % 256)) / ip() / UDP(dport=args.port)))
     add("ARP for another address", ("drops_by_reason", "arp_not_for_us"),

@@ -17,7 +17,8 @@ PER_CLASS=${2:-80}
 bw_env_check
 python3 -c 'import scapy' 2>/dev/null || bw_skip "scapy is not installed (pip install scapy)"
 bw_net_up
-bw_daemon_start "$BATCHWIRE"
+# only the client (and the /30 around it) may talk to the appliance: barrage.py forges others
+bw_daemon_start "$BATCHWIRE" --allow 10.77.0.0/30
 
 export BW_PREFIX
 bw_cli python3 "$(dirname "$0")/barrage.py" --iface "$BW_CLI_IF" --server-ip "$BW_SERVER_IP" \
