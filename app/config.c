@@ -87,6 +87,14 @@ static int parse_allow(const struct app_option *opt __rte_unused, const char *va
 	return dp_allowlist_parse(value, &cfg->dp.allow, err, sizeof(err));
 }
 
+static int parse_key_file(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	if (value[0] == '\0' || strlen(value) >= sizeof(cfg->dp.auth.key_file))
+		return -EINVAL;
+	snprintf(cfg->dp.auth.key_file, sizeof(cfg->dp.auth.key_file), "%s", value);
+	return 0;
+}
+
 static int lcore_list_parse(const char *value, unsigned int *ids, unsigned int max)
 {
 	bool seen[APP_LCORE_ID_MAX + 1] = {false};
@@ -186,6 +194,22 @@ static const struct app_option g_options[] = {
 	 "'any' or up to " XSTR(DP_ALLOW_MAX) " IPv4 prefixes such as 10.0.0.0/8,192.168.1.7 (host bits zero)",
 	 "sources that get any answer (requests, ARP, ping); others are dropped\n"
 	 "                   unanswered (src_not_allowed). A model's own allow key narrows it (default any)"},
+	{"auth-keys", "auth_keys", parse_key_file, 0, 0, 0, 0, "a file path below 4096 bytes",
+	 "key file of signed requests: lines 'KEY_ID HEX_SECRET', readable by its owner\n"
+	 "                   only; SIGHUP or /batchwire/auth/reload reads it again (default none:\n"
+	 "                   a signed request is refused UNAUTHENTICATED)"},
+	{"auth-window-ms", "auth_window_ms", parse_uint, 1, DP_AUTH_WINDOW_MS_MAX, U32_FIELD(dp.auth.window_ms),
+	 "an integer in 1.." XSTR(DP_AUTH_WINDOW_MS_MAX),
+	 "how far a signed request_id (the client's clock, ns) may be from ours\n"
+	 "                   (default " XSTR(DP_AUTH_WINDOW_MS_DEFAULT) ")"},
+	{"auth-overlap-s", "auth_overlap_s", parse_uint, 0, DP_AUTH_OVERLAP_S_MAX, U32_FIELD(dp.auth.overlap_s),
+	 "an integer in 0.." XSTR(DP_AUTH_OVERLAP_S_MAX),
+	 "seconds a key taken out of the key file is still accepted after a reload\n"
+	 "                   (default " XSTR(DP_AUTH_OVERLAP_S_DEFAULT) ")"},
+	{"auth-flows", "auth_flows", parse_uint, 8, DP_AUTH_FLOWS_MAX, U32_FIELD(dp.auth.flows),
+	 "an integer in 8..1048576",
+	 "per polling lcore: signed sources whose recent request_ids are kept against\n"
+	 "                   replays (default " XSTR(DP_AUTH_FLOWS_DEFAULT) ")"},
 	{"gpu-module", "gpu_module", parse_gpu_module, 0, 0, 0, 0, "a file path below 4096 bytes, or 'fake'",
 	 "device module of the models with device = gpu (default libbwgpu.so\n"
 	 "                   beside batchwire, then libdir/batchwire); 'fake': the CPU fake device, for tests"},
@@ -211,7 +235,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
 		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
 		"                   cpu only), slots, max_request_bytes (largest request body, default\n"
-		"                   max_message_bytes), allow (sources that may use it, as --allow),\n"
+		"                   max_message_bytes), allow (sources that may use it, as --allow), auth\n"
+		"                   (required: signed requests only; default optional),\n"
 		"                   precision (cpu: fp32 or bf16, the latter on AMX;\n"
 		"                   gpu: fp32 or fp16), and the batching options of docs/batching.md\n"
 		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes and takes\n"
@@ -477,6 +502,17 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 
 		if (dp_allowlist_parse(value, &model->allow, why, sizeof(why)) != 0) {
 			snprintf(msg, cap, "invalid allow '%s': %s", value, why);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "auth") == 0) {
+		if (strcmp(value, "required") == 0)
+			model->auth_required = true;
+		else if (strcmp(value, "optional") == 0)
+			model->auth_required = false;
+		else {
+			snprintf(msg, cap, "invalid auth '%s': expected required or optional", value);
 			return -EINVAL;
 		}
 		return 0;

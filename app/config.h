@@ -48,6 +48,7 @@ struct app_model_config {
 	bool gpu_keys_set;            /* precision, layout or launch_mode given: refused for a CPU model */
 	uint32_t max_request_bytes;   /* largest request body, all datagrams; 0: max_message_bytes */
 	struct dp_allowlist allow;    /* sources that may use it (within the global list); empty: all */
+	bool auth_required;           /* unsigned INFER and MODEL_INFO refused UNAUTHENTICATED */
 	struct bat_options batching;
 };
 

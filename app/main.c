@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +42,48 @@ static struct dp_lcore *g_poll_lcores[DP_MAX_POLL_LCORES];
 static unsigned int g_nb_poll_lcores;
 static bool g_is_poll_lcore[RTE_MAX_LCORE];
 
+static volatile bool g_reload_keys; /* SIGHUP: the control thread reads the key file again */
+static struct dp_auth *g_auth;
+
 static void signal_handler(int signum)
 {
 	if (signum == SIGINT || signum == SIGTERM)
 		g_force_quit = true;
+	else if (signum == SIGHUP)
+		g_reload_keys = true;
+}
+
+#define APP_CONTROL_TICK_US 100000  /* how soon a SIGHUP is acted on */
+#define APP_CLOCK_SYNC_TICKS 10     /* the key table's wall clock re-read every second */
+
+/*
+ * The control thread (not pinned to a polling or worker lcore's CPU): the work of the appliance that
+ * may block or make system calls while the lcores serve: re-reading the wall clock that signed
+ * request_ids are checked against, and the key file on SIGHUP.
+ */
+static void *control_main(void *arg __rte_unused)
+{
+	unsigned int ticks = 0;
+
+	while (!g_force_quit) {
+		usleep(APP_CONTROL_TICK_US);
+		if (g_auth == NULL)
+			continue;
+		if (++ticks % APP_CLOCK_SYNC_TICKS == 0)
+			dp_auth_clock_sync(g_auth);
+		if (g_reload_keys) {
+			char err[256];
+			int keys;
+
+			g_reload_keys = false;
+			keys = dp_auth_reload(g_auth, err, sizeof(err));
+			if (keys >= 0)
+				PLAT_LOG(INFO, app, "SIGHUP: key file reloaded, %d keys accepted", keys);
+			else
+				PLAT_LOG(ERR, app, "SIGHUP: %s; the keys in use are unchanged", err);
+		}
+	}
+	return NULL;
 }
 
 /*
@@ -72,7 +111,9 @@ static int poll_lcore_main(void *arg)
 	struct plat_poller pollers[PLAT_POLLERS_MAX];
 	unsigned int nb_pollers = app_service_pollers(lc->lcore_id, true, true, pollers);
 
+	dp_auth_lcore_online(lc);
 	plat_poll_loop(pollers, nb_pollers, &g_force_quit, &lc->poll);
+	dp_auth_lcore_offline(lc); /* reads no key table past its last burst: reloads need not wait for it */
 	/* Stopping: take no new requests, but answer every request already taken before the port stops. */
 	if (!app_service_lcore_drain(lc->lcore_id, APP_DRAIN_MAX_US))
 		PLAT_LOG(WARNING, app, "lcore %u: batches still in flight after %u ms; their requests go unanswered",
@@ -323,6 +364,15 @@ int main(int argc, char **argv)
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
 
+	if (cfg.dp.auth.key_file[0] != '\0') {
+		char err[512];
+
+		ret = dp_auth_create(&cfg.dp.auth, &g_auth, err, sizeof(err));
+		if (ret != 0)
+			rte_exit(EXIT_FAILURE, "batchwire: %s\n", err);
+		PLAT_LOG(INFO, app, "signed requests: keys from %s, window %u ms, overlap %u s", cfg.dp.auth.key_file,
+			 cfg.dp.auth.window_ms, cfg.dp.auth.overlap_s);
+	}
 	ret = dp_allow_create(&cfg.dp.allow, "bw_allow", SOCKET_ID_ANY, &allow);
 	if (ret != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: cannot build the allowlist: %s\n", rte_strerror(-ret));
@@ -334,6 +384,8 @@ int main(int argc, char **argv)
 
 		ret = dp_lcore_init(lc, lcore, cfg.port_id, (uint16_t)i, queue_sockets[i], &cfg.dp, &service.ops);
 		lc->allow = allow;
+		if (ret == 0 && g_auth != NULL)
+			ret = dp_auth_lcore_init(lc, g_auth, queue_sockets[i]);
 		if (ret == 0)
 			ret = app_service_lcore_init(&service, lc);
 		if (ret != 0)
@@ -348,11 +400,18 @@ int main(int argc, char **argv)
 	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores, app_service_telemetry);
 	if (ret == 0)
 		ret = app_service_telemetry_register();
+	if (ret == 0 && g_auth != NULL)
+		ret = dp_telemetry_auth(g_auth);
 	if (ret != 0)
 		PLAT_LOG(WARNING, app, "telemetry commands not registered: %s", rte_strerror(-ret));
 
 	signal(SIGINT, signal_handler);
 	signal(SIGTERM, signal_handler);
+	signal(SIGHUP, signal_handler);
+	pthread_t control;
+	ret = rte_ctrl_thread_create(&control, "bw-ctrl", NULL, control_main, NULL);
+	if (ret != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: cannot start the control thread: %s\n", strerror(ret));
 
 	char ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &cfg.dp.ipv4_addr, ip, sizeof(ip));
@@ -384,12 +443,14 @@ int main(int argc, char **argv)
 		while (!g_force_quit)
 			usleep(APP_MAIN_WAIT_US);
 	rte_eal_mp_wait_lcore();
+	pthread_join(control, NULL);
 
 	PLAT_LOG(INFO, app, "stopping: lcores joined, stopping port %u", cfg.port_id);
 	summary_print();
 	dp_port_fini(cfg.port_id);
 	for (unsigned int i = 0; i < g_nb_poll_lcores; i++)
 		dp_lcore_fini(g_poll_lcores[i]);
+	dp_auth_destroy(g_auth);
 	app_service_fini(&service); /* first: it unregisters the pools' memory from the GPU */
 	pools_free(&pool_set);
 	rte_eal_cleanup();

@@ -45,6 +45,11 @@ static bool service_source_allowed(const void *model, rte_be32_t src)
 	return dp_allowed(container_of(model, const struct app_model, spec)->allow, src);
 }
 
+static bool service_auth_required(const void *model)
+{
+	return container_of(model, const struct app_model, spec)->cfg.auth_required;
+}
+
 /* Echo: any tensors, the first dimension of every one is the request's rows. */
 static uint32_t echo_request_rows(const struct dp_request *req, char *msg, size_t cap)
 {
@@ -379,6 +384,7 @@ struct dp_model_ops app_model_ops(struct app_service *svc)
 		.lookup = service_lookup,
 		.priority_levels = service_priority_levels,
 		.source_allowed = service_source_allowed,
+		.auth_required = service_auth_required,
 		.describe = service_describe,
 		.request_max = service_request_max,
 		.infer = service_infer,

@@ -44,6 +44,9 @@ static const char g_usage[] =
 	"                    to back), for paths that drop bursts\n"
 	"  --drop-permille N for loss tests: withhold each request datagram with probability N/1000\n"
 	"                    (a fixed sequence; default 0), as a lossy path would drop it\n"
+	"  --key-file F      sign every request with a key of F (the server's key file format:\n"
+	"                    'KEY_ID HEX_SECRET' lines; mode 600): the first key, or --key-id's\n"
+	"  --key-id N        the key of --key-file to sign with, 1..4294967295\n"
 	"  -h, --help        this help; 'COMMAND --help' for a command's options\n"
 	"\n"
 	"Exit status: 0 when every request got an OK reply (and matched with --expect-echo or --expect),\n"
@@ -64,9 +67,13 @@ static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
 		{ "mtu", required_argument, NULL, 'm' },
 		{ "pace-us", required_argument, NULL, 'P' },
 		{ "drop-permille", required_argument, NULL, 'D' },
+		{ "key-file", required_argument, NULL, 'K' },
+		{ "key-id", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *key_file = NULL;
+	uint32_t key_id = 0;
 	uint64_t v;
 	int opt;
 
@@ -108,6 +115,14 @@ static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
 				goto usage;
 			cli->opts.drop_permille = (uint32_t)v;
 			break;
+		case 'K':
+			key_file = optarg;
+			break;
+		case 'k':
+			if (!opt_u64(NULL, "--key-id", optarg, 1, UINT32_MAX, &v))
+				goto usage;
+			key_id = (uint32_t)v;
+			break;
 		case 'h':
 			fputs(g_usage, stdout);
 			*exit_code = EXIT_OK;
@@ -124,6 +139,21 @@ static int parse_global(int argc, char **argv, struct cli *cli, int *exit_code)
 	if (optind >= argc) {
 		usage_error(NULL, "no command given (expected ping, info, infer or help)");
 		goto usage;
+	}
+	if (key_id != 0 && key_file == NULL) {
+		usage_error(NULL, "--key-id needs --key-file");
+		goto usage;
+	}
+	if (key_file != NULL) {
+		char err[512];
+		uint32_t len = 0;
+
+		if (bwc_key_file_read(key_file, key_id, &cli->opts.key_id, cli->key, &len, err, sizeof(err)) != 0) {
+			fprintf(stderr, PROG ": %s\n", err);
+			goto usage;
+		}
+		cli->opts.key = cli->key;
+		cli->opts.key_len = len;
 	}
 	return optind;
 usage:

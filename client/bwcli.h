@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <batchwire/auth.h>
+
 #include "bwclient.h"
 
 #define PROG "bwcli"
@@ -42,6 +44,7 @@ extern volatile sig_atomic_t g_stop;
 struct cli {
 	struct bwc_opts opts;
 	struct bwc *c;
+	uint8_t key[BW_AUTH_KEY_MAX]; /* --key-file's key, which opts.key points to */
 };
 
 /* Counters of one ping or infer run; latencies of OK replies only; datagrams of every request. */

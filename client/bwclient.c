@@ -18,8 +18,11 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <batchwire/auth.h>
 
 #include "bwclient.h"
 
@@ -41,6 +44,11 @@ struct bwc {
 	uint32_t drop_permille;
 	uint64_t drop_state;      /* xorshift64: the withheld datagrams of a loss test */
 	uint64_t next_request_id;
+	bool sign;                /* every datagram carries a trailer under hmac */
+	uint32_t key_id;
+	struct bw_hmac_key hmac;
+	struct bw_auth_pseudo pseudo; /* our address and port, the server's: what the tag binds */
+	uint64_t last_signed_id;
 	uint8_t *tx;              /* BW_DGRAM_MAX bytes: one datagram, or one segment at a time */
 	uint8_t *rx;              /* BWC_RX_BYTES bytes */
 	uint8_t *reply_buf;       /* a reassembled reply: reply_cap bytes, NULL until one came */
@@ -60,6 +68,17 @@ void bwc_opts_init(struct bwc_opts *opts)
 	opts->pace_us = BWC_PACE_US_DEFAULT;
 	opts->max_reply_bytes = BWC_MAX_REPLY_BYTES_DEFAULT;
 	opts->drop_permille = 0;
+	opts->key_id = 0;
+	opts->key = NULL;
+	opts->key_len = 0;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t now_ns(void)
@@ -114,6 +133,25 @@ static void sockbuf_grow(int fd, int force_opt, int opt)
 	(void)setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes));
 }
 
+/* The addresses a signed datagram's tag binds: ours as connect() chose them, and the server's. The
+ * server sees the same unless a NAT lies between: signing does not cross one. */
+static int pseudo_fill(struct bwc *c)
+{
+	struct sockaddr_in local, peer;
+	socklen_t len = sizeof(local);
+
+	if (getsockname(c->fd, (struct sockaddr *)&local, &len) < 0)
+		return -errno;
+	len = sizeof(peer);
+	if (getpeername(c->fd, (struct sockaddr *)&peer, &len) < 0)
+		return -errno;
+	c->pseudo.src_addr = local.sin_addr.s_addr;
+	c->pseudo.src_port = local.sin_port;
+	c->pseudo.dst_addr = peer.sin_addr.s_addr;
+	c->pseudo.dst_port = peer.sin_port;
+	return 0;
+}
+
 static int resolve_and_connect(struct bwc *c, const struct bwc_opts *opts)
 {
 	struct addrinfo hints = {
@@ -142,6 +180,8 @@ static int resolve_and_connect(struct bwc *c, const struct bwc_opts *opts)
 	/* connect() makes the kernel drop datagrams from anyone but the server. */
 	rc = connect(c->fd, res->ai_addr, res->ai_addrlen) < 0 ? -errno : 0;
 	freeaddrinfo(res);
+	if (rc == 0 && c->sign)
+		rc = pseudo_fill(c);
 	return rc;
 }
 
@@ -160,15 +200,24 @@ struct bwc *bwc_open(const struct bwc_opts *opts, int *err)
 		*err = -EINVAL;
 		return NULL;
 	}
+	if (opts->key_id != 0 && (opts->key == NULL || opts->key_len < BW_AUTH_KEY_MIN || opts->key_len > BW_AUTH_KEY_MAX)) {
+		*err = -EINVAL;
+		return NULL;
+	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		*err = -ENOMEM;
 		return NULL;
 	}
+	if (opts->key_id != 0) {
+		c->sign = true;
+		c->key_id = opts->key_id;
+		bw_hmac_key_init(&c->hmac, opts->key, opts->key_len);
+	}
 	c->fd = -1;
 	c->timeout_ms = opts->timeout_ms;
 	c->retries = opts->retries;
-	c->slice = bwc_segment_slice(opts->mtu);
+	c->slice = bwc_segment_slice(opts->mtu) - (c->sign ? (uint32_t)sizeof(struct bw_auth_trailer) : 0);
 	c->pace_us = opts->pace_us;
 	c->max_reply_bytes = opts->max_reply_bytes;
 	c->drop_permille = opts->drop_permille;
@@ -200,6 +249,7 @@ void bwc_close(struct bwc *c)
 	free(c->tx);
 	free(c->rx);
 	free(c->reply_buf);
+	OPENSSL_cleanse(&c->hmac, sizeof(c->hmac));
 	free(c);
 }
 
@@ -246,6 +296,32 @@ static bool drop_next(struct bwc *c)
 	return c->drop_state % 1000 < c->drop_permille;
 }
 
+/* Appends the trailer to the datagram of len bytes in c->tx (room for it: the slice left it).
+ * \return the new length. */
+static int datagram_sign(struct bwc *c, int len)
+{
+	struct bw_hdr *hdr = (struct bw_hdr *)c->tx;
+	struct bw_auth_trailer *t = (struct bw_auth_trailer *)(c->tx + len);
+
+	hdr->flags |= BW_FLAG_AUTH;
+	t->key_id = c->key_id;
+	t->reserved = 0;
+	bw_auth_tag(&c->hmac, &c->pseudo, hdr, hdr->body_len, t->tag);
+	return len + (int)sizeof(*t);
+}
+
+/* A signed request's request_id: the wall clock in ns, above the last one (the server refuses a
+ * request_id it has seen from us, or one far from its own clock). */
+static uint64_t signed_request_id(struct bwc *c)
+{
+	uint64_t id = realtime_ns();
+
+	if (id <= c->last_signed_id)
+		id = c->last_signed_id + 1;
+	c->last_signed_id = id;
+	return id;
+}
+
 static int send_request(struct bwc *c, struct call *call)
 {
 	for (uint32_t i = 0; i < call->segments; i++) {
@@ -257,6 +333,8 @@ static int send_request(struct bwc *c, struct call *call)
 			set_error(c, "cannot encode segment %u of %u", i, call->segments);
 			return len;
 		}
+		if (c->sign)
+			len = datagram_sign(c, len);
 		if (i > 0 && c->pace_us > 0)
 			pause_us(c->pace_us);
 		if (drop_next(c)) {
@@ -443,7 +521,7 @@ static int exchange(struct bwc *c, struct bwc_request *req, struct bwc_reply *re
 	reply->segments_sent = 0;
 	reply->segments_received = 0;
 	reply->segments_withheld = 0;
-	req->request_id = c->next_request_id++;
+	req->request_id = c->sign ? signed_request_id(c) : c->next_request_id++;
 	segments = bwc_request_segments(req, c->slice);
 	if (segments < 0) {
 		set_error(c, "%s", segments == -EMSGSIZE ? "request needs more than 65535 segments at this MTU"
@@ -455,6 +533,12 @@ static int exchange(struct bwc *c, struct bwc_request *req, struct bwc_reply *re
 	start_ns = now_ns();
 	for (attempt = 0; attempt <= c->retries; attempt++) {
 		reply->attempts = (uint32_t)(attempt + 1);
+		/* a signed resend is a new request to the server, which refuses a request_id twice: the
+		 * reply to the last one sent is the one waited for */
+		if (c->sign && attempt > 0) {
+			req->request_id = signed_request_id(c);
+			call.reassembling = false;
+		}
 		rc = send_request(c, &call);
 		if (rc < 0)
 			return rc;
@@ -588,4 +672,53 @@ int bwc_model_info_by_name(struct bwc *c, const char *name, struct bwc_model_inf
 		return -EINVAL;
 	}
 	return model_info_padded(c, BW_MODEL_ID_ANY, name, len, info);
+}
+
+int bwc_key_file_read(const char *path, uint32_t want_id, uint32_t *id, uint8_t *key, uint32_t *len, char *err,
+		      size_t cap)
+{
+	char line[512];
+	unsigned int lineno = 0;
+	struct stat st;
+	int rc = -ENOENT;
+	FILE *f = fopen(path, "re");
+
+	if (f == NULL) {
+		rc = -errno;
+		snprintf(err, cap, "key file %s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO))) {
+		snprintf(err, cap, "key file %s is open to its group or others (mode %04o): chmod 600 %s", path,
+			 (unsigned int)(st.st_mode & 07777), path);
+		fclose(f);
+		return -EPERM;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		const char *why = NULL;
+		size_t n = 0;
+		int got;
+
+		lineno++;
+		got = bw_key_line_parse(line, id, key, &n, &why);
+		if (got < 0) {
+			snprintf(err, cap, "key file %s line %u: %s", path, lineno, why);
+			rc = -EINVAL;
+			break;
+		}
+		if (got == 1 && (want_id == 0 || *id == want_id)) {
+			*len = (uint32_t)n;
+			rc = 0;
+			break;
+		}
+	}
+	OPENSSL_cleanse(line, sizeof(line));
+	fclose(f);
+	if (rc == -ENOENT) {
+		if (want_id != 0)
+			snprintf(err, cap, "key file %s has no key %u", path, want_id);
+		else
+			snprintf(err, cap, "key file %s holds no key", path);
+	}
+	return rc;
 }

@@ -106,4 +106,22 @@ const uint8_t *dp_msg_prefix(struct dp_lcore *lc, const struct dp_msg *msg, uint
 void dp_msg_complete(struct dp_lcore *lc, struct dp_msg *msg, struct rte_mbuf *m, struct bw_hdr *hdr,
 		     enum bw_status status, uint32_t reply_len, uint16_t reply_tensors, const char *why);
 
+/* ---- authentication (auth.c) ---- */
+
+/**
+ * Checks the trailer of the datagram in hand (AUTH set, lengths checked; lc->rx_src_* set): a key of
+ * its id still accepted, the tag, and request_id within the window. On OK sets lc->rx_authenticated
+ * and lc->rx_key_id. Keeps no state: a message checks its request_id once, whole.
+ */
+enum dp_auth_outcome dp_auth_verify(struct dp_lcore *lc, const struct bw_hdr *hdr);
+
+/** Whether the verified datagram's source has not used request_id yet; records it. */
+enum dp_auth_outcome dp_auth_replay_check(struct dp_lcore *lc, uint64_t request_id);
+
+/** The polling lcore holds no key table now (once per poll; lc->auth set). */
+void dp_auth_quiescent(struct dp_lcore *lc);
+
+/** Frees the lcore's flow table and leaves the key table's grace periods (dp_lcore_fini). */
+void dp_auth_lcore_fini(struct dp_lcore *lc);
+
 #endif /* BW_DP_DEFS_H */

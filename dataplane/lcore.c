@@ -90,6 +90,7 @@ void dp_lcore_rates_init(struct dp_lcore *lc, uint64_t hz)
 
 void dp_lcore_fini(struct dp_lcore *lc)
 {
+	dp_auth_lcore_fini(lc);
 	dp_reasm_destroy(lc);
 	rte_free(lc->tx_buffer);
 	lc->tx_buffer = NULL;
@@ -109,6 +110,8 @@ enum plat_poll_result dp_rx_poll(void *arg)
 	struct rte_mbuf *pkts[DP_RX_BURST];
 	uint16_t nb_rx, i;
 
+	if (lc->auth != NULL) /* between bursts no key table is in use: a reload may free the last one */
+		dp_auth_quiescent(lc);
 	nb_rx = rte_eth_rx_burst(lc->port_id, lc->queue_id, pkts, DP_RX_BURST);
 	if (unlikely(nb_rx == 0))
 		return PLAT_POLL_IDLE;

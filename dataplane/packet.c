@@ -196,6 +196,7 @@ static enum dp_verdict udp_handle(struct dp_lcore *lc, struct rte_mbuf *m, struc
 		return dp_drop(lc, DP_DROP_UDP_BAD_CSUM);
 	if (udp->dst_port != rte_cpu_to_be_16(lc->cfg->udp_port))
 		return dp_drop(lc, DP_DROP_UDP_WRONG_PORT);
+	lc->rx_src_port = udp->src_port;
 	return dp_request_handle(lc, m, (uint8_t *)(udp + 1), l4_len - (uint32_t)sizeof(*udp));
 }
 

@@ -53,6 +53,12 @@ void dp_config_defaults(struct dp_config *cfg)
 		.error_rate = DP_ERROR_RATE_DEFAULT,
 		.icmp_rate = DP_ICMP_RATE_DEFAULT,
 		.arp_rate = DP_ARP_RATE_DEFAULT,
+		.auth = {
+			.key_file = "",
+			.window_ms = DP_AUTH_WINDOW_MS_DEFAULT,
+			.overlap_s = DP_AUTH_OVERLAP_S_DEFAULT,
+			.flows = DP_AUTH_FLOWS_DEFAULT,
+		},
 	};
 }
 

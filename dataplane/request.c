@@ -58,9 +58,10 @@ static enum bw_status header_check(const struct dp_lcore *lc, const struct bw_hd
 		snprintf(msg, cap, "MODEL_INFO fits one datagram: its body is at most a %u-byte name", BW_MAX_NAME_LEN);
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
-	if (hdr->flags & BW_FLAG_AUTH) {
-		snprintf(msg, cap, "authentication trailers are not supported by this server");
-		return BW_STATUS_UNIMPLEMENTED;
+	if ((hdr->flags & BW_FLAG_AUTH) &&
+	    ((const struct bw_auth_trailer *)((const uint8_t *)(hdr + 1) + hdr->body_len))->reserved != 0) {
+		snprintf(msg, cap, "the authentication trailer's reserved field must be 0");
+		return BW_STATUS_INVALID_ARGUMENT;
 	}
 	return BW_STATUS_OK;
 }
@@ -112,6 +113,42 @@ static const void *model_resolve(struct dp_lcore *lc, const struct bw_hdr *hdr, 
 	}
 	*status = BW_STATUS_OK;
 	return model;
+}
+
+/* What a client is told when its authentication fails; the counter says which. */
+static const char *auth_failure_message(enum dp_auth_outcome o)
+{
+	switch (o) {
+	case DP_AUTH_MISSING:
+		return "this model takes authenticated requests only: sign it (the AUTH flag and trailer)";
+	case DP_AUTH_NO_KEYS:
+		return "this server has no keys (auth_keys): it cannot check an authentication trailer";
+	case DP_AUTH_UNKNOWN_KEY:
+		return "unknown key id, or one past its overlap after a key rotation";
+	case DP_AUTH_BAD_TAG:
+		return "authentication tag does not match (wrong key, or the datagram or its addresses changed)";
+	case DP_AUTH_STALE:
+		return "request_id is not within auth_window_ms of the server's clock: signed, it is the client's "
+		       "CLOCK_REALTIME in ns (are both clocks synchronised?)";
+	case DP_AUTH_REPLAY:
+		return "request_id already seen from this source under this key: a replay, or a resend that did not "
+		       "take a new request_id";
+	case DP_AUTH_FLOWS_FULL:
+		return "auth_flows: this polling lcore tracks as many authenticated sources as it can";
+	default:
+		return "authentication failed";
+	}
+}
+
+static enum bw_status auth_failure_status(enum dp_auth_outcome o)
+{
+	return o == DP_AUTH_FLOWS_FULL ? BW_STATUS_RESOURCE_EXHAUSTED : BW_STATUS_UNAUTHENTICATED;
+}
+
+/* A model that takes signed requests only, and one that was not. */
+static bool auth_missing(const struct dp_lcore *lc, const void *model)
+{
+	return !lc->rx_authenticated && lc->models->auth_required != NULL && lc->models->auth_required(model);
 }
 
 /* A model's own allowlist: a source it leaves out gets nothing back, not even an error. */
@@ -171,8 +208,9 @@ enum dp_verdict dp_refuse(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr
 {
 	if (!dp_rate_allow(&lc->error_rate, lc->burst_tsc))
 		return dp_drop(lc, DP_DROP_RATE_ERROR);
-	/* the datagram's own bytes: its header's body_len may be what was wrong with it */
-	return error_reply_cut(lc, m, hdr, status, msg, lc->rx_body_len);
+	/* the datagram's own bytes (its header's body_len may be what was wrong with it); an
+	 * authenticated peer asked for the reply itself and gets the whole message */
+	return error_reply_cut(lc, m, hdr, status, msg, lc->rx_authenticated ? DP_ERROR_MSG_MAX : lc->rx_body_len);
 }
 
 /* An error answer to a request: in its one datagram, or for a message in its first segment's mbuf
@@ -252,6 +290,11 @@ static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, s
 		 * each here also covers the message once whole */
 		if (model != NULL && !model_source_allowed(lc, model))
 			return dp_drop(lc, DP_DROP_MODEL_NOT_ALLOWED);
+		if (model != NULL && auth_missing(lc, model)) {
+			lc->stats.auth[DP_AUTH_MISSING]++;
+			refuse = BW_STATUS_UNAUTHENTICATED;
+			snprintf(msg, sizeof(msg), "%s", auth_failure_message(DP_AUTH_MISSING));
+		}
 		if (model != NULL && lc->models->request_max != NULL) {
 			uint32_t model_cap = lc->models->request_max(model);
 
@@ -265,6 +308,15 @@ static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, s
 
 	/* whole: served exactly as one datagram would be, from here on */
 	dp_msg_request(lc, whole, req);
+	/* every segment was signed (flags are the same in all) and checked as it came; the message's
+	 * request_id is checked for a replay once, now, under the key of the segment in hand */
+	if (lc->rx_authenticated) {
+		enum dp_auth_outcome o = dp_auth_replay_check(lc, req->hdr->request_id);
+
+		lc->stats.auth[o]++;
+		if (o != DP_AUTH_OK)
+			return request_refuse(lc, req, auth_failure_status(o), auth_failure_message(o));
+	}
 	if (req->hdr->opcode == BW_OP_PING) {
 		if (req->hdr->num_tensors != 0)
 			return request_refuse(lc, req, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
@@ -297,9 +349,23 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 		return dp_drop(lc, DP_DROP_PROTO_REPLY);
 	lc->stats.requests++;
 
+	lc->rx_authenticated = false;
 	status = header_check(lc, hdr, payload_len, msg, sizeof(msg));
 	if (status != BW_STATUS_OK)
 		return dp_refuse(lc, m, hdr, status, msg);
+	if (hdr->flags & BW_FLAG_AUTH) {
+		enum dp_auth_outcome o = dp_auth_verify(lc, hdr);
+
+		/* one datagram is one request: its request_id is spent now (a message's once whole) */
+		if (o == DP_AUTH_OK && hdr->seg_count == 1)
+			o = dp_auth_replay_check(lc, hdr->request_id);
+		if (o != DP_AUTH_OK || hdr->seg_count == 1)
+			lc->stats.auth[o]++;
+		if (o != DP_AUTH_OK) {
+			lc->rx_authenticated = false;
+			return dp_refuse(lc, m, hdr, auth_failure_status(o), auth_failure_message(o));
+		}
+	}
 	if (hdr->seg_count > 1)
 		return segment_handle(lc, m, hdr);
 
@@ -314,6 +380,10 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 		return dp_refuse(lc, m, hdr, status, msg);
 	if (!model_source_allowed(lc, model))
 		return dp_drop(lc, DP_DROP_MODEL_NOT_ALLOWED);
+	if (auth_missing(lc, model)) {
+		lc->stats.auth[DP_AUTH_MISSING]++;
+		return dp_refuse(lc, m, hdr, BW_STATUS_UNAUTHENTICATED, auth_failure_message(DP_AUTH_MISSING));
+	}
 
 	if (hdr->opcode == BW_OP_MODEL_INFO) {
 		if (hdr->num_tensors != 0)
@@ -322,8 +392,9 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 		if (len < 0)
 			return dp_refuse(lc, m, hdr, BW_STATUS_INTERNAL,
 					      "model description does not fit one datagram at this MTU");
-		/* no reply larger than its request: the client pads its MODEL_INFO to what it asks for */
-		if ((uint32_t)len > hdr->body_len) {
+		/* no reply larger than its request: the client pads its MODEL_INFO to what it asks for,
+		 * unless it signed it (a forged source cannot sign) */
+		if ((uint32_t)len > hdr->body_len && !lc->rx_authenticated) {
 			snprintf(msg, sizeof(msg), "this model's description is %d bytes: pad the MODEL_INFO body to "
 				 "that many with zeros", len);
 			return dp_refuse(lc, m, hdr, BW_STATUS_RESOURCE_EXHAUSTED, msg);

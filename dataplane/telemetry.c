@@ -56,6 +56,8 @@ void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, str
 		sum->held_messages += s->held_messages;
 		sum->held_mbufs += s->held_mbufs;
 		sum->model_contract_errors += s->model_contract_errors;
+		for (unsigned int k = 0; k < DP_AUTH_OUTCOME_COUNT; k++)
+			sum->auth[k] += s->auth[k];
 		if (poll != NULL) {
 			poll->busy_iterations += lcores[i]->poll.busy_iterations;
 			poll->iterations += lcores[i]->poll.iterations;
@@ -134,7 +136,7 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 {
 	struct dp_lcore_stats sum;
 	struct plat_poll_stats poll;
-	struct rte_tel_data *replies, *drops, *reasm;
+	struct rte_tel_data *replies, *drops, *reasm, *auth;
 
 	dp_lcores_stats_sum(g_lcores, g_nb_lcores, &sum, &poll);
 	rte_tel_data_start_dict(d);
@@ -156,10 +158,12 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 	replies = rte_tel_data_alloc();
 	drops = rte_tel_data_alloc();
 	reasm = rte_tel_data_alloc();
-	if (replies == NULL || drops == NULL || reasm == NULL) {
+	auth = rte_tel_data_alloc();
+	if (replies == NULL || drops == NULL || reasm == NULL || auth == NULL) {
 		rte_tel_data_free(replies);
 		rte_tel_data_free(drops);
 		rte_tel_data_free(reasm);
+		rte_tel_data_free(auth);
 		return -ENOMEM;
 	}
 	rte_tel_data_start_dict(replies);
@@ -174,6 +178,10 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 	rte_tel_data_add_dict_container(d, "replies_by_status", replies, 0);
 	rte_tel_data_add_dict_container(d, "drops_by_reason", drops, 0);
 	rte_tel_data_add_dict_container(d, "reasm_discards_by_reason", reasm, 0);
+	rte_tel_data_start_dict(auth);
+	for (unsigned int k = 0; k < DP_AUTH_OUTCOME_COUNT; k++)
+		rte_tel_data_add_dict_u64(auth, dp_auth_outcome_name(k), sum.auth[k]);
+	rte_tel_data_add_dict_container(d, "auth_by_outcome", auth, 0);
 	if (g_extra != NULL)
 		g_extra(d);
 	return 0;
@@ -199,6 +207,44 @@ static int lcores_cb(const char *cmd __rte_unused, const char *params __rte_unus
 		rte_tel_data_add_dict_container(d, key, one, 0);
 	}
 	return 0;
+}
+
+static struct dp_auth *g_auth;
+
+static int auth_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	rte_tel_data_start_dict(d);
+	dp_auth_telemetry(g_auth, d);
+	return 0;
+}
+
+/* Runs on the telemetry thread: a control thread, never a polling lcore. */
+static int auth_reload_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	char err[256] = "";
+	int keys = dp_auth_reload(g_auth, err, sizeof(err));
+
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "result", keys >= 0 ? "reloaded" : "failed, keys unchanged");
+	if (keys >= 0)
+		rte_tel_data_add_dict_u64(d, "keys", (uint64_t)keys);
+	else
+		rte_tel_data_add_dict_string(d, "error", err);
+	return 0;
+}
+
+int dp_telemetry_auth(struct dp_auth *auth)
+{
+	int ret;
+
+	g_auth = auth;
+	ret = rte_telemetry_register_cmd("/batchwire/auth", auth_cb,
+					 "Authentication keys (ids, never secrets), window, overlap, reloads. No parameters.");
+	if (ret != 0)
+		return ret;
+	return rte_telemetry_register_cmd("/batchwire/auth/reload", auth_reload_cb,
+					  "Reads the key file again (as SIGHUP does): new keys at once, dropped ones "
+					  "for the overlap. No parameters.");
 }
 
 int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count, dp_telemetry_extra_fn extra)

@@ -69,7 +69,23 @@ struct bwc_opts {
 	uint32_t drop_permille;   /* for loss tests on paths that cannot drop (no netem): each request
 				   * datagram is withheld with this probability in 1/1000, a fixed
 				   * pseudo-random sequence per connection; 0 (default): none */
+	/* Signing (docs/protocol.md "Authentication trailer"): with key_id set, every datagram carries a
+	 * trailer under key (key_len bytes, BW_AUTH_KEY_MIN..BW_AUTH_KEY_MAX), each request's request_id
+	 * is this host's CLOCK_REALTIME in ns (kept increasing), and a resend takes a new one. Segments
+	 * then carry 40 bytes less body. bwc_open copies the key. */
+	uint32_t key_id;          /* 0 (default): requests are not signed */
+	const uint8_t *key;
+	uint32_t key_len;
 };
+
+/**
+ * Reads a key from a key file in the server's format ("KEY_ID HEX_SECRET" lines, '#' comments): the
+ * key with id want_id, or the file's first key when want_id is 0. The file must not be open to its
+ * group or others, as the server demands of its own.
+ * \return 0 with *id, key and *len set, or a negative errno with one line in err.
+ */
+int bwc_key_file_read(const char *path, uint32_t want_id, uint32_t *id, uint8_t *key, uint32_t *len, char *err,
+		      size_t cap);
 
 /** \return the body bytes of one segment at an IP MTU: what is left after IPv4 (20), UDP (8) and the
  *          header (40) */

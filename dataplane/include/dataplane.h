@@ -53,6 +53,15 @@
 #define DP_ARP_RATE_DEFAULT 1000
 #define DP_RATE_MAX 10000000
 #define DP_ALLOW_MAX 64            /* prefixes in one allowlist */
+#define DP_AUTH_PATH_MAX 4096
+#define DP_AUTH_KEYS_MAX 1024      /* keys of one key file */
+#define DP_AUTH_WINDOW_MS_DEFAULT 10000 /* how far an authenticated request_id may be from our clock */
+#define DP_AUTH_WINDOW_MS_MAX 3600000
+#define DP_AUTH_OVERLAP_S_DEFAULT 300   /* a key taken out of the file is still accepted this long */
+#define DP_AUTH_OVERLAP_S_MAX 604800
+#define DP_AUTH_FLOWS_DEFAULT 4096      /* per polling lcore: sources whose recent request_ids are kept */
+#define DP_AUTH_FLOWS_MAX (1u << 20)
+#define DP_AUTH_RECENT 16               /* request_ids kept per source: how far a datagram may be overtaken */
 
 /* Why a frame was dropped. Each has a counter; names are what telemetry shows. */
 enum dp_drop_reason {
@@ -91,6 +100,22 @@ enum dp_drop_reason {
 	DP_DROP_RATE_ARP,          /* an ARP reply over arp_rate: not sent */
 	DP_DROP_COUNT
 };
+
+/* What became of a request's authentication. Each has a counter; names are what telemetry shows. */
+enum dp_auth_outcome {
+	DP_AUTH_OK,           /* a valid trailer, a fresh request_id never seen from its source */
+	DP_AUTH_MISSING,      /* no trailer, for a model that requires one: UNAUTHENTICATED */
+	DP_AUTH_NO_KEYS,      /* a trailer, and this server has no key file: UNAUTHENTICATED */
+	DP_AUTH_UNKNOWN_KEY,  /* a key id not in the key file (or past its overlap): UNAUTHENTICATED */
+	DP_AUTH_BAD_TAG,      /* the tag does not match: UNAUTHENTICATED */
+	DP_AUTH_STALE,        /* request_id further than auth_window_ms from our clock: UNAUTHENTICATED */
+	DP_AUTH_REPLAY,       /* request_id already seen from this source and key: UNAUTHENTICATED */
+	DP_AUTH_FLOWS_FULL,   /* no room to remember a new source: RESOURCE_EXHAUSTED */
+	DP_AUTH_OUTCOME_COUNT
+};
+
+/** Telemetry name of an authentication outcome ("bad_tag"...). */
+const char *dp_auth_outcome_name(enum dp_auth_outcome outcome);
 
 /*
  * Why a segment, or a whole segmented message, was discarded in reassembly (docs/protocol.md
@@ -143,6 +168,7 @@ struct dp_lcore_stats {
 	/* the model layer broke dp_model_ops.infer's contract: refused a request it had taken (left to
 	 * it, not answered twice), or completed one with a reply larger than its datagram (INTERNAL) */
 	uint64_t model_contract_errors;
+	uint64_t auth[DP_AUTH_OUTCOME_COUNT];      /* requests by authentication outcome */
 } __rte_cache_aligned;
 
 /* IPv4 prefixes, host byte order, host bits zero. */
@@ -182,6 +208,14 @@ static inline bool dp_allowed(struct rte_lpm *lpm, rte_be32_t src)
 	return lpm == NULL || rte_lpm_lookup(lpm, rte_be_to_cpu_32(src), &next_hop) == 0;
 }
 
+/* Authentication (docs/security.md): where the keys are and how requests are held to them. */
+struct dp_auth_config {
+	char key_file[DP_AUTH_PATH_MAX]; /* "": no keys (a request with a trailer is refused) */
+	uint32_t window_ms;  /* an authenticated request_id (the client's clock, ns) is this close to ours */
+	uint32_t overlap_s;  /* a key dropped from the file at a reload is accepted this long after */
+	uint32_t flows;      /* per polling lcore: sources tracked for replays (rounded up to a power of 2) */
+};
+
 /* What the operator configures for the dataplane. Addresses in network byte order. */
 struct dp_config {
 	uint32_t ipv4_addr;
@@ -198,6 +232,7 @@ struct dp_config {
 	uint32_t icmp_rate;     /* per polling lcore: ICMP echo replies a second */
 	uint32_t arp_rate;      /* per polling lcore: ARP replies a second */
 	struct dp_allowlist allow; /* sources that get any answer (ARP, ICMP, requests); empty: all */
+	struct dp_auth_config auth;
 };
 
 /** Fills the defaults (documented in --help and configs/). */
@@ -250,6 +285,8 @@ struct dp_model_ops {
 	/** Whether src (network byte order) may use the model (optional: every source may); a request
 	 * from any other source is dropped without a reply. */
 	bool (*source_allowed)(const void *model, rte_be32_t src);
+	/** Whether the model answers authenticated requests only (optional: it takes any). */
+	bool (*auth_required)(const void *model);
 	/** Largest request body the model takes, 0 for the server's msg_max (optional). */
 	uint32_t (*request_max)(const void *model);
 	/**
@@ -304,6 +341,8 @@ struct dp_lcore {
 	const struct dp_config *cfg;
 	const struct dp_model_ops *models;
 	struct rte_lpm *allow;       /* the global allowlist's table (shared, read-only); NULL: every source */
+	struct dp_auth *auth;        /* the keys (shared; dp_auth_lcore_init); NULL: none */
+	struct dp_auth_flows *auth_flows; /* this lcore's sources and their recent request_ids */
 	void *model_lcore;           /* the model layer's state for this lcore: infer's first argument */
 	struct rte_eth_dev_tx_buffer *tx_buffer;
 	uint64_t tx_drain_tsc;       /* drain period in TSC ticks */
@@ -312,6 +351,9 @@ struct dp_lcore {
 	uint64_t burst_tsc;          /* when the current RX burst arrived: requests' arrival time */
 	uint32_t rx_body_len;        /* the datagram in hand: its bytes after the protocol header */
 	rte_be32_t rx_src_addr;      /* the datagram in hand: its IPv4 source */
+	rte_be16_t rx_src_port;      /* and its UDP source port */
+	bool rx_authenticated;       /* and whether its trailer was verified */
+	uint32_t rx_key_id;          /* under which key */
 	struct dp_request request;   /* scratch for the request being handled */
 	struct dp_lcore_stats stats;
 	struct plat_poll_stats poll; /* the app's poll loop counts its iterations here */
@@ -357,6 +399,43 @@ void dp_lcore_fini(struct dp_lcore *lc);
 
 /** Sets lc's rate limits from its configuration on a clock of hz ticks a second (dp_lcore_init: the TSC). */
 void dp_lcore_rates_init(struct dp_lcore *lc, uint64_t hz);
+
+/* The keys and the clock authenticated requests are checked against: one for every polling lcore. */
+struct dp_auth;
+
+/**
+ * Loads cfg->key_file (refused unless a regular file that only its owner, root or this user, can
+ * read or write) and starts the wall clock the request_ids are checked against.
+ * \return 0, or a negative errno with one line in err (the file and line at fault).
+ */
+int dp_auth_create(const struct dp_auth_config *cfg, struct dp_auth **out, char *err, size_t cap);
+
+/**
+ * Reads the key file again, on a control thread: its keys are accepted from now on, and keys no
+ * longer in it (or whose secret changed) for overlap_s more. The polling lcores switch between two
+ * requests; the old table is freed once every one has moved on. A file that does not load changes
+ * nothing. \return the number of keys accepted now, or a negative errno with one line in err.
+ */
+int dp_auth_reload(struct dp_auth *a, char *err, size_t cap);
+
+/** Re-reads CLOCK_REALTIME against the TSC (a control thread, about once a second: NTP's steps
+ * and the TSC's drift stay well inside the window). */
+void dp_auth_clock_sync(struct dp_auth *a);
+
+/** What /batchwire/auth shows: keys, reloads, the last reload's error. */
+void dp_auth_telemetry(struct dp_auth *a, struct rte_tel_data *d);
+
+/** Frees the keys (after every lcore stopped). */
+void dp_auth_destroy(struct dp_auth *a);
+
+/**
+ * Gives lc the keys and its own table of cfg->auth.flows sources, on socket_id; the lcore must then
+ * call dp_auth_lcore_online on its own thread before its first burst and dp_auth_lcore_offline
+ * after its last (a reload waits for the lcores online). \return 0 or a negative errno.
+ */
+int dp_auth_lcore_init(struct dp_lcore *lc, struct dp_auth *a, int socket_id);
+void dp_auth_lcore_online(struct dp_lcore *lc);
+void dp_auth_lcore_offline(struct dp_lcore *lc);
 
 /** Handles one received frame (tests call it directly). */
 enum dp_verdict dp_packet_handle(struct dp_lcore *lc, struct rte_mbuf *m);
@@ -415,6 +494,9 @@ typedef void (*dp_telemetry_extra_fn)(struct rte_tel_data *dict);
  * \return 0 or a negative errno.
  */
 int dp_telemetry_register(struct dp_lcore *const *lcores, unsigned int count, dp_telemetry_extra_fn extra);
+
+/** Registers /batchwire/auth and /batchwire/auth/reload over auth. \return 0 or a negative errno. */
+int dp_telemetry_auth(struct dp_auth *auth);
 
 /**
  * The mbuf pools /batchwire/stats reports (mbufs_total, mbufs_free: what is back in the pool and its

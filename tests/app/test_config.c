@@ -133,6 +133,12 @@ static const struct int_option g_int_options[] = {
 	{"--mbufs-held", "mbufs_held", 0, 1u << 20, 8192, DP_MBUFS_HELD_DEFAULT, FIELD32(dp.mbufs_held),
 	 "expected an integer in 0..1048576"},
 	{"--gpu-index", "gpu_index", 0, 15, 1, 0, FIELD16(gpu_index), "expected an integer in 0..15"},
+	{"--auth-window-ms", "auth_window_ms", 1, DP_AUTH_WINDOW_MS_MAX, 500, DP_AUTH_WINDOW_MS_DEFAULT,
+	 FIELD32(dp.auth.window_ms), "expected an integer in 1..3600000"},
+	{"--auth-overlap-s", "auth_overlap_s", 0, DP_AUTH_OVERLAP_S_MAX, 60, DP_AUTH_OVERLAP_S_DEFAULT,
+	 FIELD32(dp.auth.overlap_s), "expected an integer in 0..604800"},
+	{"--auth-flows", "auth_flows", 8, DP_AUTH_FLOWS_MAX, 128, DP_AUTH_FLOWS_DEFAULT, FIELD32(dp.auth.flows),
+	 "expected an integer in 8..1048576"},
 };
 
 #define NB_INT_OPTIONS (sizeof(g_int_options) / sizeof(g_int_options[0]))
@@ -933,6 +939,15 @@ static void test_allowlists(void)
 	CU_ASSERT_TRUE(err_is_one_line());
 	CU_ASSERT_TRUE(err_has("invalid allow '10.0.0.0/33': '10.0.0.0/33': the prefix length must be 0..32"));
 
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--auth-keys", "/etc/batchwire/keys", "--model-opt", "echo.auth=required"),
+			APP_CONFIG_RUN);
+	CU_ASSERT_STRING_EQUAL(g_run.cfg.dp.auth.key_file, "/etc/batchwire/keys");
+	CU_ASSERT_TRUE(g_run.cfg.models[0].auth_required);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model-opt", "echo.auth=maybe"), -EINVAL);
+	CU_ASSERT_TRUE(err_has("invalid auth 'maybe': expected required or optional"));
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--auth-keys", ""), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+
 	ini_write("[dataplane]\nip = " TEST_IP "\nallow = 172.16.0.0/12\n[model echo]\nallow = any\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
 	CU_ASSERT_STRING_EQUAL(g_run.err, "");
@@ -1229,7 +1244,7 @@ int main(int argc, char **argv)
 		{"defaults when absent", test_defaults},
 		{"integer options at min, max, typical", test_int_options_accepted},
 		{"--ip accepted, network order", test_ip_accepted},
-		{"--allow and a model's allow: parsed, refused in one line", test_allowlists},
+		{"--allow, --auth-keys, a model's allow and auth: parsed, refused in one line", test_allowlists},
 		{"--poll-lcores accepted", test_poll_lcores_accepted},
 		{"integer options rejected", test_int_options_rejected},
 		{"--ip rejected", test_ip_rejected},

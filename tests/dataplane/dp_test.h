@@ -262,6 +262,8 @@ bool reply_msg_has(const struct bw_hdr *h, const char *text);
 
 
 /* The suites of test_dataplane, one array each, run by test_packet.c's main. */
-extern CU_TestInfo g_arp_tests[], g_icmp_tests[], g_request_tests[], g_small_mtu_tests[];
+extern CU_TestInfo g_arp_tests[], g_icmp_tests[], g_request_tests[], g_small_mtu_tests[], g_auth_tests[];
+/** The authentication suite's set-up (the TSC's frequency for the key table's clock). */
+int t_auth_suite_init(void);
 
 #endif /* BW_TEST_DP_H */

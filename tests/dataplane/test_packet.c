@@ -584,6 +584,7 @@ int main(int argc, char **argv)
 		{ .pName = "dataplane: ICMP", .pTests = g_icmp_tests },
 		{ .pName = "dataplane: protocol v1", .pTests = g_request_tests },
 		{ .pName = "dataplane: MTU 1500", .pTests = g_small_mtu_tests },
+		{ .pName = "dataplane: authentication", .pInitFunc = t_auth_suite_init, .pTests = g_auth_tests },
 		CU_SUITE_INFO_NULL,
 	};
 	int status;
