@@ -34,6 +34,8 @@
 /* Largest UDP payload over IPv4: nothing the kernel hands us is ever truncated. */
 #define BWC_RX_BYTES 65536
 
+#define BWC_SHAPES 16 /* models whose reply sizes a connection remembers */
+
 struct bwc {
 	int fd;
 	uint32_t timeout_ms;
@@ -49,6 +51,14 @@ struct bwc {
 	struct bw_hmac_key hmac;
 	struct bw_auth_pseudo pseudo; /* our address and port, the server's: what the tag binds */
 	uint64_t last_signed_id;
+	/* what an INFER reply of each model this connection asked MODEL_INFO of is: its unsigned
+	 * requests pad themselves to it (the server sends no reply larger than its request) */
+	struct {
+		uint32_t model_id;
+		uint32_t fixed;   /* body bytes whatever the rows: descriptors, unbatched outputs */
+		uint32_t per_row;
+	} shapes[BWC_SHAPES];
+	unsigned int nb_shapes, next_shape;
 	uint8_t *tx;              /* BW_DGRAM_MAX bytes: one datagram, or one segment at a time */
 	uint8_t *rx;              /* BWC_RX_BYTES bytes */
 	uint8_t *reply_buf;       /* a reassembled reply: reply_cap bytes, NULL until one came */
@@ -306,7 +316,7 @@ static int datagram_sign(struct bwc *c, int len)
 	hdr->flags |= BW_FLAG_AUTH;
 	t->key_id = c->key_id;
 	t->reserved = 0;
-	bw_auth_tag(&c->hmac, &c->pseudo, hdr, hdr->body_len, t->tag);
+	bw_auth_tag(&c->hmac, &c->pseudo, hdr, (uint32_t)len + BW_AUTH_COVERED_TRAILER, t->tag);
 	return len + (int)sizeof(*t);
 }
 
@@ -602,6 +612,42 @@ int bwc_ping(struct bwc *c, const void *payload, uint32_t len, uint64_t *rtt_ns)
 	return 0;
 }
 
+static int shape_find(const struct bwc *c, uint32_t model_id)
+{
+	for (unsigned int i = 0; i < c->nb_shapes; i++)
+		if (c->shapes[i].model_id == model_id)
+			return (int)i;
+	return -1;
+}
+
+/* Remembers what a model's INFER replies are, from its MODEL_INFO. */
+static void shape_learn(struct bwc *c, const struct bwc_model_info *info)
+{
+	uint32_t fixed = bwc_reply_body_bytes(info, 0), one = bwc_reply_body_bytes(info, 1);
+	int i = shape_find(c, info->model_id);
+
+	if (info->num_outputs > 0 && one == 0)
+		return; /* a dynamic dimension: not known before the reply */
+	if (i < 0) {
+		i = (int)(c->nb_shapes < BWC_SHAPES ? c->nb_shapes++ : c->next_shape++ % BWC_SHAPES);
+		c->shapes[i].model_id = info->model_id;
+	}
+	c->shapes[i].fixed = fixed;
+	c->shapes[i].per_row = one - fixed;
+}
+
+/* How far an unsigned INFER pads itself: its reply's size, when known and one datagram holds it. */
+static uint32_t infer_pad(const struct bwc *c, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n)
+{
+	int i = shape_find(c, model_id);
+	uint64_t rows = n > 0 && inputs[0].rank > 0 ? inputs[0].dims[0] : 1, bytes;
+
+	if (c->sign || i < 0)
+		return 0;
+	bytes = c->shapes[i].fixed + rows * c->shapes[i].per_row;
+	return bytes <= c->slice ? (uint32_t)bytes : 0;
+}
+
 int bwc_infer(struct bwc *c, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n,
 	      uint32_t deadline_us, uint8_t priority, struct bwc_reply *reply)
 {
@@ -612,9 +658,36 @@ int bwc_infer(struct bwc *c, uint32_t model_id, const struct bwc_tensor *inputs,
 		.priority = priority,
 		.tensors = inputs,
 		.num_tensors = n,
+		.pad_to = infer_pad(c, model_id, inputs, n),
 	};
+	int rc = transact(c, &req, reply != NULL ? reply : &c->scratch);
 
-	return transact(c, &req, reply != NULL ? reply : &c->scratch);
+	/* refused, unsigned, for a model we know nothing of: perhaps its reply outgrew the request.
+	 * Ask what the model answers, and send it once more padded to that. */
+	if (rc == BW_STATUS_RESOURCE_EXHAUSTED && !c->sign && shape_find(c, model_id) < 0) {
+		struct bwc_model_info *info = malloc(sizeof(*info));
+		struct bwc_reply *refusal = malloc(sizeof(*refusal));
+		char refusal_error[sizeof(c->last_error)];
+
+		if (info == NULL || refusal == NULL) {
+			free(info);
+			free(refusal);
+			return rc;
+		}
+		*refusal = c->scratch; /* the refusal, as bwc_last_reply shows it: MODEL_INFO replaces it */
+		snprintf(refusal_error, sizeof(refusal_error), "%s", c->last_error);
+		if (bwc_model_info(c, model_id, info) == 0)
+			req.pad_to = infer_pad(c, model_id, inputs, n);
+		free(info);
+		if (req.pad_to != 0) {
+			free(refusal);
+			return transact(c, &req, reply != NULL ? reply : &c->scratch);
+		}
+		c->scratch = *refusal;
+		snprintf(c->last_error, sizeof(c->last_error), "%s", refusal_error);
+		free(refusal);
+	}
+	return rc;
 }
 
 static int model_info(struct bwc *c, struct bwc_request *req, struct bwc_model_info *info)
@@ -629,6 +702,8 @@ static int model_info(struct bwc *c, struct bwc_request *req, struct bwc_model_i
 	rc = bwc_decode_model_info(reply->body, reply->body_len, info, &why);
 	if (rc < 0)
 		set_error(c, "malformed MODEL_INFO reply: %s", why);
+	else
+		shape_learn(c, info);
 	return rc;
 }
 

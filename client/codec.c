@@ -111,6 +111,41 @@ static void header_write(const struct bwc_request *req, uint32_t body_len, uint1
 	hdr->total_body_len = total_body_len;
 }
 
+/* Zeros after the body of a request in one datagram, to req->pad_to bytes after the header (within
+ * cap and one datagram). \return the datagram's length, or -EMSGSIZE. */
+static int pad_apply(const struct bwc_request *req, int segments, uint32_t body_len, void *buf, size_t cap)
+{
+	struct bw_hdr *hdr = buf;
+	size_t len = sizeof(*hdr) + body_len;
+
+	if (segments != 1 || req->pad_to <= body_len)
+		return (int)len;
+	if (sizeof(*hdr) + (size_t)req->pad_to > cap || sizeof(*hdr) + (size_t)req->pad_to > BW_DGRAM_MAX)
+		return -EMSGSIZE;
+	memset((uint8_t *)buf + len, 0, req->pad_to - body_len);
+	hdr->flags |= BW_FLAG_PADDED;
+	return (int)(sizeof(*hdr) + req->pad_to);
+}
+
+uint32_t bwc_reply_body_bytes(const struct bwc_model_info *info, uint32_t rows)
+{
+	uint64_t bytes = 0;
+
+	for (uint16_t o = 0; o < info->num_outputs; o++) {
+		const struct bwc_tensor_info *t = &info->outputs[o];
+		/* a batched model's batch dimension is 0 (dynamic): the request's rows */
+		uint64_t elems = t->rank == 0 ? 1 : t->dims[0] != 0 ? t->dims[0] : rows;
+
+		for (uint8_t d = 1; d < t->rank; d++) {
+			if (t->dims[d] == 0)
+				return 0;
+			elems *= t->dims[d];
+		}
+		bytes += sizeof(struct bw_tensor_desc) + bw_pad8((uint32_t)strlen(t->name)) + elems * bw_dtype_size(t->dtype);
+	}
+	return bytes > UINT32_MAX ? 0 : (uint32_t)bytes;
+}
+
 int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 {
 	int64_t body_len = request_body_len(req);
@@ -121,7 +156,7 @@ int bwc_encode_request(const struct bwc_request *req, void *buf, size_t cap)
 		return -EMSGSIZE;
 	header_write(req, (uint32_t)body_len, 0, 1, (uint32_t)body_len, buf);
 	body_copy(req, 0, (uint32_t)body_len, (uint8_t *)buf + sizeof(struct bw_hdr));
-	return (int)(sizeof(struct bw_hdr) + (uint64_t)body_len);
+	return pad_apply(req, 1, (uint32_t)body_len, buf, cap);
 }
 
 int bwc_request_segments(const struct bwc_request *req, uint32_t slice)
@@ -154,7 +189,7 @@ int bwc_encode_request_segment(const struct bwc_request *req, uint32_t slice, ui
 		return -EMSGSIZE;
 	header_write(req, len, (uint16_t)index, (uint16_t)count, total, buf);
 	body_copy(req, (uint64_t)slice * index, len, (uint8_t *)buf + sizeof(struct bw_hdr));
-	return (int)(sizeof(struct bw_hdr) + len);
+	return pad_apply(req, count, len, buf, cap);
 }
 
 static int reply_fail(struct bwc_reply *reply, int err, const char *why)

@@ -530,7 +530,10 @@ static const struct dp_auth_key *key_find(const struct dp_keyring *r, uint32_t i
 
 enum dp_auth_outcome dp_auth_verify(struct dp_lcore *lc, const struct bw_hdr *hdr)
 {
-	const struct bw_auth_trailer *t = (const struct bw_auth_trailer *)((const uint8_t *)(hdr + 1) + hdr->body_len);
+	/* the datagram's last 40 bytes, after any padding (rx_body_len: what follows the header) */
+	const struct bw_auth_trailer *t =
+		(const struct bw_auth_trailer *)((const uint8_t *)(hdr + 1) + lc->rx_body_len - sizeof(*t));
+	uint32_t covered = (uint32_t)sizeof(*hdr) + lc->rx_body_len - BW_AUTH_TAG_LEN;
 	const struct dp_keyring *ring;
 	const struct dp_auth_key *k;
 	uint8_t tag[BW_AUTH_TAG_LEN];
@@ -553,7 +556,7 @@ enum dp_auth_outcome dp_auth_verify(struct dp_lcore *lc, const struct bw_hdr *hd
 		if (k->expires_ns != 0 && k->expires_ns <= now)
 			continue;
 		known = true;
-		bw_auth_tag(&k->hmac, &pseudo, hdr, hdr->body_len, tag);
+		bw_auth_tag(&k->hmac, &pseudo, hdr, covered, tag);
 		if (bw_auth_tag_equal(tag, t->tag))
 			break;
 	}

@@ -106,6 +106,14 @@ const uint8_t *dp_msg_prefix(struct dp_lcore *lc, const struct dp_msg *msg, uint
 void dp_msg_complete(struct dp_lcore *lc, struct dp_msg *msg, struct rte_mbuf *m, struct bw_hdr *hdr,
 		     enum bw_status status, uint32_t reply_len, uint16_t reply_tensors, const char *why);
 
+/**
+ * Whether an OK reply of reply_len body bytes to the request in m would be larger than the request
+ * carried, for a request that was not signed; if so counts it and says why (the caller answers
+ * RESOURCE_EXHAUSTED instead).
+ */
+bool dp_reply_amplifies(struct dp_lcore *lc, const struct rte_mbuf *m, const struct bw_hdr *hdr, uint32_t reply_len,
+			char *why, size_t cap);
+
 /* ---- authentication (auth.c) ---- */
 
 /**

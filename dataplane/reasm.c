@@ -674,7 +674,12 @@ void dp_msg_complete(struct dp_lcore *lc, struct dp_msg *msg, struct rte_mbuf *m
 		     enum bw_status status, uint32_t reply_len, uint16_t reply_tensors, const char *why)
 {
 	struct dp_reasm *r = lc->reasm;
+	char text[DP_ERROR_MSG_MAX + 1];
 
+	if (status == BW_STATUS_OK && dp_reply_amplifies(lc, m, hdr, reply_len, text, sizeof(text))) {
+		status = BW_STATUS_RESOURCE_EXHAUSTED;
+		why = text;
+	}
 	if (status == BW_STATUS_OK) {
 		msg_reply_send(lc, msg, m, hdr, reply_len, reply_tensors);
 		return;

@@ -11,6 +11,15 @@
 
 #include "defs.h"
 
+static bool bytes_zero(const uint8_t *p, uint32_t n)
+{
+	uint8_t any = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		any |= p[i];
+	return any == 0;
+}
+
 /* The rules of docs/protocol.md "Validation rules", steps 2 to 4. */
 static enum bw_status header_check(const struct dp_lcore *lc, const struct bw_hdr *hdr, uint32_t payload_len,
 				   char *msg, size_t cap)
@@ -34,7 +43,22 @@ static enum bw_status header_check(const struct dp_lcore *lc, const struct bw_hd
 		snprintf(msg, cap, "segment %u of %u is not a valid segment", hdr->seg_index, hdr->seg_count);
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
-	if ((uint64_t)sizeof(*hdr) + hdr->body_len + trailer_len != payload_len) {
+	if (hdr->flags & BW_FLAG_PADDED) {
+		if (hdr->seg_count > 1) {
+			snprintf(msg, cap, "only a request in one datagram may pad itself (flag PADDED)");
+			return BW_STATUS_INVALID_ARGUMENT;
+		}
+		if ((uint64_t)sizeof(*hdr) + hdr->body_len + trailer_len > payload_len) {
+			snprintf(msg, cap, "body_len %u does not fit the %u bytes after the header", hdr->body_len,
+				 payload_len - (uint32_t)sizeof(*hdr));
+			return BW_STATUS_INVALID_ARGUMENT;
+		}
+		if (!bytes_zero((const uint8_t *)(hdr + 1) + hdr->body_len,
+				payload_len - (uint32_t)sizeof(*hdr) - hdr->body_len - trailer_len)) {
+			snprintf(msg, cap, "padding after the body not zero");
+			return BW_STATUS_INVALID_ARGUMENT;
+		}
+	} else if ((uint64_t)sizeof(*hdr) + hdr->body_len + trailer_len != payload_len) {
 		snprintf(msg, cap, "body_len %u does not match the %u bytes after the header", hdr->body_len,
 			 payload_len - (uint32_t)sizeof(*hdr));
 		return BW_STATUS_INVALID_ARGUMENT;
@@ -59,7 +83,7 @@ static enum bw_status header_check(const struct dp_lcore *lc, const struct bw_hd
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
 	if ((hdr->flags & BW_FLAG_AUTH) &&
-	    ((const struct bw_auth_trailer *)((const uint8_t *)(hdr + 1) + hdr->body_len))->reserved != 0) {
+	    ((const struct bw_auth_trailer *)((const uint8_t *)hdr + payload_len - trailer_len))->reserved != 0) {
 		snprintf(msg, cap, "the authentication trailer's reserved field must be 0");
 		return BW_STATUS_INVALID_ARGUMENT;
 	}
@@ -184,6 +208,18 @@ static uint32_t reply_room(const struct dp_lcore *lc, const struct rte_mbuf *m, 
 }
 
 /*
+ * The bytes a request carried after its header, for the rule that an unsigned request gets no reply
+ * larger than itself: one datagram's body, padding and trailer (its mbuf is as it arrived until the
+ * reply is built), or a message's whole body.
+ */
+static uint32_t request_bytes(const struct rte_mbuf *m, const struct bw_hdr *hdr)
+{
+	if (hdr->seg_count > 1)
+		return hdr->total_body_len;
+	return rte_pktmbuf_pkt_len(m) - (uint32_t)((const uint8_t *)(hdr + 1) - rte_pktmbuf_mtod(m, const uint8_t *));
+}
+
+/*
  * An error reply's message: at most DP_ERROR_MSG_MAX bytes, the room, and the request's own body
  * bytes, so no error reply is larger than what provoked it (docs/protocol.md: a request pads itself
  * to read a long message).
@@ -200,7 +236,7 @@ static enum dp_verdict error_reply_cut(struct dp_lcore *lc, struct rte_mbuf *m, 
 enum dp_verdict dp_error_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
 			       const char *msg)
 {
-	return error_reply_cut(lc, m, hdr, status, msg, hdr->body_len);
+	return error_reply_cut(lc, m, hdr, status, msg, request_bytes(m, hdr));
 }
 
 enum dp_verdict dp_refuse(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
@@ -394,7 +430,7 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 					      "model description does not fit one datagram at this MTU");
 		/* no reply larger than its request: the client pads its MODEL_INFO to what it asks for,
 		 * unless it signed it (a forged source cannot sign) */
-		if ((uint32_t)len > hdr->body_len && !lc->rx_authenticated) {
+		if ((uint32_t)len > lc->rx_body_len && !lc->rx_authenticated) {
 			snprintf(msg, sizeof(msg), "this model's description is %d bytes: pad the MODEL_INFO body to "
 				 "that many with zeros", len);
 			return dp_refuse(lc, m, hdr, BW_STATUS_RESOURCE_EXHAUSTED, msg);
@@ -411,6 +447,22 @@ enum dp_verdict dp_request_handle(struct dp_lcore *lc, struct rte_mbuf *m, uint8
 	req->pages = NULL;
 	req->msg = NULL;
 	return infer_handle(lc, model, req, body_cap);
+}
+
+bool dp_reply_amplifies(struct dp_lcore *lc, const struct rte_mbuf *m, const struct bw_hdr *hdr, uint32_t reply_len,
+			char *why, size_t cap)
+{
+	uint32_t carried;
+
+	if (hdr->flags & BW_FLAG_AUTH)
+		return false; /* a forged source cannot sign */
+	carried = request_bytes(m, hdr);
+	if (reply_len <= carried)
+		return false;
+	lc->stats.amplification_refused++;
+	snprintf(why, cap, "the reply is %u body bytes, more than the request's %u: pad the request to %u (flag PADDED) "
+		 "or sign it", reply_len, carried, reply_len);
+	return true;
 }
 
 void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
@@ -430,6 +482,12 @@ void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hd
 		snprintf(why, sizeof(why), "the model's reply of %u bytes exceeds the datagram's %u bytes of room",
 			 reply_len, room);
 		dp_error_reply(lc, m, hdr, BW_STATUS_INTERNAL, why);
+		return;
+	}
+	/* a forged source must buy no amplification (docs/protocol.md): known only now, when the
+	 * model has said how long its reply is */
+	if (dp_reply_amplifies(lc, m, hdr, reply_len, why, sizeof(why))) {
+		dp_error_reply(lc, m, hdr, BW_STATUS_RESOURCE_EXHAUSTED, why);
 		return;
 	}
 	reply_send(lc, m, hdr, status, reply_len, reply_tensors);

@@ -58,6 +58,7 @@ void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, str
 		sum->model_contract_errors += s->model_contract_errors;
 		for (unsigned int k = 0; k < DP_AUTH_OUTCOME_COUNT; k++)
 			sum->auth[k] += s->auth[k];
+		sum->amplification_refused += s->amplification_refused;
 		if (poll != NULL) {
 			poll->busy_iterations += lcores[i]->poll.busy_iterations;
 			poll->iterations += lcores[i]->poll.iterations;
@@ -96,6 +97,7 @@ static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stat
 	rte_tel_data_add_dict_u64(d, "segments_in", s->segments_in);
 	rte_tel_data_add_dict_u64(d, "segments_out", s->segments_out);
 	rte_tel_data_add_dict_u64(d, "messages_reassembled", s->messages_reassembled);
+	rte_tel_data_add_dict_u64(d, "amplification_refused", s->amplification_refused);
 	rte_tel_data_add_dict_u64(d, "reasm_messages", s->reasm_messages);
 	rte_tel_data_add_dict_u64(d, "reasm_segments", s->reasm_segments);
 	rte_tel_data_add_dict_u64(d, "reasm_bytes", s->reasm_bytes);

@@ -56,6 +56,8 @@ struct mix_ready {
 	struct bwc_tensor tensors[LOAD_MIX_INPUTS_MAX];
 	void *owned[LOAD_MIX_INPUTS_MAX];
 	uint32_t segments;     /* datagrams per request */
+	uint32_t pad_to;       /* one datagram: padded to its reply's size (the server sends no reply
+				* larger than an unsigned request); 0: none */
 	uint64_t sent, ok;
 };
 
@@ -173,6 +175,7 @@ static unsigned int send_due(struct run *r, uint64_t now)
 			.model_id = mr->model_id,
 			.deadline_us = e->deadline_us,
 			.tensors = mr->tensors,
+			.pad_to = mr->pad_to,
 		};
 
 		if (r->head - r->tail == r->cap) {
@@ -436,6 +439,8 @@ static int mix_prepare(struct run *r, unsigned int m, char *err, size_t cap)
 		}
 		mr->nb_tensors = info->num_inputs;
 	}
+	/* what the reply will be, while the description is at hand (0 for echo: its reply is its request) */
+	uint32_t reply_bytes = r->no_model_info ? 0 : bwc_reply_body_bytes(info, e->rows);
 	free(info);
 	req.tensors = mr->tensors;
 	req.num_tensors = mr->nb_tensors;
@@ -446,6 +451,7 @@ static int mix_prepare(struct run *r, unsigned int m, char *err, size_t cap)
 		return segs;
 	}
 	mr->segments = (uint32_t)segs;
+	mr->pad_to = segs == 1 && reply_bytes <= r->slice ? reply_bytes : 0;
 	return 0;
 }
 

@@ -117,6 +117,9 @@ struct bwc_request {
 	const struct bwc_tensor *tensors;
 	const void *body;
 	uint32_t body_len;
+	uint32_t pad_to;  /* one datagram: at least this many bytes after the header, zeros after the
+			   * body (flag PADDED); an unsigned request's reply may be no larger than
+			   * that (docs/protocol.md); 0: none */
 };
 
 /* A decoded reply. body, and the tensor views of an OK INFER reply, point into the buffer that was
@@ -295,7 +298,10 @@ void bwc_close(struct bwc *c);
 int bwc_ping(struct bwc *c, const void *payload, uint32_t len, uint64_t *rtt_ns);
 
 /**
- * INFER: sends inputs to model_id and waits for the outputs.
+ * INFER: sends inputs to model_id and waits for the outputs. Unsigned, a request in one datagram is
+ * padded to its reply's size when the connection knows the model (any MODEL_INFO of it on this
+ * connection told it); when the server answers RESOURCE_EXHAUSTED to a model it does not know, the
+ * call asks MODEL_INFO once and sends it again padded.
  * \param deadline_us  budget from arrival at the server, BW_DEADLINE_NONE for the model's default
  * \param priority     0 is the most urgent
  * \param reply        out; on 0, tensors[] point into the connection's receive buffer, valid until
@@ -303,6 +309,13 @@ int bwc_ping(struct bwc *c, const void *payload, uint32_t len, uint64_t *rtt_ns)
  */
 int bwc_infer(struct bwc *c, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n,
 	      uint32_t deadline_us, uint8_t priority, struct bwc_reply *reply);
+
+/**
+ * The body bytes of an INFER reply of `rows` rows from the model info describes: its output
+ * descriptors and outputs. \return them, or 0 when an output has a dynamic dimension besides the
+ * batch (the size is not known before the reply).
+ */
+uint32_t bwc_reply_body_bytes(const struct bwc_model_info *info, uint32_t rows);
 
 /** MODEL_INFO for one model id (the request padded with zeros to a whole datagram). */
 int bwc_model_info(struct bwc *c, uint32_t model_id, struct bwc_model_info *info);

@@ -169,6 +169,8 @@ struct dp_lcore_stats {
 	 * it, not answered twice), or completed one with a reply larger than its datagram (INTERNAL) */
 	uint64_t model_contract_errors;
 	uint64_t auth[DP_AUTH_OUTCOME_COUNT];      /* requests by authentication outcome */
+	uint64_t amplification_refused;            /* unsigned requests whose reply outgrew them:
+						    * answered RESOURCE_EXHAUSTED instead */
 } __rte_cache_aligned;
 
 /* IPv4 prefixes, host byte order, host bits zero. */

@@ -86,14 +86,14 @@ static inline void bw_hmac_parts(const struct bw_hmac_key *k, const void *const 
 }
 
 /**
- * The tag of a datagram: HMAC-SHA256 of pseudo, then the datagram from its header to the trailer's
- * reserved field (header, body_len body bytes, key_id, reserved), that is everything but the tag.
+ * The tag of a datagram: HMAC-SHA256 of pseudo, then the datagram's first covered bytes: everything
+ * before the tag (header, body, any padding, key_id, reserved), that is its length less 32.
  */
 static inline void bw_auth_tag(const struct bw_hmac_key *k, const struct bw_auth_pseudo *pseudo, const void *dgram,
-			       uint32_t body_len, uint8_t out[BW_AUTH_TAG_LEN])
+			       uint32_t covered, uint8_t out[BW_AUTH_TAG_LEN])
 {
 	const void *parts[2] = { pseudo, dgram };
-	size_t lens[2] = { sizeof(*pseudo), sizeof(struct bw_hdr) + (size_t)body_len + BW_AUTH_COVERED_TRAILER };
+	size_t lens[2] = { sizeof(*pseudo), covered };
 
 	bw_hmac_parts(k, parts, lens, 2, out);
 }

@@ -40,8 +40,10 @@ enum bw_opcode {
 #define BW_OP_REPLY 0x80
 
 /* Header flags. */
-#define BW_FLAG_AUTH 0x01 /* a struct bw_auth_trailer follows the body */
-#define BW_FLAGS_KNOWN (BW_FLAG_AUTH)
+#define BW_FLAG_AUTH 0x01   /* a struct bw_auth_trailer ends the datagram */
+#define BW_FLAG_PADDED 0x02 /* zero bytes follow the body (before any trailer) to the datagram's end: an
+			     * unsegmented request pads itself to the size of its reply */
+#define BW_FLAGS_KNOWN (BW_FLAG_AUTH | BW_FLAG_PADDED)
 
 /* A priority of 0 is the most urgent; a model with P levels accepts 0..P-1. */
 #define BW_PRIORITY_HIGHEST 0
@@ -143,7 +145,8 @@ static_assert(offsetof(struct bw_model_info, max_batch_size) == 16, "bw_model_in
 static_assert(offsetof(struct bw_model_info, reserved) == 20, "bw_model_info.reserved");
 static_assert(sizeof(struct bw_model_info) == 24, "bw_model_info size");
 
-/* Follows the body when BW_FLAG_AUTH is set: HMAC-SHA256 over header and body, keyed by key_id. */
+/* The datagram's last 40 bytes when BW_FLAG_AUTH is set: HMAC-SHA256, keyed by key_id, over the
+ * datagram's addresses and everything of it before the tag (batchwire/auth.h). */
 struct bw_auth_trailer {
 	uint32_t key_id;
 	uint32_t reserved; /* 0 */

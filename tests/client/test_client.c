@@ -207,6 +207,54 @@ static void test_encode_sizes(void)
 	CU_ASSERT_EQUAL(bwc_encode_request(&req, buf, sizeof(buf)), BW_DGRAM_MAX);
 }
 
+/* pad_to: zeros after the body to that many bytes after the header, flag PADDED; nothing for a
+ * body already as long, and -EMSGSIZE past one datagram or the buffer. */
+static void test_encode_padded(void)
+{
+	static uint8_t buf[BW_DGRAM_MAX];
+	static const uint8_t body[10] = "0123456789";
+	struct bwc_request req = { .opcode = BW_OP_PING, .body = body, .body_len = sizeof(body), .pad_to = 500 };
+	int len;
+
+	memset(buf, 0xee, sizeof(buf));
+	len = bwc_encode_request(&req, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(len, 40 + 500);
+	CU_ASSERT_EQUAL(buf[25], BW_FLAG_PADDED);
+	CU_ASSERT_EQUAL(rd32(buf, 28), sizeof(body)); /* body_len: the body, not the padding */
+	for (int i = 40 + (int)sizeof(body); i < len; i++)
+		CU_ASSERT_EQUAL_FATAL(buf[i], 0);
+	req.pad_to = sizeof(body);
+	CU_ASSERT_EQUAL(bwc_encode_request(&req, buf, sizeof(buf)), 40 + (int)sizeof(body));
+	CU_ASSERT_EQUAL(buf[25], 0);
+	req.pad_to = BW_DGRAM_MAX - 39;
+	CU_ASSERT_EQUAL(bwc_encode_request(&req, buf, sizeof(buf)), -EMSGSIZE);
+	req.pad_to = 500;
+	CU_ASSERT_EQUAL(bwc_encode_request(&req, buf, 400), -EMSGSIZE);
+	/* segments are never padded */
+	req.pad_to = 5000;
+	req.body_len = sizeof(body);
+	CU_ASSERT_EQUAL(bwc_encode_request_segment(&req, 4, 0, buf, sizeof(buf)), 44);
+	CU_ASSERT_EQUAL(buf[25], 0);
+}
+
+/* A reply's body from MODEL_INFO: descriptors with their padded names, then outputs at the rows; a
+ * dynamic dimension past the batch makes it unknown (0). */
+static void test_reply_body_bytes(void)
+{
+	static struct bwc_model_info info;
+
+	memset(&info, 0, sizeof(info));
+	info.num_outputs = 2;
+	info.outputs[0] = (struct bwc_tensor_info){ .dtype = BW_DTYPE_FLOAT, .rank = 2, .dims = { 0, 10 }, .name = "logits" };
+	info.outputs[1] = (struct bwc_tensor_info){ .dtype = BW_DTYPE_INT64, .rank = 1, .dims = { 3 }, .name = "ninechars" };
+	CU_ASSERT_EQUAL(bwc_reply_body_bytes(&info, 4), (48 + 8 + 4 * 10 * 4) + (48 + 16 + 3 * 8));
+	CU_ASSERT_EQUAL(bwc_reply_body_bytes(&info, 0), (48 + 8) + (48 + 16 + 3 * 8));
+	info.outputs[0].dims[1] = 0;
+	CU_ASSERT_EQUAL(bwc_reply_body_bytes(&info, 4), 0);
+	info.num_outputs = 0;
+	CU_ASSERT_EQUAL(bwc_reply_body_bytes(&info, 4), 0);
+}
+
 /*
  * Segments (docs/protocol.md, "Segmentation"): for slices of every size from 1 byte to the whole
  * body, the segments' bodies concatenated in seg_index order are the unsegmented body byte for byte;
@@ -1046,6 +1094,8 @@ int main(void)
 		{ "encode: every field at its offset", test_encode_fields },
 		{ "encode: round trip through bw_body_parse", test_encode_round_trip },
 		{ "encode: -EMSGSIZE past one datagram or the buffer", test_encode_sizes },
+		{ "encode: pad_to pads one datagram with zeros, flag PADDED", test_encode_padded },
+		{ "reply body bytes from MODEL_INFO", test_reply_body_bytes },
 		{ "encode: invalid tensors rejected", test_encode_invalid },
 		{ "encode: segments of every slice size rebuild the body", test_encode_segments },
 		{ "encode: a 600 KB tensor in segments at MTU 1500 and 9000", test_encode_segments_large },

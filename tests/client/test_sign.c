@@ -53,7 +53,7 @@ static uint64_t realtime_ns(void)
 static void fake_datagram(struct fake *f, uint8_t *d, size_t len, const struct sockaddr_in *from)
 {
 	struct bw_hdr *h = (struct bw_hdr *)d;
-	struct bw_auth_trailer *t = (struct bw_auth_trailer *)(d + sizeof(*h) + h->body_len);
+	struct bw_auth_trailer *t = (struct bw_auth_trailer *)(d + len - sizeof(struct bw_auth_trailer));
 	struct bw_auth_pseudo pseudo = {
 		.src_addr = from->sin_addr.s_addr,
 		.dst_addr = htonl(INADDR_LOOPBACK),
@@ -73,7 +73,7 @@ static void fake_datagram(struct fake *f, uint8_t *d, size_t len, const struct s
 		f->bad++;
 		return;
 	}
-	bw_auth_tag(&f->hmac, &pseudo, h, h->body_len, tag);
+	bw_auth_tag(&f->hmac, &pseudo, h, (uint32_t)len - BW_AUTH_TAG_LEN, tag);
 	if (!bw_auth_tag_equal(tag, t->tag) || t->key_id != T_KEY_ID || t->reserved != 0) {
 		snprintf(f->why, sizeof(f->why), "datagram %u: tag, key id %u or reserved %u wrong", n, t->key_id,
 			 t->reserved);

@@ -121,6 +121,7 @@ static const struct stub_model g_models[] = {
 	{ STUB_MODEL_BIG, "big", 1 },
 	{ STUB_MODEL_ROGUE, "rogue", 1 },
 	{ STUB_MODEL_LIAR, "liar", 1 },
+	{ STUB_MODEL_WIDE, "wide", 1 },
 };
 
 static void stub_cap_check(uint32_t cap)
@@ -234,7 +235,7 @@ static enum bw_status stub_infer(void *ctx, const void *model, struct dp_request
 	g_stub.held_mbuf = req->mbuf;
 	g_stub.held_hdr = req->hdr;
 	g_stub.held_tensors = req->num_tensors;
-	g_stub.held_reply_len = sm->id == STUB_MODEL_LIAR ? body_cap + 1 : 0;
+	g_stub.held_reply_len = sm->id == STUB_MODEL_LIAR ? body_cap + 1 : sm->id == STUB_MODEL_WIDE ? STUB_WIDE_REPLY : 0;
 	return BW_STATUS_OK;
 }
 

@@ -64,6 +64,9 @@ void t_lcore_init(struct dp_lcore *lc, const struct dp_config *cfg);
 #define STUB_MODEL_ROGUE 11   /* "rogue": takes the request and refuses it all the same (a model layer's bug:
 			       * the request is its own, the dataplane must not answer it too) */
 #define STUB_MODEL_LIAR 12    /* "liar": takes the request and answers it with one byte more than the room */
+#define STUB_MODEL_WIDE 13    /* "wide": takes the request and answers STUB_WIDE_REPLY bytes, within the room:
+			       * outputs larger than the inputs */
+#define STUB_WIDE_REPLY 600u
 #define STUB_MODEL_UNKNOWN 42
 #define STUB_ECHO_LEVELS 2
 #define STUB_BROKEN_MSG "kernel 3 failed: illegal address"

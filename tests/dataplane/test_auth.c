@@ -99,7 +99,7 @@ static void sign(uint32_t key_id, const uint8_t *secret, size_t len, uint64_t re
 	t->key_id = key_id;
 	t->reserved = 0;
 	bw_hmac_key_init(&k, secret, len);
-	bw_auth_tag(&k, &pseudo, h, h->body_len, t->tag);
+	bw_auth_tag(&k, &pseudo, h, T_BW_LEN + h->body_len + BW_AUTH_COVERED_TRAILER, t->tag);
 	g_m.len = T_BW_LEN + h->body_len + (uint32_t)sizeof(*t);
 	frame_msg(&g_f, &g_m);
 }
@@ -481,7 +481,7 @@ static void ping_from_port(uint16_t port, uint64_t request_id)
 	h = msg_hdr(&g_m);
 	t = (struct bw_auth_trailer *)(g_m.b + T_BW_LEN + h->body_len);
 	bw_hmac_key_init(&k, g_secret, sizeof(g_secret));
-	bw_auth_tag(&k, &pseudo, h, h->body_len, t->tag);
+	bw_auth_tag(&k, &pseudo, h, T_BW_LEN + h->body_len + BW_AUTH_COVERED_TRAILER, t->tag);
 	frame_msg(&g_f, &g_m);
 	f_udp(&g_f)->src_port = pseudo.src_port;
 	frame_fix(&g_f);

@@ -352,7 +352,7 @@ static void test_bad_version(void)
 static void test_status_and_flags(void)
 {
 	static const uint16_t statuses[] = { 1, BW_STATUS_INTERNAL, 0xffff };
-	static const uint8_t flags[] = { 0x02, 0x80, 0xff };
+	static const uint8_t flags[] = { 0x04, 0x80, 0xff };
 	unsigned int i;
 
 	for (i = 0; i < RTE_DIM(statuses); i++) {
@@ -404,6 +404,76 @@ static void test_auth(void)
 {
 	REQUEST_WITH(BW_OP_PING, flags, BW_FLAG_AUTH);
 	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "body_len");
+}
+
+/* A request pads itself (flag PADDED): zeros after the body, before any trailer; the body parses as
+ * without them. Only one datagram may, and only with zeros. */
+static void test_padded(void)
+{
+	const struct bw_hdr *h;
+
+	frame_ping(&g_f, &g_m, 24, 0);
+	msg_hdr(&g_m)->flags = BW_FLAG_PADDED;
+	memset(g_m.b + g_m.len, 0, 300);
+	g_m.len += 300;
+	frame_msg(&g_f, &g_m);
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK);
+	CU_ASSERT(h != NULL && h->body_len == 24); /* the body echoed, not the padding */
+	g_m.b[g_m.len - 7] = 1;
+	frame_msg(&g_f, &g_m);
+	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "padding");
+	/* body_len past the datagram, padded or not */
+	g_m.b[g_m.len - 7] = 0;
+	msg_hdr(&g_m)->body_len = 400;
+	msg_hdr(&g_m)->total_body_len = 400;
+	frame_msg(&g_f, &g_m);
+	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "does not fit");
+	/* an INFER padded: its tensors parse as if the padding were not there */
+	infer_frame(STUB_MODEL_ECHO, g_three, RTE_DIM(g_three));
+	msg_hdr(&g_m)->flags = BW_FLAG_PADDED;
+	memset(g_m.b + g_m.len, 0, 64);
+	g_m.len += 64;
+	frame_msg(&g_f, &g_m);
+	CU_ASSERT_PTR_NOT_NULL(EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK));
+	/* a segment may not */
+	REQUEST_WITH(BW_OP_PING, flags, BW_FLAG_PADDED);
+	msg_hdr(&g_m)->seg_count = 2;
+	msg_hdr(&g_m)->total_body_len = 2 * DP_ERROR_MSG_MAX;
+	frame_msg(&g_f, &g_m);
+	EXPECT_ERROR(&g_lc_jumbo, BW_STATUS_INVALID_ARGUMENT, "only a request in one datagram");
+	t_reply_release();
+}
+
+/* No unsigned reply larger than its request: a model whose outputs outgrow the inputs gets its
+ * reply replaced by RESOURCE_EXHAUSTED saying how far to pad, unless the request padded itself. */
+static void test_no_amplification(void)
+{
+	static const uint8_t zeros[DP_ERROR_MSG_MAX];
+	uint64_t refused = g_lc_jumbo.stats.amplification_refused;
+	const struct bw_hdr *h;
+
+	msg_init(&g_m, BW_OP_INFER, STUB_MODEL_WIDE);
+	msg_body_set(&g_m, zeros, 0);
+	msg_hdr(&g_m)->num_tensors = 0;
+	memcpy(g_m.b + g_m.len, zeros, sizeof(zeros)); /* room for the message: not counted as padding */
+	frame_msg(&g_f, &g_m);
+	/* 0 body bytes, a 600-byte reply */
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_RESOURCE_EXHAUSTED);
+	CU_ASSERT_PTR_NOT_NULL(h);
+	CU_ASSERT_EQUAL(g_lc_jumbo.stats.amplification_refused, refused + 1);
+	/* padded to one byte short, then to the reply's size */
+	msg_hdr(&g_m)->flags = BW_FLAG_PADDED;
+	memset(g_m.b + g_m.len, 0, STUB_WIDE_REPLY);
+	g_m.len += STUB_WIDE_REPLY - 1;
+	frame_msg(&g_f, &g_m);
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_RESOURCE_EXHAUSTED);
+	CU_ASSERT(h != NULL && reply_msg_has(h, "pad the request to 600"));
+	g_m.len += 1;
+	frame_msg(&g_f, &g_m);
+	h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK);
+	CU_ASSERT(h != NULL && h->body_len == STUB_WIDE_REPLY);
+	CU_ASSERT_EQUAL(g_lc_jumbo.stats.amplification_refused, refused + 2);
+	t_reply_release();
 }
 
 static void test_body_lengths(void)
@@ -775,6 +845,8 @@ CU_TestInfo g_request_tests[] = {
 	{ "unknown opcode: INVALID_ARGUMENT", test_unknown_opcode },
 	{ "bad segment numbers: INVALID_ARGUMENT", test_segments },
 	{ "AUTH flag without a trailer: the lengths disagree", test_auth },
+	{ "PADDED: zeros after the body, one datagram only", test_padded },
+	{ "no unsigned reply larger than its request: RESOURCE_EXHAUSTED, or padded", test_no_amplification },
 	{ "body_len and total_body_len mismatches", test_body_lengths },
 	{ "body cut at every length: INVALID_ARGUMENT", test_body_cut_at_every_length },
 	{ "priority out of range, unknown model", test_priority_and_model },

@@ -179,7 +179,7 @@ def main():
             bw_message(version=2 + i % 200, request_id=i),
             bw_message(opcode=4 + i % 100, request_id=i),
             bw_message(status=1 + i, request_id=i),
-            bw_message(flags=0x02 << (i % 7), request_id=i),
+            bw_message(flags=0x04 << (i % 6), request_id=i),
             bw_message(b"abc", body_len=10 + i, request_id=i),
             bw_message(b"", seg_index=3, seg_count=2, request_id=i),
             bw_message(b"", priority=1 + i % 200, request_id=i),
