@@ -55,11 +55,13 @@ static void signal_handler(int signum)
 
 #define APP_CONTROL_TICK_US 100000  /* how soon a SIGHUP is acted on */
 #define APP_CLOCK_SYNC_TICKS 10     /* the key table's wall clock re-read every second */
+#define APP_LOG_RING_LINES 1024     /* lines the lcores may leave between two drains */
 
 /*
  * The control thread (not pinned to a polling or worker lcore's CPU): the work of the appliance that
- * may block or make system calls while the lcores serve: re-reading the wall clock that signed
- * request_ids are checked against, and the key file on SIGHUP.
+ * may block or make system calls while the lcores serve: writing the log lines the lcores leave on
+ * the deferred-log ring, re-reading the wall clock that signed request_ids are checked against, and
+ * the key file on SIGHUP.
  */
 static void *control_main(void *arg __rte_unused)
 {
@@ -67,6 +69,7 @@ static void *control_main(void *arg __rte_unused)
 
 	while (!g_force_quit) {
 		usleep(APP_CONTROL_TICK_US);
+		plat_log_deferred_drain();
 		if (g_auth == NULL)
 			continue;
 		if (++ticks % APP_CLOCK_SYNC_TICKS == 0)
@@ -408,6 +411,9 @@ int main(int argc, char **argv)
 	signal(SIGINT, signal_handler);
 	signal(SIGTERM, signal_handler);
 	signal(SIGHUP, signal_handler);
+	ret = plat_log_defer_init(APP_LOG_RING_LINES);
+	if (ret != 0)
+		rte_exit(EXIT_FAILURE, "batchwire: cannot create the deferred-log ring: %s\n", rte_strerror(-ret));
 	pthread_t control;
 	ret = rte_ctrl_thread_create(&control, "bw-ctrl", NULL, control_main, NULL);
 	if (ret != 0)
@@ -444,6 +450,10 @@ int main(int argc, char **argv)
 			usleep(APP_MAIN_WAIT_US);
 	rte_eal_mp_wait_lcore();
 	pthread_join(control, NULL);
+	plat_log_defer_fini(); /* the lines the lcores left while draining */
+	if (plat_log_deferred_lost() != 0)
+		PLAT_LOG(WARNING, app, "%" PRIu64 " log lines were lost to a full deferred-log ring",
+			 plat_log_deferred_lost());
 
 	PLAT_LOG(INFO, app, "stopping: lcores joined, stopping port %u", cfg.port_id);
 	summary_print();

@@ -34,7 +34,8 @@ void app_failure_log(const struct app_model *m, struct app_exec_stats *st, bool 
 
 	if (!plat_log_gate_pass(&st->fail_log, plat_tsc_now(), plat_us_to_tsc(APP_FAIL_LOG_US), &held))
 		return;
-	PLAT_LOG(WARNING, app, "model '%s': batch failed (%" PRIu64 " so far%s, %" PRIu64 " not logged since the "
+	/* on the lcore that saw the failure: handed to the control thread, which writes it */
+	PLAT_LOG_DEFERRED(WARNING, app, "model '%s': batch failed (%" PRIu64 " so far%s, %" PRIu64 " not logged since the "
 		 "last line): %s", m->spec.name, st->batches_failed, per_lcore ? " on this lcore" : "", held, msg);
 }
 

@@ -27,6 +27,28 @@ extern int plat_logtype_dp;
 	rte_log(RTE_LOG_##level, plat_logtype_##type, "batchwire: " fmt "\n", ##__VA_ARGS__)
 
 /*
+ * Deferred lines: a polling or worker lcore must not write to stdio or syslog (a system call, a
+ * lock, a stall of milliseconds when the log is slow), so it formats the line into a fixed record and
+ * leaves it on a ring that a control thread drains into rte_log. Without plat_log_defer_init (tools,
+ * tests) a line is logged at once. A full ring loses the line and counts it.
+ */
+#define PLAT_LOG_RECORD_BYTES 256 /* one line: level, type and up to 247 bytes of text */
+
+/** Creates the ring of count lines (a power of two) that PLAT_LOG_DEFERRED fills. \return 0 or -errno. */
+int plat_log_defer_init(unsigned int count);
+/** Frees the ring after a last drain. */
+void plat_log_defer_fini(void);
+/** On a control thread: logs every line waiting. \return how many. */
+unsigned int plat_log_deferred_drain(void);
+/** Lines lost to a full ring since start-up. */
+uint64_t plat_log_deferred_lost(void);
+/** Formats a line for the control thread to log (any thread, no lock or system call). */
+void plat_log_deferred(uint32_t level, int logtype, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define PLAT_LOG_DEFERRED(level, type, fmt, ...) \
+	plat_log_deferred(RTE_LOG_##level, plat_logtype_##type, "batchwire: " fmt "\n", ##__VA_ARGS__)
+
+/*
  * A log line a peer can cause (a failed batch, a refused request) passes at most once an interval
  * of the caller's clock; the lines held back meanwhile are counted, for the next line that passes to
  * say. Bounded by time, not by count: a flood costs one line an interval, whatever its rate.

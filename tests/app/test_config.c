@@ -926,7 +926,7 @@ static void test_allowlists(void)
 			      "echo.allow=10.1.0.0/16"), APP_CONFIG_RUN);
 	CU_ASSERT_STRING_EQUAL(g_run.err, "");
 	CU_ASSERT_EQUAL_FATAL(g_run.cfg.dp.allow.count, 2);
-	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[1].addr, RTE_IPV4(192, 168, 1, 7));
+	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[1].addr, RTE_IPV4(192u, 168u, 1u, 7u));
 	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[1].depth, 32);
 	CU_ASSERT_EQUAL_FATAL(g_run.cfg.models[0].allow.count, 1);
 	CU_ASSERT_EQUAL(g_run.cfg.models[0].allow.prefixes[0].depth, 16);
@@ -952,7 +952,7 @@ static void test_allowlists(void)
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
 	CU_ASSERT_STRING_EQUAL(g_run.err, "");
 	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.count, 1);
-	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[0].addr, RTE_IPV4(172, 16, 0, 0));
+	CU_ASSERT_EQUAL(g_run.cfg.dp.allow.prefixes[0].addr, RTE_IPV4(172u, 16u, 0u, 0u));
 	CU_ASSERT_EQUAL(g_run.cfg.models[0].allow.count, 0);
 	ini_remove();
 }

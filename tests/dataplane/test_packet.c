@@ -238,7 +238,7 @@ static void test_allowlist_parse(void)
 	CU_ASSERT_EQUAL_FATAL(list.count, 3);
 	CU_ASSERT_EQUAL(list.prefixes[0].addr, RTE_IPV4(10, 0, 0, 0));
 	CU_ASSERT_EQUAL(list.prefixes[0].depth, 8);
-	CU_ASSERT_EQUAL(list.prefixes[1].addr, RTE_IPV4(192, 168, 1, 7));
+	CU_ASSERT_EQUAL(list.prefixes[1].addr, RTE_IPV4(192u, 168u, 1u, 7u));
 	CU_ASSERT_EQUAL(list.prefixes[1].depth, 32);
 	CU_ASSERT_EQUAL(list.prefixes[2].depth, 0);
 	CU_ASSERT_EQUAL(dp_allowlist_format(&list, text, sizeof(text)), 0);
@@ -291,9 +291,9 @@ static void test_allowlist(void)
 	CU_ASSERT_EQUAL_FATAL(dp_allow_create(&list, "t_allow", SOCKET_ID_ANY, &lpm), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(lpm);
 	CU_ASSERT(dp_allowed(lpm, rte_cpu_to_be_32(T_PEER_IP)));
-	CU_ASSERT(dp_allowed(lpm, rte_cpu_to_be_32(RTE_IPV4(192, 168, 200, 1))));
+	CU_ASSERT(dp_allowed(lpm, rte_cpu_to_be_32(RTE_IPV4(192u, 168u, 200u, 1u))));
 	CU_ASSERT(!dp_allowed(lpm, rte_cpu_to_be_32(T_OTHER_IP)));
-	CU_ASSERT(!dp_allowed(lpm, rte_cpu_to_be_32(RTE_IPV4(192, 169, 0, 1))));
+	CU_ASSERT(!dp_allowed(lpm, rte_cpu_to_be_32(RTE_IPV4(192u, 169u, 0u, 1u))));
 	CU_ASSERT(dp_allowed(NULL, rte_cpu_to_be_32(T_OTHER_IP)));
 	CU_ASSERT_EQUAL(dp_allow_create(&(struct dp_allowlist){ .count = 0 }, "t_allow_any", SOCKET_ID_ANY, &lpm), 0);
 	CU_ASSERT_PTR_NULL(lpm);
