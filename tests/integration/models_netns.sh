@@ -155,6 +155,24 @@ expect_error "wrong input name" "has no input named 'nope'" --model mlp --tensor
 # stay 0 below)
 expect_error "token outside the vocabulary" "value 40000 at element 5 is outside \[-30522, 30522)" --model minilm \
 	--tensor input_ids="$WORK/minilm_bad_ids.npy" --tensor attention_mask="$WORK/minilm_attention_mask_0.npy"
+# ... and among batch-mates: four clients sending good requests while the bad one goes out, each
+# good one answered OK (the bad one never reaches a batch, so it cannot fail theirs)
+MATE_REQUESTS=5
+for c in 1 2 3 4; do
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model minilm --count "$MATE_REQUESTS" --quiet \
+		--tensor input_ids="$WORK/minilm_input_ids_0.npy" --tensor attention_mask="$WORK/minilm_attention_mask_0.npy" \
+		>"$WORK/mate_$c.log" 2>&1 &
+done
+for _ in 1 2 3; do
+	expect_error "token outside the vocabulary, beside batch-mates" "value 40000 at element 5" --model minilm \
+		--tensor input_ids="$WORK/minilm_bad_ids.npy" --tensor attention_mask="$WORK/minilm_attention_mask_0.npy"
+done
+wait $(jobs -p | grep -vx "$BW_DAEMON_PID")
+for c in 1 2 3 4; do
+	grep -q "ok=$MATE_REQUESTS errors=0 timeouts=0" "$WORK/mate_$c.log" ||
+		bw_fail "a batch-mate of the bad request failed: $(tail -n 1 "$WORK/mate_$c.log")"
+done
+echo "  $((4 * MATE_REQUESTS)) good minilm requests beside the bad ones: all OK"
 
 echo "== counters balance"
 model_stats() {
@@ -164,16 +182,17 @@ MODELS_SERVED="mlp cnn minilm"
 [ ${#BF16_MODEL[@]} -gt 0 ] && MODELS_SERVED="$MODELS_SERVED mlp16"
 for m in $MODELS_SERVED; do model_stats "$m" >"$WORK/telemetry_$m.json"; done
 bw_telemetry /batchwire/stats >"$WORK/stats.json"
-python3 - "$WORK" "$MLP_REQUESTS" "$OTHER_REQUESTS" "$CLIENT_REQUESTS" "$MODELS_SERVED" <<'EOF' || bw_fail "counters do not balance"
+python3 - "$WORK" "$MLP_REQUESTS" "$OTHER_REQUESTS" "$CLIENT_REQUESTS" "$MODELS_SERVED" "$MATE_REQUESTS" <<'EOF' || bw_fail "counters do not balance"
 import json, sys
 work, n_mlp, n_other, n_client = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 served = sys.argv[5].split()
+n_mates = 4 * int(sys.argv[6])
 ok = True
 def check(what, got, want):
     global ok
     print(f"  {what:<40} {got} (expected {want})")
     ok &= got == want
-accepted = {"mlp": n_mlp + 4 * n_client, "cnn": n_other, "minilm": n_other, "mlp16": n_mlp}
+accepted = {"mlp": n_mlp + 4 * n_client, "cnn": n_other, "minilm": n_other + n_mates, "mlp16": n_mlp}
 for m in served:
     want = accepted[m]
     s = json.load(open(f"{work}/telemetry_{m}.json"))["/batchwire/model"]
