@@ -81,15 +81,16 @@ static struct dp_auth_config auth_config(uint32_t flows)
 	return c;
 }
 
-/* Signs g_m (header and body as built) under secret as key_id, from the peer to us, as g_f. */
-static void sign(uint32_t key_id, const uint8_t *secret, size_t len, uint64_t request_id)
+/* Signs g_m (header and body as built) under secret as key_id, from the peer's address and port to
+ * us, as g_f. */
+static void sign_from(uint16_t port, uint32_t key_id, const uint8_t *secret, size_t len, uint64_t request_id)
 {
 	struct bw_hdr *h = msg_hdr(&g_m);
 	struct bw_auth_trailer *t = (struct bw_auth_trailer *)(g_m.b + T_BW_LEN + h->body_len);
 	struct bw_auth_pseudo pseudo = {
 		.src_addr = rte_cpu_to_be_32(T_PEER_IP),
 		.dst_addr = rte_cpu_to_be_32(T_OUR_IP),
-		.src_port = rte_cpu_to_be_16(T_PEER_PORT),
+		.src_port = rte_cpu_to_be_16(port),
 		.dst_port = rte_cpu_to_be_16(BW_UDP_PORT_DEFAULT),
 	};
 	struct bw_hmac_key k;
@@ -102,6 +103,13 @@ static void sign(uint32_t key_id, const uint8_t *secret, size_t len, uint64_t re
 	bw_auth_tag(&k, &pseudo, h, T_BW_LEN + h->body_len + BW_AUTH_COVERED_TRAILER, t->tag);
 	g_m.len = T_BW_LEN + h->body_len + (uint32_t)sizeof(*t);
 	frame_msg(&g_f, &g_m);
+	f_udp(&g_f)->src_port = pseudo.src_port;
+	frame_fix(&g_f);
+}
+
+static void sign(uint32_t key_id, const uint8_t *secret, size_t len, uint64_t request_id)
+{
+	sign_from(T_PEER_PORT, key_id, secret, len, request_id);
 }
 
 static void ping_signed(uint32_t key_id, const uint8_t *secret, size_t len, uint64_t request_id)
@@ -467,24 +475,11 @@ static void test_reload(void)
 /* A signed PING from the peer's address and another port. */
 static void ping_from_port(uint16_t port, uint64_t request_id)
 {
-	struct bw_auth_pseudo pseudo = {
-		.src_addr = rte_cpu_to_be_32(T_PEER_IP),
-		.dst_addr = rte_cpu_to_be_32(T_OUR_IP),
-		.src_port = rte_cpu_to_be_16(port),
-		.dst_port = rte_cpu_to_be_16(BW_UDP_PORT_DEFAULT),
-	};
-	struct bw_hmac_key k;
-	struct bw_hdr *h;
-	struct bw_auth_trailer *t;
+	static const uint8_t body[24] = "signed ping body";
 
-	ping_signed(T_KEY_ID, g_secret, sizeof(g_secret), request_id);
-	h = msg_hdr(&g_m);
-	t = (struct bw_auth_trailer *)(g_m.b + T_BW_LEN + h->body_len);
-	bw_hmac_key_init(&k, g_secret, sizeof(g_secret));
-	bw_auth_tag(&k, &pseudo, h, T_BW_LEN + h->body_len + BW_AUTH_COVERED_TRAILER, t->tag);
-	frame_msg(&g_f, &g_m);
-	f_udp(&g_f)->src_port = pseudo.src_port;
-	frame_fix(&g_f);
+	msg_init(&g_m, BW_OP_PING, 0);
+	msg_body_set(&g_m, body, sizeof(body));
+	sign_from(port, T_KEY_ID, g_secret, sizeof(g_secret), request_id);
 }
 
 /* A lcore remembers at most auth_flows sources (here 8, every slot a source may take): the next
