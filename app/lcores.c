@@ -144,6 +144,16 @@ static unsigned int worker_pollers(unsigned int lcore_id, struct plat_poller *po
 	return n;
 }
 
+/* One per lcore id, each its own cache line: written only by that worker's loop. */
+static struct {
+	struct plat_poll_stats stats;
+} __rte_cache_aligned g_worker_stats[RTE_MAX_LCORE];
+
+struct plat_poll_stats *app_service_worker_stats(unsigned int lcore_id)
+{
+	return &g_worker_stats[lcore_id].stats;
+}
+
 bool app_service_is_worker(unsigned int lcore_id)
 {
 	struct plat_poller pollers[PLAT_POLLERS_MAX];

@@ -173,12 +173,11 @@ static int worker_lcore_main(void *arg)
 	unsigned int lcore = (unsigned int)(uintptr_t)arg;
 	struct plat_poller pollers[PLAT_POLLERS_MAX];
 	unsigned int nb_pollers = app_service_pollers(lcore, false, true, pollers);
-	struct plat_poll_stats stats = {0};
 	char name[16];
 
 	snprintf(name, sizeof(name), "bw-work-%u", lcore);
 	lcore_thread_setup(lcore, name);
-	plat_poll_loop(pollers, nb_pollers, &g_workers_quit, &stats);
+	plat_poll_loop(pollers, nb_pollers, &g_workers_quit, app_service_worker_stats(lcore));
 	return 0;
 }
 

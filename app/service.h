@@ -79,6 +79,10 @@ int app_service_lcore_start(unsigned int lcore_id, char *err, size_t cap);
 /** \return true when lcore_id runs steps of some model (a worker lcore). */
 bool app_service_is_worker(unsigned int lcore_id);
 
+/** The poll loop counters of worker lcore lcore_id (one that does not poll the port): its own loop
+ * writes them, /batchwire/workers reads them. */
+struct plat_poll_stats *app_service_worker_stats(unsigned int lcore_id);
+
 /**
  * Fills an lcore's poller table: for a polling lcore RX, batch windows, completions and TX drain;
  * for a worker lcore (possibly the same) one poller per model it works for.

@@ -6,8 +6,10 @@
  * a read may be a little behind, never torn (64-bit aligned stores).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_telemetry.h>
@@ -15,6 +17,28 @@
 #include "defs.h"
 
 #define TEL_SUM_KEYS_MAX 32 /* distinct counter names one model's executors report */
+
+/* The batchers' distributions, by the name telemetry (and the HTTP server's /metrics) gives them. */
+static const struct {
+	const char *name;
+	size_t offset;
+} g_hists[] = {
+	{"latency_us", offsetof(struct bat_stats, latency_us)},
+	{"window_us", offsetof(struct bat_stats, window_us)},
+	{"queue_us", offsetof(struct bat_stats, queue_us)},
+	{"compute_us", offsetof(struct bat_stats, compute_us)},
+	{"rows_per_batch", offsetof(struct bat_stats, batch_rows)},
+};
+
+static struct bw_hist *hist_of(struct bat_stats *s, unsigned int h)
+{
+	return (struct bw_hist *)(void *)((uint8_t *)s + g_hists[h].offset);
+}
+
+static const struct bw_hist *hist_of_const(const struct bat_stats *s, unsigned int h)
+{
+	return (const struct bw_hist *)(const void *)((const uint8_t *)s + g_hists[h].offset);
+}
 
 static void stats_add(struct bat_stats *sum, const struct bat_stats *s)
 {
@@ -33,21 +57,32 @@ static void stats_add(struct bat_stats *sum, const struct bat_stats *s)
 		sum->dispatch[r] += s->dispatch[r];
 	for (unsigned int z = 0; z <= BAT_BATCH_SIZE_MAX; z++)
 		sum->by_size[z] += s->by_size[z];
+	for (unsigned int h = 0; h < RTE_DIM(g_hists); h++)
+		bw_hist_merge(hist_of(sum, h), hist_of_const(s, h));
 }
 
-/* One model's batcher counters over every polling lcore (model < 0: every model). */
-static void stats_sum(int model, struct bat_stats *sum)
+/* One model's batcher counters over the polling lcores (model < 0: every model; lcore < 0: every
+ * lcore). */
+static void stats_sum_on(int model, int lcore, struct bat_stats *sum)
 {
 	memset(sum, 0, sizeof(*sum));
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
 		const struct app_lcore *al = &app_lcores[l];
 		unsigned int nb = __atomic_load_n(&al->nb_channels, __ATOMIC_ACQUIRE);
 
+		if (lcore >= 0 && (unsigned int)lcore != l)
+			continue;
+
 		for (unsigned int c = 0; c < nb; c++) {
 			if (model < 0 || (unsigned int)model == c)
 				stats_add(sum, bat_queue_stats(al->channels[c].queue));
 		}
 	}
+}
+
+static void stats_sum(int model, struct bat_stats *sum)
+{
+	stats_sum_on(model, -1, sum);
 }
 
 static void batch_keys_add(struct rte_tel_data *d, const struct bat_stats *sum, const char *prefix)
@@ -98,6 +133,24 @@ static void batch_keys_add(struct rte_tel_data *d, const struct bat_stats *sum, 
 	rte_tel_data_add_dict_container(d, key, dispatch, 0);
 	snprintf(key, sizeof(key), "%ssizes", prefix);
 	rte_tel_data_add_dict_container(d, key, sizes, 0);
+	for (unsigned int h = 0; h < RTE_DIM(g_hists); h++) {
+		static const struct {
+			const char *name;
+			double q;
+		} quantiles[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
+		const struct bw_hist *hist = hist_of_const(sum, h);
+		struct rte_tel_data *one = rte_tel_data_alloc();
+
+		if (one == NULL)
+			return;
+		rte_tel_data_start_dict(one);
+		rte_tel_data_add_dict_u64(one, "count", hist->count);
+		rte_tel_data_add_dict_u64(one, "sum", hist->sum);
+		for (unsigned int k = 0; k < RTE_DIM(quantiles); k++)
+			rte_tel_data_add_dict_u64(one, quantiles[k].name, bw_hist_quantile(hist, quantiles[k].q));
+		snprintf(key, sizeof(key), "%s%s", prefix, g_hists[h].name);
+		rte_tel_data_add_dict_container(d, key, one, 0);
+	}
 }
 
 void app_service_telemetry(struct rte_tel_data *d)
@@ -218,6 +271,95 @@ static int model_cb(const char *cmd __rte_unused, const char *params, struct rte
 	return 0;
 }
 
+/* "NAME" or "NAME,LCORE": the model, and the polling lcore when one is named (-1: all). */
+static const struct rt_model *hist_params(const char *params, int *lcore)
+{
+	char name[RT_MODEL_NAME_MAX];
+	const char *comma;
+	size_t len;
+
+	*lcore = -1;
+	if (params == NULL || app_current == NULL)
+		return NULL;
+	comma = strchr(params, ',');
+	len = comma != NULL ? (size_t)(comma - params) : strlen(params);
+	if (len == 0 || len >= sizeof(name))
+		return NULL;
+	memcpy(name, params, len);
+	name[len] = '\0';
+	if (comma != NULL) {
+		char *end;
+		long v = strtol(comma + 1, &end, 10);
+
+		if (*end != '\0' || end == comma + 1 || v < 0 || v >= RTE_MAX_LCORE)
+			return NULL;
+		*lcore = (int)v;
+	}
+	return rt_registry_find_name(&app_current->registry, name, (uint32_t)len);
+}
+
+/* Every bucket that holds a value, by its upper edge: what Prometheus' _bucket series are cut from. */
+static int hist_cb(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	struct bat_stats sum;
+	const struct rt_model *spec;
+	int lcore;
+
+	spec = hist_params(params, &lcore);
+	if (spec == NULL)
+		return -EINVAL;
+	stats_sum_on((int)spec->id, lcore, &sum);
+	rte_tel_data_start_dict(d);
+	for (unsigned int h = 0; h < RTE_DIM(g_hists); h++) {
+		const struct bw_hist *hist = hist_of_const(&sum, h);
+		struct rte_tel_data *buckets = rte_tel_data_alloc();
+		char key[64];
+
+		if (buckets == NULL)
+			return -ENOMEM;
+		/* one level of containers is all DPDK's telemetry prints: counts beside the buckets */
+		snprintf(key, sizeof(key), "%s_count", g_hists[h].name);
+		rte_tel_data_add_dict_u64(d, key, hist->count);
+		snprintf(key, sizeof(key), "%s_sum", g_hists[h].name);
+		rte_tel_data_add_dict_u64(d, key, hist->sum);
+		rte_tel_data_start_dict(buckets);
+		for (unsigned int i = 0; i < BW_HIST_BUCKETS; i++) {
+			if (hist->buckets[i] == 0)
+				continue;
+			snprintf(key, sizeof(key), "%" PRIu64, bw_hist_bucket_upper(i, BW_HIST_SUB_BITS));
+			rte_tel_data_add_dict_u64(buckets, key, hist->buckets[i]);
+		}
+		rte_tel_data_add_dict_container(d, g_hists[h].name, buckets, 0);
+	}
+	return 0;
+}
+
+/* Worker lcores that do not poll the port: their loops' counters (polling lcores': /batchwire/lcores). */
+static int workers_cb(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	rte_tel_data_start_dict(d);
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct plat_poll_stats *st;
+		struct rte_tel_data *one;
+		char key[32];
+
+		if (!rte_lcore_is_enabled(l) || app_lcores[l].dp != NULL || !app_service_is_worker(l))
+			continue;
+		st = app_service_worker_stats(l);
+		one = rte_tel_data_alloc();
+		if (one == NULL)
+			return -ENOMEM;
+		rte_tel_data_start_dict(one);
+		rte_tel_data_add_dict_u64(one, "poll_iterations", st->iterations);
+		rte_tel_data_add_dict_u64(one, "poll_busy_iterations", st->busy_iterations);
+		rte_tel_data_add_dict_u64(one, "poll_cycles", st->cycles);
+		rte_tel_data_add_dict_u64(one, "poll_busy_cycles", st->busy_cycles);
+		snprintf(key, sizeof(key), "lcore%u", l);
+		rte_tel_data_add_dict_container(d, key, one, 0);
+	}
+	return 0;
+}
+
 int app_service_telemetry_register(void)
 {
 	int ret = rte_telemetry_register_cmd("/batchwire/models", models_cb, "Names of the models served. No parameters.");
@@ -226,6 +368,15 @@ int app_service_telemetry_register(void)
 		ret = rte_telemetry_register_cmd("/batchwire/model", model_cb,
 						 "One model's counters: requests, batches by size, padding, window and queue "
 						 "wait, compute time. Parameter: the model's name.");
+	if (ret == 0)
+		ret = rte_telemetry_register_cmd("/batchwire/workers", workers_cb,
+						 "Worker lcores that do not poll the port: iterations and TSC cycles of their "
+						 "loops, busy and in all. No parameters.");
+	if (ret == 0)
+		ret = rte_telemetry_register_cmd("/batchwire/hist", hist_cb,
+						 /* DPDK keeps at most 127 bytes of help */
+						 "One model's distributions, every non-empty bucket by its upper edge. "
+						 "Parameters: NAME or NAME,LCORE.");
 	for (unsigned int e = 0; e < app_nb_engines && ret == 0; e++) {
 		if (app_engines[e]->telemetry_register != NULL)
 			ret = app_engines[e]->telemetry_register();

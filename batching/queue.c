@@ -267,13 +267,15 @@ static void batch_free(struct bat_queue *q, struct batch_slot *b)
 /* ---- completion -------------------------------------------------------------------------------- */
 
 /* One piece of a job has its outcome; the job completes with its first error after its last piece. */
-static void piece_done(struct bat_queue *q, struct bat_job *job, enum bw_status status)
+static void piece_done(struct bat_queue *q, struct bat_job *job, enum bw_status status, uint64_t now)
 {
 	if (status != BW_STATUS_OK && job->status == BW_STATUS_OK)
 		job->status = (uint16_t)status;
 	if (--job->pieces_pending != 0)
 		return;
 	q->stats.jobs_done++;
+	/* done() builds the reply and hands it to TX now: arrival to TX, as the client waits for it */
+	bw_hist_record(&q->stats.latency_us, now > job->arrival_tsc ? ticks_to_us(q, now - job->arrival_tsc) : 0);
 	q->done(q->done_ctx, job, (enum bw_status)job->status);
 	job_free(q, job);
 }
@@ -283,7 +285,11 @@ void bat_batch_complete(struct bw_batch *pub, enum bw_status status, uint64_t no
 	struct batch_slot *b = (struct batch_slot *)pub;
 	struct bat_queue *q = pub->owner;
 	uint32_t padded = pub->padded_size;
+	/* an executor that starts batches later than they are submitted says when (echo's start at once) */
+	uint64_t started = pub->started_tsc > pub->dispatched_tsc ? pub->started_tsc : pub->dispatched_tsc;
 
+	bw_hist_record(&q->stats.queue_us, ticks_to_us(q, started - pub->dispatched_tsc));
+	bw_hist_record(&q->stats.compute_us, now > started ? ticks_to_us(q, now - started) : 0);
 	if (status == BW_STATUS_OK) {
 		/* Learn what this padded size costs, for the SLO and deadline closes. */
 		double compute_us = (double)ticks_to_us(q, now - pub->dispatched_tsc);
@@ -296,7 +302,7 @@ void bat_batch_complete(struct bw_batch *pub, enum bw_status status, uint64_t no
 	q->may_draw = true;
 	bat_limiter_release(q->limiter, ticks_to_us(q, now - pub->created_tsc));
 	for (uint16_t i = 0; i < pub->num_tasks; i++)
-		piece_done(q, pub->tasks[i]->job, status);
+		piece_done(q, pub->tasks[i]->job, status, now);
 	batch_free(q, b);
 }
 
@@ -440,7 +446,7 @@ static uint32_t batch_expire(struct bat_queue *q, struct batch_slot *b, uint64_t
 			q->queued_tasks--;
 			q->stats.deadline_expired++;
 			expired++;
-			piece_done(q, job, BW_STATUS_DEADLINE_EXCEEDED);
+			piece_done(q, job, BW_STATUS_DEADLINE_EXCEEDED, now);
 			continue;
 		}
 		if (job->deadline_tsc != 0 && (b->min_deadline == 0 || job->deadline_tsc < b->min_deadline))
@@ -482,12 +488,15 @@ static void batch_dispatch(struct bat_queue *q, struct batch_slot *b, uint64_t n
 
 	pub->padded_size = bat_options_padded_size(&q->opts, pub->size);
 	pub->dispatched_tsc = now;
+	pub->started_tsc = 0; /* the executor's to set, if it starts the batch later */
 	q->queued_tasks -= pub->num_tasks;
 	q->in_flight++;
 	q->stats.batches++;
 	q->stats.rows += pub->size;
 	q->stats.padding_rows += pub->padded_size - pub->size;
 	q->stats.window_wait_us += ticks_to_us(q, now - pub->created_tsc);
+	bw_hist_record(&q->stats.window_us, ticks_to_us(q, now - pub->created_tsc));
+	bw_hist_record(&q->stats.batch_rows, pub->size);
 	q->stats.dispatch[pub->reason]++;
 	q->stats.by_size[pub->padded_size]++;
 	if (q->executor.ops->submit(q->executor.ctx, pub) != 0)

@@ -61,6 +61,8 @@ void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, str
 		sum->amplification_refused += s->amplification_refused;
 		if (poll != NULL) {
 			poll->busy_iterations += lcores[i]->poll.busy_iterations;
+			poll->cycles += lcores[i]->poll.cycles;
+			poll->busy_cycles += lcores[i]->poll.busy_cycles;
 			poll->iterations += lcores[i]->poll.iterations;
 		}
 	}
@@ -109,9 +111,10 @@ static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stat
 /*
  * What the NIC dropped before any poller saw it, over the ports the lcores poll (each once):
  * imissed (RX ring full: the polling lcore fell behind), rx_nombuf (no mbuf to refill the ring),
- * ierrors (bad frames), oerrors (TX failures).
+ * ierrors (bad frames), oerrors (TX failures). Summed into d, and one dict per port when ports is
+ * not NULL.
  */
-static void ports_add(struct rte_tel_data *d)
+static void ports_add(struct rte_tel_data *d, struct rte_tel_data *ports)
 {
 	uint64_t imissed = 0, nombuf = 0, ierrors = 0, oerrors = 0;
 	bool seen[RTE_MAX_ETHPORTS] = {false};
@@ -127,6 +130,22 @@ static void ports_add(struct rte_tel_data *d)
 		nombuf += st.rx_nombuf;
 		ierrors += st.ierrors;
 		oerrors += st.oerrors;
+		if (ports != NULL) {
+			struct rte_tel_data *one = rte_tel_data_alloc();
+			char key[16];
+
+			if (one == NULL)
+				continue;
+			rte_tel_data_start_dict(one);
+			rte_tel_data_add_dict_u64(one, "imissed", st.imissed);
+			rte_tel_data_add_dict_u64(one, "rx_nombuf", st.rx_nombuf);
+			rte_tel_data_add_dict_u64(one, "ierrors", st.ierrors);
+			rte_tel_data_add_dict_u64(one, "oerrors", st.oerrors);
+			rte_tel_data_add_dict_u64(one, "ipackets", st.ipackets);
+			rte_tel_data_add_dict_u64(one, "opackets", st.opackets);
+			snprintf(key, sizeof(key), "port%u", port);
+			rte_tel_data_add_dict_container(ports, key, one, 0);
+		}
 	}
 	rte_tel_data_add_dict_u64(d, "port_imissed", imissed);
 	rte_tel_data_add_dict_u64(d, "port_rx_nombuf", nombuf);
@@ -145,6 +164,8 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 	stats_add_scalars(d, &sum);
 	rte_tel_data_add_dict_u64(d, "poll_iterations", poll.iterations);
 	rte_tel_data_add_dict_u64(d, "poll_busy_iterations", poll.busy_iterations);
+	rte_tel_data_add_dict_u64(d, "poll_cycles", poll.cycles);
+	rte_tel_data_add_dict_u64(d, "poll_busy_cycles", poll.busy_cycles);
 	{
 		uint64_t total = 0, avail = 0;
 
@@ -155,7 +176,15 @@ static int stats_cb(const char *cmd __rte_unused, const char *params __rte_unuse
 		rte_tel_data_add_dict_u64(d, "mbufs_total", total);
 		rte_tel_data_add_dict_u64(d, "mbufs_free", avail);
 	}
-	ports_add(d);
+	{
+		struct rte_tel_data *ports = rte_tel_data_alloc();
+
+		if (ports != NULL)
+			rte_tel_data_start_dict(ports);
+		ports_add(d, ports);
+		if (ports != NULL)
+			rte_tel_data_add_dict_container(d, "ports", ports, 0);
+	}
 
 	replies = rte_tel_data_alloc();
 	drops = rte_tel_data_alloc();
@@ -205,6 +234,8 @@ static int lcores_cb(const char *cmd __rte_unused, const char *params __rte_unus
 		stats_add_scalars(one, &lc->stats);
 		rte_tel_data_add_dict_u64(one, "poll_iterations", lc->poll.iterations);
 		rte_tel_data_add_dict_u64(one, "poll_busy_iterations", lc->poll.busy_iterations);
+		rte_tel_data_add_dict_u64(one, "poll_cycles", lc->poll.cycles);
+		rte_tel_data_add_dict_u64(one, "poll_busy_cycles", lc->poll.busy_cycles);
 		snprintf(key, sizeof(key), "lcore%u", lc->lcore_id);
 		rte_tel_data_add_dict_container(d, key, one, 0);
 	}

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <batchwire/batch.h>
+#include <batchwire/hist.h>
 #include <batchwire/status.h>
 
 #define BAT_BATCH_SIZE_MAX 1024        /* largest batch batchwire runs */
@@ -129,6 +130,12 @@ struct bat_stats {
 	uint64_t window_wait_us;               /* sum over batches of window open to dispatch */
 	uint64_t dispatch[BW_DISPATCH_COUNT];  /* batches by reason */
 	uint64_t by_size[BAT_BATCH_SIZE_MAX + 1]; /* batches by padded size */
+	/* distributions, in µs of the caller's clock but batch_rows */
+	struct bw_hist window_us;              /* per batch: its window opened -> dispatched */
+	struct bw_hist queue_us;               /* per batch: dispatched -> the executor started it */
+	struct bw_hist compute_us;             /* per batch: started -> complete on this lcore */
+	struct bw_hist latency_us;             /* per request: arrival -> answered (its reply to TX) */
+	struct bw_hist batch_rows;             /* per batch: real rows (padding left out) */
 };
 
 struct bat_queue;

@@ -1,47 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The latency histogram (load.h). Bucket index of a value v:
- *   v < 2^SUB_BITS:  v itself (exact);
- *   otherwise, with k = floor(log2 v) and shift = k - (SUB_BITS - 1):
- *                    shift * 2^(SUB_BITS-1) + (v >> shift)
- * (v >> shift) runs over [2^(SUB_BITS-1), 2^SUB_BITS), so each power of two [2^k, 2^(k+1)) gets
- * 2^(SUB_BITS-1) buckets of width 2^shift <= v / 2^(SUB_BITS-1), and the first of them follows the
- * exact ones with no gap. Recording costs a count-leading-zeros and an add; reading walks the
- * buckets once.
+ * The latency histogram (load.h), in ns at LOAD_HIST_SUB_BITS: the bucket arithmetic is
+ * include/batchwire/hist.h's, the server's own at another resolution. Recording costs a
+ * count-leading-zeros and an add; reading walks the buckets once.
  */
 #include <math.h>
 #include <string.h>
 
+#include <batchwire/hist.h>
+
 #include "load.h"
 
-#define SUB_HALF (1u << (LOAD_HIST_SUB_BITS - 1)) /* buckets per power of two above the exact ones */
-#define EXACT_MAX (UINT64_C(1) << LOAD_HIST_SUB_BITS)
-
-_Static_assert(((40 - LOAD_HIST_SUB_BITS) + 2) * SUB_HALF == LOAD_HIST_BUCKETS,
-	       "the buckets cover exactly [0, 2^40)");
+_Static_assert(BW_HIST_BUCKETS_FOR(40, LOAD_HIST_SUB_BITS) == LOAD_HIST_BUCKETS, "the buckets cover exactly [0, 2^40)");
 _Static_assert(LOAD_HIST_MAX_NS == UINT64_C(1) << 40, "LOAD_HIST_BUCKETS assumes 2^40");
 
 static unsigned int bucket_of(uint64_t v)
 {
-	unsigned int shift;
-
-	if (v < EXACT_MAX)
-		return (unsigned int)v;
-	shift = (unsigned int)(63 - __builtin_clzll(v)) - (LOAD_HIST_SUB_BITS - 1);
-	return shift * SUB_HALF + (unsigned int)(v >> shift);
+	return bw_hist_bucket(v, LOAD_HIST_SUB_BITS);
 }
 
 /* The largest value bucket i holds. */
 static uint64_t bucket_upper(unsigned int i)
 {
-	unsigned int shift;
-	uint64_t sub;
-
-	if (i < EXACT_MAX)
-		return i;
-	shift = i / SUB_HALF - 1;
-	sub = i % SUB_HALF + SUB_HALF;
-	return (sub << shift) + (UINT64_C(1) << shift) - 1;
+	return bw_hist_bucket_upper(i, LOAD_HIST_SUB_BITS);
 }
 
 void load_hist_init(struct load_hist *h)

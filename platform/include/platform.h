@@ -172,6 +172,8 @@ struct plat_poller {
 struct plat_poll_stats {
 	uint64_t iterations;
 	uint64_t busy_iterations;
+	uint64_t cycles;        /* TSC ticks in the loop so far */
+	uint64_t busy_cycles;   /* ... in iterations where a poller did work: the useful-work share */
 };
 
 /**

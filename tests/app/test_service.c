@@ -1201,9 +1201,18 @@ static CU_TestInfo g_init_tests[] = {
 	CU_TEST_INFO_NULL,
 };
 
+/* Every command the service registers: DPDK refuses one whose help passes 127 bytes, and the
+ * daemon would then run without it and the commands after it. */
+static void test_telemetry_register(void)
+{
+	NEED_SERVICE();
+	CU_ASSERT_EQUAL(app_service_telemetry_register(), 0);
+}
+
 static CU_TestInfo g_serve_tests[] = {
 	{ "set-up: four MLPs (one on the fake GPU) and wide, a ring port, lcore 0 polling and working", test_setup },
 	{ "MODEL_INFO by name: inputs, outputs, batch sizes", test_model_info },
+	{ "telemetry: every command registered", test_telemetry_register },
 	{ "INFER 1 row: the runtime's logits, bit for bit", test_infer_one_row },
 	{ "INFER rows 1,2,1: one full batch of 4", test_infer_burst_full },
 	{ "INFER rows 1,2: a batch of 3 padded to 4", test_infer_burst_padded },

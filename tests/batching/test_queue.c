@@ -509,6 +509,49 @@ static void test_padding_counted_by_size(void)
 	harness_fini(&h);
 }
 
+/*
+ * The distributions, on the harness's 1 µs clock: two single-row requests at 1000 and 1030 share a
+ * window that times out at 1100 (window 100); the executor starts it at 1150 (queue 50) and it
+ * completes at 1400 (compute 250): latencies 400 and 370. A third alone, started at once.
+ */
+static void test_histograms(void)
+{
+	struct harness h;
+	struct bat_options o = opts_base(8, 8, 100);
+	struct job_rec j[3];
+	const struct bat_stats *st;
+
+	harness_init(&h, &o);
+	st = bat_queue_stats(h.q);
+	CU_ASSERT_EQUAL(submit(&h, &j[0], 1, 1000), BW_STATUS_OK);
+	CU_ASSERT_EQUAL(submit(&h, &j[1], 1, 1030), BW_STATUS_OK);
+	bat_poll(h.q, 1100);
+	CU_ASSERT_EQUAL_FATAL(h.nb_rec, 1);
+	h.rec[0].batch->started_tsc = 1150;
+	complete(&h, 0, BW_STATUS_OK, 1400);
+	CU_ASSERT_EQUAL(st->window_us.count, 1);
+	CU_ASSERT_EQUAL(st->window_us.sum, 100);
+	CU_ASSERT_EQUAL(st->queue_us.sum, 50);
+	CU_ASSERT_EQUAL(st->compute_us.sum, 250);
+	CU_ASSERT_EQUAL(st->latency_us.count, 2);
+	CU_ASSERT_EQUAL(st->latency_us.sum, 400 + 370);
+	CU_ASSERT_EQUAL(st->batch_rows.count, 1);
+	CU_ASSERT_EQUAL(st->batch_rows.sum, 2);
+	/* each value in a bucket at or above it, within a quarter */
+	CU_ASSERT(bw_hist_quantile(&st->latency_us, 1.0) >= 400 && bw_hist_quantile(&st->latency_us, 1.0) < 500);
+	CU_ASSERT(bw_hist_quantile(&st->latency_us, 0.5) >= 370 && bw_hist_quantile(&st->latency_us, 0.5) < 463);
+
+	CU_ASSERT_EQUAL(submit(&h, &j[2], 1, 2000), BW_STATUS_OK);
+	bat_poll(h.q, 2100);
+	CU_ASSERT_EQUAL_FATAL(h.nb_rec, 2);
+	complete(&h, 1, BW_STATUS_OK, 2130); /* no start time given: queue 0, compute from dispatch */
+	CU_ASSERT_EQUAL(st->queue_us.count, 2);
+	CU_ASSERT_EQUAL(st->queue_us.sum, 50);
+	CU_ASSERT_EQUAL(st->compute_us.sum, 250 + 30);
+	CU_ASSERT_EQUAL(st->latency_us.count, 3);
+	harness_fini(&h);
+}
+
 /* ---- errors -------------------------------------------------------------------------------------- */
 
 static void test_error_fanout(void)
@@ -1314,6 +1357,7 @@ int main(void)
 	};
 	static CU_TestInfo padding_tests[] = {
 		{"padded sizes and counters by size", test_padding_counted_by_size},
+		{"distributions: window, queue, compute, latency, rows", test_histograms},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo error_tests[] = {

@@ -20,6 +20,7 @@
 #include <batchwire/elem.h>
 #include <batchwire/err.h>
 #include <batchwire/half.h>
+#include <batchwire/hist.h>
 #include <batchwire/inputs.h>
 #include <batchwire/wire.h>
 
@@ -404,6 +405,59 @@ static void test_elem_access(void)
 
 /* ---- compiler.h -------------------------------------------------------------------------------------- */
 
+/* hist.h: every value below 2^20 lands in a bucket whose upper edge is at or above it and whose
+ * predecessor's is below it, within a quarter of it; at bwload's 7 bits too; quantiles and counts. */
+static void test_hist(void)
+{
+	static struct bw_hist h;
+	unsigned int prev = 0;
+
+	for (uint64_t v = 0; v < (1u << 20); v++) {
+		unsigned int b = bw_hist_bucket(v, BW_HIST_SUB_BITS);
+
+		if (b != prev && b != prev + 1) {
+			CU_FAIL("buckets skipped");
+			break;
+		}
+		prev = b;
+		if (bw_hist_bucket_upper(b, BW_HIST_SUB_BITS) < v ||
+		    (b > 0 && bw_hist_bucket_upper(b - 1, BW_HIST_SUB_BITS) >= v) ||
+		    bw_hist_bucket_upper(b, BW_HIST_SUB_BITS) - v > v / 4) {
+			CU_FAIL("a value outside its bucket");
+			break;
+		}
+	}
+	CU_ASSERT_EQUAL(bw_hist_bucket((UINT64_C(1) << 32) - 1, BW_HIST_SUB_BITS), BW_HIST_BUCKETS - 1);
+	CU_ASSERT_EQUAL(bw_hist_bucket_upper(BW_HIST_BUCKETS - 1, BW_HIST_SUB_BITS), (UINT64_C(1) << 32) - 1);
+	for (uint64_t v = 1; v < (UINT64_C(1) << 40); v = v * 3 + 1) {
+		unsigned int b = bw_hist_bucket(v, 7);
+
+		CU_ASSERT(bw_hist_bucket_upper(b, 7) >= v && bw_hist_bucket_upper(b, 7) - v <= v / 64);
+	}
+	memset(&h, 0, sizeof(h));
+	CU_ASSERT_EQUAL(bw_hist_quantile(&h, 0.5), 0);
+	for (uint64_t v = 1; v <= 100; v++)
+		bw_hist_record(&h, v);
+	bw_hist_record(&h, UINT64_C(1) << 40); /* beyond the range: the last bucket */
+	CU_ASSERT_EQUAL(h.count, 101);
+	CU_ASSERT_EQUAL(h.buckets[BW_HIST_BUCKETS - 1], 1);
+	CU_ASSERT_EQUAL(bw_hist_quantile(&h, 0.005), 1); /* rank 1 of 101 */
+	CU_ASSERT_EQUAL(bw_hist_quantile(&h, 0.01), 2); /* rank ceil(1.01) */
+	CU_ASSERT(bw_hist_quantile(&h, 0.5) >= 51 && bw_hist_quantile(&h, 0.5) <= 63);
+	CU_ASSERT_EQUAL(bw_hist_count_le(&h, 7), 7);
+	CU_ASSERT_EQUAL(bw_hist_count_le(&h, UINT64_MAX), 101);
+	{
+		static struct bw_hist sum;
+
+		memset(&sum, 0, sizeof(sum));
+		bw_hist_merge(&sum, &h);
+		bw_hist_merge(&sum, &h);
+		CU_ASSERT_EQUAL(sum.count, 202);
+		CU_ASSERT_EQUAL(sum.sum, 2 * h.sum);
+		CU_ASSERT_EQUAL(bw_hist_count_le(&sum, 7), 14);
+	}
+}
+
 static void test_branch_hints(void)
 {
 	int n = 0;
@@ -438,6 +492,7 @@ int main(void)
 		{ "inputs.h: determinism, streams, ranges, masks, float16", test_inputs_values },
 		{ "elem.h: bw_elem_set and bw_elem_get", test_elem_access },
 		{ "compiler.h: likely, unlikely", test_branch_hints },
+		{ "hist.h: buckets, edges, quantiles, merge", test_hist },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {

@@ -65,6 +65,36 @@ rows=$(delta 'd["batch_rows"]')
 [ "$batches" -lt "$rows" ] || bw_fail "no batching under load: $batches batches for $rows requests"
 echo "under load: 2000 requests from 4 clients ran in $batches batches; sizes: $(echo "$after" | bw_json 'd["batch_sizes"]')"
 
+# The distributions: every answered request has a latency, every batch a window, queue and compute
+# time; the buckets of /batchwire/hist add up to the counts; the polling lcore's busy share is a share
+model=$(bw_telemetry /batchwire/model,echo)
+hist=$(bw_telemetry /batchwire/hist,echo)
+lcores=$(bw_telemetry /batchwire/lcores)
+python3 - "$model" "$hist" "$lcores" "$after" <<'PYEOF' || bw_fail "distributions do not add up"
+import json, sys
+model, hist, lcores, stats = (list(json.loads(a).values())[0] for a in sys.argv[1:5])
+ok = True
+def check(what, cond):
+    global ok
+    print(f"  {what}: {'ok' if cond else 'MISMATCH'}")
+    ok &= bool(cond)
+check(f"latency_us count {model['latency_us']['count']} = requests_done {model['requests_done']}",
+      model["latency_us"]["count"] == model["requests_done"])
+for h in ("window_us", "queue_us", "compute_us", "rows_per_batch"):
+    check(f"{h} count {model[h]['count']} = batches {model['batches']}", model[h]["count"] == model["batches"])
+check(f"rows_per_batch sum = rows {model['rows']}", model["rows_per_batch"]["sum"] == model["rows"])
+lat = model["latency_us"]
+check(f"latency p50 {lat['p50']} <= p99 {lat['p99']} <= p999 {lat['p999']}", 0 < lat["p50"] <= lat["p99"] <= lat["p999"])
+for h in ("latency_us", "window_us", "queue_us", "compute_us", "rows_per_batch"):
+    check(f"/batchwire/hist {h}: buckets add up to {hist[h + '_count']}", sum(hist[h].values()) == hist[h + "_count"])
+for name, lc in lcores.items():
+    check(f"{name}: busy cycles {lc['poll_busy_cycles']} within {lc['poll_cycles']}",
+          0 < lc["poll_busy_cycles"] <= lc["poll_cycles"])
+check(f"ports: {list(stats['ports'])}", "port0" in stats["ports"] and stats["ports"]["port0"]["ipackets"] > 0)
+sys.exit(0 if ok else 1)
+PYEOF
+echo "distributions: latency p50/p99 $(echo "$model" | bw_json 'd["latency_us"]["p50"]')/$(echo "$model" | bw_json 'd["latency_us"]["p99"]') us"
+
 csum_errors=$(bw_cli nstat -az UdpInCsumErrors | awk '/UdpInCsumErrors/ {print $2}')
 [ "${csum_errors:-x}" = 0 ] || bw_fail "client kernel counted ${csum_errors:-?} UDP checksum errors"
 echo "client UdpInCsumErrors: 0"

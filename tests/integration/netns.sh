@@ -126,9 +126,9 @@ bw_cli() {
 	ip netns exec "$BW_CLI_NS" "$@"
 }
 
-# bw_telemetry CMD: one JSON reply from batchwire's telemetry socket.
+# bw_telemetry CMD[,PARAMS]: one JSON reply from batchwire's telemetry socket (keyed by CMD alone).
 bw_telemetry() {
-	echo "$1" | dpdk-telemetry.py -f "$BW_PREFIX" 2>/dev/null | grep -F "\"$1\"" | tail -n 1
+	echo "$1" | dpdk-telemetry.py -f "$BW_PREFIX" 2>/dev/null | grep -F "\"${1%%,*}\"" | tail -n 1
 }
 
 # bw_json 'expr' < json: evaluates a Python expression over the parsed reply `d` (d = its one value).

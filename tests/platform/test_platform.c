@@ -225,7 +225,7 @@ static void test_poll_loop_counts(void)
 	struct test_poller rx = {.letter = 'r', .busy_every = 3, .quit = &quit, .trace = &trace};
 	struct test_poller tx = {.letter = 't', .busy_on = 5, .quit_on = 10, .quit = &quit, .trace = &trace};
 	const struct plat_poller table[] = {{"rx", test_poll, &rx}, {"tx", test_poll, &tx}};
-	struct plat_poll_stats stats = {0, 0};
+	struct plat_poll_stats stats = {0};
 
 	plat_poll_loop(table, 2, &quit, &stats);
 	/* tx quits on its 10th call, the end of iteration 10; busy in iterations 3, 5, 6, 9 */
@@ -242,10 +242,12 @@ static void test_poll_loop_counts(void)
 	trace.len = 0;
 	rx = (struct test_poller){.letter = 'r', .busy_every = 1, .quit_on = 4, .quit = &quit, .trace = &trace};
 	tx = (struct test_poller){.letter = 't', .quit = &quit, .trace = &trace};
-	stats = (struct plat_poll_stats){0, 0};
+	stats = (struct plat_poll_stats){0};
 	plat_poll_loop(table, 2, &quit, &stats);
 	CU_ASSERT_EQUAL(stats.iterations, 4);
 	CU_ASSERT_EQUAL(stats.busy_iterations, 4);
+	CU_ASSERT_EQUAL(stats.busy_cycles, stats.cycles); /* every iteration busy: all of the time */
+	CU_ASSERT(stats.cycles > 0);
 	CU_ASSERT_EQUAL(rx.calls, 4);
 	CU_ASSERT_EQUAL(tx.calls, 4);
 	CU_ASSERT_EQUAL(trace.len, 8);
@@ -256,20 +258,23 @@ static void test_poll_loop_counts(void)
 	trace.len = 0;
 	rx = (struct test_poller){.letter = 'r', .busy_every = 2, .quit = &quit, .trace = &trace};
 	tx = (struct test_poller){.letter = 't', .busy_every = 2, .quit_on = 7, .quit = &quit, .trace = &trace};
-	stats = (struct plat_poll_stats){0, 0};
+	stats = (struct plat_poll_stats){0};
 	plat_poll_loop(table, 2, &quit, &stats);
 	CU_ASSERT_EQUAL(stats.iterations, 7);
 	CU_ASSERT_EQUAL(stats.busy_iterations, 3);
+	CU_ASSERT(stats.busy_cycles <= stats.cycles);
 
 	/* Never busy. */
 	quit = false;
 	trace.len = 0;
 	rx = (struct test_poller){.letter = 'r', .quit = &quit, .trace = &trace};
 	tx = (struct test_poller){.letter = 't', .quit_on = 3, .quit = &quit, .trace = &trace};
-	stats = (struct plat_poll_stats){0, 0};
+	stats = (struct plat_poll_stats){0};
 	plat_poll_loop(table, 2, &quit, &stats);
 	CU_ASSERT_EQUAL(stats.iterations, 3);
 	CU_ASSERT_EQUAL(stats.busy_iterations, 0);
+	CU_ASSERT_EQUAL(stats.busy_cycles, 0);
+	CU_ASSERT(stats.cycles > 0);
 }
 
 static void test_poll_loop_quit_before_start(void)
@@ -278,7 +283,7 @@ static void test_poll_loop_quit_before_start(void)
 	struct poll_trace trace = {.len = 0};
 	struct test_poller rx = {.letter = 'r', .busy_every = 1, .quit = &quit, .trace = &trace};
 	const struct plat_poller table[] = {{"rx", test_poll, &rx}};
-	struct plat_poll_stats stats = {0, 0};
+	struct plat_poll_stats stats = {0};
 
 	plat_poll_loop(table, 1, &quit, &stats);
 	CU_ASSERT_EQUAL(stats.iterations, 0);
