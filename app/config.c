@@ -79,6 +79,30 @@ static int parse_ipv4(const struct app_option *opt __rte_unused, const char *val
 	return 0;
 }
 
+/* "ADDR:PORT" or "off". */
+static int parse_http(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	char addr[INET_ADDRSTRLEN];
+	const char *colon = strrchr(value, ':');
+	struct in_addr in;
+	char *end;
+	unsigned long port;
+
+	if (strcmp(value, "off") == 0) {
+		cfg->http.enabled = false;
+		return 0;
+	}
+	if (colon == NULL || colon == value || (size_t)(colon - value) >= sizeof(addr) || !isdigit((unsigned char)colon[1]))
+		return -EINVAL;
+	memcpy(addr, value, (size_t)(colon - value));
+	addr[colon - value] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (*end != '\0' || port == 0 || port > 65535 || inet_pton(AF_INET, addr, &in) != 1)
+		return -EINVAL;
+	cfg->http = (struct app_http_config){ .enabled = true, .addr = in.s_addr, .port = (uint16_t)port };
+	return 0;
+}
+
 /* "1,3-5": ids 0..APP_LCORE_ID_MAX, each once, at most max of them. \return the count, or -EINVAL. */
 static int parse_allow(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
 {
@@ -190,6 +214,10 @@ static const struct app_option g_options[] = {
 	 "                   (default " XSTR(DP_ICMP_RATE_DEFAULT) ")"},
 	{"arp-rate", "arp_rate", parse_uint, 0, DP_RATE_MAX, U32_FIELD(dp.arp_rate), "an integer in 0.." XSTR(DP_RATE_MAX),
 	 "per polling lcore: ARP replies a second (rate_arp past it); 0: no limit (default " XSTR(DP_ARP_RATE_DEFAULT) ")"},
+	{"http", "http", parse_http, 0, 0, 0, 0, "ADDR:PORT (an IPv4 address) or 'off'",
+	 "the HTTP control server: /metrics (Prometheus), /v2/health/live|ready, /v2 and\n"
+	 "                   /v2/models/NAME[/ready] (KServe v2); a management address, never\n"
+	 "                   the data port (default " APP_HTTP_ADDR_DEFAULT ":" XSTR(APP_HTTP_PORT_DEFAULT) ")"},
 	{"allow", "allow", parse_allow, 0, 0, 0, 0,
 	 "'any' or up to " XSTR(DP_ALLOW_MAX) " IPv4 prefixes such as 10.0.0.0/8,192.168.1.7 (host bits zero)",
 	 "sources that get any answer (requests, ARP, ping); others are dropped\n"
@@ -738,6 +766,8 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 
 	memset(cfg, 0, sizeof(*cfg));
 	dp_config_defaults(&cfg->dp);
+	cfg->http = (struct app_http_config){ .enabled = true, .addr = htonl(INADDR_LOOPBACK),
+					      .port = APP_HTTP_PORT_DEFAULT };
 	cfg->nb_models = 1;
 	snprintf(cfg->models[0].name, sizeof(cfg->models[0].name), "echo");
 	bat_options_defaults(&cfg->models[0].batching);

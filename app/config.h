@@ -52,8 +52,18 @@ struct app_model_config {
 	struct bat_options batching;
 };
 
+/* The HTTP control server (app/http.c): a kernel socket on a management address. */
+#define APP_HTTP_ADDR_DEFAULT "127.0.0.1"
+#define APP_HTTP_PORT_DEFAULT 8000 /* Triton's HTTP port: its clients and probes expect it */
+struct app_http_config {
+	bool enabled;
+	uint32_t addr;  /* IPv4, network byte order */
+	uint16_t port;  /* host byte order */
+};
+
 struct app_config {
 	struct dp_config dp;
+	struct app_http_config http;
 	uint16_t port_id;
 	bool have_ip;
 	unsigned int nb_poll_lcores;  /* 0: every EAL worker lcore, or the main lcore alone */

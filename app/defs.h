@@ -171,6 +171,16 @@ int app_deferred_push(struct app_lcore *al, struct bw_batch *batch, enum bw_stat
  *  costs one line a second), saying how many were not logged since the last. */
 void app_failure_log(const struct app_model *m, struct app_exec_stats *st, bool per_lcore, const char *msg);
 
+/* ---- the batchers' counters, as telemetry and /metrics read them (telemetry.c) ---- */
+
+/** One model's batcher counters over the polling lcores (model < 0: every model; lcore < 0: every
+ * polling lcore), on a reader's thread. */
+void app_stats_sum(int model, int lcore, struct bat_stats *sum);
+/** The distributions in struct bat_stats: how many, their names ("latency_us"...), each. */
+unsigned int app_hist_count(void);
+const char *app_hist_name(unsigned int h);
+const struct bw_hist *app_hist_get(const struct bat_stats *s, unsigned int h);
+
 /** Adds st to sum. */
 void app_exec_stats_sum(struct app_exec_stats *sum, const struct app_exec_stats *st);
 

@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "dataplane.h"
+#include "http.h"
 #include "platform.h"
 #include "service.h"
 
@@ -43,7 +44,9 @@ static unsigned int g_nb_poll_lcores;
 static bool g_is_poll_lcore[RTE_MAX_LCORE];
 
 static volatile bool g_reload_keys; /* SIGHUP: the control thread reads the key file again */
-static struct dp_auth *g_auth;
+static struct dp_auth *g_auth;       /* atomic: set by the main lcore once the keys are loaded */
+static bool g_control_quit;          /* atomic: the control thread ends (after the lcores) */
+static int g_control_started;        /* atomic: 1 once the control thread set up, or -errno */
 
 static void signal_handler(int signum)
 {
@@ -63,30 +66,79 @@ static void signal_handler(int signum)
  * the deferred-log ring, re-reading the wall clock that signed request_ids are checked against, and
  * the key file on SIGHUP.
  */
-static void *control_main(void *arg __rte_unused)
+static void *control_main(void *arg)
 {
+	const struct app_config *cfg = arg;
 	unsigned int ticks = 0;
+	char err[256];
+	int ret;
 
-	while (!g_force_quit) {
+	/* from here, so that its thread runs where control threads run, never on an lcore's CPU */
+	ret = app_http_start(&cfg->http, err, sizeof(err));
+	if (ret != 0)
+		fprintf(stderr, "batchwire: %s\n", err);
+	__atomic_store_n(&g_control_started, ret != 0 ? ret : 1, __ATOMIC_RELEASE);
+	if (ret != 0)
+		return NULL;
+	while (!__atomic_load_n(&g_control_quit, __ATOMIC_ACQUIRE)) {
+		struct dp_auth *auth;
+
 		usleep(APP_CONTROL_TICK_US);
 		plat_log_deferred_drain();
-		if (g_auth == NULL)
+		if (g_force_quit) /* stopping: load balancers should look elsewhere from now on */
+			app_http_ready(false);
+		auth = __atomic_load_n(&g_auth, __ATOMIC_ACQUIRE);
+		if (auth == NULL)
 			continue;
 		if (++ticks % APP_CLOCK_SYNC_TICKS == 0)
-			dp_auth_clock_sync(g_auth);
+			dp_auth_clock_sync(auth);
 		if (g_reload_keys) {
-			char err[256];
 			int keys;
 
 			g_reload_keys = false;
-			keys = dp_auth_reload(g_auth, err, sizeof(err));
+			keys = dp_auth_reload(auth, err, sizeof(err));
 			if (keys >= 0)
 				PLAT_LOG(INFO, app, "SIGHUP: key file reloaded, %d keys accepted", keys);
 			else
 				PLAT_LOG(ERR, app, "SIGHUP: %s; the keys in use are unchanged", err);
 		}
 	}
+	app_http_stop();
 	return NULL;
+}
+
+/* Starts the control thread (and the HTTP server with it) and waits until it has. \return 0 or -1. */
+static int control_start(pthread_t *thread, const struct app_config *cfg)
+{
+	int ret = plat_log_defer_init(APP_LOG_RING_LINES);
+
+	if (ret != 0) {
+		fprintf(stderr, "batchwire: cannot create the deferred-log ring: %s\n", rte_strerror(-ret));
+		return -1;
+	}
+	ret = rte_ctrl_thread_create(thread, "bw-ctrl", NULL, control_main, (void *)(uintptr_t)cfg);
+	if (ret != 0) {
+		fprintf(stderr, "batchwire: cannot start the control thread: %s\n", strerror(ret));
+		return -1;
+	}
+	while ((ret = __atomic_load_n(&g_control_started, __ATOMIC_ACQUIRE)) == 0)
+		usleep(1000);
+	if (ret < 0) {
+		pthread_join(*thread, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* Ends the control thread (after the lcores: it writes their last log lines) and the HTTP server. */
+static void control_stop(pthread_t thread)
+{
+	__atomic_store_n(&g_control_quit, true, __ATOMIC_RELEASE);
+	pthread_join(thread, NULL);
+	plat_log_defer_fini(); /* the lines the lcores left while draining */
+	if (plat_log_deferred_lost() != 0)
+		PLAT_LOG(WARNING, app, "%" PRIu64 " log lines were lost to a full deferred-log ring",
+			 plat_log_deferred_lost());
 }
 
 /*
@@ -345,6 +397,12 @@ int main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE, "batchwire: EAL initialisation failed: %s\n", rte_strerror(rte_errno));
 	if (plat_clock_init() != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: EAL reports no TSC frequency\n");
+	/* first: /v2/health/live answers while the models load, and a port in use stops us at once */
+	pthread_t control;
+	if (control_start(&control, &cfg) != 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
 	if (config_check_machine(&cfg) != 0) {
 		rte_eal_cleanup();
 		return 1;
@@ -369,9 +427,12 @@ int main(int argc, char **argv)
 	if (cfg.dp.auth.key_file[0] != '\0') {
 		char err[512];
 
-		ret = dp_auth_create(&cfg.dp.auth, &g_auth, err, sizeof(err));
+		struct dp_auth *auth;
+
+		ret = dp_auth_create(&cfg.dp.auth, &auth, err, sizeof(err));
 		if (ret != 0)
 			rte_exit(EXIT_FAILURE, "batchwire: %s\n", err);
+		__atomic_store_n(&g_auth, auth, __ATOMIC_RELEASE);
 		PLAT_LOG(INFO, app, "signed requests: keys from %s, window %u ms, overlap %u s", cfg.dp.auth.key_file,
 			 cfg.dp.auth.window_ms, cfg.dp.auth.overlap_s);
 	}
@@ -410,13 +471,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, signal_handler);
 	signal(SIGTERM, signal_handler);
 	signal(SIGHUP, signal_handler);
-	ret = plat_log_defer_init(APP_LOG_RING_LINES);
-	if (ret != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: cannot create the deferred-log ring: %s\n", rte_strerror(-ret));
-	pthread_t control;
-	ret = rte_ctrl_thread_create(&control, "bw-ctrl", NULL, control_main, NULL);
-	if (ret != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: cannot start the control thread: %s\n", strerror(ret));
+	app_http_lcores(g_poll_lcores, g_nb_poll_lcores);
 
 	char ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &cfg.dp.ipv4_addr, ip, sizeof(ip));
@@ -440,6 +495,7 @@ int main(int argc, char **argv)
 		if (ret != 0)
 			rte_exit(EXIT_FAILURE, "batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
 	}
+	app_http_ready(true); /* every model loaded, every lcore launched */
 	if (main_polls)
 		poll_lcore_main(&g_lcores[rte_get_main_lcore()]);
 	else if (app_service_is_worker(rte_get_main_lcore()))
@@ -448,11 +504,7 @@ int main(int argc, char **argv)
 		while (!g_force_quit)
 			usleep(APP_MAIN_WAIT_US);
 	rte_eal_mp_wait_lcore();
-	pthread_join(control, NULL);
-	plat_log_defer_fini(); /* the lines the lcores left while draining */
-	if (plat_log_deferred_lost() != 0)
-		PLAT_LOG(WARNING, app, "%" PRIu64 " log lines were lost to a full deferred-log ring",
-			 plat_log_deferred_lost());
+	control_stop(control);
 
 	PLAT_LOG(INFO, app, "stopping: lcores joined, stopping port %u", cfg.port_id);
 	summary_print();

@@ -30,6 +30,16 @@ static const struct {
 	{"rows_per_batch", offsetof(struct bat_stats, batch_rows)},
 };
 
+unsigned int app_hist_count(void)
+{
+	return RTE_DIM(g_hists);
+}
+
+const char *app_hist_name(unsigned int h)
+{
+	return g_hists[h].name;
+}
+
 static struct bw_hist *hist_of(struct bat_stats *s, unsigned int h)
 {
 	return (struct bw_hist *)(void *)((uint8_t *)s + g_hists[h].offset);
@@ -38,6 +48,11 @@ static struct bw_hist *hist_of(struct bat_stats *s, unsigned int h)
 static const struct bw_hist *hist_of_const(const struct bat_stats *s, unsigned int h)
 {
 	return (const struct bw_hist *)(const void *)((const uint8_t *)s + g_hists[h].offset);
+}
+
+const struct bw_hist *app_hist_get(const struct bat_stats *s, unsigned int h)
+{
+	return hist_of_const(s, h);
 }
 
 static void stats_add(struct bat_stats *sum, const struct bat_stats *s)
@@ -63,7 +78,7 @@ static void stats_add(struct bat_stats *sum, const struct bat_stats *s)
 
 /* One model's batcher counters over the polling lcores (model < 0: every model; lcore < 0: every
  * lcore). */
-static void stats_sum_on(int model, int lcore, struct bat_stats *sum)
+void app_stats_sum(int model, int lcore, struct bat_stats *sum)
 {
 	memset(sum, 0, sizeof(*sum));
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
@@ -82,12 +97,11 @@ static void stats_sum_on(int model, int lcore, struct bat_stats *sum)
 
 static void stats_sum(int model, struct bat_stats *sum)
 {
-	stats_sum_on(model, -1, sum);
+	app_stats_sum(model, -1, sum);
 }
 
 static void batch_keys_add(struct rte_tel_data *d, const struct bat_stats *sum, const char *prefix)
 {
-	static const char *const reasons[BW_DISPATCH_COUNT] = {"full", "timeout", "deadline", "slo", "idle", "drain"};
 	static const struct {
 		const char *name;
 		size_t offset;
@@ -120,7 +134,7 @@ static void batch_keys_add(struct rte_tel_data *d, const struct bat_stats *sum, 
 	}
 	rte_tel_data_start_dict(dispatch);
 	for (unsigned int r = 0; r < BW_DISPATCH_COUNT; r++)
-		rte_tel_data_add_dict_u64(dispatch, reasons[r], sum->dispatch[r]);
+		rte_tel_data_add_dict_u64(dispatch, bw_dispatch_reason_name(r), sum->dispatch[r]);
 	rte_tel_data_start_dict(sizes);
 	for (unsigned int z = 1; z <= BAT_BATCH_SIZE_MAX; z++) {
 		if (sum->by_size[z] == 0)
@@ -308,7 +322,7 @@ static int hist_cb(const char *cmd __rte_unused, const char *params, struct rte_
 	spec = hist_params(params, &lcore);
 	if (spec == NULL)
 		return -EINVAL;
-	stats_sum_on((int)spec->id, lcore, &sum);
+	app_stats_sum((int)spec->id, lcore, &sum);
 	rte_tel_data_start_dict(d);
 	for (unsigned int h = 0; h < RTE_DIM(g_hists); h++) {
 		const struct bw_hist *hist = hist_of_const(&sum, h);
@@ -317,7 +331,7 @@ static int hist_cb(const char *cmd __rte_unused, const char *params, struct rte_
 
 		if (buckets == NULL)
 			return -ENOMEM;
-		/* one level of containers is all DPDK's telemetry prints: counts beside the buckets */
+		/* counts beside each dict of buckets, so a reader need not walk into it for them */
 		snprintf(key, sizeof(key), "%s_count", g_hists[h].name);
 		rte_tel_data_add_dict_u64(d, key, hist->count);
 		snprintf(key, sizeof(key), "%s_sum", g_hists[h].name);

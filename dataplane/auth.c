@@ -431,7 +431,7 @@ void dp_auth_telemetry(struct dp_auth *a, struct rte_tel_data *d)
 	pthread_mutex_lock(&a->lock);
 	ring = a->ring;
 	if (ids != NULL)
-		rte_tel_data_start_array(ids, RTE_TEL_INT_VAL);
+		rte_tel_data_start_array(ids, RTE_TEL_U64_VAL);
 	for (uint32_t i = 0; i < ring->count; i++) {
 		if (ring->keys[i].expires_ns != 0 && ring->keys[i].expires_ns <= now)
 			continue;
@@ -439,7 +439,7 @@ void dp_auth_telemetry(struct dp_auth *a, struct rte_tel_data *d)
 		if (ring->keys[i].expires_ns != 0)
 			expiring++;
 		if (ids != NULL)
-			rte_tel_data_add_array_int(ids, (int)ring->keys[i].id);
+			rte_tel_data_add_array_u64(ids, ring->keys[i].id);
 	}
 	rte_tel_data_add_dict_string(d, "key_file", a->cfg.key_file);
 	rte_tel_data_add_dict_u64(d, "keys", live);

@@ -31,6 +31,14 @@ enum bw_dispatch_reason {
 	BW_DISPATCH_COUNT
 };
 
+/** The name telemetry and /metrics give a dispatch reason ("full"...; "unknown" past the enum). */
+static inline const char *bw_dispatch_reason_name(unsigned int reason)
+{
+	static const char *const names[BW_DISPATCH_COUNT] = {"full", "timeout", "deadline", "slo", "idle", "drain"};
+
+	return reason < BW_DISPATCH_COUNT ? names[reason] : "unknown";
+}
+
 /*
  * A message body as it arrived: cut into pages, one per datagram, every page but the last holding
  * page_len bytes (protocol v1's slices, docs/protocol.md "Segmentation"). Page k holds the body's

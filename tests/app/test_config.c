@@ -948,6 +948,24 @@ static void test_allowlists(void)
 	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--auth-keys", ""), -EINVAL);
 	CU_ASSERT_TRUE(err_is_one_line());
 
+	/* the HTTP control server: on by default at Triton's 127.0.0.1:8000 */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP), APP_CONFIG_RUN);
+	CU_ASSERT_TRUE(g_run.cfg.http.enabled);
+	CU_ASSERT_EQUAL(g_run.cfg.http.addr, htonl(INADDR_LOOPBACK));
+	CU_ASSERT_EQUAL(g_run.cfg.http.port, 8000);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--http", "off"), APP_CONFIG_RUN);
+	CU_ASSERT_FALSE(g_run.cfg.http.enabled);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--http", "10.1.2.3:9100"), APP_CONFIG_RUN);
+	CU_ASSERT_TRUE(g_run.cfg.http.enabled);
+	CU_ASSERT_EQUAL(g_run.cfg.http.port, 9100);
+	CU_ASSERT_EQUAL(g_run.cfg.http.addr, htonl(0x0a010203));
+	static const char *const bad_http[] = { "8000", ":8000", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+						"localhost:8000", "127.0.0.1:80x", "on" };
+	for (unsigned int i = 0; i < sizeof(bad_http) / sizeof(bad_http[0]); i++) {
+		CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--http", bad_http[i]), -EINVAL);
+		CU_ASSERT_TRUE(err_has("expected ADDR:PORT (an IPv4 address) or 'off'"));
+	}
+
 	ini_write("[dataplane]\nip = " TEST_IP "\nallow = 172.16.0.0/12\n[model echo]\nallow = any\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
 	CU_ASSERT_STRING_EQUAL(g_run.err, "");
@@ -1244,7 +1262,7 @@ int main(int argc, char **argv)
 		{"defaults when absent", test_defaults},
 		{"integer options at min, max, typical", test_int_options_accepted},
 		{"--ip accepted, network order", test_ip_accepted},
-		{"--allow, --auth-keys, a model's allow and auth: parsed, refused in one line", test_allowlists},
+		{"--allow, --auth-keys, --http, a model's allow and auth: parsed, refused in one line", test_allowlists},
 		{"--poll-lcores accepted", test_poll_lcores_accepted},
 		{"integer options rejected", test_int_options_rejected},
 		{"--ip rejected", test_ip_rejected},

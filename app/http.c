@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The HTTP control server: a kernel socket on a management address (--http, 127.0.0.1:8000 by
+ * default), served by libmicrohttpd's own thread, started from the control thread so that it runs
+ * where control threads run, never on a polling or worker lcore's CPU. What it answers:
+ *
+ *   GET /metrics                  Prometheus text exposition 0.0.4 of the counters and distributions
+ *                                 telemetry has (docs/telemetry.md), in base units (seconds)
+ *   GET /v2/health/live           200 while the process runs
+ *   GET /v2/health/ready          200 once every model is loaded and every polling lcore serves;
+ *                                 400 before that and while stopping (Triton's codes)
+ *   GET /v2                       server metadata (KServe v2)
+ *   GET /v2/models/NAME[/versions/1][/ready]   model metadata and readiness
+ *
+ * Everything it reads is a counter its writers keep without locks (summed here, as telemetry does)
+ * or the model specs, read-only after start-up. It allocates and makes system calls freely: it is
+ * not on the hot path.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include <batchwire/dtype.h>
+
+#include "defs.h"
+#include "http.h"
+
+#define HTTP_CONNECTIONS_MAX 64
+#define HTTP_TIMEOUT_S 10
+
+static struct MHD_Daemon *g_daemon;
+static bool g_ready;                 /* atomic: serving, and not stopping */
+static struct dp_lcore *const *g_lcores;
+static unsigned int g_nb_lcores;     /* atomic, set once the array is filled */
+
+void app_http_lcores(struct dp_lcore *const *lcores, unsigned int count)
+{
+	g_lcores = lcores;
+	__atomic_store_n(&g_nb_lcores, count, __ATOMIC_RELEASE);
+}
+
+void app_http_ready(bool ready)
+{
+	__atomic_store_n(&g_ready, ready, __ATOMIC_RELEASE);
+}
+
+static bool ready(void)
+{
+	return __atomic_load_n(&g_ready, __ATOMIC_ACQUIRE) && app_current != NULL;
+}
+
+/* ---- a growing text buffer ------------------------------------------------------------------- */
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+static void __attribute__((format(printf, 2, 3))) text_add(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->failed)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf != NULL ? t->buf + t->len : NULL, t->buf != NULL ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->failed = true;
+			return;
+		}
+		if (t->buf != NULL && t->len + (size_t)n < t->cap) {
+			t->len += (size_t)n;
+			return;
+		}
+		size_t cap = t->cap == 0 ? 65536 : t->cap * 2;
+		while (cap < t->len + (size_t)n + 1)
+			cap *= 2;
+		char *grown = realloc(t->buf, cap);
+		if (grown == NULL) {
+			t->failed = true;
+			return;
+		}
+		t->buf = grown;
+		t->cap = cap;
+	}
+}
+
+/* ---- /metrics ---------------------------------------------------------------------------------- */
+
+/* A metric's HELP and TYPE lines, once before its samples. */
+static void family(struct text *t, const char *name, const char *type, const char *help)
+{
+	text_add(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A histogram of µs values (or plain counts, scale 1) in Prometheus' form: cumulative buckets at the
+ * upper edge of each power of two (2^k - 1, where the log-linear buckets end: exact counts),
+ * then +Inf, _sum and _count. scale divides the values: 1e6 turns µs into seconds. */
+static void histogram(struct text *t, const char *name, const char *labels, const struct bw_hist *h, double scale)
+{
+	uint64_t cumulative = 0;
+	unsigned int i = 0;
+
+	for (unsigned int k = 0; k <= BW_HIST_RANGE_BITS; k++) {
+		uint64_t le = (UINT64_C(1) << k) - 1;
+
+		while (i < BW_HIST_BUCKETS && bw_hist_bucket_upper(i, BW_HIST_SUB_BITS) <= le)
+			cumulative += h->buckets[i++];
+		text_add(t, "%s_bucket{%s%sle=\"%.9g\"} %" PRIu64 "\n", name, labels, labels[0] != '\0' ? "," : "",
+			 (double)le / scale, cumulative);
+	}
+	text_add(t, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, labels[0] != '\0' ? "," : "", h->count);
+	text_add(t, "%s_sum{%s} %.9g\n%s_count{%s} %" PRIu64 "\n", name, labels, (double)h->sum / scale, name, labels,
+		 h->count);
+}
+
+static void dataplane_metrics(struct text *t)
+{
+	unsigned int n = __atomic_load_n(&g_nb_lcores, __ATOMIC_ACQUIRE);
+	struct dp_lcore_stats sum;
+	double hz = (double)plat_tsc_hz;
+
+	family(t, "batchwire_rx_packets_total", "counter", "Frames received by a polling lcore.");
+	for (unsigned int i = 0; i < n; i++)
+		text_add(t, "batchwire_rx_packets_total{lcore=\"%u\"} %" PRIu64 "\n", g_lcores[i]->lcore_id,
+			 g_lcores[i]->stats.rx_packets);
+	family(t, "batchwire_tx_packets_total", "counter", "Frames sent by a polling lcore.");
+	for (unsigned int i = 0; i < n; i++)
+		text_add(t, "batchwire_tx_packets_total{lcore=\"%u\"} %" PRIu64 "\n", g_lcores[i]->lcore_id,
+			 g_lcores[i]->stats.tx_packets);
+	family(t, "batchwire_requests_total", "counter", "Datagrams with a readable protocol v1 header.");
+	for (unsigned int i = 0; i < n; i++)
+		text_add(t, "batchwire_requests_total{lcore=\"%u\"} %" PRIu64 "\n", g_lcores[i]->lcore_id,
+			 g_lcores[i]->stats.requests);
+	family(t, "batchwire_poll_seconds_total", "counter", "Time a polling lcore spent in its poll loop.");
+	for (unsigned int i = 0; i < n; i++)
+		text_add(t, "batchwire_poll_seconds_total{lcore=\"%u\"} %.9g\n", g_lcores[i]->lcore_id,
+			 (double)g_lcores[i]->poll.cycles / hz);
+	family(t, "batchwire_poll_busy_seconds_total", "counter",
+	       "Time a polling lcore spent in loop iterations that did work: the busy share is its rate over "
+	       "batchwire_poll_seconds_total's.");
+	for (unsigned int i = 0; i < n; i++)
+		text_add(t, "batchwire_poll_busy_seconds_total{lcore=\"%u\"} %.9g\n", g_lcores[i]->lcore_id,
+			 (double)g_lcores[i]->poll.busy_cycles / hz);
+
+	dp_lcores_stats_sum(g_lcores, n, &sum, NULL);
+	family(t, "batchwire_replies_total", "counter", "Protocol replies sent, by status.");
+	for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)
+		text_add(t, "batchwire_replies_total{status=\"%s\"} %" PRIu64 "\n", bw_status_name(k), sum.replies[k]);
+	family(t, "batchwire_drops_total", "counter", "Frames dropped without a reply, by reason.");
+	for (unsigned int k = 0; k < DP_DROP_COUNT; k++)
+		text_add(t, "batchwire_drops_total{reason=\"%s\"} %" PRIu64 "\n", dp_drop_reason_name(k), sum.drops[k]);
+	family(t, "batchwire_auth_total", "counter", "Signed requests, and unsigned ones a model refused, by outcome.");
+	for (unsigned int k = 0; k < DP_AUTH_OUTCOME_COUNT; k++)
+		text_add(t, "batchwire_auth_total{outcome=\"%s\"} %" PRIu64 "\n", dp_auth_outcome_name(k), sum.auth[k]);
+	family(t, "batchwire_amplification_refused_total", "counter",
+	       "Unsigned requests whose reply would have been larger than they were.");
+	text_add(t, "batchwire_amplification_refused_total %" PRIu64 "\n", sum.amplification_refused);
+
+	static const struct {
+		const char *name, *help;
+		size_t offset;
+	} port_keys[] = {
+		{"batchwire_port_imissed_total", "Frames the NIC dropped: its RX ring was full.",
+		 offsetof(struct rte_eth_stats, imissed)},
+		{"batchwire_port_rx_nombuf_total", "RX ring refills that found no mbuf.",
+		 offsetof(struct rte_eth_stats, rx_nombuf)},
+		{"batchwire_port_ierrors_total", "Bad frames the NIC received.", offsetof(struct rte_eth_stats, ierrors)},
+		{"batchwire_port_oerrors_total", "Frames the NIC failed to send.", offsetof(struct rte_eth_stats, oerrors)},
+	};
+	for (unsigned int k = 0; k < RTE_DIM(port_keys); k++) {
+		bool seen[RTE_MAX_ETHPORTS] = {false};
+
+		family(t, port_keys[k].name, "counter", port_keys[k].help);
+		for (unsigned int i = 0; i < n; i++) {
+			uint16_t port = g_lcores[i]->port_id;
+			struct rte_eth_stats st;
+
+			if (port >= RTE_MAX_ETHPORTS || seen[port] || rte_eth_stats_get(port, &st) != 0)
+				continue;
+			seen[port] = true;
+			text_add(t, "%s{port=\"%u\"} %" PRIu64 "\n", port_keys[k].name, port,
+				 *(const uint64_t *)(const void *)((const uint8_t *)&st + port_keys[k].offset));
+		}
+	}
+}
+
+static void worker_metrics(struct text *t)
+{
+	double hz = (double)plat_tsc_hz;
+
+	family(t, "batchwire_worker_busy_seconds_total", "counter",
+	       "Time a worker lcore (one that does not poll the port) spent in iterations that did work.");
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		if (rte_lcore_is_enabled(l) && app_lcores[l].dp == NULL && app_service_is_worker(l))
+			text_add(t, "batchwire_worker_busy_seconds_total{lcore=\"%u\"} %.9g\n", l,
+				 (double)app_service_worker_stats(l)->busy_cycles / hz);
+	}
+	family(t, "batchwire_worker_seconds_total", "counter", "Time a worker lcore spent in its poll loop.");
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		if (rte_lcore_is_enabled(l) && app_lcores[l].dp == NULL && app_service_is_worker(l))
+			text_add(t, "batchwire_worker_seconds_total{lcore=\"%u\"} %.9g\n", l,
+				 (double)app_service_worker_stats(l)->cycles / hz);
+	}
+}
+
+static void model_metrics(struct text *t)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t offset;
+	} counters[] = {
+		{"batchwire_model_requests_total", "counter", "Requests a model's batchers accepted.",
+		 offsetof(struct bat_stats, jobs)},
+		{"batchwire_model_requests_done_total", "counter", "Requests a model's batchers answered.",
+		 offsetof(struct bat_stats, jobs_done)},
+		{"batchwire_model_rejected_full_total", "counter", "Requests refused UNAVAILABLE: the batch queue was full.",
+		 offsetof(struct bat_stats, rejected_full)},
+		{"batchwire_model_deadline_expired_total", "counter", "Request pieces whose deadline passed before they ran.",
+		 offsetof(struct bat_stats, deadline_expired)},
+		{"batchwire_model_batches_total", "counter", "Batches dispatched.", offsetof(struct bat_stats, batches)},
+		{"batchwire_model_batches_failed_total", "counter", "Batches completed with an error.",
+		 offsetof(struct bat_stats, batches_failed)},
+		{"batchwire_model_rows_total", "counter", "Real rows dispatched.", offsetof(struct bat_stats, rows)},
+		{"batchwire_model_padding_rows_total", "counter", "Padding rows run to reach an allowed batch size.",
+		 offsetof(struct bat_stats, padding_rows)},
+	};
+	static const struct {
+		const char *name, *help;
+		double scale;
+	} hists[] = {
+		/* in the order of app_hist_name: latency_us, window_us, queue_us, compute_us, rows_per_batch */
+		{"batchwire_request_latency_seconds", "A request's time from its arrival (RX burst) to its reply (to TX).", 1e6},
+		{"batchwire_batch_window_seconds", "A batch's window: its first request's arrival to dispatch.", 1e6},
+		{"batchwire_batch_queue_seconds", "A batch's wait between dispatch and the executor starting it.", 1e6},
+		{"batchwire_batch_compute_seconds", "A batch's run: started to complete on its polling lcore.", 1e6},
+		{"batchwire_batch_rows", "Real rows in a batch (padding left out).", 1},
+	};
+	_Static_assert(RTE_DIM(hists) == 5, "one per distribution of struct bat_stats");
+	struct app_service *svc = app_current;
+	struct bat_stats *sums;
+
+	if (svc == NULL || app_hist_count() != RTE_DIM(hists))
+		return;
+	sums = calloc(svc->nb_models, sizeof(*sums));
+	if (sums == NULL) {
+		t->failed = true;
+		return;
+	}
+	for (unsigned int m = 0; m < svc->nb_models; m++)
+		app_stats_sum((int)m, -1, &sums[m]);
+	for (unsigned int k = 0; k < RTE_DIM(counters); k++) {
+		family(t, counters[k].name, counters[k].type, counters[k].help);
+		for (unsigned int m = 0; m < svc->nb_models; m++)
+			text_add(t, "%s{model=\"%s\"} %" PRIu64 "\n", counters[k].name, svc->models[m]->spec.name,
+				 *(const uint64_t *)(const void *)((const uint8_t *)&sums[m] + counters[k].offset));
+	}
+	family(t, "batchwire_model_batches_by_reason_total", "counter", "Batches dispatched, by why the window closed.");
+	for (unsigned int m = 0; m < svc->nb_models; m++)
+		for (unsigned int r = 0; r < BW_DISPATCH_COUNT; r++)
+			text_add(t, "batchwire_model_batches_by_reason_total{model=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+				 svc->models[m]->spec.name, bw_dispatch_reason_name(r), sums[m].dispatch[r]);
+	for (unsigned int h = 0; h < RTE_DIM(hists); h++) {
+		family(t, hists[h].name, "histogram", hists[h].help);
+		for (unsigned int m = 0; m < svc->nb_models; m++) {
+			char labels[RT_MODEL_NAME_MAX + 16];
+
+			snprintf(labels, sizeof(labels), "model=\"%s\"", svc->models[m]->spec.name);
+			histogram(t, hists[h].name, labels, app_hist_get(&sums[m], h), hists[h].scale);
+		}
+	}
+	free(sums);
+}
+
+static void metrics(struct text *t)
+{
+	family(t, "batchwire_up", "gauge", "1: the process runs.");
+	text_add(t, "batchwire_up 1\n");
+	family(t, "batchwire_ready", "gauge", "1 once every model is loaded and every polling lcore serves; 0 while stopping.");
+	text_add(t, "batchwire_ready %d\n", ready() ? 1 : 0);
+	dataplane_metrics(t);
+	worker_metrics(t);
+	model_metrics(t);
+	family(t, "batchwire_log_lines_lost_total", "counter", "Log lines lost to a full deferred-log ring.");
+	text_add(t, "batchwire_log_lines_lost_total %" PRIu64 "\n", plat_log_deferred_lost());
+}
+
+/* ---- KServe v2 ----------------------------------------------------------------------------------- */
+
+/* KServe v2's datatype names for ONNX's element types. */
+static const char *kserve_datatype(uint8_t dtype)
+{
+	switch (dtype) {
+	case BW_DTYPE_FLOAT: return "FP32";
+	case BW_DTYPE_FLOAT16: return "FP16";
+	case BW_DTYPE_BFLOAT16: return "BF16";
+	case BW_DTYPE_DOUBLE: return "FP64";
+	case BW_DTYPE_INT8: return "INT8";
+	case BW_DTYPE_INT16: return "INT16";
+	case BW_DTYPE_INT32: return "INT32";
+	case BW_DTYPE_INT64: return "INT64";
+	case BW_DTYPE_UINT8: return "UINT8";
+	case BW_DTYPE_UINT16: return "UINT16";
+	case BW_DTYPE_UINT32: return "UINT32";
+	case BW_DTYPE_UINT64: return "UINT64";
+	case BW_DTYPE_BOOL: return "BOOL";
+	default: return "BYTES";
+	}
+}
+
+static json_t *tensors_json(const struct rt_tensor_spec *specs, uint16_t n, bool batched)
+{
+	json_t *list = json_array();
+
+	for (uint16_t i = 0; i < n; i++) {
+		json_t *shape = json_array();
+
+		for (uint8_t d = 0; d < specs[i].rank; d++) {
+			/* KServe's -1: a dimension the request chooses (the batch, or a dynamic one) */
+			json_int_t dim = (d == 0 && batched) || specs[i].dims[d] == 0 ? -1 : (json_int_t)specs[i].dims[d];
+
+			json_array_append_new(shape, json_integer(dim));
+		}
+		json_array_append_new(list, json_pack("{s:s, s:s, s:o}", "name", specs[i].name, "datatype",
+						      kserve_datatype(specs[i].dtype), "shape", shape));
+	}
+	return list;
+}
+
+static json_t *model_json(const struct app_model *m)
+{
+	const struct rt_model *spec = &m->spec;
+
+	return json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", spec->name, "versions", "1", "platform",
+			 m->engine->kind[0] == 'e' ? "batchwire_echo" : "onnx", "inputs",
+			 tensors_json(spec->inputs, spec->num_inputs, spec->max_batch_size > 0), "outputs",
+			 tensors_json(spec->outputs, spec->num_outputs, spec->max_batch_size > 0));
+}
+
+static const struct app_model *model_named(const char *name, size_t len)
+{
+	const struct rt_model *spec;
+
+	if (app_current == NULL)
+		return NULL;
+	spec = rt_registry_find_name(&app_current->registry, name, (uint32_t)len);
+	return spec != NULL ? app_current->models[spec->id] : NULL;
+}
+
+/* ---- requests ------------------------------------------------------------------------------------ */
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned int status, const char *type, char *body,
+			       size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (r == NULL) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *c, unsigned int status, json_t *j)
+{
+	char *body = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	if (body == NULL)
+		return MHD_NO;
+	return respond(c, status, "application/json", body, strlen(body));
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned int status, const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return respond_json(c, status, json_pack("{s:s}", "error", text));
+}
+
+/* GET /v2/models/NAME[/versions/1][/ready] */
+static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest)
+{
+	const char *slash = strchr(rest, '/');
+	size_t len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+	const struct app_model *m = model_named(rest, len);
+	const char *tail = slash != NULL ? slash : "";
+
+	if (m == NULL)
+		return respond_error(c, MHD_HTTP_NOT_FOUND, "no model named '%.*s'", (int)RTE_MIN(len, (size_t)64), rest);
+	if (strncmp(tail, "/versions/", 10) == 0) {
+		const char *v = tail + 10;
+
+		if (strncmp(v, "1", 1) != 0 || (v[1] != '\0' && v[1] != '/'))
+			return respond_error(c, MHD_HTTP_NOT_FOUND, "model '%s' has version 1 only", m->spec.name);
+		tail = v + 1;
+	}
+	if (tail[0] == '\0')
+		return respond_json(c, MHD_HTTP_OK, model_json(m));
+	if (strcmp(tail, "/ready") == 0)
+		return respond(c, ready() ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "text/plain", strdup(""), 0);
+	return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: /v2/models/%s%s", m->spec.name, tail);
+}
+
+static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version __rte_unused, const char *upload __rte_unused,
+				  size_t *upload_len __rte_unused, void **state __rte_unused)
+{
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: only GET is served (inference goes over "
+				     "protocol v1, UDP)", method, url);
+	if (strcmp(url, "/metrics") == 0) {
+		struct text t = {0};
+
+		metrics(&t);
+		if (t.failed) {
+			free(t.buf);
+			return respond_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the metrics");
+		}
+		return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", t.buf, t.len);
+	}
+	if (strcmp(url, "/v2/health/live") == 0)
+		return respond(c, MHD_HTTP_OK, "text/plain", strdup(""), 0);
+	if (strcmp(url, "/v2/health/ready") == 0)
+		return respond(c, ready() ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "text/plain", strdup(""), 0);
+	if (strcmp(url, "/v2") == 0 || strcmp(url, "/v2/") == 0)
+		return respond_json(c, MHD_HTTP_OK, json_pack("{s:s, s:s, s:[]}", "name", "batchwire", "version",
+							      BW_VERSION, "extensions"));
+	if (strncmp(url, "/v2/models/", 11) == 0 && url[11] != '\0')
+		return model_request(c, url + 11);
+	return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", url);
+}
+
+int app_http_start(const struct app_http_config *cfg, char *err, size_t cap)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(cfg->port), .sin_addr.s_addr = cfg->addr };
+	char text[INET_ADDRSTRLEN];
+
+	if (!cfg->enabled)
+		return 0;
+	g_daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, cfg->port, NULL,
+				    NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+				    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTIONS_MAX,
+				    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S, MHD_OPTION_END);
+	if (g_daemon == NULL) {
+		inet_ntop(AF_INET, &cfg->addr, text, sizeof(text));
+		snprintf(err, cap, "the HTTP control server cannot listen on %s:%u (in use, or not this host's "
+			 "address): choose another with --http ADDR:PORT, or --http off", text, cfg->port);
+		return -EADDRINUSE;
+	}
+	return 0;
+}
+
+void app_http_stop(void)
+{
+	if (g_daemon != NULL)
+		MHD_stop_daemon(g_daemon);
+	g_daemon = NULL;
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The HTTP control server end to end: batchwire serving the MLP with its management address on the
+# server namespace's loopback (the default 127.0.0.1:8000).
+#  1. While ResNet-50 loads (seconds), /v2/health/live answers 200 and /v2/health/ready 400: ready
+#     means every model loaded and every lcore serving, not merely the process up.
+#  2. bwcli sends requests; then http_check.py reads it with tritonclient.http (liveness, readiness,
+#     server and model metadata) and prometheus_client's parser (every family of a scrape).
+#
+# Usage (as root): tests/integration/http_netns.sh BATCHWIRE BWCLI MODELS_DIR
+set -u
+BW_TAG=http
+. "$(dirname "$0")/netns.sh"
+
+BATCHWIRE=${1:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+BWCLI=${2:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+MODELS=${3:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+REQUESTS=200
+
+bw_env_check
+python3 -c 'import tritonclient.http, prometheus_client' 2>/dev/null ||
+	bw_skip "tritonclient[http] and prometheus-client are not installed (pip install 'tritonclient[http]' prometheus-client)"
+for m in mlp resnet50; do
+	[ -f "$MODELS/$m.onnx" ] || bw_skip "$MODELS/$m.onnx is missing (the models/ targets need python3 with onnx and numpy)"
+done
+bw_net_up
+
+probe() { # URL path -> HTTP status code, 000 when nothing listens
+	ip netns exec "$BW_SRV_NS" python3 -c '
+import sys, urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen("http://127.0.0.1:8000" + sys.argv[1], timeout=2).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+except Exception:
+    print("000")' "$1"
+}
+
+# 1. start with ResNet-50 beside the MLP and watch the probes while it loads
+OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$BATCHWIRE" --no-huge -m 2048 --no-pci --file-prefix "$BW_PREFIX" -l 0-1 \
+	--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- --ip "$BW_SERVER_IP" --mtu "$BW_MTU" \
+	--model resnet50="$MODELS/resnet50.onnx" --model-opt resnet50.max_batch_size=1 \
+	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
+	>"$BW_LOG" 2>&1 &
+BW_DAEMON_PID=$!
+seen_loading=0
+for _ in $(seq 1 600); do
+	live=$(probe /v2/health/live)
+	ready=$(probe /v2/health/ready)
+	[ "$live" = 200 ] && [ "$ready" = 400 ] && seen_loading=1
+	[ "$ready" = 200 ] && break
+	kill -0 "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire exited during start-up: $(tail -n 3 "$BW_LOG")"
+	sleep 0.05
+done
+[ "$ready" = 200 ] || bw_fail "never ready: live $live, ready $ready; $(tail -n 3 "$BW_LOG")"
+grep -q "serving on" "$BW_LOG" || bw_fail "ready before serving: $(tail -n 3 "$BW_LOG")"
+[ "$seen_loading" = 1 ] || bw_fail "no probe saw it live and not yet ready while ResNet-50 loaded"
+echo "while the models loaded: live 200, ready 400; then ready 200"
+
+# 2. load, then the clients nobody here wrote
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count "$REQUESTS" --quiet | tail -n 1 |
+	grep -q "ok=$REQUESTS errors=0" || bw_fail "the MLP did not answer $REQUESTS requests"
+ip netns exec "$BW_SRV_NS" python3 "$(dirname "$0")/http_check.py" --model mlp \
+	--inputs "input:FP32:-1,784" --outputs "logits:FP32:-1,10" --min-requests "$REQUESTS" ||
+	bw_fail "tritonclient or prometheus_client disagreed"
+out=$(probe /nope)
+[ "$out" = 404 ] || bw_fail "an unknown path answered $out, not 404"
+
+bw_daemon_stop
+echo "PASS: probes, tritonclient and prometheus_client read the control server"
