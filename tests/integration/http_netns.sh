@@ -6,7 +6,8 @@
 #  1. While ResNet-50 loads (seconds), /v2/health/live answers 200 and /v2/health/ready 400: ready
 #     means every model loaded and every lcore serving, not merely the process up.
 #  2. bwcli sends requests; then http_check.py reads it with tritonclient.http (liveness, readiness,
-#     server and model metadata) and prometheus_client's parser (every family of a scrape).
+#     server and model metadata) and prometheus_client's parser (every family of a scrape), and
+#     dashboard_check.py checks that deploy/grafana/batchwire.json queries only what the scrape has.
 #
 # Usage (as root): tests/integration/http_netns.sh BATCHWIRE BWCLI MODELS_DIR
 set -u
@@ -64,6 +65,8 @@ bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count
 ip netns exec "$BW_SRV_NS" python3 "$(dirname "$0")/http_check.py" --model mlp \
 	--inputs "input:FP32:-1,784" --outputs "logits:FP32:-1,10" --min-requests "$REQUESTS" ||
 	bw_fail "tritonclient or prometheus_client disagreed"
+ip netns exec "$BW_SRV_NS" python3 "$(dirname "$0")/dashboard_check.py" "$(dirname "$0")/../../deploy/grafana/batchwire.json" ||
+	bw_fail "the Grafana dashboard names a metric or label /metrics does not have"
 out=$(probe /nope)
 [ "$out" = 404 ] || bw_fail "an unknown path answered $out, not 404"
 
