@@ -31,6 +31,7 @@ static const char g_usage[] =
 	"  ping    check the server answers; measure round trips\n"
 	"  info    describe a model\n"
 	"  infer   send inference requests\n"
+	"  top     watch the appliance: rates, latencies, busy lcores, drops (its HTTP /metrics)\n"
 	"  help    show this help, or 'help COMMAND' for a command's\n"
 	"\n"
 	"Global options (before COMMAND):\n"
@@ -168,6 +169,7 @@ static const struct command {
 } g_commands[] = {
 	{ "ping", cmd_ping, g_usage_ping },
 	{ "info", cmd_info, g_usage_info },
+	{ "top", cmd_top, g_usage_top },
 	{ "infer", cmd_infer, g_usage_infer },
 };
 

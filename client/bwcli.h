@@ -98,10 +98,12 @@ void expect_close(struct expect *ex);
 
 /* The commands: each parses its own options (argv[0] is its name) and returns an exit code. */
 int cmd_ping(struct cli *cli, int argc, char **argv);
+int cmd_top(struct cli *cli, int argc, char **argv);
 int cmd_info(struct cli *cli, int argc, char **argv);
 int cmd_infer(struct cli *cli, int argc, char **argv);
 /* Their help texts (--help, 'help COMMAND'). */
 extern const char g_usage_ping[];
+extern const char g_usage_top[];
 extern const char g_usage_info[];
 extern const char g_usage_infer[];
 

@@ -8,6 +8,7 @@
 #  2. bwcli sends requests; then http_check.py reads it with tritonclient.http (liveness, readiness,
 #     server and model metadata) and prometheus_client's parser (every family of a scrape), and
 #     dashboard_check.py checks that deploy/grafana/batchwire.json queries only what the scrape has.
+#  3. bwcli top under load shows the MLP's rate and latencies and the lcores' busy share.
 #
 # Usage (as root): tests/integration/http_netns.sh BATCHWIRE BWCLI MODELS_DIR
 set -u
@@ -67,6 +68,18 @@ ip netns exec "$BW_SRV_NS" python3 "$(dirname "$0")/http_check.py" --model mlp \
 	bw_fail "tritonclient or prometheus_client disagreed"
 ip netns exec "$BW_SRV_NS" python3 "$(dirname "$0")/dashboard_check.py" "$(dirname "$0")/../../deploy/grafana/batchwire.json" ||
 	bw_fail "the Grafana dashboard names a metric or label /metrics does not have"
+# 3. bwcli top, beside a load: the MLP's rate and latencies show, and every lcore's busy share
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count 3000 --quiet >/dev/null 2>&1 &
+load=$!
+sleep 0.3
+top=$(ip netns exec "$BW_SRV_NS" "$BWCLI" top --count 2 --interval-ms 400) || bw_fail "bwcli top failed: $top"
+wait "$load"
+echo "$top" | sed 's/^/  /'
+echo "$top" | awk '$1 == "mlp" && $2 > 0 && $3 > 0 && $4 >= $3 { ok = 1 } END { exit !ok }' ||
+	bw_fail "bwcli top showed no MLP rate or latency under load"
+echo "$top" | grep -q "busy: poll lcore 1 " || bw_fail "bwcli top showed no polling lcore's busy share"
+out=$(ip netns exec "$BW_SRV_NS" "$BWCLI" top --http 127.0.0.1:1 --count 1 2>&1) && bw_fail "top without a server exited 0"
+echo "$out" | grep -q "cannot reach the control server" || bw_fail "top without a server: $out"
 out=$(probe /nope)
 [ "$out" = 404 ] || bw_fail "an unknown path answered $out, not 404"
 
