@@ -125,35 +125,40 @@ static void histogram(struct text *t, const char *name, const char *labels, cons
 		 h->count);
 }
 
+/* Per polling lcore: a counter of its struct dp_lcore, TSC cycles shown in seconds. */
+static const struct {
+	const char *name, *help;
+	size_t offset;
+	bool cycles;
+} g_lcore_metrics[] = {
+	{"batchwire_rx_packets_total", "Frames received by a polling lcore.", offsetof(struct dp_lcore, stats.rx_packets), false},
+	{"batchwire_tx_packets_total", "Frames sent by a polling lcore.", offsetof(struct dp_lcore, stats.tx_packets), false},
+	{"batchwire_requests_total", "Datagrams with a readable protocol v1 header.",
+	 offsetof(struct dp_lcore, stats.requests), false},
+	{"batchwire_poll_seconds_total", "Time a polling lcore spent in its poll loop.",
+	 offsetof(struct dp_lcore, poll.cycles), true},
+	{"batchwire_poll_busy_seconds_total", "Time a polling lcore spent in loop iterations that did work: the busy "
+	 "share is its rate over batchwire_poll_seconds_total's.", offsetof(struct dp_lcore, poll.busy_cycles), true},
+};
+
 static void dataplane_metrics(struct text *t)
 {
 	unsigned int n = __atomic_load_n(&g_nb_lcores, __ATOMIC_ACQUIRE);
 	struct dp_lcore_stats sum;
 	double hz = (double)plat_tsc_hz;
 
-	family(t, "batchwire_rx_packets_total", "counter", "Frames received by a polling lcore.");
-	for (unsigned int i = 0; i < n; i++)
-		text_add(t, "batchwire_rx_packets_total{lcore=\"%u\"} %" PRIu64 "\n", g_lcores[i]->lcore_id,
-			 g_lcores[i]->stats.rx_packets);
-	family(t, "batchwire_tx_packets_total", "counter", "Frames sent by a polling lcore.");
-	for (unsigned int i = 0; i < n; i++)
-		text_add(t, "batchwire_tx_packets_total{lcore=\"%u\"} %" PRIu64 "\n", g_lcores[i]->lcore_id,
-			 g_lcores[i]->stats.tx_packets);
-	family(t, "batchwire_requests_total", "counter", "Datagrams with a readable protocol v1 header.");
-	for (unsigned int i = 0; i < n; i++)
-		text_add(t, "batchwire_requests_total{lcore=\"%u\"} %" PRIu64 "\n", g_lcores[i]->lcore_id,
-			 g_lcores[i]->stats.requests);
-	family(t, "batchwire_poll_seconds_total", "counter", "Time a polling lcore spent in its poll loop.");
-	for (unsigned int i = 0; i < n; i++)
-		text_add(t, "batchwire_poll_seconds_total{lcore=\"%u\"} %.9g\n", g_lcores[i]->lcore_id,
-			 (double)g_lcores[i]->poll.cycles / hz);
-	family(t, "batchwire_poll_busy_seconds_total", "counter",
-	       "Time a polling lcore spent in loop iterations that did work: the busy share is its rate over "
-	       "batchwire_poll_seconds_total's.");
-	for (unsigned int i = 0; i < n; i++)
-		text_add(t, "batchwire_poll_busy_seconds_total{lcore=\"%u\"} %.9g\n", g_lcores[i]->lcore_id,
-			 (double)g_lcores[i]->poll.busy_cycles / hz);
+	for (unsigned int k = 0; k < RTE_DIM(g_lcore_metrics); k++) {
+		family(t, g_lcore_metrics[k].name, "counter", g_lcore_metrics[k].help);
+		for (unsigned int i = 0; i < n; i++) {
+			uint64_t v = *(const uint64_t *)(const void *)((const uint8_t *)g_lcores[i] + g_lcore_metrics[k].offset);
 
+			if (g_lcore_metrics[k].cycles)
+				text_add(t, "%s{lcore=\"%u\"} %.9g\n", g_lcore_metrics[k].name, g_lcores[i]->lcore_id,
+					 (double)v / hz);
+			else
+				text_add(t, "%s{lcore=\"%u\"} %" PRIu64 "\n", g_lcore_metrics[k].name, g_lcores[i]->lcore_id, v);
+		}
+	}
 	dp_lcores_stats_sum(g_lcores, n, &sum, NULL);
 	family(t, "batchwire_replies_total", "counter", "Protocol replies sent, by status.");
 	for (unsigned int k = 0; k < BW_STATUS_COUNT; k++)

@@ -217,6 +217,26 @@ static double latency_quantile(const struct scrape *now, const struct scrape *be
 	return isnan(best) ? NAN : best * 1e6;
 }
 
+/* Each lcore's busy share over the interval, of the polling (role "poll") or worker ones. */
+static void busy_print(const struct scrape *now, const struct scrape *before, const char *role,
+		       char (*names)[TOP_KEY_MAX])
+{
+	char family[64], key[TOP_KEY_MAX * 2];
+	unsigned int n;
+
+	snprintf(family, sizeof(family), "batchwire_%s_seconds_total", role);
+	n = labels_list(now, family, "lcore", names, TOP_ROWS_MAX);
+	for (unsigned int i = 0; i < n; i++) {
+		double all, busy;
+
+		snprintf(key, sizeof(key), "batchwire_%s_seconds_total{lcore=\"%.100s\"}", role, names[i]);
+		all = delta(now, before, key);
+		snprintf(key, sizeof(key), "batchwire_%s_busy_seconds_total{lcore=\"%.100s\"}", role, names[i]);
+		busy = delta(now, before, key);
+		printf(" %s lcore %s %.1f%%", role, names[i], all > 0 ? 100 * busy / all : 0);
+	}
+}
+
 static void show(const struct scrape *now, const struct scrape *before, double seconds, unsigned int view)
 {
 	static char names[TOP_ROWS_MAX][TOP_KEY_MAX];
@@ -263,27 +283,9 @@ static void show(const struct scrape *now, const struct scrape *before, double s
 			snprintf(rows_text, sizeof(rows_text), "%.1f", rows / batches);
 		printf("%-24s %12.0f %12s %12s %10s\n", names[i], rate, p50_text, p99_text, rows_text);
 	}
-	n = labels_list(now, "batchwire_poll_seconds_total", "lcore", names, TOP_ROWS_MAX);
 	printf("busy:");
-	for (unsigned int i = 0; i < n; i++) {
-		double all, busy;
-
-		snprintf(key, sizeof(key), "batchwire_poll_seconds_total{lcore=\"%.100s\"}", names[i]);
-		all = delta(now, before, key);
-		snprintf(key, sizeof(key), "batchwire_poll_busy_seconds_total{lcore=\"%.100s\"}", names[i]);
-		busy = delta(now, before, key);
-		printf(" poll lcore %s %.1f%%", names[i], all > 0 ? 100 * busy / all : 0);
-	}
-	n = labels_list(now, "batchwire_worker_seconds_total", "lcore", names, TOP_ROWS_MAX);
-	for (unsigned int i = 0; i < n; i++) {
-		double all, busy;
-
-		snprintf(key, sizeof(key), "batchwire_worker_seconds_total{lcore=\"%.100s\"}", names[i]);
-		all = delta(now, before, key);
-		snprintf(key, sizeof(key), "batchwire_worker_busy_seconds_total{lcore=\"%.100s\"}", names[i]);
-		busy = delta(now, before, key);
-		printf(" worker lcore %s %.1f%%", names[i], all > 0 ? 100 * busy / all : 0);
-	}
+	busy_print(now, before, "poll", names);
+	busy_print(now, before, "worker", names);
 	printf("\n");
 	n = labels_list(now, "batchwire_drops_total", "reason", names, TOP_ROWS_MAX);
 	printf("drops/s:");
