@@ -5,7 +5,8 @@
  * where control threads run, never on a polling or worker lcore's CPU. What it answers:
  *
  *   GET /metrics                  Prometheus text exposition 0.0.4 of the counters and distributions
- *                                 telemetry has (docs/telemetry.md), in base units (seconds)
+ *                                 telemetry has (docs/telemetry.md), in base units (seconds);
+ *                                 OpenMetrics 1.0 when the Accept header asks for it
  *   GET /v2/health/live           200 while the process runs
  *   GET /v2/health/ready          200 once every model is loaded and every polling lcore serves;
  *                                 400 before that and while stopping (Triton's codes)
@@ -62,6 +63,7 @@ struct text {
 	char *buf;
 	size_t len, cap;
 	bool failed;
+	bool openmetrics; /* the scraper asked for OpenMetrics 1.0 rather than the 0.0.4 text format */
 };
 
 static void __attribute__((format(printf, 2, 3))) text_add(struct text *t, const char *fmt, ...)
@@ -101,7 +103,12 @@ static void __attribute__((format(printf, 2, 3))) text_add(struct text *t, const
 /* A metric's HELP and TYPE lines, once before its samples. */
 static void family(struct text *t, const char *name, const char *type, const char *help)
 {
-	text_add(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	size_t len = strlen(name);
+
+	/* OpenMetrics names a counter's family without the _total its samples carry */
+	if (t->openmetrics && strcmp(type, "counter") == 0 && len > 6 && strcmp(name + len - 6, "_total") == 0)
+		len -= 6;
+	text_add(t, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)len, name, help, (int)len, name, type);
 }
 
 /* A histogram of µs values (or plain counts, scale 1) in Prometheus' form: cumulative buckets at the
@@ -434,14 +441,20 @@ static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection 
 		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: only GET is served (inference goes over "
 				     "protocol v1, UDP)", method, url);
 	if (strcmp(url, "/metrics") == 0) {
-		struct text t = {0};
+		const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+		struct text t = { .openmetrics = accept != NULL && strstr(accept, "application/openmetrics-text") != NULL };
 
 		metrics(&t);
+		if (t.openmetrics)
+			text_add(&t, "# EOF\n");
 		if (t.failed) {
 			free(t.buf);
 			return respond_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the metrics");
 		}
-		return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", t.buf, t.len);
+		return respond(c, MHD_HTTP_OK,
+			       t.openmetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+					     : "text/plain; version=0.0.4; charset=utf-8",
+			       t.buf, t.len);
 	}
 	if (strcmp(url, "/v2/health/live") == 0)
 		return respond(c, MHD_HTTP_OK, "text/plain", strdup(""), 0);

@@ -67,6 +67,15 @@ def main():
           count >= args.min_requests)
     check("its buckets rise and end at the count", all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))
           and buckets[-1] == (float("inf"), count))
+    # OpenMetrics, where asked: its own parser reads every family, counters named without _total
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
+    req = urllib.request.Request("http://%s/metrics" % args.url,
+                                 headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    resp = urllib.request.urlopen(req, timeout=5)
+    om = list(om_families(resp.read().decode()))
+    check("OpenMetrics: %s, %d families parsed" % (resp.headers["Content-Type"].split(";")[0], len(om)),
+          resp.headers["Content-Type"].startswith("application/openmetrics-text") and len(om) == len(families))
+    check("OpenMetrics: counter family batchwire_replies", any(f.name == "batchwire_replies" and f.type == "counter" for f in om))
     ok = samples[("batchwire_replies_total", (("status", "OK"),))]
     check("replies OK %d >= %d" % (ok, args.min_requests), ok >= args.min_requests)
     check("ready gauge 1", samples[("batchwire_ready", ())] == 1)
