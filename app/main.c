@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,8 @@ static volatile bool g_reload_keys; /* SIGHUP: the control thread reads the key 
 static struct dp_auth *g_auth;       /* atomic: set by the main lcore once the keys are loaded */
 static bool g_control_quit;          /* atomic: the control thread ends (after the lcores) */
 static int g_control_started;        /* atomic: 1 once the control thread set up, or -errno */
+static pthread_t g_control;
+static bool g_control_running;       /* the main lcore's: g_control is to be stopped before EAL goes */
 
 static void signal_handler(int signum)
 {
@@ -127,6 +130,7 @@ static int control_start(pthread_t *thread, const struct app_config *cfg)
 		pthread_join(*thread, NULL);
 		return -1;
 	}
+	g_control_running = true;
 	return 0;
 }
 
@@ -135,10 +139,28 @@ static void control_stop(pthread_t thread)
 {
 	__atomic_store_n(&g_control_quit, true, __ATOMIC_RELEASE);
 	pthread_join(thread, NULL);
+	g_control_running = false;
 	plat_log_defer_fini(); /* the lines the lcores left while draining */
 	if (plat_log_deferred_lost() != 0)
 		PLAT_LOG(WARNING, app, "%" PRIu64 " log lines were lost to a full deferred-log ring",
 			 plat_log_deferred_lost());
+}
+
+/*
+ * A start-up failure once the control thread runs: it is stopped before EAL frees the memory its
+ * log ring lives in, then EAL is cleaned up and the process exits 1 (rte_exit's work, in that order).
+ */
+static void __attribute__((noreturn, format(printf, 1, 2))) startup_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (g_control_running)
+		control_stop(g_control);
+	rte_eal_cleanup();
+	exit(EXIT_FAILURE);
 }
 
 /*
@@ -398,31 +420,26 @@ int main(int argc, char **argv)
 	if (plat_clock_init() != 0)
 		rte_exit(EXIT_FAILURE, "batchwire: EAL reports no TSC frequency\n");
 	/* first: /v2/health/live answers while the models load, and a port in use stops us at once */
-	pthread_t control;
-	if (control_start(&control, &cfg) != 0) {
+	if (control_start(&g_control, &cfg) != 0) {
 		rte_eal_cleanup();
 		return 1;
 	}
-	if (config_check_machine(&cfg) != 0) {
-		rte_eal_cleanup();
-		return 1;
-	}
+	if (config_check_machine(&cfg) != 0)
+		startup_fail("%s", ""); /* it said why */
 	topology_report(&cfg);
 
 	/* Models first: a model that does not load stops start-up before any port is touched. */
-	if (app_service_init(&service, &cfg, stderr) != 0) {
-		rte_eal_cleanup();
-		return 1;
-	}
+	if (app_service_init(&service, &cfg, stderr) != 0)
+		startup_fail("%s", ""); /* it said why, naming the model */
 	ret = pools_create(&cfg, pools, queue_sockets, &pool_set);
 	if (ret != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
+		startup_fail("batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
 	/* Before the port starts: the GPU reads requests straight from these buffers. */
 	if (app_service_memory_register(pool_set.pools, pool_set.count, stderr) != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: the GPU cannot reach the mbuf pools\n");
+		startup_fail("batchwire: the GPU cannot reach the mbuf pools\n");
 	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pools, queue_sockets);
 	if (ret != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
+		startup_fail("batchwire: port %u failed to start: %s\n", cfg.port_id, rte_strerror(-ret));
 
 	if (cfg.dp.auth.key_file[0] != '\0') {
 		char err[512];
@@ -431,14 +448,14 @@ int main(int argc, char **argv)
 
 		ret = dp_auth_create(&cfg.dp.auth, &auth, err, sizeof(err));
 		if (ret != 0)
-			rte_exit(EXIT_FAILURE, "batchwire: %s\n", err);
+			startup_fail("batchwire: %s\n", err);
 		__atomic_store_n(&g_auth, auth, __ATOMIC_RELEASE);
 		PLAT_LOG(INFO, app, "signed requests: keys from %s, window %u ms, overlap %u s", cfg.dp.auth.key_file,
 			 cfg.dp.auth.window_ms, cfg.dp.auth.overlap_s);
 	}
 	ret = dp_allow_create(&cfg.dp.allow, "bw_allow", SOCKET_ID_ANY, &allow);
 	if (ret != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: cannot build the allowlist: %s\n", rte_strerror(-ret));
+		startup_fail("batchwire: cannot build the allowlist: %s\n", rte_strerror(-ret));
 	allowlists_report(&cfg);
 
 	for (unsigned int i = 0; i < cfg.nb_poll_lcores; i++) {
@@ -452,13 +469,13 @@ int main(int argc, char **argv)
 		if (ret == 0)
 			ret = app_service_lcore_init(&service, lc);
 		if (ret != 0)
-			rte_exit(EXIT_FAILURE, "batchwire: lcore %u setup failed: %s\n", lcore, rte_strerror(-ret));
+			startup_fail("batchwire: lcore %u setup failed: %s\n", lcore, rte_strerror(-ret));
 		g_poll_lcores[g_nb_poll_lcores++] = lc;
 		g_is_poll_lcore[lcore] = true;
 	}
 	g_polls_running = g_nb_poll_lcores;
 	if (poll_lcores_start() != 0)
-		rte_exit(EXIT_FAILURE, "batchwire: a polling lcore could not be set up\n");
+		startup_fail("batchwire: a polling lcore could not be set up\n");
 	dp_telemetry_pools(pool_set.pools, pool_set.count);
 	ret = dp_telemetry_register(g_poll_lcores, g_nb_poll_lcores, app_service_telemetry);
 	if (ret == 0)
@@ -486,14 +503,14 @@ int main(int argc, char **argv)
 		}
 		ret = rte_eal_remote_launch(poll_lcore_main, lc, lc->lcore_id);
 		if (ret != 0)
-			rte_exit(EXIT_FAILURE, "batchwire: cannot launch lcore %u: %s\n", lc->lcore_id, strerror(-ret));
+			startup_fail("batchwire: cannot launch lcore %u: %s\n", lc->lcore_id, strerror(-ret));
 	}
 	RTE_LCORE_FOREACH_WORKER(lcore) {
 		if (g_is_poll_lcore[lcore] || !app_service_is_worker(lcore))
 			continue;
 		ret = rte_eal_remote_launch(worker_lcore_main, (void *)(uintptr_t)lcore, lcore);
 		if (ret != 0)
-			rte_exit(EXIT_FAILURE, "batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
+			startup_fail("batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
 	}
 	app_http_ready(true); /* every model loaded, every lcore launched */
 	if (main_polls)
@@ -504,7 +521,7 @@ int main(int argc, char **argv)
 		while (!g_force_quit)
 			usleep(APP_MAIN_WAIT_US);
 	rte_eal_mp_wait_lcore();
-	control_stop(control);
+	control_stop(g_control);
 
 	PLAT_LOG(INFO, app, "stopping: lcores joined, stopping port %u", cfg.port_id);
 	summary_print();
