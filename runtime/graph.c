@@ -7,13 +7,15 @@
 int64_t rt_tensor_elems(const struct rt_tensor *t)
 {
 	int64_t n = 1;
+	bool overflow = false, zero = false;
 
 	for (uint8_t d = 0; d < t->rank; d++) {
 		if (t->dims[d] < 0)
 			return -1;
-		n *= t->dims[d];
+		zero |= t->dims[d] == 0;
+		overflow |= __builtin_mul_overflow(n, t->dims[d], &n);
 	}
-	return n;
+	return zero ? 0 : overflow ? -1 : n;
 }
 
 size_t rt_dtype_size(uint8_t dtype)

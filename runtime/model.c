@@ -203,8 +203,8 @@ static int outputs_check(struct rt_model *model, const struct rt_graph *g, char 
 	return ret;
 }
 
-int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, const char *path, int device,
-		       const struct rt_opt_options *opts, struct rt_opt_report *report, char *err, size_t cap)
+static int onnx_model_load(struct rt_model *model, uint32_t id, const char *name, const char *path, int device,
+			   const struct rt_opt_options *opts, struct rt_opt_report *report, char *err, size_t cap)
 {
 	char why[RT_ERR_MAX];
 	int ret;
@@ -241,6 +241,18 @@ int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, co
 		ret = outputs_check(model, model->graph, err, cap);
 	if (ret != 0)
 		rt_model_fini(model);
+	return ret;
+}
+
+int rt_onnx_model_load(struct rt_model *model, uint32_t id, const char *name, const char *path, int device,
+		       const struct rt_opt_options *opts, struct rt_opt_report *report, char *err, size_t cap)
+{
+	int ret = onnx_model_load(model, id, name, path, device, opts, report, err, cap);
+
+	/* names and attribute strings from the file reach the message, which is logged: one printable
+	 * line (a kernel's or the planner's text is not filtered as the loader's own is) */
+	if (ret != 0 && err != NULL && cap > 0)
+		bw_name_printable(err, cap, err, (uint32_t)strnlen(err, cap - 1));
 	return ret;
 }
 

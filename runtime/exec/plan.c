@@ -15,8 +15,6 @@
 #include "defs.h"
 #include "plan_arena.h"
 
-#define RT_PLAN_TENSOR_BYTES_MAX ((size_t)1 << 36) /* one tensor; beyond it a model is refused */
-
 /* Ops whose output is not a function of their inputs: never folded. */
 static const char *const g_nondeterministic_ops[] = {
 	"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli",

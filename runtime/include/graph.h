@@ -36,7 +36,8 @@ struct rt_tensor {
 	void *data;
 };
 
-/** Elements of a shape (1 for a scalar); 0 if any dim is 0; -1 if any dim is symbolic. */
+/** Elements of a shape (1 for a scalar); 0 if any dim is 0; -1 if any dim is symbolic, or if the
+ * product passes INT64_MAX (a shape no plan takes). */
 int64_t rt_tensor_elems(const struct rt_tensor *t);
 /** Bytes per element of a dtype, 0 for STRING or an unknown type. */
 size_t rt_dtype_size(uint8_t dtype);

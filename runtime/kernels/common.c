@@ -185,13 +185,15 @@ double rt_k_load_f64(const void *data, uint8_t dtype, int64_t i)
 int64_t rt_k_dims_prod(const struct rt_tensor *t, int lo, int hi)
 {
 	int64_t n = 1;
+	bool overflow = false, zero = false;
 
 	for (int d = lo; d < hi; d++) {
 		if (t->dims[d] < 0)
 			return -1;
-		n *= t->dims[d];
+		zero |= t->dims[d] == 0;
+		overflow |= __builtin_mul_overflow(n, t->dims[d], &n);
 	}
-	return n;
+	return zero ? 0 : overflow ? -1 : n;
 }
 
 void rt_k_strides(const struct rt_tensor *t, int64_t *strides)

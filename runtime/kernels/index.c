@@ -68,13 +68,15 @@ static int pad_plan(const struct rt_node *node, const struct rt_tensor *inputs, 
 	if (n != 2 * (unsigned int)r)
 		return bw_err(err, err_cap, -EINVAL, "'pads' has %u values for rank %d", n, r);
 	for (int d = 0; d < r; d++) {
-		int64_t dim = in->dims[d];
+		int64_t dim = in->dims[d], padded;
 
 		p->begin[d] = pads[d];
 		p->end[d] = pads[d + r];
 		if (dim < 0)
 			continue;
-		if (dim + p->begin[d] + p->end[d] < 0 || p->begin[d] < -dim || p->end[d] < -dim)
+		if (__builtin_add_overflow(dim, p->begin[d], &padded) || __builtin_add_overflow(padded, p->end[d], &padded))
+			return bw_err(err, err_cap, -EINVAL, "'pads' of axis %d overflow", d);
+		if (padded < 0 || p->begin[d] < -dim || p->end[d] < -dim)
 			return bw_err(err, err_cap, -EINVAL, "'pads' crop axis %d (%" PRId64 ") below nothing", d, dim);
 		if (p->mode != PAD_CONSTANT && dim == 0 && (p->begin[d] > 0 || p->end[d] > 0))
 			return bw_err(err, err_cap, -EINVAL, "attribute 'mode' %s cannot pad the empty axis %d", mode, d);

@@ -93,7 +93,7 @@ int rt_k_axes(int64_t *axes, unsigned int count, int rank, const char *what, cha
 /** Reads element i of any numeric tensor as double (scalars of Clip, ConstantOfShape...). */
 double rt_k_load_f64(const void *data, uint8_t dtype, int64_t i);
 
-/** Product of dims[lo..hi); -1 when one of them is symbolic. */
+/** Product of dims[lo..hi); -1 when one of them is symbolic or the product passes INT64_MAX. */
 int64_t rt_k_dims_prod(const struct rt_tensor *t, int lo, int hi);
 
 /* ---- numpy broadcasting ------------------------------------------------------------------------- */

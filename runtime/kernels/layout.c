@@ -103,7 +103,10 @@ RT_K_INFER(concat)
 			if (d != axis && in->dims[d] != first->dims[d] && in->dims[d] >= 0 && first->dims[d] >= 0)
 				goto mismatch;
 		}
-		sum = sum < 0 || in->dims[axis] < 0 ? -1 : sum + in->dims[axis];
+		if (sum < 0 || in->dims[axis] < 0)
+			sum = -1;
+		else if (__builtin_add_overflow(sum, in->dims[axis], &sum))
+			return bw_err(err, err_cap, -EINVAL, "the inputs' axis %" PRId64 " sums past 2^63", axis);
 		continue;
 mismatch:
 		return bw_err(err, err_cap, -EINVAL, "input %u %s does not match input 0 %s outside axis %" PRId64,
@@ -169,7 +172,8 @@ static int split_sizes(const struct rt_node *node, const struct rt_tensor *input
 	for (unsigned int i = 0; i < n; i++) {
 		if (sizes[i] < 0)
 			return bw_err(err, err_cap, -EINVAL, "'split' has a negative size");
-		sum += sizes[i];
+		if (__builtin_add_overflow(sum, sizes[i], &sum))
+			return bw_err(err, err_cap, -EINVAL, "'split' sizes sum past 2^63");
 	}
 	if (dim >= 0 && sum != dim)
 		return bw_err(err, err_cap, -EINVAL, "'split' sizes sum to %" PRId64 ", axis %" PRId64 " is %" PRId64,
@@ -473,7 +477,10 @@ RT_K_INFER(tile)
 	for (unsigned int d = 0; d < n; d++) {
 		if (reps[d] < 0)
 			return bw_err(err, err_cap, -EINVAL, "input 'repeats' has negative value %" PRId64, reps[d]);
-		outputs[0].dims[d] = inputs[0].dims[d] < 0 ? RT_DIM_SYMBOLIC : inputs[0].dims[d] * reps[d];
+		if (inputs[0].dims[d] < 0)
+			outputs[0].dims[d] = RT_DIM_SYMBOLIC;
+		else if (__builtin_mul_overflow(inputs[0].dims[d], reps[d], &outputs[0].dims[d]))
+			return bw_err(err, err_cap, -EINVAL, "input 'repeats' %" PRId64 " overflows dim %u", reps[d], d);
 	}
 	return 0;
 }

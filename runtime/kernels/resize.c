@@ -155,11 +155,16 @@ static int rs_plan(const struct rt_node *node, const struct rt_tensor *inputs, s
 			goto done;
 	}
 	for (int d = 0; d < p->rank; d++) {
+		double out;
+
 		if (!(scales[d] > 0))
 			return bw_err(err, err_cap, -EINVAL, "'scales' must be positive");
 		if (x->dims[d] < 0)
 			return bw_err(err, err_cap, -ENOTSUP, "symbolic dims are not supported");
-		p->out[d] = (int64_t)floor(scales[d] * (double)x->dims[d]);
+		out = floor(scales[d] * (double)x->dims[d]);
+		if (!(out < (double)INT64_MAX)) /* 2^63, and infinity */
+			return bw_err(err, err_cap, -EINVAL, "'scales' %g makes dim %d larger than 2^63", scales[d], d);
+		p->out[d] = (int64_t)out;
 	}
 done:
 	memcpy(p->scale, scales, sizeof(scales));

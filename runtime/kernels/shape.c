@@ -84,7 +84,10 @@ RT_K_INFER(reshape)
 		}
 		zero |= v == 0;
 		out->dims[i] = v;
-		known = v < 0 || known < 0 ? -1 : known * v;
+		if (v < 0 || known < 0)
+			known = -1;
+		else if (__builtin_mul_overflow(known, v, &known))
+			return bw_err(err, err_cap, -EINVAL, "input 'shape' has more than 2^63 elements");
 	}
 	if (neg >= 0 && zero && allowzero != 0)
 		return bw_err(err, err_cap, -EINVAL, "input 'shape' has both 0 and -1 with allowzero set");
@@ -400,7 +403,7 @@ RT_K_RUN(constant_of_shape)
 RT_K_INFER(range)
 {
 	static const char *const names[] = {"start", "limit", "delta"};
-	double v[3];
+	double v[3], count;
 	int rc;
 
 	for (unsigned int i = 0; i < 3; i++) {
@@ -417,9 +420,12 @@ RT_K_INFER(range)
 	}
 	if (v[2] == 0)
 		return bw_err(err, err_cap, -EINVAL, "input 'delta' must not be 0");
+	count = fmax(ceil((v[1] - v[0]) / v[2]), 0);
+	if (!(count < (double)INT64_MAX)) /* 2^63, and infinity */
+		return bw_err(err, err_cap, -EINVAL, "inputs 'start', 'limit' and 'delta' give more than 2^63 values");
 	outputs[0].dtype = inputs[0].dtype;
 	outputs[0].rank = 1;
-	outputs[0].dims[0] = (int64_t)fmax(ceil((v[1] - v[0]) / v[2]), 0);
+	outputs[0].dims[0] = (int64_t)count;
 	return 0;
 }
 
@@ -441,15 +447,18 @@ RT_K_RUN(range)
 		break;
 	}
 	default: {
-		int64_t s = (int64_t)rt_k_load_f64(inputs[0].data, inputs[0].dtype, 0);
-		int64_t d = (int64_t)rt_k_load_f64(inputs[2].data, inputs[2].dtype, 0);
+		int64_t s, d;
 
-		if (inputs[0].dtype == BW_DTYPE_INT64) {
+		if (inputs[0].dtype == BW_DTYPE_INT64) { /* not through double: past 2^53 it is not exact, at
+							   * 2^63 not an int64 */
 			s = *(const int64_t *)inputs[0].data;
 			d = *(const int64_t *)inputs[2].data;
+		} else {
+			s = (int64_t)rt_k_load_f64(inputs[0].data, inputs[0].dtype, 0);
+			d = (int64_t)rt_k_load_f64(inputs[2].data, inputs[2].dtype, 0);
 		}
 		for (int64_t i = 0; i < n; i++) {
-			int64_t v = s + i * d;
+			int64_t v = (int64_t)((uint64_t)s + (uint64_t)i * (uint64_t)d); /* wraps, as the integer types do */
 			if (outputs[0].dtype == BW_DTYPE_INT16)
 				((int16_t *)outputs[0].data)[i] = (int16_t)v;
 			else if (outputs[0].dtype == BW_DTYPE_INT32)

@@ -299,6 +299,9 @@ static int copy_node_header(struct onnx_ctx *c, const Onnx__NodeProto *np, size_
 	if (np->n_input > UINT16_MAX || np->n_output > UINT16_MAX || np->n_attribute > UINT16_MAX)
 		return onnx_fail(c, "node " Q " (%.64s): more than %u inputs, outputs or attributes", n->name, op,
 				 UINT16_MAX);
+	/* every op has an output, and every kernel writes its first (an optional one may be named "") */
+	if (np->n_output == 0)
+		return onnx_fail(c, "node " Q " (%.64s): no outputs", n->name, op);
 	return 0;
 }
 

@@ -19,8 +19,8 @@
  *   cannot run load.
  * - refused at load: IR versions outside 3..8, default-domain opsets above 17 or a model without one,
  *   subgraph (GRAPH/GRAPHS), sparse and type attributes, sparse initializers, segmented tensors,
- *   graph inputs that are not tensors with a shape, files over 2 GiB, and protobuf messages nested
- *   deeper than RT_ONNX_NESTING_MAX (protobuf-c would recurse off the stack).
+ *   nodes without outputs, graph inputs that are not tensors with a shape, files over 2 GiB, and
+ *   protobuf messages nested deeper than RT_ONNX_NESTING_MAX (protobuf-c would recurse off the stack).
  */
 #ifndef BW_RT_ONNX_LOAD_H
 #define BW_RT_ONNX_LOAD_H

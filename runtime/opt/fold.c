@@ -71,10 +71,14 @@ static int fold_node(struct opt_ctx *c, uint32_t ni)
 		return 0; /* the planner will say what is wrong, naming the node */
 	for (uint16_t j = 0; j < n->num_outputs; j++) {
 		int64_t elems = rt_tensor_elems(&out[j]);
+		size_t bytes;
 
-		if (elems < 0 || rt_dtype_size(out[j].dtype) == 0)
+		/* too large for the planner: left to it, which refuses it naming the node */
+		if (elems < 0 || rt_dtype_size(out[j].dtype) == 0 ||
+		    __builtin_mul_overflow((size_t)elems, rt_dtype_size(out[j].dtype), &bytes) ||
+		    bytes > RT_PLAN_TENSOR_BYTES_MAX)
 			goto fail;
-		out[j].data = calloc((size_t)elems * rt_dtype_size(out[j].dtype) + 64, 1);
+		out[j].data = calloc(bytes + 64, 1);
 		if (out[j].data == NULL) {
 			rc = -ENOMEM;
 			goto fail;

@@ -440,7 +440,9 @@ int opt_fuse_conv(struct opt_ctx *c)
 		struct conv_match mt;
 		bool w_const, b_const;
 
-		if (!opt_is_op(c, (int32_t)n, "Conv") || conv->num_inputs < 2 || conv->num_outputs != 1)
+		/* without W (named ""), it is the planner's to refuse: pack_weights reads W */
+		if (!opt_is_op(c, (int32_t)n, "Conv") || conv->num_inputs < 2 || conv->inputs[1] == RT_VALUE_NONE ||
+		    conv->num_outputs != 1)
 			continue;
 		w_const = float_const(c, conv->inputs[1], -1) && g->values[conv->inputs[1]].tensor.rank >= 3;
 		if (w_const && c->dev == RT_DEVICE_CPU && conv_is_gemm(c, conv))

@@ -77,12 +77,17 @@ static void match_operand(const struct opt_ctx *c, int32_t n, int i, struct fmm_
 	int32_t v = c->g->nodes[n].inputs[i], p, reader = n;
 
 	m->src[i] = v;
+	if (v < 0) /* absent (named ""): the planner refuses the node */
+		return;
 	p = c->g->values[v].producer;
-	if (opt_is_op(c, p, "Transpose") && opt_sole_reader(c, v) == reader && transpose_perm(c, p, &m->perm[i])) {
+	if (opt_is_op(c, p, "Transpose") && c->g->nodes[p].num_inputs >= 1 && opt_sole_reader(c, v) == reader &&
+	    transpose_perm(c, p, &m->perm[i])) {
 		m->folded[m->nfolded++] = p;
 		reader = p;
 		v = c->g->nodes[p].inputs[0];
 		m->src[i] = v;
+		if (v < 0)
+			return;
 		p = c->g->values[v].producer;
 	}
 	if (opt_is_op(c, p, "Reshape") && opt_sole_reader(c, v) == reader && reshape_shape(c, p, &m->shape[i])) {

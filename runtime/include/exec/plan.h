@@ -24,6 +24,10 @@
 #include "graph.h"
 
 #define RT_PLAN_ALIGN 64 /* bytes: the arena, every tensor and every scratch area in it */
+/* One tensor; beyond it a model is refused. A fuzzing build may set a lower one (tests/fuzz). */
+#ifndef RT_PLAN_TENSOR_BYTES_MAX
+#define RT_PLAN_TENSOR_BYTES_MAX ((size_t)1 << 36)
+#endif
 
 struct rt_plan;
 
