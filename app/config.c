@@ -99,7 +99,9 @@ static int parse_http(const struct app_option *opt __rte_unused, const char *val
 	port = strtoul(colon + 1, &end, 10);
 	if (*end != '\0' || port == 0 || port > 65535 || inet_pton(AF_INET, addr, &in) != 1)
 		return -EINVAL;
-	cfg->http = (struct app_http_config){ .enabled = true, .addr = in.s_addr, .port = (uint16_t)port };
+	cfg->http.enabled = true;
+	cfg->http.addr = in.s_addr;
+	cfg->http.port = (uint16_t)port;
 	return 0;
 }
 
@@ -218,6 +220,14 @@ static const struct app_option g_options[] = {
 	 "the HTTP control server: /metrics (Prometheus), /v2/health/live|ready, /v2 and\n"
 	 "                   /v2/models/NAME[/ready] (KServe v2); a management address, never\n"
 	 "                   the data port (default " APP_HTTP_ADDR_DEFAULT ":" XSTR(APP_HTTP_PORT_DEFAULT) ")"},
+	{"http-infer-slots", "http_infer_slots", parse_uint, 0, APP_HTTP_INFER_SLOTS_MAX, U32_FIELD(http.infer_slots),
+	 "an integer in 0.." XSTR(APP_HTTP_INFER_SLOTS_MAX),
+	 "POST /v2/models/NAME/infer requests (KServe v2) served at once; more wait\n"
+	 "                   for a slot or get 503; 0: refused (default " XSTR(APP_HTTP_INFER_SLOTS_DEFAULT) ")"},
+	{"http-infer-bytes", "http_infer_bytes", parse_uint, 4096, 1u << 30, U32_FIELD(http.infer_bytes),
+	 "an integer in 4096..1073741824",
+	 "largest HTTP inference request: its input and output tensors' bytes\n"
+	 "                   (default 16777216; each slot takes at most what the largest model needs)"},
 	{"allow", "allow", parse_allow, 0, 0, 0, 0,
 	 "'any' or up to " XSTR(DP_ALLOW_MAX) " IPv4 prefixes such as 10.0.0.0/8,192.168.1.7 (host bits zero)",
 	 "sources that get any answer (requests, ARP, ping); others are dropped\n"
@@ -767,7 +777,8 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 	memset(cfg, 0, sizeof(*cfg));
 	dp_config_defaults(&cfg->dp);
 	cfg->http = (struct app_http_config){ .enabled = true, .addr = htonl(INADDR_LOOPBACK),
-					      .port = APP_HTTP_PORT_DEFAULT };
+					      .port = APP_HTTP_PORT_DEFAULT, .infer_slots = APP_HTTP_INFER_SLOTS_DEFAULT,
+					      .infer_bytes = APP_HTTP_INFER_BYTES_DEFAULT };
 	cfg->nb_models = 1;
 	snprintf(cfg->models[0].name, sizeof(cfg->models[0].name), "echo");
 	bat_options_defaults(&cfg->models[0].batching);

@@ -55,10 +55,15 @@ struct app_model_config {
 /* The HTTP control server (app/http.c): a kernel socket on a management address. */
 #define APP_HTTP_ADDR_DEFAULT "127.0.0.1"
 #define APP_HTTP_PORT_DEFAULT 8000 /* Triton's HTTP port: its clients and probes expect it */
+#define APP_HTTP_INFER_SLOTS_DEFAULT 4
+#define APP_HTTP_INFER_SLOTS_MAX 1024
+#define APP_HTTP_INFER_BYTES_DEFAULT (16u << 20)
 struct app_http_config {
 	bool enabled;
 	uint32_t addr;  /* IPv4, network byte order */
 	uint16_t port;  /* host byte order */
+	uint32_t infer_slots;  /* POST /v2/models/NAME/infer requests in flight at once; 0: refused */
+	uint32_t infer_bytes;  /* one such request's tensors (inputs and outputs), at most */
 };
 
 struct app_config {

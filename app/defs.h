@@ -132,6 +132,7 @@ struct app_lcore {
 	uint32_t deferred_count;
 	uint64_t now_tsc;                /* the completion poller's clock, for the engines' polls */
 	void *gpu_stream;                /* engine_gpu.c's: the lcore's stream on the GPU, or NULL */
+	struct rte_ring *inject;         /* inject.c's: requests from the HTTP server, or NULL */
 } __rte_cache_aligned;
 
 /* Every polling lcore's part, by lcore id; the service being run (NULL before init, after fini). */
@@ -154,6 +155,25 @@ enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request 
 				      size_t cap);
 enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap, char *msg,
 				      size_t cap);
+
+/**
+ * (hot) Every batcher's done(): a datagram's job goes to its engine's job_done, an injected one's
+ * (owner[1] NULL: no protocol header) to its slot (inject.c).
+ */
+void app_job_done(void *ctx, struct bat_job *job, enum bw_status status);
+
+/** (hot) Why bat_submit refused a job of rows rows with status. */
+void app_job_refusal(const struct bat_queue *q, uint32_t rows, enum bw_status status, char *msg, size_t cap);
+
+/** What a failed job's reply says, by the batch's status. */
+const char *app_job_error_message(enum bw_status status);
+
+struct rt_tensor_spec;
+/**
+ * (hot) An input that indexes a table of the model (spec->index_bound): whether every value of seg
+ * lies within it, msg naming the first that does not.
+ */
+bool app_index_check(const struct rt_tensor_spec *spec, const struct bw_segment *seg, char *msg, size_t cap);
 
 /** The batcher is done with an echo request / an ONNX one: answer it from its own mbuf. */
 void app_echo_job_done(void *ctx, struct bat_job *job, enum bw_status status);

@@ -12,10 +12,13 @@
  *                                 400 before that and while stopping (Triton's codes)
  *   GET /v2                       server metadata (KServe v2)
  *   GET /v2/models/NAME[/versions/1][/ready]   model metadata and readiness
+ *   POST /v2/models/NAME[/versions/1]/infer    inference (http_infer.c), through a polling lcore's
+ *                                 batcher like a datagram
  *
  * Everything it reads is a counter its writers keep without locks (summed here, as telemetry does)
  * or the model specs, read-only after start-up. It allocates and makes system calls freely: it is
- * not on the hot path.
+ * not on the hot path. One thread per connection: an inference request waits for its answer
+ * without holding up a scrape or a probe on another connection.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,11 +35,28 @@
 
 #include "defs.h"
 #include "http.h"
+#include "inject.h"
 
 #define HTTP_CONNECTIONS_MAX 64
 #define HTTP_TIMEOUT_S 10
 
+#define HTTP_BODY_JSON_SLACK (1u << 20) /* a request body beyond its tensors' bytes: JSON text */
+#define HTTP_BODY_MAX (1ull << 30)
+
 static struct MHD_Daemon *g_daemon;
+
+/* POST /v2/models/NAME/infer answers by status code (HTTP threads, atomics). */
+static const unsigned int g_infer_codes[] = { 200, 400, 403, 404, 405, 413, 429, 500, 501, 503, 504 };
+static uint64_t g_infer_by_code[RTE_DIM(g_infer_codes) + 1]; /* the last: any other */
+
+static void infer_count(unsigned int status)
+{
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(g_infer_codes) && g_infer_codes[i] != status; i++)
+		;
+	__atomic_fetch_add(&g_infer_by_code[i], 1, __ATOMIC_RELAXED);
+}
 static bool g_ready;                 /* atomic: serving, and not stopping */
 static struct dp_lcore *const *g_lcores;
 static unsigned int g_nb_lcores;     /* atomic, set once the array is filled */
@@ -306,30 +326,19 @@ static void metrics(struct text *t)
 	model_metrics(t);
 	family(t, "batchwire_log_lines_lost_total", "counter", "Log lines lost to a full deferred-log ring.");
 	text_add(t, "batchwire_log_lines_lost_total %" PRIu64 "\n", plat_log_deferred_lost());
+	family(t, "batchwire_http_infer_requests_total", "counter",
+	       "HTTP inference requests (POST /v2/models/NAME/infer) answered, by HTTP status code.");
+	for (unsigned int i = 0; i <= RTE_DIM(g_infer_codes); i++) {
+		uint64_t v = __atomic_load_n(&g_infer_by_code[i], __ATOMIC_RELAXED);
+
+		if (i < RTE_DIM(g_infer_codes))
+			text_add(t, "batchwire_http_infer_requests_total{code=\"%u\"} %" PRIu64 "\n", g_infer_codes[i], v);
+		else
+			text_add(t, "batchwire_http_infer_requests_total{code=\"other\"} %" PRIu64 "\n", v);
+	}
 }
 
 /* ---- KServe v2 ----------------------------------------------------------------------------------- */
-
-/* KServe v2's datatype names for ONNX's element types. */
-static const char *kserve_datatype(uint8_t dtype)
-{
-	switch (dtype) {
-	case BW_DTYPE_FLOAT: return "FP32";
-	case BW_DTYPE_FLOAT16: return "FP16";
-	case BW_DTYPE_BFLOAT16: return "BF16";
-	case BW_DTYPE_DOUBLE: return "FP64";
-	case BW_DTYPE_INT8: return "INT8";
-	case BW_DTYPE_INT16: return "INT16";
-	case BW_DTYPE_INT32: return "INT32";
-	case BW_DTYPE_INT64: return "INT64";
-	case BW_DTYPE_UINT8: return "UINT8";
-	case BW_DTYPE_UINT16: return "UINT16";
-	case BW_DTYPE_UINT32: return "UINT32";
-	case BW_DTYPE_UINT64: return "UINT64";
-	case BW_DTYPE_BOOL: return "BOOL";
-	default: return "BYTES";
-	}
-}
 
 static json_t *tensors_json(const struct rt_tensor_spec *specs, uint16_t n, bool batched)
 {
@@ -345,7 +354,7 @@ static json_t *tensors_json(const struct rt_tensor_spec *specs, uint16_t n, bool
 			json_array_append_new(shape, json_integer(dim));
 		}
 		json_array_append_new(list, json_pack("{s:s, s:s, s:o}", "name", specs[i].name, "datatype",
-						      kserve_datatype(specs[i].dtype), "shape", shape));
+						      app_kserve_datatype(specs[i].dtype), "shape", shape));
 	}
 	return list;
 }
@@ -409,16 +418,104 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned int stat
 	return respond_json(c, status, json_pack("{s:s}", "error", text));
 }
 
-/* GET /v2/models/NAME[/versions/1][/ready] */
-static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest)
+/* A request body as it arrives (POST), kept until the request completes. */
+struct upload {
+	uint8_t *buf;
+	size_t len, cap;
+	size_t limit;
+	bool too_large;
+};
+
+/* The largest body an inference request may have: its tensors as JSON text take more than as bytes. */
+static size_t upload_limit(void)
+{
+	uint64_t lim = (uint64_t)app_inject_slot_bytes() * 8 + HTTP_BODY_JSON_SLACK;
+
+	return (size_t)RTE_MIN(lim, HTTP_BODY_MAX);
+}
+
+static void upload_add(struct upload *u, const char *data, size_t len)
+{
+	if (u->too_large)
+		return;
+	if (u->len + len > u->limit) {
+		u->too_large = true;
+		free(u->buf);
+		u->buf = NULL;
+		return;
+	}
+	if (u->len + len > u->cap) {
+		size_t cap = RTE_MAX(u->cap * 2, u->len + len);
+		uint8_t *buf = realloc(u->buf, RTE_MIN(RTE_MAX(cap, (size_t)4096), u->limit));
+
+		if (buf == NULL) {
+			u->too_large = true;
+			free(u->buf);
+			u->buf = NULL;
+			return;
+		}
+		u->buf = buf;
+		u->cap = RTE_MIN(RTE_MAX(cap, (size_t)4096), u->limit);
+	}
+	memcpy(u->buf + u->len, data, len);
+	u->len += len;
+}
+
+static enum MHD_Result infer_request(struct MHD_Connection *c, const struct app_model *m, const struct upload *u)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *peer = info != NULL ? info->client_addr : NULL;
+	uint32_t client = peer != NULL && peer->sa_family == AF_INET ? ((const struct sockaddr_in *)peer)->sin_addr.s_addr
+								     : 0;
+	struct app_http_reply out = { 0 };
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (u->too_large) {
+		infer_count(413);
+		return respond_error(c, 413, "the request body is larger than %zu bytes "
+				     "(http_infer_bytes sets it)", u->limit);
+	}
+	if (!ready()) {
+		infer_count(MHD_HTTP_SERVICE_UNAVAILABLE);
+		return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: the server is starting or stopping");
+	}
+	app_http_infer(m, u->buf != NULL ? u->buf : (const uint8_t *)"", u->len,
+		       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length"), client, &out);
+	infer_count(out.status);
+	if (out.body == NULL)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(out.body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				out.header_len != 0 ? "application/octet-stream" : "application/json");
+	if (out.header_len != 0) {
+		char len[24];
+
+		snprintf(len, sizeof(len), "%zu", out.header_len);
+		MHD_add_response_header(r, "Inference-Header-Content-Length", len);
+	}
+	ret = MHD_queue_response(c, out.status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* /v2/models/NAME[/versions/1][/ready|/infer]: GET for metadata and readiness, POST for /infer. */
+static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest, const struct upload *post)
 {
 	const char *slash = strchr(rest, '/');
 	size_t len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
 	const struct app_model *m = model_named(rest, len);
 	const char *tail = slash != NULL ? slash : "";
 
-	if (m == NULL)
+	if (m == NULL) {
+		if (post != NULL)
+			infer_count(MHD_HTTP_NOT_FOUND);
 		return respond_error(c, MHD_HTTP_NOT_FOUND, "no model named '%.*s'", (int)RTE_MIN(len, (size_t)64), rest);
+	}
 	if (strncmp(tail, "/versions/", 10) == 0) {
 		const char *v = tail + 10;
 
@@ -426,6 +523,13 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest)
 			return respond_error(c, MHD_HTTP_NOT_FOUND, "model '%s' has version 1 only", m->spec.name);
 		tail = v + 1;
 	}
+	if (strcmp(tail, "/infer") == 0) {
+		if (post == NULL)
+			return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "/v2/models/%s/infer takes POST", m->spec.name);
+		return infer_request(c, m, post);
+	}
+	if (post != NULL)
+		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST is for /v2/models/NAME/infer only");
 	if (tail[0] == '\0')
 		return respond_json(c, MHD_HTTP_OK, model_json(m));
 	if (strcmp(tail, "/ready") == 0)
@@ -434,12 +538,33 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest)
 }
 
 static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version __rte_unused, const char *upload __rte_unused,
-				  size_t *upload_len __rte_unused, void **state __rte_unused)
+				  const char *method, const char *version __rte_unused, const char *upload,
+				  size_t *upload_len, void **state)
 {
+	if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
+		struct upload *u = *state;
+
+		if (u == NULL) { /* the headers: the body follows in the next calls */
+			u = calloc(1, sizeof(*u));
+			if (u == NULL)
+				return MHD_NO;
+			u->limit = upload_limit();
+			*state = u;
+			return MHD_YES;
+		}
+		if (*upload_len != 0) {
+			upload_add(u, upload, *upload_len);
+			*upload_len = 0;
+			return MHD_YES;
+		}
+		if (strncmp(url, "/v2/models/", 11) == 0 && url[11] != '\0')
+			return model_request(c, url + 11, u);
+		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST %s: POST is for /v2/models/NAME/infer only",
+				     url);
+	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: only GET is served (inference goes over "
-				     "protocol v1, UDP)", method, url);
+		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: GET, HEAD or POST (for inference)", method,
+				     url);
 	if (strcmp(url, "/metrics") == 0) {
 		const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 		struct text t = { .openmetrics = accept != NULL && strstr(accept, "application/openmetrics-text") != NULL };
@@ -461,11 +586,24 @@ static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection 
 	if (strcmp(url, "/v2/health/ready") == 0)
 		return respond(c, ready() ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "text/plain", strdup(""), 0);
 	if (strcmp(url, "/v2") == 0 || strcmp(url, "/v2/") == 0)
-		return respond_json(c, MHD_HTTP_OK, json_pack("{s:s, s:s, s:[]}", "name", "batchwire", "version",
-							      BW_VERSION, "extensions"));
+		return respond_json(c, MHD_HTTP_OK, json_pack("{s:s, s:s, s:[s]}", "name", "batchwire", "version",
+							      BW_VERSION, "extensions", "binary_tensor_data"));
 	if (strncmp(url, "/v2/models/", 11) == 0 && url[11] != '\0')
-		return model_request(c, url + 11);
+		return model_request(c, url + 11, NULL);
 	return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", url);
+}
+
+/* A request's end, answered or not: its body goes. */
+static void on_completed(void *cls __rte_unused, struct MHD_Connection *c __rte_unused, void **state,
+			 enum MHD_RequestTerminationCode why __rte_unused)
+{
+	struct upload *u = *state;
+
+	if (u != NULL) {
+		free(u->buf);
+		free(u);
+		*state = NULL;
+	}
 }
 
 int app_http_start(const struct app_http_config *cfg, char *err, size_t cap)
@@ -475,10 +613,12 @@ int app_http_start(const struct app_http_config *cfg, char *err, size_t cap)
 
 	if (!cfg->enabled)
 		return 0;
-	g_daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, cfg->port, NULL,
-				    NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+	g_daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+				    MHD_USE_ERROR_LOG, cfg->port, NULL, NULL, on_request, NULL,
+				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 				    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTIONS_MAX,
-				    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S, MHD_OPTION_END);
+				    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
+				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
 	if (g_daemon == NULL) {
 		inet_ntop(AF_INET, &cfg->addr, text, sizeof(text));
 		snprintf(err, cap, "the HTTP control server cannot listen on %s:%u (in use, or not this host's "

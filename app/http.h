@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The HTTP control server (http.c): Prometheus /metrics and KServe v2's health and metadata
- * endpoints on a management address, on libmicrohttpd's thread. Started on the control thread,
- * before the models load (liveness answers while they do); ready once every polling lcore serves.
+ * The HTTP control server (http.c): Prometheus /metrics and KServe v2's health, metadata and
+ * inference endpoints (http_infer.c) on a management address, on libmicrohttpd's threads. Started
+ * on the control thread, before the models load (liveness answers while they do); ready once every
+ * polling lcore serves.
  */
 #ifndef BW_APP_HTTP_H
 #define BW_APP_HTTP_H
@@ -13,6 +14,8 @@
 #include "config.h"
 #include "dataplane.h"
 
+struct app_model;
+
 /** Listens on cfg (nothing when disabled). \return 0, or a negative errno with one line in err. */
 int app_http_start(const struct app_http_config *cfg, char *err, size_t cap);
 void app_http_stop(void);
@@ -22,5 +25,28 @@ void app_http_lcores(struct dp_lcore *const *lcores, unsigned int count);
 
 /** Ready: every model loaded and every polling lcore serving; not ready again once stopping. */
 void app_http_ready(bool ready);
+
+/* ---- http_infer.c: POST /v2/models/NAME/infer ---- */
+
+/* A reply: its HTTP status and body (malloc'd; the caller frees it). header_len > 0: the body is
+ * that many bytes of JSON, then binary outputs (Triton's Inference-Header-Content-Length). */
+struct app_http_reply {
+	unsigned int status;
+	char *body;
+	size_t len;
+	size_t header_len;
+};
+
+/**
+ * Runs one KServe v2 inference request for model m through a polling lcore's batcher and waits for
+ * its answer (on an HTTP thread: it sleeps). header_len: the Inference-Header-Content-Length header's
+ * value, or NULL for a body that is all JSON; client_addr: the peer's IPv4 address (network order),
+ * held to the model's allow list.
+ */
+void app_http_infer(const struct app_model *m, const uint8_t *body, size_t len, const char *header_len,
+		    uint32_t client_addr, struct app_http_reply *out);
+
+/** KServe v2's datatype name for a dtype ("FP32"...; "BYTES" for one it has no name for). */
+const char *app_kserve_datatype(uint8_t dtype);
 
 #endif /* BW_APP_HTTP_H */

@@ -13,6 +13,7 @@
 #include <rte_lcore.h>
 
 #include "defs.h"
+#include "inject.h"
 
 struct app_lcore app_lcores[RTE_MAX_LCORE];
 
@@ -56,6 +57,12 @@ static enum plat_poll_result completions_poll(void *arg)
 	return total != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
 }
 
+/* Requests the HTTP server handed to this lcore, into its batchers. */
+static enum plat_poll_result inject_poll(void *arg)
+{
+	return app_inject_poll(arg) != 0 ? PLAT_POLL_BUSY : PLAT_POLL_IDLE;
+}
+
 static enum plat_poll_result batch_windows_poll(void *arg)
 {
 	struct app_lcore *al = arg;
@@ -91,12 +98,12 @@ int app_service_lcore_init(struct app_service *svc, struct dp_lcore *dp)
 			return ret;
 		/* counted from here: app_lcores_stop frees what channel_init made */
 		al->nb_channels = i + 1;
-		ch->queue = bat_queue_create(&m->cfg.batching, m->limiter, &ch->executor, m->engine->job_done, ch,
+		ch->queue = bat_queue_create(&m->cfg.batching, m->limiter, &ch->executor, app_job_done, ch,
 					     plat_tsc_hz, plat_tsc_now() ^ (dp->lcore_id * 0x9e3779b97f4a7c15ULL) ^ i);
 		if (ch->queue == NULL)
 			return -ENOMEM;
 	}
-	return 0;
+	return app_inject_lcore_init(al, socket);
 }
 
 int app_service_lcore_start(unsigned int lcore_id, char *err, size_t cap)
@@ -121,6 +128,7 @@ void app_lcores_stop(void)
 
 		/* telemetry walks the channels: they are gone before their executors are */
 		__atomic_store_n(&al->nb_channels, 0, __ATOMIC_RELEASE);
+		app_inject_lcore_fini(al);
 		for (unsigned int c = 0; c < nb; c++) {
 			struct bw_executor *ex = &al->channels[c].executor;
 
@@ -168,6 +176,8 @@ unsigned int app_service_pollers(unsigned int lcore_id, bool polling, bool worki
 
 	if (polling && al->dp != NULL) {
 		pollers[n++] = (struct plat_poller){"rx", dp_rx_poll, al->dp};
+		if (al->inject != NULL)
+			pollers[n++] = (struct plat_poller){"http_infer", inject_poll, al};
 		pollers[n++] = (struct plat_poller){"batch_windows", batch_windows_poll, al};
 		pollers[n++] = (struct plat_poller){"completions", completions_poll, al};
 	}

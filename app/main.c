@@ -25,6 +25,7 @@
 #include "config.h"
 #include "dataplane.h"
 #include "http.h"
+#include "inject.h"
 #include "platform.h"
 #include "service.h"
 
@@ -394,6 +395,8 @@ int main(int argc, char **argv)
 	static struct app_service service;
 	struct rte_mempool *pools[DP_MAX_POLL_LCORES];
 	static struct pool_set pool_set;
+	struct rte_mempool *registered[RTE_MAX_NUMA_NODES + 1];
+	unsigned int nb_registered;
 	int queue_sockets[DP_MAX_POLL_LCORES];
 	struct rte_lpm *allow;
 	int eal_argc, app_argc, ret;
@@ -434,8 +437,15 @@ int main(int argc, char **argv)
 	ret = pools_create(&cfg, pools, queue_sockets, &pool_set);
 	if (ret != 0)
 		startup_fail("batchwire: cannot create the mbuf pools: %s\n", rte_strerror(-ret));
-	/* Before the port starts: the GPU reads requests straight from these buffers. */
-	if (app_service_memory_register(pool_set.pools, pool_set.count, stderr) != 0)
+	if (cfg.http.enabled && app_inject_init(&service, cfg.http.infer_slots, cfg.http.infer_bytes, stderr) != 0)
+		startup_fail("%s", ""); /* it said why */
+	/* Before the port starts: the GPU reads requests straight from these buffers (and the HTTP
+	 * requests' slots). */
+	registered[0] = app_inject_pool();
+	nb_registered = registered[0] != NULL ? 1 : 0;
+	for (unsigned int i = 0; i < pool_set.count; i++)
+		registered[nb_registered++] = pool_set.pools[i];
+	if (app_service_memory_register(registered, nb_registered, stderr) != 0)
 		startup_fail("batchwire: the GPU cannot reach the mbuf pools\n");
 	ret = dp_port_init(cfg.port_id, (uint16_t)cfg.nb_poll_lcores, &cfg.dp, pools, queue_sockets);
 	if (ret != 0)
@@ -521,6 +531,7 @@ int main(int argc, char **argv)
 		while (!g_force_quit)
 			usleep(APP_MAIN_WAIT_US);
 	rte_eal_mp_wait_lcore();
+	app_inject_close(); /* nothing more is answered: HTTP requests still waiting give up */
 	control_stop(g_control);
 
 	PLAT_LOG(INFO, app, "stopping: lcores joined, stopping port %u", cfg.port_id);

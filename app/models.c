@@ -15,6 +15,7 @@
 #include <rte_telemetry.h>
 
 #include "defs.h"
+#include "inject.h"
 
 struct app_service *app_current;
 
@@ -136,6 +137,7 @@ void app_service_fini(struct app_service *svc)
 		if (app_engines[e]->fini != NULL)
 			app_engines[e]->fini();
 	}
+	app_inject_fini(); /* after the GPU let go of its memory */
 	/* The registry and the ops point at the models just freed. */
 	memset(&svc->registry, 0, sizeof(svc->registry));
 	memset(&svc->ops, 0, sizeof(svc->ops));

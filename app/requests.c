@@ -14,6 +14,7 @@
 
 #include "defs.h"
 #include "graph.h"
+#include "inject.h"
 
 static const void *service_lookup(void *ctx, uint32_t id, const char *name, uint32_t name_len)
 {
@@ -125,7 +126,7 @@ static int64_t index_at(const struct bw_segment *seg, uint8_t dtype, uint32_t e)
  * would share (the Gather refuses it at run time, failing every request of the batch).
  * \return whether they all are, msg naming the first that is not.
  */
-static bool index_check(const struct rt_tensor_spec *spec, const struct bw_segment *seg, char *msg, size_t cap)
+bool app_index_check(const struct rt_tensor_spec *spec, const struct bw_segment *seg, char *msg, size_t cap)
 {
 	uint32_t count = seg->len / (spec->dtype == BW_DTYPE_INT64 ? 8u : 4u);
 	int64_t lo = -spec->index_bound, hi = spec->index_bound;
@@ -210,7 +211,7 @@ static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_
 		if (spec->index_bound > 0) {
 			struct bw_segment seg = tensor_segment(req, v);
 
-			if (!index_check(spec, &seg, msg, cap))
+			if (!app_index_check(spec, &seg, msg, cap))
 				return 0;
 		}
 		rows = d->dims[0];
@@ -238,7 +239,6 @@ static struct bat_job *job_take(struct bat_queue *q, uint32_t rows, uint16_t num
 static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struct dp_request *req, char *msg,
 				 size_t cap)
 {
-	const struct bat_options *opts = bat_queue_options(q);
 	enum bw_status status;
 
 	job->priority = req->hdr->priority;
@@ -249,14 +249,22 @@ static enum bw_status job_submit(struct bat_queue *q, struct bat_job *job, struc
 	job->owner[1] = req->hdr;
 	job->owner[2] = req->msg;
 	status = bat_submit(q, job, req->arrival_tsc);
-	if (status == BW_STATUS_UNAVAILABLE)
-		snprintf(msg, cap, "the batch scheduling queue is full (max_enqueued_batches %u, max_queue_size %u)",
-			 opts->max_enqueued_batches, opts->max_queue_size);
-	else if (status != BW_STATUS_OK)
-		snprintf(msg, cap, "batch of %u rows refused: max_batch_size is %u", job->rows, opts->max_batch_size);
+	if (status != BW_STATUS_OK)
+		app_job_refusal(q, job->rows, status, msg, cap);
 	else
 		req->held = true;
 	return status;
+}
+
+void app_job_refusal(const struct bat_queue *q, uint32_t rows, enum bw_status status, char *msg, size_t cap)
+{
+	const struct bat_options *opts = bat_queue_options(q);
+
+	if (status == BW_STATUS_UNAVAILABLE)
+		snprintf(msg, cap, "the batch scheduling queue is full (max_enqueued_batches %u, max_queue_size %u)",
+			 opts->max_enqueued_batches, opts->max_queue_size);
+	else
+		snprintf(msg, cap, "batch of %u rows refused: max_batch_size is %u", rows, opts->max_batch_size);
 }
 
 
@@ -392,7 +400,7 @@ struct dp_model_ops app_model_ops(struct app_service *svc)
 	};
 }
 
-static const char *job_error_message(enum bw_status status)
+const char *app_job_error_message(enum bw_status status)
 {
 	switch (status) {
 	case BW_STATUS_DEADLINE_EXCEEDED:
@@ -406,6 +414,17 @@ static const char *job_error_message(enum bw_status status)
 	}
 }
 
+void app_job_done(void *ctx, struct bat_job *job, enum bw_status status)
+{
+	struct app_channel *ch = ctx;
+
+	if (unlikely(job->owner[1] == NULL)) {
+		app_inject_job_done(job, status);
+		return;
+	}
+	ch->model->engine->job_done(ctx, job, status);
+}
+
 /* The batcher is done with an echo request: answer it from the mbuf it has held. */
 void app_echo_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 {
@@ -414,7 +433,7 @@ void app_echo_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 
 	/* Echo's outputs are its inputs, already where the reply body goes (the whole message's). */
 	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, job->owner[2], status, hdr->total_body_len,
-			    hdr->num_tensors, status == BW_STATUS_OK ? NULL : job_error_message(status));
+			    hdr->num_tensors, status == BW_STATUS_OK ? NULL : app_job_error_message(status));
 }
 
 /* Writes the reply's output descriptors into it: at its body (one datagram) or into its pages. */
@@ -454,7 +473,7 @@ void app_onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 
 	if (status != BW_STATUS_OK) {
 		dp_request_complete(ch->lcore->dp, job->owner[0], hdr, job->owner[2], status, 0, 0,
-				    job_error_message(status));
+				    app_job_error_message(status));
 		return;
 	}
 	/* Staged outputs start at or past the end of the descriptors: writing them first is safe. */

@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@
 #include "../../app/engine_cpu.c"
 #include "../../app/engine_echo.c"
 #include "../../app/engine_gpu.c"
+#include "../../app/http_infer.c"
+#include "../../app/inject.c"
 #include "../../app/lcores.c"
 #include "../../app/models.c"
 #include "../../app/requests.c"
@@ -697,9 +700,9 @@ static void test_setup(void)
 {
 	char mlp[APP_PATH_MAX + 8], split[APP_PATH_MAX + 8], one[APP_PATH_MAX + 8], wide[APP_PATH_MAX + 8];
 	char gpu[APP_PATH_MAX + 8], err[512];
-	struct rte_mempool *pools[1] = { g_pool };
+	struct rte_mempool *pools[2] = { g_pool, NULL };
 	int sockets[1] = { (int)rte_socket_id() };
-	static const char *const names[] = { "rx", "batch_windows", "completions", "model_mlp", "model_mlps",
+	static const char *const names[] = { "rx", "http_infer", "batch_windows", "completions", "model_mlp", "model_mlps",
 					     "model_mlp1", "model_wide", "tx_drain" };
 
 	snprintf(mlp, sizeof(mlp), "mlp=%s", g_mlp_path);
@@ -748,6 +751,9 @@ static void test_setup(void)
 	CU_ASSERT_EQUAL(g_svc.models[g_id_mlp]->cfg.workers[0], rte_get_main_lcore());
 	CU_ASSERT(app_service_is_worker(rte_lcore_id()));
 
+	/* the HTTP server's inference slots: 2 of the defaults' size */
+	CU_ASSERT_EQUAL_FATAL(app_inject_init(&g_svc, 2, APP_HTTP_INFER_BYTES_DEFAULT, stderr), 0);
+	CU_ASSERT_EQUAL(app_inject_slot_bytes(), APP_INJECT_SLOT_MIN); /* the MLP at 4 rows needs less */
 	g_port = rte_eth_from_rings("bwsvc", &g_rx_ring, 1, &g_tx_ring, 1, rte_socket_id());
 	CU_ASSERT_FATAL(g_port >= 0);
 	CU_ASSERT_EQUAL_FATAL(dp_port_init((uint16_t)g_port, 1, &g_cfg.dp, pools, sockets), 0);
@@ -756,7 +762,8 @@ static void test_setup(void)
 			      0);
 	CU_ASSERT_EQUAL_FATAL(app_service_lcore_init(&g_svc, &g_lc), 0);
 	/* the pool's memory registered with the device; this lcore's executor made on this thread */
-	CU_ASSERT_EQUAL_FATAL(app_service_memory_register(pools, 1, stderr), 0);
+	pools[1] = app_inject_pool(); /* a GPU model reads an HTTP request's rows in place too */
+	CU_ASSERT_EQUAL_FATAL(app_service_memory_register(pools, 2, stderr), 0);
 	CU_ASSERT(g_gpu.nb_regions >= 1 && g_gpu.registered_bytes >= (uint64_t)g_pool->size * g_pool->elt_size);
 	CU_ASSERT_EQUAL_FATAL(app_service_lcore_start(rte_lcore_id(), err, sizeof(err)), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(gpu_channel_of(g_id_gpu)->gpu);
@@ -967,6 +974,294 @@ static void test_wide_split(void)
 	       REASON(BW_DISPATCH_FULL, 3));
 }
 
+/* ---- HTTP inference (http_infer.c, inject.c): an HTTP thread's request through this lcore -------- */
+
+/* One POST /v2/models/NAME/infer body, run by app_http_infer on a thread of its own (as the HTTP
+ * server's) while this lcore polls: the request enters the model's batcher here. */
+struct http_call {
+	const struct app_model *m;
+	const char *body;
+	size_t len;
+	const char *header_len;      /* Inference-Header-Content-Length, or NULL */
+	struct app_http_reply out;
+	bool done;                   /* atomic */
+};
+
+static void *http_call_main(void *arg)
+{
+	struct http_call *c = arg;
+
+	app_http_infer(c->m, (const uint8_t *)c->body, c->len, c->header_len, htonl(0x7f000001), &c->out);
+	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Runs the call, polling this lcore until it has its answer (or T_WAIT_US). \return its HTTP status. */
+static unsigned int http_call_run(struct http_call *c)
+{
+	uint64_t end = plat_tsc_now() + plat_us_to_tsc(T_WAIT_US);
+	pthread_t thread;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&thread, NULL, http_call_main, c), 0);
+	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) && plat_tsc_now() < end) {
+		for (unsigned int i = 0; i < g_nb_pollers; i++)
+			g_pollers[i].poll(g_pollers[i].arg);
+	}
+	pthread_join(thread, NULL); /* it gives up by itself when nothing answers */
+	return c->out.status;
+}
+
+/* A request of one input, JSON data unless binary (then the floats follow a JSON header). */
+static char *http_body_mlp(const char *model_input, const char *datatype, unsigned int rows, unsigned int cols,
+			   const float *data, bool binary, const char *extra, size_t *len, size_t *header_len)
+{
+	size_t cap = 256 + (size_t)rows * cols * 20 + (extra != NULL ? strlen(extra) : 0);
+	char *b = malloc(cap + (size_t)rows * cols * sizeof(float));
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	n = (size_t)snprintf(b, cap, "{\"id\":\"t1\",\"inputs\":[{\"name\":\"%s\",\"datatype\":\"%s\",\"shape\":[%u,%u],",
+			     model_input, datatype, rows, cols);
+	if (binary) {
+		n += (size_t)snprintf(b + n, cap - n, "\"parameters\":{\"binary_data_size\":%zu}}]",
+				      (size_t)rows * cols * sizeof(float));
+	} else {
+		n += (size_t)snprintf(b + n, cap - n, "\"data\":[");
+		for (unsigned int i = 0; i < rows * cols; i++)
+			n += (size_t)snprintf(b + n, cap - n, "%s%.9g", i > 0 ? "," : "", (double)data[i]);
+		n += (size_t)snprintf(b + n, cap - n, "]}]");
+	}
+	n += (size_t)snprintf(b + n, cap - n, "%s}", extra != NULL ? extra : "");
+	*header_len = n;
+	if (binary) {
+		memcpy(b + n, data, (size_t)rows * cols * sizeof(float));
+		n += (size_t)rows * cols * sizeof(float);
+	}
+	*len = n;
+	return b;
+}
+
+/* The reply's output 'logits' against expect (rows x MLP_OUT), bit for bit (tol 0) or within tol of
+ * the largest |logit|: from its JSON data or, after the header, its binary part. */
+static void http_logits_check_at(const struct app_http_reply *out, unsigned int rows, const float *expect, float tol,
+				 const char *file, int line)
+{
+	size_t json_len = out->header_len != 0 ? out->header_len : out->len;
+	json_t *root = json_loadb(out->body, json_len, 0, NULL);
+	json_t *o = json_array_get(json_object_get(root, "outputs"), 0);
+	json_t *data = json_object_get(o, "data"), *shape = json_object_get(o, "shape");
+	float got[4 * MLP_OUT], scale = 0;
+	unsigned int differ = 0;
+
+	t_check(root != NULL && json_array_size(json_object_get(root, "outputs")) == 1 &&
+			strcmp(json_string_value(json_object_get(o, "name")), "logits") == 0 &&
+			strcmp(json_string_value(json_object_get(o, "datatype")), "FP32") == 0 &&
+			json_array_size(shape) == 2 && json_integer_value(json_array_get(shape, 0)) == rows &&
+			json_integer_value(json_array_get(shape, 1)) == MLP_OUT &&
+			strcmp(json_string_value(json_object_get(root, "model_version")), "1") == 0,
+		file, line, "reply header: %.*s", (int)RTE_MIN(json_len, (size_t)400), out->body);
+	if (data != NULL) {
+		t_check(json_array_size(data) == rows * MLP_OUT, file, line, "%zu values", json_array_size(data));
+		for (unsigned int i = 0; i < rows * MLP_OUT && i < json_array_size(data); i++)
+			got[i] = (float)json_number_value(json_array_get(data, i));
+	} else {
+		t_check(out->len - json_len == rows * MLP_OUT * sizeof(float) &&
+				json_integer_value(json_object_get(json_object_get(o, "parameters"), "binary_data_size")) ==
+					(json_int_t)(rows * MLP_OUT * sizeof(float)),
+			file, line, "binary part of %zu bytes", out->len - json_len);
+		memcpy(got, out->body + json_len, RTE_MIN(out->len - json_len, sizeof(got)));
+	}
+	for (unsigned int i = 0; i < rows * MLP_OUT; i++)
+		scale = RTE_MAX(scale, fabsf(expect[i]));
+	for (unsigned int i = 0; i < rows * MLP_OUT; i++)
+		differ += tol == 0 ? memcmp(&got[i], &expect[i], sizeof(float)) != 0 : fabsf(got[i] - expect[i]) > tol * scale;
+	t_check(differ == 0, file, line, "%u of %u logits differ from the runtime's", differ, rows * MLP_OUT);
+	json_decref(root);
+}
+#define HTTP_LOGITS(out, rows, expect, tol) http_logits_check_at(out, rows, expect, tol, __FILE__, __LINE__)
+
+/* 4a. JSON in, JSON out: the runtime's logits, bit for bit (9 digits give a float back), through the
+ * same batcher and counters as a datagram. */
+static void test_http_json(void)
+{
+	static float in[MLP_IN], ref[MLP_OUT];
+	const float *rows[1] = { in };
+	struct http_call c = { 0 };
+	size_t header_len;
+	char *body;
+
+	NEED_SERVICE();
+	rows_fill(in, MLP_IN, 41);
+	ref_run(&g_ref_mlp, 1, rows, ref);
+	body = http_body_mlp("input", "FP32", 1, MLP_IN, in, false, NULL, &c.len, &header_len);
+	c.m = g_svc.models[g_id_mlp];
+	c.body = body;
+	CU_ASSERT_EQUAL(http_call_run(&c), 200);
+	CU_ASSERT_EQUAL(c.out.header_len, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out.body, "\"id\":\"t1\""));
+	HTTP_LOGITS(&c.out, 1, ref, 0);
+	COUNTS(g_id_mlp, .jobs = 1, .batches = 1, .rows = 1, .size = 1, .size_batches = 1,
+	       REASON(BW_DISPATCH_TIMEOUT, 1));
+	free(c.out.body);
+	free(body);
+}
+
+/* 4b. Binary in and out (Triton's extension): 2 rows, a batch of 2. */
+static void test_http_binary(void)
+{
+	static float in[2 * MLP_IN], ref[2 * MLP_OUT];
+	const float *rows[2] = { in, in + MLP_IN };
+	struct http_call c = { 0 };
+	char *body, header_len_text[24];
+	size_t header_len;
+
+	NEED_SERVICE();
+	rows_fill(in, 2 * MLP_IN, 42);
+	ref_run(&g_ref_mlp, 2, rows, ref);
+	body = http_body_mlp("input", "FP32", 2, MLP_IN, in, true,
+			     ",\"outputs\":[{\"name\":\"logits\",\"parameters\":{\"binary_data\":true}}]", &c.len, &header_len);
+	snprintf(header_len_text, sizeof(header_len_text), "%zu", header_len);
+	c.m = g_svc.models[g_id_mlp];
+	c.body = body;
+	c.header_len = header_len_text;
+	CU_ASSERT_EQUAL(http_call_run(&c), 200);
+	CU_ASSERT(c.out.header_len > 0 && c.out.header_len < c.out.len);
+	HTTP_LOGITS(&c.out, 2, ref, 0);
+	COUNTS(g_id_mlp, .jobs = 1, .batches = 1, .rows = 2, .size = 2, .size_batches = 1,
+	       REASON(BW_DISPATCH_TIMEOUT, 1));
+	free(c.out.body);
+	free(body);
+}
+
+/* 4c. The echo model: its outputs are its inputs, whatever their dtypes; nested lists are flattened. */
+static void test_http_echo(void)
+{
+	static const char body[] = "{\"inputs\":[{\"name\":\"a\",\"datatype\":\"INT64\",\"shape\":[2,2],"
+				   "\"data\":[[1,-9007199254740993],[3,4]]},{\"name\":\"b\",\"datatype\":\"BOOL\","
+				   "\"shape\":[2,1],\"data\":[true,false]}],\"outputs\":[{\"name\":\"a\"},{\"name\":\"b\"}]}";
+	struct http_call c = { .m = g_svc.models[0], .body = body, .len = sizeof(body) - 1 };
+	json_t *root, *outs;
+
+	NEED_SERVICE();
+	CU_ASSERT_EQUAL(http_call_run(&c), 200);
+	root = json_loadb(c.out.body, c.out.len, 0, NULL);
+	outs = json_object_get(root, "outputs");
+	CU_ASSERT_EQUAL_FATAL(json_array_size(outs), 2);
+	/* an int64 past 2^53 comes back exactly: no trip through a double */
+	CU_ASSERT_EQUAL(json_integer_value(json_array_get(json_object_get(json_array_get(outs, 0), "data"), 1)),
+			-9007199254740993LL);
+	CU_ASSERT(json_is_true(json_array_get(json_object_get(json_array_get(outs, 1), "data"), 0)));
+	CU_ASSERT(json_is_false(json_array_get(json_object_get(json_array_get(outs, 1), "data"), 1)));
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(outs, 1), "datatype")), "BOOL");
+	{ /* echo has no executor counters: the batcher's alone */
+		struct model_counts now;
+
+		counts_take(0, &now);
+		CU_ASSERT_EQUAL(now.bat.jobs - g_before[0].bat.jobs, 1);
+		CU_ASSERT_EQUAL(now.bat.rows - g_before[0].bat.rows, 2);
+	}
+	json_decref(root);
+	free(c.out.body);
+}
+
+/* 4d. Requests refused before they reach a batcher, each with its HTTP status and why. */
+static void test_http_refusals(void)
+{
+	static float in[5 * MLP_IN];
+	static const struct {
+		const char *input, *datatype;
+		unsigned int rows, cols;
+		bool binary;
+		const char *extra;
+		const char *header_len;  /* instead of the real one */
+		unsigned int status;
+		const char *text;
+	} cases[] = {
+		{ "input", "FP64", 1, MLP_IN, false, NULL, NULL, 400, "datatype FP64, expected FP32" },
+		{ "input", "FP32", 1, MLP_IN - 1, false, NULL, NULL, 400, "shape [1,783], expected [-1,784]" },
+		{ "image", "FP32", 1, MLP_IN, false, NULL, NULL, 400, "has no input named 'image'" },
+		{ "input", "FP32", 5, MLP_IN, false, NULL, NULL, 400, "takes at most 4 a request" },
+		{ "input", "FP32", 1, MLP_IN, false, ",\"outputs\":[{\"name\":\"probs\"}]", NULL, 400,
+		  "has no output named 'probs'" },
+		{ "input", "FP32", 1, MLP_IN, false, ",\"parameters\":{\"priority\":3}", NULL, 400,
+		  "'priority' must be an integer in 0..0" },
+		{ "input", "FP32", 1, MLP_IN, true, NULL, "99999999", 400, "not a length within the body" },
+		{ "input", "FP32", 1, MLP_IN, true, NULL, NULL, 400, "is not a JSON object" }, /* no header length */
+	};
+	char header_len_text[24];
+
+	NEED_SERVICE();
+	for (unsigned int k = 0; k < RTE_DIM(cases); k++) {
+		struct http_call c = { .m = g_svc.models[g_id_mlp] };
+		size_t header_len;
+		char *body = http_body_mlp(cases[k].input, cases[k].datatype, cases[k].rows, cases[k].cols, in,
+					   cases[k].binary, cases[k].extra, &c.len, &header_len);
+
+		snprintf(header_len_text, sizeof(header_len_text), "%zu", header_len);
+		c.body = body;
+		c.header_len = cases[k].header_len != NULL ? cases[k].header_len
+							   : cases[k].binary && k + 1 < RTE_DIM(cases) ? header_len_text : NULL;
+		t_check(http_call_run(&c) == cases[k].status && c.out.body != NULL && strstr(c.out.body, cases[k].text),
+			__FILE__, __LINE__, "case %u: %u %s; expected %u and '%s'", k, c.out.status,
+			c.out.body != NULL ? c.out.body : "(none)", cases[k].status, cases[k].text);
+		free(c.out.body);
+		free(body);
+	}
+	/* data whose count is not the shape's, and a binary part one float short */
+	{
+		static const char short_data[] = "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,784],"
+						 "\"data\":[1,2,3]}]}";
+		struct http_call c = { .m = g_svc.models[g_id_mlp], .body = short_data, .len = sizeof(short_data) - 1 };
+
+		CU_ASSERT_EQUAL(http_call_run(&c), 400);
+		CU_ASSERT_PTR_NOT_NULL(strstr(c.out.body, "must hold its shape's 784 elements"));
+		free(c.out.body);
+	}
+	{
+		struct http_call c = { .m = g_svc.models[g_id_mlp] };
+		size_t header_len;
+		char *body = http_body_mlp("input", "FP32", 1, MLP_IN, in, true, NULL, &c.len, &header_len);
+
+		snprintf(header_len_text, sizeof(header_len_text), "%zu", header_len);
+		c.body = body;
+		c.len -= sizeof(float);
+		c.header_len = header_len_text;
+		CU_ASSERT_EQUAL(http_call_run(&c), 400);
+		CU_ASSERT_PTR_NOT_NULL(strstr(c.out.body, "ends 4 bytes short"));
+		free(c.out.body);
+		free(body);
+	}
+	for (uint32_t id = 0; id < g_svc.nb_models; id++)
+		COUNTS(id, .jobs = 0);
+	/* every slot went back: both can be taken */
+	struct app_inject *a = app_inject_take(), *b = app_inject_take();
+	CU_ASSERT(a != NULL && b != NULL && app_inject_take() == NULL);
+	app_inject_release(a);
+	app_inject_release(b);
+}
+
+/* 4e. On the (fake) GPU: the slot's memory is registered, the device reads the rows in place. */
+static void test_http_gpu(void)
+{
+	static float in[MLP_IN], ref[MLP_OUT];
+	const float *rows[1] = { in };
+	struct http_call c = { 0 };
+	size_t header_len;
+	char *body;
+
+	NEED_SERVICE();
+	rows_fill(in, MLP_IN, 43);
+	ref_run(&g_ref_mlp, 1, rows, ref);
+	body = http_body_mlp("input", "FP32", 1, MLP_IN, in, false, NULL, &c.len, &header_len);
+	c.m = g_svc.models[g_id_gpu];
+	c.body = body;
+	CU_ASSERT_EQUAL(http_call_run(&c), 200);
+	HTTP_LOGITS(&c.out, 1, ref, T_GPU_TOLERANCE);
+	COUNTS(g_id_gpu, .jobs = 1, .batches = 1, .rows = 1, .size = 1, .size_batches = 1);
+	free(c.out.body);
+	free(body);
+}
+
 /* 5a. On the GPU (the fake): rows 1 and 2 make a batch of 3 run at 4, gathered from the request mbufs
  * and scattered into them by the device; the padding row is zeros, and no real row depends on it. */
 static void test_gpu_padded(void)
@@ -1174,9 +1469,9 @@ static void test_drain_balance(void)
 		CU_ASSERT_EQUAL(cm->stats.batches_failed, 0);
 		CU_ASSERT_EQUAL(cm->stats.busy_waits, 0); /* one batch in flight, one slot: never a wait */
 	}
-	/* the totals of the cases above: mlp ran 1 + 1 + 1 + 1 + 1 (the GPU lost) batches, mlps 2, mlp1
-	 * none, wide 3 */
-	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_mlp])->stats.batches_done, 5);
+	/* the totals of the cases above: mlp ran 1 + 1 + 1 + 1 + 2 (HTTP) + 1 (the GPU lost) batches,
+	 * mlps 2, mlp1 none, wide 3 */
+	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_mlp])->stats.batches_done, 7);
 	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_split])->stats.batches_done, 2);
 	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_one])->stats.batches_done, 0);
 	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_wide])->stats.batches_done, 3);
@@ -1219,6 +1514,11 @@ static CU_TestInfo g_serve_tests[] = {
 	{ "INFER split: rows 1,2,1 over batches of 2", test_infer_split },
 	{ "INFER split, outputs wider than inputs: rows 2,1 over batches of 1", test_wide_split },
 	{ "refusals at RX naming their rule; an input by name", test_refusals },
+	{ "HTTP: JSON in and out, the runtime's logits through the batcher", test_http_json },
+	{ "HTTP: binary tensors in and out, a batch of 2", test_http_binary },
+	{ "HTTP: the echo model, int64 past 2^53 and bool", test_http_echo },
+	{ "HTTP: refusals before the batcher, every slot given back", test_http_refusals },
+	{ "HTTP: a GPU (fake) model reads the slot in place", test_http_gpu },
 	{ "GPU (fake): rows 1,2 padded to 4, gathered from and scattered into the mbufs", test_gpu_padded },
 	{ "GPU (fake): a refused launch fails its batch INTERNAL, the next one is served", test_gpu_launch_refused },
 	{ "GPU (fake): the device lost, its model UNAVAILABLE, the CPU models served", test_gpu_lost },
