@@ -217,8 +217,8 @@ static const struct app_option g_options[] = {
 	{"arp-rate", "arp_rate", parse_uint, 0, DP_RATE_MAX, U32_FIELD(dp.arp_rate), "an integer in 0.." XSTR(DP_RATE_MAX),
 	 "per polling lcore: ARP replies a second (rate_arp past it); 0: no limit (default " XSTR(DP_ARP_RATE_DEFAULT) ")"},
 	{"http", "http", parse_http, 0, 0, 0, 0, "ADDR:PORT (an IPv4 address) or 'off'",
-	 "the HTTP control server: /metrics (Prometheus), /v2/health/live|ready, /v2 and\n"
-	 "                   /v2/models/NAME[/ready] (KServe v2); a management address, never\n"
+	 "the HTTP control server: /metrics (Prometheus), /v2/health/live|ready, /v2,\n"
+	 "                   /v2/models/NAME[/ready|/infer] (KServe v2); a management address, never\n"
 	 "                   the data port (default " APP_HTTP_ADDR_DEFAULT ":" XSTR(APP_HTTP_PORT_DEFAULT) ")"},
 	{"http-infer-slots", "http_infer_slots", parse_uint, 0, APP_HTTP_INFER_SLOTS_MAX, U32_FIELD(http.infer_slots),
 	 "an integer in 0.." XSTR(APP_HTTP_INFER_SLOTS_MAX),

@@ -6,18 +6,21 @@
 #  1. While ResNet-50 loads (seconds), /v2/health/live answers 200 and /v2/health/ready 400: ready
 #     means every model loaded and every lcore serving, not merely the process up.
 #  2. bwcli sends requests; then http_check.py reads it with tritonclient.http (liveness, readiness,
-#     server and model metadata) and prometheus_client's parser (every family of a scrape), and
+#     server and model metadata; inference of the MLP in JSON and binary tensors, outputs equal to
+#     bwrun's on the same inputs; 16 requests 8 at a time; a refused shape) and prometheus_client's
+#     parser (every family of a scrape), and
 #     dashboard_check.py checks that deploy/grafana/batchwire.json queries only what the scrape has.
 #  3. bwcli top under load shows the MLP's rate and latencies and the lcores' busy share.
 #
-# Usage (as root): tests/integration/http_netns.sh BATCHWIRE BWCLI MODELS_DIR
+# Usage (as root): tests/integration/http_netns.sh BATCHWIRE BWCLI MODELS_DIR BWRUN
 set -u
 BW_TAG=http
 . "$(dirname "$0")/netns.sh"
 
-BATCHWIRE=${1:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
-BWCLI=${2:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
-MODELS=${3:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+BATCHWIRE=${1:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWRUN}
+BWCLI=${2:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWRUN}
+MODELS=${3:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWRUN}
+BWRUN=${4:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWRUN}
 REQUESTS=200
 
 bw_env_check
@@ -76,7 +79,8 @@ echo "while the models loaded: live 200, ready 400; then ready 200"
 bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count "$REQUESTS" --quiet | tail -n 1 |
 	grep -q "ok=$REQUESTS errors=0" || bw_fail "the MLP did not answer $REQUESTS requests"
 ip netns exec "$BW_SRV_NS" python3 "$(dirname "$0")/http_check.py" --model mlp \
-	--inputs "input:FP32:-1,784" --outputs "logits:FP32:-1,10" --min-requests "$REQUESTS" ||
+	--inputs "input:FP32:-1,784" --outputs "logits:FP32:-1,10" --min-requests "$REQUESTS" \
+	--bwrun "$BWRUN" --model-file "$MODELS/mlp.onnx" --batch-sizes 1,4 ||
 	bw_fail "tritonclient or prometheus_client disagreed"
 ip netns exec "$BW_SRV_NS" python3 "$(dirname "$0")/dashboard_check.py" "$(dirname "$0")/../../deploy/grafana/batchwire.json" ||
 	bw_fail "the Grafana dashboard names a metric or label /metrics does not have"
