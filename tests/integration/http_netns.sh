@@ -11,6 +11,9 @@
 #     parser (every family of a scrape), and
 #     dashboard_check.py checks that deploy/grafana/batchwire.json queries only what the scrape has.
 #  3. bwcli top under load shows the MLP's rate and latencies and the lcores' busy share.
+#  4. SIGTERM while ResNet-50 requests over HTTP are in flight: readiness 400 while the lcores drain,
+#     every request answered: 200 (taken before the stop), 429 (the batcher full) or 503 (not yet
+#     taken when it stopped), none lost.
 #
 # Usage (as root): tests/integration/http_netns.sh BATCHWIRE BWCLI MODELS_DIR BWRUN
 set -u
@@ -22,6 +25,7 @@ BWCLI=${2:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWRUN}
 MODELS=${3:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWRUN}
 BWRUN=${4:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWRUN}
 REQUESTS=200
+BW_TMP=$(mktemp -d /tmp/batchwire-http.XXXXXX)
 
 bw_env_check
 python3 -c 'import tritonclient.http, prometheus_client' 2>/dev/null ||
@@ -30,6 +34,7 @@ for m in mlp resnet50; do
 	[ -f "$MODELS/$m.onnx" ] || bw_skip "$MODELS/$m.onnx is missing (the models/ targets need python3 with onnx and numpy)"
 done
 bw_net_up
+trap 'rc=$?; rm -rf "$BW_TMP"; (exit $rc); bw_cleanup' EXIT
 
 probe() { # URL path -> HTTP status code, 000 when nothing listens
 	ip netns exec "$BW_SRV_NS" python3 -c '
@@ -47,7 +52,7 @@ OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$BATCHWIRE" --no-huge -m 2048
 	--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- --ip "$BW_SERVER_IP" --mtu "$BW_MTU" \
 	--model resnet50="$MODELS/resnet50.onnx" --model-opt resnet50.max_batch_size=1 \
 	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
-	>"$BW_LOG" 2>&1 &
+	--http-infer-slots 16 >"$BW_LOG" 2>&1 &
 BW_DAEMON_PID=$!
 # one watcher polling both probes every 10 ms until ready (a process a probe would be too slow)
 watch=$(ip netns exec "$BW_SRV_NS" python3 -c '
@@ -99,5 +104,57 @@ echo "$out" | grep -q "cannot reach the control server" || bw_fail "top without 
 out=$(probe /nope)
 [ "$out" = 404 ] || bw_fail "an unknown path answered $out, not 404"
 
+# 4. drain: 16 ResNet-50 requests over HTTP (one batch each, one worker: a second or more of work),
+#    then SIGTERM. Readiness turns false while the lcores finish what they took; every request the
+#    batcher took is answered 200, the others 429 or 503, none lost.
+ip netns exec "$BW_SRV_NS" python3 -c '
+import concurrent.futures, sys, time, urllib.request, urllib.error
+import numpy as np, tritonclient.http as httpclient
+def one(i):
+    c = httpclient.InferenceServerClient(url="127.0.0.1:8000", network_timeout=60)
+    name = c.get_model_metadata("resnet50")["inputs"][0]["name"]
+    t = httpclient.InferInput(name, [1, 3, 224, 224], "FP32")
+    t.set_data_from_numpy(np.full((1, 3, 224, 224), i / 16, np.float32), binary_data=True)
+    try:
+        c.infer("resnet50", [t])
+        return 200
+    except Exception as e:
+        print(e, file=sys.stderr)
+        return int(str(e)[1:4]) if str(e)[:1] == "[" else str(e)[:80].replace(" ", "_")
+with concurrent.futures.ThreadPoolExecutor(16) as pool:
+    codes = list(pool.map(one, range(16)))
+print(" ".join(str(c) for c in codes))' >"$BW_TMP/drain_codes" 2>"$BW_TMP/drain_errors" &
+clients=$!
+sleep 1
+ip netns exec "$BW_SRV_NS" python3 -c '
+import time, urllib.request, urllib.error
+def code():
+    try:
+        return urllib.request.urlopen("http://127.0.0.1:8000/v2/health/ready", timeout=1).status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except Exception:
+        return 0
+seen, end = [], time.time() + 5
+while time.time() < end:
+    c = code()
+    if not seen or seen[-1] != c:
+        seen.append(c)
+    if c == 0:
+        break
+    time.sleep(0.005)
+print(" ".join(map(str, seen)))' >"$BW_TMP/drain_ready" 2>&1 &
+watcher=$!
+sleep 0.05
 bw_daemon_stop
-echo "PASS: probes, tritonclient and prometheus_client read the control server"
+wait "$watcher" "$clients"
+echo "during the drain: readiness $(cat "$BW_TMP/drain_ready"); the 16 requests: $(cat "$BW_TMP/drain_codes")"
+sort "$BW_TMP/drain_errors" | uniq -c | sed 's/^/  /'
+grep -Eq "^(200 )?400( 0)?$" "$BW_TMP/drain_ready" ||
+	bw_fail "readiness during the drain went $(cat "$BW_TMP/drain_ready"), not 400 then gone"
+# 429: the model's batcher was full (max_batch_size 1 leaves it few jobs), an answer too
+awk '{ for (i = 1; i <= NF; i++) if ($i != 200 && $i != 429 && $i != 503) bad = 1; if (NF != 16) bad = 1 }
+	END { exit bad }' "$BW_TMP/drain_codes" ||
+	bw_fail "a request during the drain got no answer of 200, 429 or 503: $(cat "$BW_TMP/drain_codes")"
+grep -q 200 "$BW_TMP/drain_codes" || bw_fail "no request taken before the drain was answered"
+echo "PASS: probes, tritonclient and prometheus_client read the control server; readiness off while draining"
