@@ -350,7 +350,7 @@ AMX_TARGET static void block_store_rows(const float *acc, int64_t rows, int64_t 
 		_mm512_mask_storeu_ps(cr, m0, rt_act16(v0, act));
 		_mm512_mask_storeu_ps(cr + 16, m1, rt_act16(v1, act));
 		if (act->kind == RT_K_ACT_GELU)
-			rt_vm_act(cr, cols, act);
+			rt_gelu_bf16(cr, cols);
 	}
 }
 
@@ -535,7 +535,7 @@ AMX_TARGET static void rows_store(float *acc, int64_t i, int64_t rows, int64_t j
 	}
 	if (!gelu)
 		return;
-	rt_vm_act(acc, rows * BLOCK, &ep->act);
+	rt_gelu_bf16(acc, rows * BLOCK);
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t px = dense ? i + r : grid_pixel(grid, i + r);
 

@@ -17,6 +17,7 @@
 
 #include "../bw_cunit.h"
 #include "isa_level.h"
+#include "kernels/act512.h"
 #include "kernels/fused.h"
 
 #define LEN_MAX 40 /* lengths 1..LEN_MAX: every tail of 8 and 16 lanes, then full vectors and a tail */
@@ -67,6 +68,49 @@ static void test_gelu(void)
 	CU_ASSERT(isnan(x[0]));
 	CU_ASSERT(isnan(x[1])); /* -inf * 0: as x * 0.5 * (1 + erf(x)) is in float */
 	CU_ASSERT_EQUAL(x[2], INFINITY);
+}
+
+/*
+ * The bf16 paths' GELU (act512.h: Abramowitz and Stegun's erf, |error| <= 1.5e-7, which 0.5 * x
+ * scales by |x| / 2) against erf in double over [-10, 10], every tail length, and the specials.
+ */
+__attribute__((target("avx512f"))) static void test_gelu_bf16(void)
+{
+	enum { N = 20001 };
+	static float x[N], y[N];
+	double worst = 0;
+
+	for (int i = 0; i < N; i++)
+		x[i] = -10.0f + 20.0f * (float)i / (N - 1);
+	memcpy(y, x, sizeof(y));
+	rt_gelu_bf16(y, N);
+	for (int i = 0; i < N; i++) {
+		double want = gelu_ref(x[i]), d = fabs(y[i] - want) / (fabs(want) + fabs(x[i]) * 1e-1 + 1e-30);
+
+		worst = d > worst ? d : worst;
+	}
+	printf("\n    gelu (bf16 paths): largest error %.3g of |gelu(x)| + |x| / 10\n", worst);
+	CU_ASSERT(worst < 2e-6);
+	for (int n = 1; n <= LEN_MAX; n++) { /* a tail leaves what follows it alone */
+		float v[LEN_MAX + 1];
+
+		for (int i = 0; i <= LEN_MAX; i++)
+			v[i] = (float)i * 0.25f - 3.0f;
+		rt_gelu_bf16(v, n);
+		CU_ASSERT(same_bits(v[n], (float)n * 0.25f - 3.0f));
+		CU_ASSERT(fabs(v[n - 1] - gelu_ref((float)(n - 1) * 0.25f - 3.0f)) < 1e-6);
+	}
+	x[0] = NAN;
+	x[1] = -INFINITY;
+	x[2] = INFINITY;
+	x[3] = 0.0f;
+	x[4] = -40.0f;
+	rt_gelu_bf16(x, 5);
+	CU_ASSERT(isnan(x[0]));
+	CU_ASSERT(isnan(x[1]));
+	CU_ASSERT_EQUAL(x[2], INFINITY);
+	CU_ASSERT_EQUAL(x[3], 0.0f);
+	CU_ASSERT(x[4] <= 0.0f && x[4] > -1e-30f);
 }
 
 /* Relu, LeakyRelu and Clip are exact: the comparisons and one product of the scalar definitions. */
@@ -259,9 +303,20 @@ static void test_fills(void)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	int status = isa_level_check();
+	int status;
+
+	/* "gelu-bf16": the bf16 paths' GELU alone, where the CPU has AVX-512 (those paths need AMX) */
+	if (argc > 1 && strcmp(argv[1], "gelu-bf16") == 0) {
+		CU_TestInfo only[] = { {"bf16 paths' GELU against erf in double", test_gelu_bf16}, CU_TEST_INFO_NULL };
+		CU_SuiteInfo suite[] = { {"vecmath: bf16 GELU", NULL, NULL, NULL, NULL, only}, CU_SUITE_INFO_NULL };
+
+		if (!__builtin_cpu_supports("avx512f"))
+			return bw_cunit_skip("this CPU has no AVX-512F: the bf16 paths' GELU does not run here");
+		return bw_cunit_run(suite);
+	}
+	status = isa_level_check();
 	CU_TestInfo tests[] = {
 		{"GELU against erf in double", test_gelu},
 		{"Relu, LeakyRelu, Clip: exact, every length", test_piecewise},
