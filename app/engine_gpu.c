@@ -485,6 +485,54 @@ static void gpu_exec_stats(const struct app_model *m, struct app_exec_stats *sum
 	}
 }
 
+/*
+ * gpu_launches_by_size_slot: {"SIZE": [launches of slot 0, slot 1, ...]} summed over the polling
+ * lcores (each has its own instance: slot s of every lcore is one column), so an operator sees
+ * which captured graphs run and whether the slots share the load.
+ */
+static void launches_telemetry(const struct app_model *m, struct rte_tel_data *d)
+{
+	uint64_t sums[GPU_PROG_SIZES_MAX][APP_MODEL_SLOTS_MAX] = {{0}};
+	uint32_t sizes[GPU_PROG_SIZES_MAX] = {0};
+	unsigned int nb_sizes = 0, nb_slots = 0;
+	struct rte_tel_data *by_size;
+
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct app_lcore *al = &app_lcores[l];
+		unsigned int nb = __atomic_load_n(&al->nb_channels, __ATOMIC_ACQUIRE);
+		const struct gpu_channel *gc;
+
+		if (m->spec.id >= nb || al->channels[m->spec.id].executor.ops != &gpu_executor)
+			continue;
+		gc = al->channels[m->spec.id].executor.ctx;
+		if (gc == NULL || gc->gpu == NULL)
+			continue;
+		nb_sizes = RTE_MIN(gpu_executor_nb_sizes(gc->gpu), (unsigned int)GPU_PROG_SIZES_MAX);
+		nb_slots = RTE_MIN(gpu_executor_nb_slots(gc->gpu), (unsigned int)APP_MODEL_SLOTS_MAX);
+		for (unsigned int z = 0; z < nb_sizes; z++) {
+			sizes[z] = gpu_executor_size(gc->gpu, z);
+			for (unsigned int s = 0; s < nb_slots; s++)
+				sums[z][s] += gpu_executor_slot_launches(gc->gpu, z, s);
+		}
+	}
+	if (nb_sizes == 0 || (by_size = rte_tel_data_alloc()) == NULL)
+		return;
+	rte_tel_data_start_dict(by_size);
+	for (unsigned int z = 0; z < nb_sizes; z++) {
+		struct rte_tel_data *slots = rte_tel_data_alloc();
+		char name[16];
+
+		if (slots == NULL)
+			break;
+		rte_tel_data_start_array(slots, RTE_TEL_U64_VAL);
+		for (unsigned int s = 0; s < nb_slots; s++)
+			rte_tel_data_add_array_u64(slots, sums[z][s]);
+		snprintf(name, sizeof(name), "%u", sizes[z]);
+		rte_tel_data_add_dict_container(by_size, name, slots, 0);
+	}
+	rte_tel_data_add_dict_container(d, "gpu_launches_by_size_slot", by_size, 0);
+}
+
 static void gpu_model_telemetry(const struct app_model *m, struct rte_tel_data *d)
 {
 	rte_tel_data_add_dict_u64(d, "workers", 0);
@@ -493,6 +541,7 @@ static void gpu_model_telemetry(const struct app_model *m, struct rte_tel_data *
 	rte_tel_data_add_dict_string(d, "precision", gpu_precision_name(m->cfg.precision));
 	rte_tel_data_add_dict_string(d, "layout", gpu_layout_name(gpu_of(m)->prog.compiled->layout));
 	rte_tel_data_add_dict_string(d, "launch_mode", gpu_launch_mode_name(m->cfg.launch_mode));
+	launches_telemetry(m, d);
 }
 
 /* /batchwire/gpu: the device the models with device = gpu run on, and whether it is healthy. */

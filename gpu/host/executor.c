@@ -23,6 +23,7 @@ struct exec_slot {
 	uint32_t generation;     /* the value its word reaches when the launch is done */
 	struct gpu_batch_table *table;
 	volatile uint32_t *word;
+	uint64_t launches;       /* graphs of this (size, slot) launched: its lcore writes, telemetry reads */
 };
 
 struct exec_size {
@@ -214,6 +215,7 @@ int gpu_executor_submit(struct gpu_executor *ex, struct bw_batch *batch)
 	}
 	sz->nb_free--;
 	slot->batch = batch;
+	slot->launches++;
 	ex->busy[ex->nb_busy++] = BUSY_ENTRY(size_idx, s);
 	ex->stats.launched++;
 	return 0;
@@ -283,6 +285,28 @@ unsigned int gpu_executor_fail_all(struct gpu_executor *ex, bw_completion_fn fn,
 const char *gpu_executor_error(const struct gpu_executor *ex)
 {
 	return ex->msg;
+}
+
+unsigned int gpu_executor_nb_sizes(const struct gpu_executor *ex)
+{
+	return ex->nb_sizes;
+}
+
+unsigned int gpu_executor_nb_slots(const struct gpu_executor *ex)
+{
+	return ex->nb_slots;
+}
+
+uint32_t gpu_executor_size(const struct gpu_executor *ex, unsigned int size_idx)
+{
+	return size_idx < ex->nb_sizes ? ex->sizes[size_idx].batch : 0;
+}
+
+uint64_t gpu_executor_slot_launches(const struct gpu_executor *ex, unsigned int size_idx, unsigned int slot)
+{
+	if (size_idx >= ex->nb_sizes || slot >= ex->nb_slots)
+		return 0;
+	return __atomic_load_n(&ex->sizes[size_idx].slots[slot].launches, __ATOMIC_RELAXED);
 }
 
 unsigned int gpu_executor_in_flight(const struct gpu_executor *ex)

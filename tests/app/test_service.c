@@ -1445,6 +1445,19 @@ static void test_drain_balance(void)
 			CU_ASSERT_EQUAL(gc->stats.batches_done, sum.batches);
 			CU_ASSERT_EQUAL(gc->stats.batches_failed, 2);
 			CU_ASSERT_EQUAL(gpu_executor_in_flight(gc->gpu), 0);
+			{ /* every launch counted once, under its size and slot */
+				struct gpu_executor_stats gs;
+				uint64_t launches = 0;
+
+				gpu_executor_stats(gc->gpu, &gs);
+				for (unsigned int z = 0; z < gpu_executor_nb_sizes(gc->gpu); z++)
+					for (unsigned int sl = 0; sl < gpu_executor_nb_slots(gc->gpu); sl++)
+						launches += gpu_executor_slot_launches(gc->gpu, z, sl);
+				CU_ASSERT_EQUAL(launches, gs.launched);
+				CU_ASSERT(gs.launched > 0);
+				CU_ASSERT_EQUAL(gpu_executor_slot_launches(gc->gpu, gpu_executor_nb_sizes(gc->gpu), 0), 0);
+				CU_ASSERT_EQUAL(gpu_executor_size(gc->gpu, 0), 1);
+			}
 		}
 		if (m->engine != &app_engine_cpu)
 			continue; /* echo, and the GPU's */

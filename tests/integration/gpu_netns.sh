@@ -122,6 +122,10 @@ check("mlpg: batches launched", (m["exec_batches_started"], m["gpu_launched"]), 
 check("mlpg: batches completed", (m["exec_batches_done"], m["gpu_completed"]), (m["batches"],) * 2)
 check("mlpg: failed", (m["failed"], m["exec_batches_failed"], m["gpu_faulted"], m["gpu_launch_errors"]), (0, 0, 0, 0))
 check("mlpg: in flight", (m["inflight"], m["gpu_in_flight"]), (0, 0))
+by_slot = m["gpu_launches_by_size_slot"]
+check("mlpg: launches by (size, slot) add up", sum(sum(v) for v in by_slot.values()), m["gpu_launched"])
+check("mlpg: launches of each size are its batches", {k: sum(v) for k, v in by_slot.items() if sum(v)},
+      {k: v for k, v in m["sizes"].items() if v})
 print(f"  mlpg: batch sizes {m['sizes']}, padding rows {m['padding_rows']}, launch to completion seen "
       f"{m['exec_compute_us']} us over {m['batches']} batches (the fake runs on the CPU: not a timing)")
 ok &= any(int(size) > 1 for size in m["sizes"])

@@ -184,6 +184,14 @@ const char *gpu_executor_error(const struct gpu_executor *ex);
 /** \return batches launched and not yet polled. */
 unsigned int gpu_executor_in_flight(const struct gpu_executor *ex);
 
+/** The instance's batch sizes (in the program's order) and slots per size. */
+unsigned int gpu_executor_nb_sizes(const struct gpu_executor *ex);
+unsigned int gpu_executor_nb_slots(const struct gpu_executor *ex);
+/** Batch size of size index size_idx (0 past the last). */
+uint32_t gpu_executor_size(const struct gpu_executor *ex, unsigned int size_idx);
+/** Graphs of (size index, slot) launched so far (any thread: a counter only its lcore writes). */
+uint64_t gpu_executor_slot_launches(const struct gpu_executor *ex, unsigned int size_idx, unsigned int slot);
+
 struct gpu_executor_stats {
 	uint64_t launched;       /* graphs launched */
 	uint64_t completed;      /* completions delivered, faulted ones included */
