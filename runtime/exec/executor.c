@@ -160,8 +160,10 @@ static bool ring_pop(struct exec_ring *r, uint64_t *item)
 
 /* One batch size: its plan and what submit needs to know of it. */
 struct exec_size {
-	struct rt_plan *plan;
+	struct rt_plan *plan;                            /* of chunk_rows rows */
 	uint32_t padded_rows;
+	uint32_t chunk_rows;                             /* padded_rows: whole; fewer: depth first */
+	uint32_t nb_chunks;
 	uint32_t num_roots;
 	uint32_t *roots;                                 /* steps that wait for nothing */
 	uint32_t in_row_bytes[BW_BATCH_TENSORS_MAX];
@@ -179,6 +181,11 @@ struct exec_slot {
 	uint32_t *error_of;         /* per value: 0, or 1 + the failed step whose error it carries */
 	uint8_t *in_data[BW_BATCH_TENSORS_MAX];
 	const uint8_t *out_data[BW_BATCH_TENSORS_MAX];
+	/* a size run in chunks: the whole batch's inputs, gathered at submit, and outputs, scattered at
+	 * the end; between them each chunk's rows go in and out of the arena */
+	uint8_t *in_stage[BW_BATCH_TENSORS_MAX];
+	uint8_t *out_stage[BW_BATCH_TENSORS_MAX];
+	uint32_t chunk;             /* the chunk running: the owner sets 0, the finishing worker advances it */
 	/* next line: counted down by every step's worker */
 	alignas(EXEC_CACHE_LINE) _Atomic uint32_t remaining; /* steps not finished yet */
 	_Atomic uint32_t failed;    /* 0, or 1 + the step whose message msg holds */
@@ -233,28 +240,39 @@ static int row_bytes(const struct rt_plan *plan, int32_t v, int64_t batch, const
 }
 
 static int size_init(struct rt_executor *ex, struct exec_size *sz, const struct rt_tensor *known, int64_t batch,
-		     char *err, size_t cap)
+		     int64_t chunk, char *err, size_t cap)
 {
 	const struct rt_graph *g = ex->graph;
 	char why[RT_ERR_MAX], what[RT_ERR_MAX];
 	uint32_t num_steps;
 	int rc;
 
-	sz->plan = rt_plan_create_layout(g, batch, RT_DEVICE_CPU, known, RT_PLAN_LAYOUT_CONCURRENT, why, sizeof(why));
+	if (chunk <= 0 || chunk > batch || batch % chunk != 0)
+		return bw_err(err, cap, -EINVAL, "batch size %lld: chunks of %lld rows do not divide it", (long long)batch,
+			      (long long)chunk);
+	sz->plan = rt_plan_create_layout(g, chunk, RT_DEVICE_CPU, known, RT_PLAN_LAYOUT_CONCURRENT, why, sizeof(why));
 	if (sz->plan == NULL)
-		return bw_err(err, cap, -EINVAL, "batch size %lld: %s", (long long)batch, why);
+		return bw_err(err, cap, -EINVAL, "batch size %lld%s: %s", (long long)batch,
+			      chunk < batch ? " (in chunks)" : "", why);
 	sz->padded_rows = (uint32_t)batch;
+	sz->chunk_rows = (uint32_t)chunk;
+	/* nothing to run (outputs are inputs or constants): one chunk does it */
+	if (sz->plan->num_steps == 0 && chunk < batch) {
+		rt_plan_free(sz->plan);
+		return size_init(ex, sz, known, batch, batch, err, cap);
+	}
+	sz->nb_chunks = (uint32_t)(batch / chunk);
 	for (uint32_t i = 0; i < g->num_inputs; i++) {
 		snprintf(what, sizeof(what), "batch size %lld: graph input %s", (long long)batch,
 			 g->values[g->inputs[i]].name);
-		rc = row_bytes(sz->plan, g->inputs[i], batch, what, &sz->in_row_bytes[i], err, cap);
+		rc = row_bytes(sz->plan, g->inputs[i], chunk, what, &sz->in_row_bytes[i], err, cap);
 		if (rc != 0)
 			return rc;
 	}
 	for (uint32_t o = 0; o < g->num_outputs; o++) {
 		snprintf(what, sizeof(what), "batch size %lld: graph output %s", (long long)batch,
 			 g->values[g->outputs[o]].name);
-		rc = row_bytes(sz->plan, g->outputs[o], batch, what, &sz->out_row_bytes[o], err, cap);
+		rc = row_bytes(sz->plan, g->outputs[o], chunk, what, &sz->out_row_bytes[o], err, cap);
 		if (rc != 0)
 			return rc;
 	}
@@ -292,12 +310,24 @@ static int slot_init(struct rt_executor *ex, struct exec_slot *slot, struct exec
 		slot->in_data[i] = in[i].data;
 	for (uint32_t o = 0; o < g->num_outputs; o++)
 		slot->out_data[o] = out[o].data;
+	if (sz->nb_chunks <= 1)
+		return 0;
+	for (uint32_t i = 0; i < g->num_inputs; i++) {
+		slot->in_stage[i] = rt_exec_zalloc(rt_align_up((size_t)sz->padded_rows * sz->in_row_bytes[i]));
+		if (slot->in_stage[i] == NULL)
+			return -ENOMEM;
+	}
+	for (uint32_t o = 0; o < g->num_outputs; o++) {
+		slot->out_stage[o] = rt_exec_zalloc(rt_align_up((size_t)sz->padded_rows * sz->out_row_bytes[o]));
+		if (slot->out_stage[o] == NULL)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
-struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const struct rt_tensor *known,
-					     const int64_t *batch_sizes, unsigned int nb_sizes, unsigned int nb_workers,
-					     unsigned int nb_slots, char *err, size_t cap)
+struct rt_executor *rt_executor_create_chunked(const struct rt_graph *g, const struct rt_tensor *known,
+					       const int64_t *batch_sizes, const int64_t *chunk_rows, unsigned int nb_sizes,
+					       unsigned int nb_workers, unsigned int nb_slots, char *err, size_t cap)
 {
 	struct rt_executor *ex = NULL;
 	uint64_t work_cells = 0;
@@ -350,7 +380,8 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 		goto fail;
 
 	for (unsigned int i = 0; i < nb_sizes; i++) {
-		rc = size_init(ex, &ex->sizes[i], known, batch_sizes[i], err, cap);
+		rc = size_init(ex, &ex->sizes[i], known, batch_sizes[i],
+			       chunk_rows != NULL && chunk_rows[i] > 0 ? chunk_rows[i] : batch_sizes[i], err, cap);
 		if (rc != 0) {
 			rt_executor_destroy(ex);
 			errno = -rc;
@@ -403,10 +434,17 @@ fail:
 	return NULL;
 }
 
+struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const struct rt_tensor *known,
+					     const int64_t *batch_sizes, unsigned int nb_sizes, unsigned int nb_workers,
+					     unsigned int nb_slots, char *err, size_t cap)
+{
+	return rt_executor_create_chunked(g, known, batch_sizes, NULL, nb_sizes, nb_workers, nb_slots, err, cap);
+}
+
 struct rt_executor *rt_executor_create(const struct rt_graph *g, const int64_t *batch_sizes, unsigned int nb_sizes,
 				       unsigned int nb_workers, unsigned int nb_slots, char *err, size_t cap)
 {
-	return rt_executor_create_known(g, NULL, batch_sizes, nb_sizes, nb_workers, nb_slots, err, cap);
+	return rt_executor_create_chunked(g, NULL, batch_sizes, NULL, nb_sizes, nb_workers, nb_slots, err, cap);
 }
 
 void rt_executor_destroy(struct rt_executor *ex)
@@ -417,6 +455,10 @@ void rt_executor_destroy(struct rt_executor *ex)
 		free(ex->slots[i].arena);
 		free(ex->slots[i].pending);
 		free(ex->slots[i].error_of);
+		for (unsigned int t = 0; t < BW_BATCH_TENSORS_MAX; t++) {
+			free(ex->slots[i].in_stage[t]);
+			free(ex->slots[i].out_stage[t]);
+		}
 	}
 	for (unsigned int i = 0; ex->sizes != NULL && i < ex->nb_sizes; i++) {
 		rt_plan_free(ex->sizes[i].plan);
@@ -471,17 +513,70 @@ static bool batch_fits(const struct rt_executor *ex, const struct exec_size *sz,
 	return rows == b->size;
 }
 
+/* Chunk c's rows of every input into the slot's arena, from the batch gathered at submit. */
+static void chunk_load(const struct rt_graph *g, const struct exec_size *sz, struct exec_slot *slot, uint32_t c)
+{
+	for (uint32_t i = 0; i < g->num_inputs; i++) {
+		size_t bytes = (size_t)sz->chunk_rows * sz->in_row_bytes[i];
+
+		memcpy(slot->in_data[i], slot->in_stage[i] + (size_t)c * bytes, bytes);
+	}
+}
+
+/* Seeds the step counts of a run of the slot's plan and queues its roots. */
+static void run_start(struct rt_executor *ex, struct exec_size *sz, struct exec_slot *slot, uint32_t slot_index)
+{
+	const struct rt_plan *plan = sz->plan;
+
+	/* every count before any step is queued: a root's worker may release any of them at once */
+	for (uint32_t s = 0; s < plan->num_steps; s++)
+		atomic_store_explicit(&slot->pending[s], plan->steps[s].pending_inputs, memory_order_relaxed);
+	atomic_store_explicit(&slot->remaining, plan->num_steps, memory_order_relaxed);
+	for (uint32_t r = 0; r < sz->num_roots; r++)
+		ring_push(&ex->work, (uint64_t)slot_index << 32 | sz->roots[r]);
+}
+
+/*
+ * A chunk of a size run depth first is done (on the worker whose step finished it, which sees every
+ * step's outputs): its rows of the outputs go to the batch's, and the next chunk starts in the same
+ * arena. 
+eturn true when it did; false when the batch is done (its last chunk, or a failed one).
+ */
+static bool chunk_next(struct rt_executor *ex, uint32_t slot_index)
+{
+	const struct rt_graph *g = ex->graph;
+	struct exec_slot *slot = &ex->slots[slot_index];
+	struct exec_size *sz = slot->size;
+
+	for (uint32_t o = 0; o < g->num_outputs; o++) {
+		size_t bytes = (size_t)sz->chunk_rows * sz->out_row_bytes[o];
+
+		if (slot->error_of[g->outputs[o]] != 0)
+			return false; /* the batch fails: its later rows would never be computed */
+		memcpy(slot->out_stage[o] + (size_t)slot->chunk * bytes, slot->out_data[o], bytes);
+	}
+	if (slot->chunk + 1 == sz->nb_chunks)
+		return false;
+	slot->chunk++;
+	chunk_load(g, sz, slot, slot->chunk);
+	run_start(ex, sz, slot, slot_index); /* the ring's release publishes the rows and the counts */
+	return true;
+}
+
 /* The batch's last step is done: scatter what is valid and hand the slot to the owner's poller. */
 static void batch_finish(struct rt_executor *ex, uint32_t slot_index, struct exec_worker *w)
 {
 	const struct rt_graph *g = ex->graph;
 	struct exec_slot *slot = &ex->slots[slot_index];
 	uint32_t valid = 0;
+
+	if (slot->size->nb_chunks > 1 && chunk_next(ex, slot_index))
+		return;
 	for (uint32_t o = 0; o < g->num_outputs; o++) {
 		if (slot->error_of[g->outputs[o]] != 0)
 			continue;
 		valid |= UINT32_C(1) << o;
-		bw_batch_scatter(slot->batch, o, slot->out_data[o]);
+		bw_batch_scatter(slot->batch, o, slot->size->nb_chunks > 1 ? slot->out_stage[o] : slot->out_data[o]);
 	}
 	slot->valid_outputs = valid;
 	/* an invalid output carries the error of a failed step that feeds it, and such a step claimed msg */
@@ -513,21 +608,19 @@ int rt_executor_submit(struct rt_executor *ex, struct bw_batch *batch)
 	plan = sz->plan;
 	slot->batch = batch;
 	slot->msg[0] = '\0';
+	slot->chunk = 0;
 	for (uint32_t i = 0; i < g->num_inputs; i++)
-		bw_batch_gather(batch, i, slot->in_data[i], sz->in_row_bytes[i]);
-	/* every count before any step is queued: a root's worker may release any of them at once */
-	for (uint32_t s = 0; s < plan->num_steps; s++)
-		atomic_store_explicit(&slot->pending[s], plan->steps[s].pending_inputs, memory_order_relaxed);
-	atomic_store_explicit(&slot->remaining, plan->num_steps, memory_order_relaxed);
+		bw_batch_gather(batch, i, sz->nb_chunks > 1 ? slot->in_stage[i] : slot->in_data[i], sz->in_row_bytes[i]);
+	if (sz->nb_chunks > 1)
+		chunk_load(g, sz, slot, 0);
 	atomic_store_explicit(&slot->failed, 0, memory_order_relaxed);
 	ex->in_flight++;
 	if (unlikely(plan->num_steps == 0)) {
-		/* every output is an input or a constant: nothing to run */
+		/* every output is an input or a constant: nothing to run (never in chunks: size_init) */
 		batch_finish(ex, slot_index, NULL);
 		return 0;
 	}
-	for (uint32_t r = 0; r < sz->num_roots; r++)
-		ring_push(&ex->work, (uint64_t)slot_index << 32 | sz->roots[r]);
+	run_start(ex, sz, slot, slot_index);
 	return 0;
 }
 
@@ -658,6 +751,15 @@ const struct rt_plan *rt_executor_plan(const struct rt_executor *ex, int64_t bat
 			return ex->sizes[i].plan;
 	}
 	return NULL;
+}
+
+int64_t rt_executor_chunk_rows(const struct rt_executor *ex, int64_t batch_size)
+{
+	for (unsigned int i = 0; i < ex->nb_sizes; i++) {
+		if ((int64_t)ex->sizes[i].padded_rows == batch_size)
+			return ex->sizes[i].chunk_rows;
+	}
+	return 0;
 }
 
 void rt_executor_stats(const struct rt_executor *ex, struct rt_executor_stats *st)

@@ -878,6 +878,191 @@ static void test_edge_cases(void)
 	free(t);
 }
 
+/* ---- depth first: sizes run in chunks ----------------------------------------------------------------- */
+
+static struct rt_executor *executor_chunked(const struct rt_graph *g, const int64_t *sizes, const int64_t *chunks,
+					    unsigned int nb_sizes, unsigned int workers, unsigned int slots)
+{
+	char err[RT_ERR_MAX];
+	struct rt_executor *ex = rt_executor_create_chunked(g, NULL, sizes, chunks, nb_sizes, workers, slots, err,
+							    sizeof(err));
+
+	if (ex == NULL)
+		printf("\n  rt_executor_create_chunked: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+	return ex;
+}
+
+/*
+ * The gather and scatter case with the size of 8 run as 4 chunks of 2: the same outputs, in the
+ * same places, padding included; the plan is of 2 rows and each step runs once per chunk.
+ */
+static void test_chunked_gather_scatter(void)
+{
+	static const uint32_t rows[3] = { 1, 2, 1 };
+	static const int64_t sizes[] = { 8, 4 }, chunks[] = { 2, 0 };
+	struct test_graph *t = tg_new();
+	int32_t x0 = batch_input(t, "x0", TEST_WIDTH);
+	int32_t x1 = batch_input(t, "x1", TEST_WIDTH);
+	int32_t z = tg_node(t, "TestCopy", "z", x0, -2);
+	int32_t y = tg_node(t, "TestAdd", "y", z, x1);
+	struct rt_executor_stats st;
+	struct rt_plan_value_info vi;
+	struct rt_executor *ex;
+	struct test_batch *tb;
+
+	tg_output(t, y);
+	tg_output(t, z);
+	ex = executor_chunked(&t->g, sizes, chunks, 2, 1, 1);
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(ex, 8), 2);
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(ex, 4), 4); /* 0: whole */
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(ex, 3), 0);
+	CU_ASSERT_EQUAL(rt_plan_value_info(rt_executor_plan(ex, 8), x0, &vi), 0);
+	CU_ASSERT_EQUAL(vi.tensor.dims[0], 2);
+	tb = tb_new(rows, 3, 8, 2, 2, TEST_WIDTH, 0.5f);
+	memset(g_copy_seen, 0, sizeof(g_copy_seen));
+	CU_ASSERT_EQUAL(rt_executor_submit(ex, &tb->b), 0);
+	CU_ASSERT_EQUAL(poll_until(ex, 1, 0), 1);
+	CU_ASSERT_EQUAL(tb->status, BW_STATUS_OK);
+	CU_ASSERT_EQUAL(tb->valid_outputs, 3);
+	for (uint16_t k = 0; k < 3; k++) {
+		for (uint32_t e = 0; e < (rows[k] + TEST_SLACK_ROWS) * TEST_WIDTH; e++) {
+			if (e < rows[k] * TEST_WIDTH) {
+				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][0][e], tb->in[k][0][e] + tb->in[k][1][e], 1e-4);
+				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][1][e], tb->in[k][0][e], 1e-4);
+			} else {
+				CU_ASSERT_EQUAL(tb->out[k][0][e], TEST_SENTINEL);
+				CU_ASSERT_EQUAL(tb->out[k][1][e], TEST_SENTINEL);
+			}
+		}
+	}
+	/* the copy saw 2 rows a run; the last chunk was padding: two copies of task 0's row 0 */
+	for (uint32_t e = 0; e < 2 * TEST_WIDTH; e++)
+		CU_ASSERT_EQUAL(g_copy_seen[e], tb->in[0][0][e % TEST_WIDTH]);
+	rt_executor_stats(ex, &st);
+	CU_ASSERT_EQUAL(st.steps_run, 8); /* 2 steps, 4 chunks */
+	CU_ASSERT_EQUAL(st.batches_done, 1);
+	tb_free(tb);
+	/* the whole size beside it is run whole */
+	tb = tb_new(rows, 3, 4, 2, 2, TEST_WIDTH, 3);
+	CU_ASSERT_EQUAL(rt_executor_submit(ex, &tb->b), 0);
+	CU_ASSERT_EQUAL(poll_until(ex, 1, 0), 1);
+	CU_ASSERT_EQUAL(tb->status, BW_STATUS_OK);
+	CU_ASSERT_DOUBLE_EQUAL(tb->out[1][0][7], tb->in[1][0][7] + tb->in[1][1][7], 1e-4);
+	rt_executor_stats(ex, &st);
+	CU_ASSERT_EQUAL(st.steps_run, 10);
+	tb_free(tb);
+	rt_executor_destroy(ex);
+	/* chunks that do not divide the size are refused */
+	{
+		static const int64_t bad[] = { 3, 0 };
+		char err[RT_ERR_MAX];
+
+		CU_ASSERT_PTR_NULL(rt_executor_create_chunked(&t->g, NULL, sizes, bad, 2, 1, 1, err, sizeof(err)));
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "do not divide"));
+	}
+	free(t);
+}
+
+/* Many batches in chunks of 1 on two workers: each completes once, with its own rows. */
+static void test_chunked_two_workers(void)
+{
+	enum { N = 200 };
+	static const uint32_t rows[2] = { 3, 1 };
+	static const int64_t sizes[] = { 4 }, chunks[] = { 1 };
+	struct test_graph *t = diamond_graph();
+	struct rt_executor *ex = executor_chunked(&t->g, sizes, chunks, 1, 2, 3);
+	struct test_batch *tb[N];
+	struct worker_thread w[2];
+	unsigned int submitted = 0, completed = 0;
+	int64_t deadline = now_ns() + TEST_WAIT_TIMEOUT_NS;
+	_Atomic bool stop;
+
+	for (unsigned int i = 0; i < N; i++)
+		tb[i] = tb_new(rows, 2, 4, 1, 1, TEST_WIDTH, (float)i);
+	workers_start(w, 2, ex, &stop);
+	while (completed < N && now_ns() < deadline) {
+		while (submitted < N && rt_executor_submit(ex, &tb[submitted]->b) == 0)
+			submitted++;
+		completed += rt_executor_poll_completions(ex, on_completion, NULL, 8);
+		sched_yield();
+	}
+	workers_stop(w, 2, &stop);
+	CU_ASSERT_EQUAL(completed, N);
+	for (unsigned int i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(atomic_load(&tb[i]->completions), 1);
+		CU_ASSERT_EQUAL(tb[i]->status, BW_STATUS_OK);
+		check_diamond_outputs(tb[i], rows, 2);
+		tb_free(tb[i]);
+	}
+	rt_executor_destroy(ex);
+	free(t);
+}
+
+/* A chunk that fails fails its batch: no output scattered, the later chunks not run. */
+static void test_chunked_failure(void)
+{
+	static const uint32_t rows[1] = { 4 };
+	static const int64_t sizes[] = { 4 }, chunks[] = { 1 };
+	struct test_graph *t = tg_new();
+	int32_t x = batch_input(t, "x", TEST_WIDTH);
+	int32_t f = tg_node(t, "TestFail", "boom", x, -2);
+	struct rt_executor *ex;
+	struct test_batch *tb;
+
+	tg_output(t, f);
+	ex = executor_chunked(&t->g, sizes, chunks, 1, 1, 1);
+	tb = tb_new(rows, 1, 4, 1, 1, TEST_WIDTH, 1);
+	atomic_store(&tk_fail_runs, 0);
+	CU_ASSERT_EQUAL(rt_executor_submit(ex, &tb->b), 0);
+	CU_ASSERT_EQUAL(poll_until(ex, 1, 0), 1);
+	CU_ASSERT_EQUAL(tb->status, BW_STATUS_INTERNAL);
+	CU_ASSERT_EQUAL(tb->valid_outputs, 0);
+	CU_ASSERT_STRING_EQUAL(tb->msg, "node boom (TestFail): deliberate failure");
+	CU_ASSERT_EQUAL(atomic_load(&tk_fail_runs), 1);
+	CU_ASSERT_EQUAL(tb->out[0][0][0], TEST_SENTINEL);
+	tb_free(tb);
+	rt_executor_destroy(ex);
+	free(t);
+}
+
+/* rt_plan_run_chunks (the sequential plan of 2 rows over 8) and rt_plan_chunk_choose's candidates. */
+static void test_plan_chunks(void)
+{
+	static const int64_t candidates[] = { 1, 2, 3, 4, 8, 16 };
+	struct test_graph *t = diamond_graph();
+	char err[RT_ERR_MAX], report[512];
+	struct rt_plan *p = rt_plan_create(&t->g, 2, RT_DEVICE_CPU, err, sizeof(err));
+	float x[8 * TEST_WIDTH], y[8 * TEST_WIDTH];
+	struct rt_tensor in = { .dtype = BW_DTYPE_FLOAT, .rank = 2, .dims = { 8, TEST_WIDTH }, .data = x };
+	struct rt_tensor out = { .dtype = BW_DTYPE_FLOAT, .rank = 2, .dims = { 8, TEST_WIDTH }, .data = y };
+	void *arena;
+	int64_t chosen;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	arena = aligned_alloc(RT_PLAN_ALIGN, rt_plan_arena_bytes(p));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(arena);
+	for (int i = 0; i < 8 * TEST_WIDTH; i++)
+		x[i] = (float)i;
+	CU_ASSERT_EQUAL(rt_plan_run_chunks(p, arena, 8, &in, &out, err, sizeof(err)), 0);
+	for (int i = 0; i < 8 * TEST_WIDTH; i++)
+		CU_ASSERT_DOUBLE_EQUAL(y[i], 3.0 * x[i] + 1, 1e-3);
+	CU_ASSERT_EQUAL(rt_plan_run_chunks(p, arena, 7, &in, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "does not split"));
+	free(arena);
+	rt_plan_free(p);
+	/* the choice is timing's; what is measured is not: whole, and each candidate dividing 8 below it */
+	chosen = rt_plan_chunk_choose(&t->g, 8, candidates, 6, report, sizeof(report), err, sizeof(err));
+	CU_ASSERT(chosen == 8 || chosen == 1 || chosen == 2 || chosen == 4);
+	CU_ASSERT_PTR_NOT_NULL(strstr(report, "batch 8: whole "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(report, "chunks of 1 "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(report, "chunks of 4 "));
+	CU_ASSERT_PTR_NULL(strstr(report, "chunks of 3 "));
+	CU_ASSERT_PTR_NULL(strstr(report, "chunks of 8 "));
+	printf("\n    %s\n", report);
+	free(t);
+}
+
 static int suite_init(void)
 {
 	return tk_register(g_test_kernels, sizeof(g_test_kernels) / sizeof(g_test_kernels[0]));
@@ -896,6 +1081,10 @@ static CU_TestInfo g_run_tests[] = {
 	{ "slots run out and come back", test_slots_exhausted },
 	{ "gather, pad and scatter 3 tasks", test_gather_scatter },
 	{ "nothing to run; bad arguments", test_edge_cases },
+	{ "depth first: a size in 4 chunks of 2, gathered, padded, scattered", test_chunked_gather_scatter },
+	{ "depth first: 200 batches in chunks of 1 on two workers", test_chunked_two_workers },
+	{ "depth first: a failing chunk fails its batch", test_chunked_failure },
+	{ "depth first: rt_plan_run_chunks, rt_plan_chunk_choose's candidates", test_plan_chunks },
 	CU_TEST_INFO_NULL,
 };
 

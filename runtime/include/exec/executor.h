@@ -61,6 +61,19 @@ struct rt_executor *rt_executor_create_known(const struct rt_graph *g, const str
 					     const int64_t *batch_sizes, unsigned int nb_sizes, unsigned int nb_workers,
 					     unsigned int nb_slots, char *err, size_t cap);
 
+/**
+ * rt_executor_create_known where some batch sizes run depth first: chunk_rows[i] (0, or a divisor
+ * of batch_sizes[i] smaller than it; NULL: none) rows at a time through a plan of that many rows,
+ * one chunk after the other in the slot's one arena, the batch's inputs gathered into and its
+ * outputs scattered from staging of its whole size (rt_plan_run_chunks' reasoning: plan.h). The
+ * worker that finishes a chunk's last step moves its outputs out, the next chunk's inputs in and
+ * queues its first steps; a chunk that fails fails the batch. rt_plan_chunk_choose says which sizes
+ * gain.
+ */
+struct rt_executor *rt_executor_create_chunked(const struct rt_graph *g, const struct rt_tensor *known,
+					       const int64_t *batch_sizes, const int64_t *chunk_rows, unsigned int nb_sizes,
+					       unsigned int nb_workers, unsigned int nb_slots, char *err, size_t cap);
+
 /** Frees everything. The workers must have stopped; batches still in flight are not completed. */
 void rt_executor_destroy(struct rt_executor *ex);
 
@@ -99,8 +112,10 @@ unsigned int rt_executor_poll_completions(struct rt_executor *ex, bw_completion_
 /** Batches submitted and not yet polled (owner only). */
 unsigned int rt_executor_in_flight(const struct rt_executor *ex);
 
-/** The plan of one batch size (read-only: shapes, stats), or NULL. */
+/** The plan of one batch size (read-only: shapes, stats; of its chunk rows when it runs in chunks), or NULL. */
 const struct rt_plan *rt_executor_plan(const struct rt_executor *ex, int64_t batch_size);
+/** Rows a batch of batch_size runs at a time: batch_size when whole, 0 for a size it does not have. */
+int64_t rt_executor_chunk_rows(const struct rt_executor *ex, int64_t batch_size);
 
 /* Counters, summed over the workers (each worker writes its own; reads may lag a little). */
 struct rt_executor_stats {

@@ -123,6 +123,31 @@ int rt_plan_run(const struct rt_plan *p, void *arena, char *err, size_t cap);
  */
 int rt_plan_run_steps(const struct rt_plan *p, void *arena, uint32_t first, uint32_t count, char *err, size_t cap);
 
+/* ---- depth first: a batch in chunks of rows (chunk.c) -------------------------------------------- */
+
+/**
+ * Runs batch rows through p, a plan of fewer rows (its chunk, which must divide batch), one chunk
+ * after the other: chunk c's rows of every graph input copied from inputs[i].data into the arena,
+ * rt_plan_run, its rows of every output copied to outputs[o].data. The batch's tensors are then never
+ * larger than one chunk's. Rows must be independent of each other, as every batched model's are
+ * (the batcher pads and splits batches on that contract). inputs and outputs: the graph's, model
+ * order, batch rows each (only data is read). With p->batch == batch it is one rt_plan_run and two
+ * copies. eturn as rt_plan_run; -EINVAL for a batch the chunk does not divide.
+ */
+int rt_plan_run_chunks(const struct rt_plan *p, void *arena, int64_t batch, const struct rt_tensor *inputs,
+		       const struct rt_tensor *outputs, char *err, size_t cap);
+
+/**
+ * Chooses how to run a batch of batch rows on the CPU: whole, or in chunks of one of the candidate
+ * row counts (those that divide batch and are smaller). Plans each, runs it twice on the same
+ * generated inputs (floats in [-1, 1), other types zero) and times the second run; a chunk size must
+ * beat whole by 3 % to be taken. At load, not on the hot path: it allocates and takes as long as
+ * about two runs of each candidate. report: one line with every time measured.
+ * eturn the rows to plan for (batch: whole), or a negative errno with err saying why.
+ */
+int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
+			     char *report, size_t report_cap, char *err, size_t cap);
+
 /* ---- what the planner decided: for tests, tools and the executors ------------------------------ */
 
 enum rt_plan_placement {
