@@ -157,10 +157,31 @@ void on_done(void *ctx, const struct bw_completion *c)
 	r->status = c->status;
 	snprintf(r->msg, sizeof(r->msg), "%s", c->msg);
 }
+/* How many rows the CPU plan has: --chunk's, or what rt_plan_chunk_auto measured (as the daemon does). */
+static int64_t chunk_rows(struct runner *r, const struct opts *o)
+{
+	char err[RT_EXECUTOR_MSG_MAX];
+	int64_t rows;
+
+	if (o->chunk < 0 || o->batch == 1) {
+		snprintf(r->chunk_report, sizeof(r->chunk_report), "whole (%s)", o->chunk < 0 ? "--chunk off" : "batch 1");
+		return o->batch;
+	}
+	if (o->chunk > 0) {
+		snprintf(r->chunk_report, sizeof(r->chunk_report), "chunks of %" PRId64 " rows (--chunk)", o->chunk);
+		return o->chunk;
+	}
+	rows = rt_plan_chunk_auto(r->g, o->batch, r->chunk_report, sizeof(r->chunk_report), err, sizeof(err));
+	if (rows < 0)
+		die("%s: choosing how to run batch %" PRId64 ": %s", o->model, o->batch, err);
+	return rows;
+}
+
 static void setup(struct runner *r, const struct opts *o)
 {
 	const struct rt_graph *g = r->g;
 	char err[RT_EXECUTOR_MSG_MAX];
+	int64_t scale = 1;
 
 	if (g->num_inputs > TENSORS_MAX || g->num_outputs > TENSORS_MAX)
 		die("%s: %u inputs and %u outputs; bwrun handles %d of each", o->model, g->num_inputs, g->num_outputs,
@@ -172,7 +193,8 @@ static void setup(struct runner *r, const struct opts *o)
 			die("%s: on the GPU: %s", o->model, err);
 		r->plan = r->seq_plan;
 	} else if (o->workers == 1) {
-		r->seq_plan = rt_plan_create(g, o->batch, RT_DEVICE_CPU, err, sizeof(err));
+		r->chunk_rows = chunk_rows(r, o);
+		r->seq_plan = rt_plan_create(g, r->chunk_rows, RT_DEVICE_CPU, err, sizeof(err));
 		if (r->seq_plan == NULL)
 			die("%s: %s", o->model, err);
 		r->plan = r->seq_plan;
@@ -185,30 +207,57 @@ static void setup(struct runner *r, const struct opts *o)
 		memset(r->arena, 0, rt_plan_arena_bytes(r->plan));
 		rt_plan_bind(r->plan, r->arena, r->in, r->out);
 	} else {
-		r->ex = rt_executor_create(g, &o->batch, 1, o->workers, 1, err, sizeof(err));
+		r->chunk_rows = chunk_rows(r, o);
+		r->ex = rt_executor_create_chunked(g, NULL, &o->batch, &r->chunk_rows, 1, o->workers, 1, err, sizeof(err));
 		if (r->ex == NULL)
 			die("%s: %s", o->model, err);
 		r->plan = rt_executor_plan(r->ex, o->batch);
 		if (g->num_inputs > BW_BATCH_TENSORS_MAX || g->num_outputs > BW_BATCH_TENSORS_MAX)
 			die("%s: the executor takes at most %d inputs and outputs", o->model, BW_BATCH_TENSORS_MAX);
 	}
-	/* Dtypes and shapes as bound (for the executor, data comes and goes with the batch). */
+	if (o->gpu)
+		r->chunk_rows = o->batch;
+	scale = o->batch / r->chunk_rows;
+	/* Dtypes and shapes as bound (for the executor, data comes and goes with the batch); a plan of
+	 * chunk rows has the batch's shapes with the first dimension, the batch's, cut. */
 	for (uint32_t i = 0; i < g->num_inputs; i++) {
 		struct rt_plan_value_info vi;
 
 		rt_plan_value_info(r->plan, g->inputs[i], &vi);
+		if (scale > 1 && (vi.tensor.rank == 0 || vi.tensor.dims[0] != r->chunk_rows))
+			die("%s: input %s has no batch dimension first: run it with --chunk off", o->model,
+			    g->values[g->inputs[i]].name);
 		r->in[i] = (struct rt_tensor){ .dtype = vi.tensor.dtype, .rank = vi.tensor.rank, .data = r->in[i].data };
 		memcpy(r->in[i].dims, vi.tensor.dims, sizeof(vi.tensor.dims));
-		r->in_bytes[i] = vi.nbytes;
+		r->in[i].dims[0] *= scale;
+		r->in_bytes[i] = vi.nbytes * (size_t)scale;
 	}
 	for (uint32_t i = 0; i < g->num_outputs; i++) {
 		struct rt_plan_value_info vi;
 
 		rt_plan_value_info(r->plan, g->outputs[i], &vi);
+		if (scale > 1 && (vi.tensor.rank == 0 || vi.tensor.dims[0] != r->chunk_rows))
+			die("%s: output %s has no batch dimension first: run it with --chunk off", o->model,
+			    g->values[g->outputs[i]].name);
 		r->out[i] = (struct rt_tensor){ .dtype = vi.tensor.dtype, .rank = vi.tensor.rank, .data = r->out[i].data };
 		memcpy(r->out[i].dims, vi.tensor.dims, sizeof(vi.tensor.dims));
-		r->out_bytes[i] = vi.nbytes;
+		r->out[i].dims[0] *= scale;
+		r->out_bytes[i] = vi.nbytes * (size_t)scale;
+		if (scale > 1 && r->ex == NULL) { /* the chunks' outputs are gathered apart from the arena */
+			r->out_data[i] = malloc(r->out_bytes[i] != 0 ? r->out_bytes[i] : 1);
+			if (r->out_data[i] == NULL)
+				die("out of memory for output %s", g->values[g->outputs[i]].name);
+		}
 	}
+}
+
+/* The batch's inputs and outputs as rt_plan_run_chunks reads them (sequential mode, in chunks). */
+static void chunk_io(const struct runner *r, struct rt_tensor *in, struct rt_tensor *out)
+{
+	for (uint32_t i = 0; i < r->g->num_inputs; i++)
+		in[i] = (struct rt_tensor){ .dtype = r->in[i].dtype, .data = r->in_data[i] };
+	for (uint32_t i = 0; i < r->g->num_outputs; i++)
+		out[i] = (struct rt_tensor){ .dtype = r->out[i].dtype, .data = r->out_data[i] };
 }
 
 /* One batch of one task that carries every row, as a single request would (segments set by the caller). */
@@ -247,18 +296,30 @@ static void setup_batch(struct runner *r, const struct opts *o)
 static double run_profiled(struct runner *r, const struct opts *o)
 {
 	uint32_t steps = rt_plan_num_steps(r->plan);
+	int64_t chunks = o->batch / r->chunk_rows;
+	struct rt_tensor in[TENSORS_MAX], out[TENSORS_MAX];
 	char err[RT_ERR_MAX];
 	double total = 0;
 
-	for (uint32_t i = 0; i < steps; i++) {
-		double t0 = now_us(), dt;
-		int rc = rt_plan_run_steps(r->plan, r->arena, i, 1, err, sizeof(err));
+	rt_plan_bind(r->plan, r->arena, in, out);
+	for (int64_t c = 0; c < chunks; c++) {
+		/* a chunk's rows in, its steps one by one, its rows out (the copies untimed) */
+		for (uint32_t i = 0; chunks > 1 && i < r->g->num_inputs; i++)
+			memcpy(in[i].data, (const uint8_t *)r->in_data[i] + (size_t)c * (r->in_bytes[i] / chunks),
+			       r->in_bytes[i] / chunks);
+		for (uint32_t i = 0; i < steps; i++) {
+			double t0 = now_us(), dt;
+			int rc = rt_plan_run_steps(r->plan, r->arena, i, 1, err, sizeof(err));
 
-		if (rc != 0)
-			die("%s: %s", o->model, err);
-		dt = now_us() - t0;
-		r->step_us[i] += dt;
-		total += dt;
+			if (rc != 0)
+				die("%s: %s", o->model, err);
+			dt = now_us() - t0;
+			r->step_us[i] += dt;
+			total += dt;
+		}
+		for (uint32_t i = 0; chunks > 1 && i < r->g->num_outputs; i++)
+			memcpy((uint8_t *)r->out_data[i] + (size_t)c * (r->out_bytes[i] / chunks), out[i].data,
+			       r->out_bytes[i] / chunks);
 	}
 	return total;
 }
@@ -326,9 +387,20 @@ static double run_once(struct runner *r, const struct opts *o)
 
 	if (r->gex != NULL)
 		return run_once_gpu(r, o);
+	if (r->ex == NULL && r->chunk_rows < o->batch && r->step_us == NULL) {
+		struct rt_tensor in[TENSORS_MAX], out[TENSORS_MAX];
+
+		/* depth first: the chunks' copies in and out are part of the run, as in the daemon */
+		chunk_io(r, in, out);
+		t0 = now_us();
+		rc = rt_plan_run_chunks(r->plan, r->arena, o->batch, in, out, err, sizeof(err));
+		if (rc != 0)
+			die("%s: %s", o->model, err);
+		return now_us() - t0;
+	}
 	if (r->ex == NULL) {
 		/* The arena reuses an input's bytes once its last reader ran: copy them in every time. */
-		for (uint32_t i = 0; i < r->g->num_inputs; i++)
+		for (uint32_t i = 0; r->chunk_rows == o->batch && i < r->g->num_inputs; i++)
 			memcpy(r->in[i].data, r->in_data[i], r->in_bytes[i]);
 		if (r->step_us != NULL)
 			return run_profiled(r, o);

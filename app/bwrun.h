@@ -55,6 +55,7 @@ struct opts {
 	unsigned int repeat, warmup, workers;
 	bool optimize;
 	bool profile;                   /* --profile: per-step times of the timed runs */
+	int64_t chunk;                  /* --chunk: 0 auto (measured), -1 off, else rows a run */
 	bool gpu;                       /* --device gpu */
 	const char *gpu_module;         /* NULL: libbwgpu.so where the loader looks; "fake": the fake device */
 	int gpu_index;
@@ -75,6 +76,8 @@ struct runner {
 	struct rt_plan *seq_plan;       /* sequential mode: ours to free */
 	struct rt_executor *ex;         /* executor mode */
 	void *arena;                    /* sequential mode */
+	int64_t chunk_rows;             /* rows the plan has: the batch, or fewer run depth first */
+	char chunk_report[320];         /* what rt_plan_chunk_auto measured, or why nothing */
 	double *step_us;                /* --profile: per plan step, summed over the timed runs */
 	struct rt_tensor in[TENSORS_MAX];  /* bound dtype and shape; data: in the arena (sequential) */
 	struct rt_tensor out[TENSORS_MAX];

@@ -20,6 +20,9 @@ static void usage(FILE *f)
 		"  --workers N          1 (default): rt_plan_run on this thread; N > 1: the daemon's multi-worker\n"
 		"                       executor with N workers (this thread is worker 0)\n"
 		"  --no-optimize        skip the load-time graph rewrites (fusions, layouts)\n"
+		"  --chunk auto|off|N   run a batch depth first, N rows at a time through a plan of N rows\n"
+		"                       (cpu); auto (default) times whole against chunks of 1, 2, 4 and 8\n"
+		"                       rows when the batch's arena passes 1 MiB, as the daemon does\n"
 		"  --profile            time every step of the timed runs: the ops' shares and the slowest\n"
 		"                       steps (cpu, one worker; the timing adds two clock reads a step)\n"
 		"  --device cpu|gpu     where the model runs (default cpu); gpu: the GPU executor, the time is\n"
@@ -61,7 +64,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_BATCH = 256, OPT_INPUT, OPT_SEED, OPT_SAVE_INPUTS, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_WARMUP,
 	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_PRECISION, OPT_LAUNCH_MODE,
-	       OPT_LAYOUT, OPT_PROFILE };
+	       OPT_LAYOUT, OPT_PROFILE, OPT_CHUNK };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "input", required_argument, NULL, OPT_INPUT },
@@ -79,10 +82,12 @@ void parse_args(int argc, char **argv, struct opts *o)
 		{ "launch-mode", required_argument, NULL, OPT_LAUNCH_MODE },
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "profile", no_argument, NULL, OPT_PROFILE },
+		{ "chunk", required_argument, NULL, OPT_CHUNK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool gpu_only = false; /* an option only --device gpu takes was given */
+	bool chunk_given = false;
 	int c, rc;
 
 	*o = (struct opts){ .batch = 1, .seed = BW_INPUT_SEED_DEFAULT, .repeat = 1, .workers = 1, .optimize = true };
@@ -163,6 +168,15 @@ void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_PROFILE:
 			o->profile = true;
 			break;
+		case OPT_CHUNK:
+			if (strcmp(optarg, "auto") == 0)
+				o->chunk = 0;
+			else if (strcmp(optarg, "off") == 0)
+				o->chunk = -1;
+			else
+				o->chunk = (int64_t)parse_uint("--chunk", optarg, 1, BATCH_MAX);
+			chunk_given = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -194,6 +208,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (o->profile && (o->gpu || o->workers != 1))
 		die("--profile times the steps of one plan run on this thread: not with --device gpu or --workers");
+	if (o->gpu && chunk_given)
+		die("--chunk is the CPU runtime's: --device gpu runs a batch whole");
+	if (o->chunk > 0 && o->batch % o->chunk != 0)
+		die("--chunk %lld does not divide --batch %lld", (long long)o->chunk, (long long)o->batch);
 	if (o->gpu && o->workers != 1)
 		die("--workers is the CPU executor's: --device gpu runs on one polling thread");
 	o->model = argv[optind];

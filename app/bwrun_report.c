@@ -99,13 +99,20 @@ void print_placement(const struct runner *r, const struct opts *o, const struct 
 		       ops[i].device);
 	}
 	rt_plan_stats(r->plan, &st);
-	printf("plan   batch %" PRId64 ", %s: %u steps, %u nodes folded\n", o->batch,
+	if (!o->gpu) {
+		printf("chunks %s\n", r->chunk_report);
+		if (r->chunk_rows < o->batch)
+			printf("       batch %" PRId64 " runs depth first: %" PRId64 " chunks of %" PRId64 " rows, through "
+			       "the plan below\n", o->batch, o->batch / r->chunk_rows, r->chunk_rows);
+	}
+	printf("plan   batch %" PRId64 ", %s: %u steps, %u nodes folded\n", r->chunk_rows,
 	       o->gpu ? "device program, one graph launch per batch" :
 	       o->workers == 1 ? "sequential layout, rt_plan_run on this thread"
 			       : "concurrent layout, multi-worker executor",
 	       st.steps, st.folded);
 	if (o->gpu)
 		return; /* the device's arena and constants are reported by setup_gpu */
+
 	printf("arena  %s (tensors %s, %s without reuse; descriptors %s); constants %s; worker scratch %s%s\n",
 	       bytes_str(st.arena_bytes, a, sizeof(a)), bytes_str(st.tensor_bytes, b, sizeof(b)),
 	       bytes_str(st.tensor_bytes_sum, c, sizeof(c)), bytes_str(st.descriptor_bytes, d, sizeof(d)),
@@ -121,7 +128,7 @@ void print_outputs(const struct runner *r, const struct opts *o)
 	for (uint32_t i = 0; i < g->num_outputs; i++) {
 		const char *name = g->values[g->outputs[i]].name;
 		const struct rt_tensor *t = &r->out[i];
-		const void *data = r->ex != NULL || r->gex != NULL ? r->out_data[i] : t->data;
+		const void *data = r->out_data[i] != NULL ? r->out_data[i] : t->data;
 		size_t elem = rt_dtype_size(t->dtype), n = elem != 0 ? r->out_bytes[i] / elem : 0;
 		double lo = INFINITY, hi = -INFINITY, sum = 0;
 		size_t nonfinite = 0;

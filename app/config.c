@@ -276,7 +276,9 @@ void app_config_usage(FILE *out, const char *prgname)
 		"                   max_message_bytes), allow (sources that may use it, as --allow), auth\n"
 		"                   (required: signed requests only; default optional),\n"
 		"                   precision (cpu: fp32 or bf16, the latter on AMX;\n"
-		"                   gpu: fp32 or fp16), and the batching options of docs/batching.md\n"
+		"                   gpu: fp32 or fp16), chunk_rows (cpu: auto, off or N: run a batch\n"
+		"                   depth first, N rows at a time; auto measures at load, the default),\n"
+		"                   and the batching options of docs/batching.md\n"
 		"                   (max_batch_size...); device = gpu needs allowed_batch_sizes and takes\n"
 		"                   layout (auto, nchw, nhwc) and launch_mode (graph, doorbell)\n"
 		"  The built-in model 'echo' replies with its inputs; [model echo] sets its batching.\n"
@@ -522,6 +524,24 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 			return -EINVAL;
 		}
 		model->slots = (unsigned int)v;
+		return 0;
+	}
+	if (strcmp(key, "chunk_rows") == 0) {
+		char *end;
+		unsigned long v = isdigit((unsigned char)value[0]) ? strtoul(value, &end, 10) : 0;
+
+		if (strcmp(value, "auto") == 0) {
+			model->chunk_rows = 0;
+		} else if (strcmp(value, "off") == 0) {
+			model->chunk_rows = -1;
+		} else if (!isdigit((unsigned char)value[0]) || *end != '\0' || v == 0 || v > BAT_BATCH_SIZE_MAX) {
+			snprintf(msg, cap, "invalid chunk_rows '%s': expected auto, off or an integer in 1..%d", value,
+				 BAT_BATCH_SIZE_MAX);
+			return -EINVAL;
+		} else {
+			model->chunk_rows = (int64_t)v;
+		}
+		model->chunk_given = true;
 		return 0;
 	}
 	if (strcmp(key, "max_request_bytes") == 0) {
@@ -841,9 +861,14 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 			return -EINVAL;
 		}
 		if (app_model_is_echo(m) && (m->nb_workers != 0 || m->device != APP_DEVICE_CPU || m->slots != 0 ||
-					     m->precision_given[0] != '\0')) {
+					     m->precision_given[0] != '\0' || m->chunk_given)) {
 			fprintf(err, "batchwire: model 'echo' is built in and runs on its polling lcores: expected no "
-				"device, workers, slots or precision for it\n");
+				"device, workers, slots, precision or chunk_rows for it\n");
+			return -EINVAL;
+		}
+		if (m->chunk_given && m->device == APP_DEVICE_GPU) {
+			fprintf(err, "batchwire: model '%s': chunk_rows is the CPU runtime's: device gpu runs each batch "
+				"in one graph\n", m->name);
 			return -EINVAL;
 		}
 		if (bat_options_finalize(&m->batching, msg, sizeof(msg)) != 0) {

@@ -47,6 +47,8 @@ struct app_model_config {
 	uint32_t layout;              /* device gpu: enum gpu_layout (auto unless set) */
 	bool gpu_keys_set;            /* precision, layout or launch_mode given: refused for a CPU model */
 	uint32_t max_request_bytes;   /* largest request body, all datagrams; 0: max_message_bytes */
+	int64_t chunk_rows;           /* device cpu: 0 auto (measured at load), -1 off, else rows a run */
+	bool chunk_given;
 	struct dp_allowlist allow;    /* sources that may use it (within the global list); empty: all */
 	bool auth_required;           /* unsigned INFER and MODEL_INFO refused UNAUTHENTICATED */
 	struct bat_options batching;

@@ -36,6 +36,7 @@ struct cpu_model {
 	struct rt_executor *executor;
 	struct rte_ring *submit_ring;   /* MP: polling lcores; SC: the owner worker */
 	unsigned int ring_size;         /* of the submit and the completion rings: > every batch in flight */
+	int64_t chunk_rows;             /* rows the largest size runs at a time: that size when whole */
 	struct cpu_worker workers[APP_MODEL_WORKERS_MAX];
 	char poller_name[APP_MODEL_NAME_MAX + 8];
 	/* the owner worker's */
@@ -267,14 +268,52 @@ static void load_report(const struct app_model *m, const struct rt_opt_report *r
 	for (uint32_t k = 0; k < rep->num_kinds && off < sizeof(fusions); k++)
 		off += (size_t)snprintf(fusions + off, sizeof(fusions) - off, "%s%s x%u", k > 0 ? ", " : "",
 					rep->kinds[k].what, rep->kinds[k].count);
-	for (unsigned int s = 0; s < nb_sizes; s++)
+	char depth[96] = "";
+	unsigned int chunked = 0;
+
+	for (unsigned int s = 0; s < nb_sizes; s++) {
+		int64_t rows = rt_executor_chunk_rows(cpu_of(m)->executor, sizes[s]);
+
 		arena += rt_plan_arena_bytes(rt_executor_plan(cpu_of(m)->executor, sizes[s]));
+		if (rows < sizes[s] && chunked++ == 0)
+			snprintf(depth, sizeof(depth), ", depth first in chunks of %" PRId64 " rows", rows);
+	}
+	if (chunked > 0)
+		snprintf(depth + strlen(depth), sizeof(depth) - strlen(depth), " at %u sizes", chunked);
 	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s: %u inputs, %u outputs, %u nodes (%u after "
-		 "optimisation%s%s), precision %s, %u batch sizes up to %" PRId64 ", %u slots each (%zu KiB of "
+		 "optimisation%s%s), precision %s, %u batch sizes up to %" PRId64 "%s, %u slots each (%zu KiB of "
 		 "arenas), %u worker lcores from %u", m->spec.name, m->spec.id, m->cfg.path, m->spec.num_inputs,
 		 m->spec.num_outputs, rep->nodes_before, rep->nodes_after, off > 0 ? ": " : "", fusions,
-		 rt_precision_name((enum rt_precision)m->cfg.cpu_precision), nb_sizes, sizes[nb_sizes - 1],
+		 rt_precision_name((enum rt_precision)m->cfg.cpu_precision), nb_sizes, sizes[nb_sizes - 1], depth,
 		 m->cfg.slots, arena * m->cfg.slots / 1024, m->cfg.nb_workers, m->cfg.workers[0]);
+}
+
+/*
+ * Whether the model's batches run depth first (rt_plan_chunk_auto, plan.h): chunk_rows off, N, or
+ * auto, measured once at the largest size, each smaller size it divides taking the same chunks.
+ * \return the rows of the chunk (sizes[nb - 1]: whole), or a negative errno with one line on err.
+ */
+static int64_t chunk_choose(const struct app_model *m, const int64_t *sizes, unsigned int nb, FILE *err)
+{
+	const struct app_model_config *mc = &m->cfg;
+	int64_t big = sizes[nb - 1], rows;
+	char report[320], why[RT_ERR_MAX];
+
+	if (mc->chunk_rows < 0)
+		return big;
+	if (mc->chunk_rows > 0)
+		return mc->chunk_rows;
+	PLAT_LOG(INFO, app, "model '%s': timing batch %" PRId64 " whole and in chunks (chunk_rows = auto; off skips "
+		 "this)", mc->name, big);
+	rows = rt_plan_chunk_auto(m->spec.graph, big, report, sizeof(report), why, sizeof(why));
+	if (rows < 0) {
+		fprintf(err, "batchwire: model '%s' (%s): choosing how to run batch %" PRId64 ": %s\n", mc->name, mc->path,
+			big, why);
+		return rows;
+	}
+	if (report[0] != '\0')
+		PLAT_LOG(INFO, app, "model '%s': %s", mc->name, report);
+	return rows;
 }
 
 static void cpu_model_free(struct app_model *m)
@@ -294,7 +333,7 @@ static int cpu_model_create(struct app_model *m, FILE *err)
 {
 	struct app_model_config *mc = &m->cfg;
 	const struct bat_options *o = &mc->batching;
-	int64_t sizes[BAT_BATCH_SIZE_MAX];
+	int64_t sizes[BAT_BATCH_SIZE_MAX], chunks[BAT_BATCH_SIZE_MAX], chunk;
 	unsigned int nb_sizes = 0, inflight = app_model_inflight_max(mc);
 	struct rt_opt_report rep;
 	char why[RT_ERR_MAX * 2], name[RTE_RING_NAMESIZE];
@@ -328,7 +367,14 @@ static int cpu_model_create(struct app_model *m, FILE *err)
 	 * and one more than the workers keeps them busy while a batch is gathered or scattered. */
 	if (mc->slots == 0)
 		mc->slots = RTE_MAX(1u, RTE_MIN(inflight, mc->nb_workers + 1));
-	cm->executor = rt_executor_create(m->spec.graph, sizes, nb_sizes, mc->nb_workers, mc->slots, why, sizeof(why));
+	chunk = chunk_choose(m, sizes, nb_sizes, err);
+	if (chunk < 0)
+		return (int)chunk;
+	for (unsigned int s = 0; s < nb_sizes; s++) /* the sizes the chunk divides, and is smaller than */
+		chunks[s] = chunk < sizes[s] && sizes[s] % chunk == 0 ? chunk : sizes[s];
+	cm->chunk_rows = chunks[nb_sizes - 1];
+	cm->executor = rt_executor_create_chunked(m->spec.graph, NULL, sizes, chunks, nb_sizes, mc->nb_workers,
+						  mc->slots, why, sizeof(why));
 	if (cm->executor == NULL) {
 		ret = -errno;
 		fprintf(err, "batchwire: model '%s' (%s): %s\n", mc->name, mc->path, why);
@@ -366,6 +412,8 @@ static void cpu_model_telemetry(const struct app_model *m, struct rte_tel_data *
 	rte_tel_data_add_dict_u64(d, "workers", m->cfg.nb_workers);
 	rte_tel_data_add_dict_u64(d, "slots", m->cfg.slots);
 	rte_tel_data_add_dict_string(d, "precision", rt_precision_name((enum rt_precision)m->cfg.cpu_precision));
+	/* the largest size's chunk rows: the rows a batch runs at a time (its size when whole) */
+	rte_tel_data_add_dict_u64(d, "chunk_rows", (uint64_t)cm->chunk_rows);
 	rt_executor_stats(cm->executor, &es);
 	rte_tel_data_add_dict_u64(d, "exec_steps_run", es.steps_run);
 	rte_tel_data_add_dict_u64(d, "exec_steps_failed", es.steps_failed);

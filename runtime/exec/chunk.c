@@ -221,3 +221,28 @@ oom:
 	rc = bw_err(err, cap, -ENOMEM, "out of memory for the batch's inputs and outputs");
 	goto done;
 }
+
+int64_t rt_plan_chunk_auto(const struct rt_graph *g, int64_t batch, char *report, size_t report_cap, char *err,
+			   size_t cap)
+{
+	static const int64_t candidates[] = { 1, 2, 4, 8 };
+	struct rt_plan *whole;
+	size_t arena;
+
+	if (report_cap > 0)
+		report[0] = '\0';
+	if (batch <= 1)
+		return batch;
+	whole = rt_plan_create(g, batch, RT_DEVICE_CPU, err, cap);
+	if (whole == NULL)
+		return -EINVAL;
+	arena = rt_plan_arena_bytes(whole);
+	rt_plan_free(whole);
+	if (arena <= RT_PLAN_CHUNK_ARENA_MIN) {
+		snprintf(report, report_cap, "batch %" PRId64 ": whole (its arena of %zu KiB fits in L2)", batch,
+			 arena >> 10);
+		return batch;
+	}
+	return rt_plan_chunk_choose(g, batch, candidates, sizeof(candidates) / sizeof(candidates[0]), report,
+				    report_cap, err, cap);
+}

@@ -1012,7 +1012,11 @@ static void test_model_opt_rejected(void)
 		{"bad/name.max_batch_size=8", "invalid model name 'bad/name'"},
 		{"echo.path=x.onnx", "'echo' is the built-in model"},
 		{"echo.workers=1", "model 'echo' is built in"},
-		{"echo.precision=bf16", "expected no device, workers, slots or precision for it"},
+		{"echo.precision=bf16", "expected no device, workers, slots, precision or chunk_rows for it"},
+		{"echo.chunk_rows=1", "expected no device, workers, slots, precision or chunk_rows for it"},
+		{"mlp.chunk_rows=0", "invalid chunk_rows '0': expected auto, off or an integer in 1..1024"},
+		{"mlp.chunk_rows=1025", "invalid chunk_rows '1025'"},
+		{"mlp.chunk_rows=some", "invalid chunk_rows 'some'"},
 		{"mlp.path=", "expected an .onnx file"},
 		{"mlp.device=tpu", "invalid device 'tpu': expected cpu or gpu"},
 		{"mlp.workers=3,3", "invalid workers '3,3'"},
@@ -1105,6 +1109,8 @@ static void test_gpu_models(void)
 		 "invalid precision 'fp8': expected fp32, bf16 (device cpu) or fp16 (device gpu)"},
 		{{"mlp.allowed_batch_sizes=1,8", "mlp.precision=bf16", "mlp.num_batch_threads=1"},
 		 "precision bf16 is the CPU's: device gpu takes fp32 or fp16"},
+		{{"mlp.allowed_batch_sizes=1,8", "mlp.chunk_rows=1", "mlp.num_batch_threads=1"},
+		 "chunk_rows is the CPU runtime's: device gpu runs each batch in one graph"},
 		{{"mlp.allowed_batch_sizes=1,2", "mlp.launch_mode=ring", "mlp.num_batch_threads=1"},
 		 "invalid launch_mode 'ring': expected graph or doorbell"},
 		{{"mlp.allowed_batch_sizes=1,2", "mlp.layout=chwn", "mlp.num_batch_threads=1"},
@@ -1161,6 +1167,18 @@ static void test_gpu_models(void)
 	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.precision=bf16"),
 			APP_CONFIG_RUN);
 	CU_ASSERT_EQUAL(model_named("mlp")->cpu_precision, RT_PRECISION_BF16);
+	/* chunk_rows: auto unless set; off; a row count */
+	CU_ASSERT_EQUAL(model_named("mlp")->chunk_rows, 0);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.chunk_rows=off"),
+			APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->chunk_rows, -1);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp.onnx", "--model-opt", "mlp.chunk_rows=4"),
+			APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->chunk_rows, 4);
+	ini_write("[dataplane]\nip = 10.0.0.1\n[model mlp]\npath = /m/mlp.onnx\nchunk_rows = auto\n");
+	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->chunk_rows, 0);
+	ini_remove();
 	ini_write("[dataplane]\nip = 10.0.0.1\n[model mlp]\npath = /m/mlp.onnx\nprecision = fp32\n");
 	CU_ASSERT_EQUAL(PARSE("--config", g_ini_path), APP_CONFIG_RUN);
 	CU_ASSERT_EQUAL(model_named("mlp")->cpu_precision, RT_PRECISION_FP32);

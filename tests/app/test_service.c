@@ -710,12 +710,13 @@ static void test_setup(void)
 	snprintf(one, sizeof(one), "mlp1=%s", g_mlp_path);
 	snprintf(wide, sizeof(wide), "wide=%s", g_wide_path);
 	snprintf(gpu, sizeof(gpu), "mlpg=%s", g_mlp_path);
-	/* mlp: batches of 1, 2 or 4, no splitting. mlps: splitting, batches of at most 2 (a 2-row request
-	 * that finds a window with one row left is cut in two). mlp1: one row at most, no splitting.
+	/* mlp: batches of 1, 2 or 4, no splitting, a batch of 4 run in chunks of 2 rows. mlps: splitting,
+	 * batches of at most 2 (a 2-row request that finds a window with one row left is cut in two).
+	 * mlp1: one row at most, no splitting.
 	 * wide: requests of up to 2 rows run one row per batch. mlpg: mlp's batching, on the fake GPU. */
 	CU_ASSERT_EQUAL_FATAL(CONFIG_PARSE(&g_cfg, stderr, "--ip", "10.0.0.1", "--mtu", "9000", "--tx-drain-us", "10",
 					   "--model", mlp, "--model-opt", "mlp.max_batch_size=4",
-					   "--model-opt", "mlp.allowed_batch_sizes=1,2,4",
+					   "--model-opt", "mlp.allowed_batch_sizes=1,2,4", "--model-opt", "mlp.chunk_rows=2",
 					   "--model", split, "--model-opt", "mlps.max_batch_size=2",
 					   "--model-opt", "mlps.allowed_batch_sizes=1,2",
 					   "--model-opt", "mlps.enable_large_batch_splitting=true",
@@ -768,6 +769,10 @@ static void test_setup(void)
 	CU_ASSERT_EQUAL_FATAL(app_service_lcore_start(rte_lcore_id(), err, sizeof(err)), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(gpu_channel_of(g_id_gpu)->gpu);
 	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[g_id_mlp].executor.ops, &cpu_executor);
+	/* mlp's size 4 runs depth first, in 2 chunks of 2 (chunk_rows = 2); its other sizes whole */
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->executor, 4), 2);
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->executor, 2), 2);
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->executor, 1), 1);
 	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[0].executor.ops, &echo_executor);
 	g_nb_pollers = app_service_pollers(rte_lcore_id(), true, true, g_pollers);
 	CU_ASSERT_EQUAL_FATAL(g_nb_pollers, RTE_DIM(names));

@@ -132,7 +132,8 @@ int rt_plan_run_steps(const struct rt_plan *p, void *arena, uint32_t first, uint
  * larger than one chunk's. Rows must be independent of each other, as every batched model's are
  * (the batcher pads and splits batches on that contract). inputs and outputs: the graph's, model
  * order, batch rows each (only data is read). With p->batch == batch it is one rt_plan_run and two
- * copies. eturn as rt_plan_run; -EINVAL for a batch the chunk does not divide.
+ * copies. 
+eturn as rt_plan_run; -EINVAL for a batch the chunk does not divide.
  */
 int rt_plan_run_chunks(const struct rt_plan *p, void *arena, int64_t batch, const struct rt_tensor *inputs,
 		       const struct rt_tensor *outputs, char *err, size_t cap);
@@ -143,10 +144,23 @@ int rt_plan_run_chunks(const struct rt_plan *p, void *arena, int64_t batch, cons
  * generated inputs (floats in [-1, 1), other types zero) and times the second run; a chunk size must
  * beat whole by 3 % to be taken. At load, not on the hot path: it allocates and takes as long as
  * about two runs of each candidate. report: one line with every time measured.
- * eturn the rows to plan for (batch: whole), or a negative errno with err saying why.
+ * 
+eturn the rows to plan for (batch: whole), or a negative errno with err saying why.
  */
 int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
 			     char *report, size_t report_cap, char *err, size_t cap);
+
+/* A whole batch whose arena is at most this fits a core's L2 (2 MiB on Sapphire Rapids, 1 MiB on
+ * Zen 4): chunks could not keep it closer, so rt_plan_chunk_auto does not measure it. */
+#define RT_PLAN_CHUNK_ARENA_MIN ((size_t)1 << 20)
+
+/**
+ * rt_plan_chunk_choose over chunks of 1, 2, 4 and 8 rows, for a batch of 2 rows or more whose whole
+ * plan's arena is larger than RT_PLAN_CHUNK_ARENA_MIN; batch (whole, nothing timed) otherwise.
+ * What the daemon's `chunk_rows = auto` and bwrun's default do. report as rt_plan_chunk_choose's.
+ */
+int64_t rt_plan_chunk_auto(const struct rt_graph *g, int64_t batch, char *report, size_t report_cap, char *err,
+			   size_t cap);
 
 /* ---- what the planner decided: for tests, tools and the executors ------------------------------ */
 
