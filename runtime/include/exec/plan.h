@@ -140,10 +140,11 @@ int rt_plan_run_chunks(const struct rt_plan *p, void *arena, int64_t batch, cons
 
 /**
  * Chooses how to run a batch of batch rows on the CPU: whole, or in chunks of one of the candidate
- * row counts (those that divide batch and are smaller). Plans each, runs it twice on the same
- * generated inputs (floats in [-1, 1), other types zero) and times the second run; a chunk size must
- * beat whole by 3 % to be taken. At load, not on the hot path: it allocates and takes as long as
- * about two runs of each candidate. report: one line with every time measured.
+ * row counts (those that divide batch and are smaller). Plans each and runs it on the same
+ * generated inputs (floats in [-1, 1), other types zero): a warm-up, then runs until 50 ms or 64
+ * runs have been timed, the fastest counting; a chunk size must beat whole by 3 % to be taken. At
+ * load, not on the hot path: it allocates, and takes two runs of each candidate or about 0.1 s,
+ * whichever is longer. report: one line with every time measured.
  * 
 eturn the rows to plan for (batch: whole), or a negative errno with err saying why.
  */
