@@ -245,8 +245,7 @@ uint32_t dp_msg_segments(const struct dp_config *cfg, uint64_t body_len);
 
 /**
  * Derives what was left 0 (reasm_mbufs: the segments of two maximal requests) and checks that the
- * lcore can hold one maximal request and its reply. 
-eturn 0, or -EINVAL with one line in err.
+ * lcore can hold one maximal request and its reply. \return 0, or -EINVAL with one line in err.
  */
 int dp_config_finalize(struct dp_config *cfg, char *err, size_t cap);
 

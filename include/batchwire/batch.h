@@ -77,8 +77,7 @@ static inline struct bw_segment bw_segment_slice(const struct bw_segment *s, uin
 
 /**
  * The contiguous run of s's bytes that starts at byte at (< s->len): *ptr is its first byte.
- * 
-eturn its length: all of the rest of s when contiguous, else up to the end of the page.
+ * \return its length: all of the rest of s when contiguous, else up to the end of the page.
  */
 static inline uint32_t bw_segment_run(const struct bw_segment *s, uint32_t at, uint8_t **ptr)
 {

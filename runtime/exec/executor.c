@@ -539,8 +539,7 @@ static void run_start(struct rt_executor *ex, struct exec_size *sz, struct exec_
 /*
  * A chunk of a size run depth first is done (on the worker whose step finished it, which sees every
  * step's outputs): its rows of the outputs go to the batch's, and the next chunk starts in the same
- * arena. 
-eturn true when it did; false when the batch is done (its last chunk, or a failed one).
+ * arena. \return true when it did; false when the batch is done (its last chunk, or a failed one).
  */
 static bool chunk_next(struct rt_executor *ex, uint32_t slot_index)
 {

@@ -127,8 +127,7 @@ struct gpu_host_program {
  * gpu_compile_with, then the device's program_load: what every host-side program (the daemon, bwrun,
  * the benchmarks, the tests) does with a graph before making executors of it.
  * \param err  "compiling: ..." or "loading on DEVICE: ..."
- * 
-eturn 0 with p filled; gpu_compile_with's error (-ENOTSUP: a node the GPU does not run) or
+ * \return 0 with p filled; gpu_compile_with's error (-ENOTSUP: a node the GPU does not run) or
  *         program_load's, with nothing left to free.
  */
 int gpu_host_program_load(const struct gpu_host_device *hd, const struct rt_graph *g, const int64_t *sizes,

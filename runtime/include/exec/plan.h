@@ -132,8 +132,7 @@ int rt_plan_run_steps(const struct rt_plan *p, void *arena, uint32_t first, uint
  * larger than one chunk's. Rows must be independent of each other, as every batched model's are
  * (the batcher pads and splits batches on that contract). inputs and outputs: the graph's, model
  * order, batch rows each (only data is read). With p->batch == batch it is one rt_plan_run and two
- * copies. 
-eturn as rt_plan_run; -EINVAL for a batch the chunk does not divide.
+ * copies. \return as rt_plan_run; -EINVAL for a batch the chunk does not divide.
  */
 int rt_plan_run_chunks(const struct rt_plan *p, void *arena, int64_t batch, const struct rt_tensor *inputs,
 		       const struct rt_tensor *outputs, char *err, size_t cap);
@@ -145,8 +144,7 @@ int rt_plan_run_chunks(const struct rt_plan *p, void *arena, int64_t batch, cons
  * runs have been timed, the fastest counting; a chunk size must beat whole by 3 % to be taken. At
  * load, not on the hot path: it allocates, and takes two runs of each candidate or about 0.1 s,
  * whichever is longer. report: one line with every time measured.
- * 
-eturn the rows to plan for (batch: whole), or a negative errno with err saying why.
+ * \return the rows to plan for (batch: whole), or a negative errno with err saying why.
  */
 int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
 			     char *report, size_t report_cap, char *err, size_t cap);
