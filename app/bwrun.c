@@ -157,6 +157,7 @@ void on_done(void *ctx, const struct bw_completion *c)
 	r->status = c->status;
 	snprintf(r->msg, sizeof(r->msg), "%s", c->msg);
 }
+
 /* How many rows the CPU plan has: --chunk's, or what rt_plan_chunk_auto measured (as the daemon does). */
 static int64_t chunk_rows(struct runner *r, const struct opts *o)
 {

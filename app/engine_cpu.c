@@ -303,8 +303,8 @@ static int64_t chunk_choose(const struct app_model *m, const int64_t *sizes, uns
 		return big;
 	if (mc->chunk_rows > 0)
 		return mc->chunk_rows;
-	PLAT_LOG(INFO, app, "model '%s': timing batch %" PRId64 " whole and in chunks (chunk_rows = auto; off skips "
-		 "this)", mc->name, big);
+	PLAT_LOG(INFO, app, "model '%s': choosing how to run batch %" PRId64 ", whole or in chunks (chunk_rows = "
+		 "auto: timed when its arena passes 1 MiB; off skips this)", mc->name, big);
 	rows = rt_plan_chunk_auto(m->spec.graph, big, report, sizeof(report), why, sizeof(why));
 	if (rows < 0) {
 		fprintf(err, "batchwire: model '%s' (%s): choosing how to run batch %" PRId64 ": %s\n", mc->name, mc->path,
