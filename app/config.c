@@ -251,6 +251,12 @@ static const struct app_option g_options[] = {
 	{"gpu-module", "gpu_module", parse_gpu_module, 0, 0, 0, 0, "a file path below 4096 bytes, or 'fake'",
 	 "device module of the models with device = gpu (default libbwgpu.so\n"
 	 "                   beside batchwire, then libdir/batchwire); 'fake': the CPU fake device, for tests"},
+	{"drain-grace-ms", "drain_grace_ms", parse_uint, 0, APP_DRAIN_GRACE_MS_MAX, U32_FIELD(drain_grace_ms),
+	 "an integer in 0.." XSTR(APP_DRAIN_GRACE_MS_MAX),
+	 "on SIGTERM or SIGINT: readiness off (HTTP, PING's DRAINING flag) and still\n"
+	 "                   serving for this long, so load balancers move away; then no new\n"
+	 "                   requests, those in flight answered, exit 0; a second signal skips\n"
+	 "                   the wait (default 0)"},
 	{"gpu-index", "gpu_index", parse_uint, 0, APP_GPU_INDEX_MAX, U16_FIELD(gpu_index),
 	 "an integer in 0.." XSTR(APP_GPU_INDEX_MAX), "CUDA device of the models with device = gpu (default 0)"},
 };

@@ -57,6 +57,7 @@ struct app_model_config {
 /* The HTTP control server (app/http.c): a kernel socket on a management address. */
 #define APP_HTTP_ADDR_DEFAULT "127.0.0.1"
 #define APP_HTTP_PORT_DEFAULT 8000 /* Triton's HTTP port: its clients and probes expect it */
+#define APP_DRAIN_GRACE_MS_MAX 600000
 #define APP_HTTP_INFER_SLOTS_DEFAULT 4
 #define APP_HTTP_INFER_SLOTS_MAX 1024
 #define APP_HTTP_INFER_BYTES_DEFAULT (16u << 20)
@@ -80,6 +81,7 @@ struct app_config {
 	char config_path[4096];
 	char gpu_module[APP_PATH_MAX]; /* "": libbwgpu.so where the loader looks; "fake": the fake device */
 	uint16_t gpu_index;
+	uint32_t drain_grace_ms;      /* SIGTERM: readiness off this long, still serving, before the drain */
 };
 
 /** \return true for the built-in echo model's configuration. */

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,17 +53,65 @@ static int g_control_started;        /* atomic: 1 once the control thread set up
 static pthread_t g_control;
 static bool g_control_running;       /* the main lcore's: g_control is to be stopped before EAL goes */
 
+/*
+ * The drain (SIGTERM or SIGINT): readiness goes off at once (/v2/health/ready 400, PING replies
+ * flagged DRAINING) while the lcores go on serving for drain_grace_ms, so that load balancers and
+ * clients move away; then g_force_quit: no new requests, those taken answered, exit. A second
+ * signal cuts the grace short.
+ */
+static uint32_t g_drain_grace_ms;      /* the configuration's, for the handler */
+static volatile sig_atomic_t g_stop_signals;
+static uint64_t g_stop_ns;             /* CLOCK_MONOTONIC at the first signal */
+static uint64_t g_replies_at_stop;     /* the control thread's count at its first look after it */
+static bool g_replies_counted;
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void signal_handler(int signum)
 {
-	if (signum == SIGINT || signum == SIGTERM)
-		g_force_quit = true;
-	else if (signum == SIGHUP)
+	if (signum == SIGINT || signum == SIGTERM) {
+		if (g_stop_signals++ == 0) {
+			__atomic_store_n(&g_stop_ns, monotonic_ns(), __ATOMIC_RELEASE);
+			/* lock-free atomic stores: safe in a handler */
+			app_http_ready(false);
+			dp_draining_set(true);
+		}
+		if (g_drain_grace_ms == 0 || g_stop_signals > 1)
+			g_force_quit = true;
+	} else if (signum == SIGHUP) {
 		g_reload_keys = true;
+	}
 }
 
 #define APP_CONTROL_TICK_US 100000  /* how soon a SIGHUP is acted on */
+#define APP_DRAIN_TICK_US 5000      /* how close to its end the drain's grace period is ended */
 #define APP_CLOCK_SYNC_TICKS 10     /* the key table's wall clock re-read every second */
 #define APP_LOG_RING_LINES 1024     /* lines the lcores may leave between two drains */
+
+/* The drain's clock, on the control thread: the replies so far once, then the end of the grace. */
+static void drain_tick(void)
+{
+	if (!g_replies_counted) {
+		struct dp_lcore_stats sum;
+
+		dp_lcores_stats_sum(g_poll_lcores, g_nb_poll_lcores, &sum, NULL);
+		g_replies_at_stop = dp_stats_replies_total(&sum);
+		g_replies_counted = true;
+		PLAT_LOG(INFO, app, "stopping: readiness off; serving %u ms more before the drain (drain_grace_ms; "
+			 "a second SIGINT or SIGTERM drains now)", g_force_quit ? 0 : g_drain_grace_ms);
+	}
+	if (!g_force_quit && monotonic_ns() - __atomic_load_n(&g_stop_ns, __ATOMIC_ACQUIRE) >=
+				     (uint64_t)g_drain_grace_ms * 1000000ull) {
+		PLAT_LOG(INFO, app, "stopping: grace period over, taking no new requests");
+		g_force_quit = true;
+	}
+}
 
 /*
  * The control thread (not pinned to a polling or worker lcore's CPU): the work of the appliance that
@@ -87,10 +136,10 @@ static void *control_main(void *arg)
 	while (!__atomic_load_n(&g_control_quit, __ATOMIC_ACQUIRE)) {
 		struct dp_auth *auth;
 
-		usleep(APP_CONTROL_TICK_US);
+		usleep(g_stop_signals > 0 && !g_force_quit ? APP_DRAIN_TICK_US : APP_CONTROL_TICK_US);
 		plat_log_deferred_drain();
-		if (g_force_quit) /* stopping: load balancers should look elsewhere from now on */
-			app_http_ready(false);
+		if (g_stop_signals > 0)
+			drain_tick();
 		auth = __atomic_load_n(&g_auth, __ATOMIC_ACQUIRE);
 		if (auth == NULL)
 			continue;
@@ -374,6 +423,10 @@ static void summary_print(void)
 	struct dp_lcore_stats sum;
 
 	dp_lcores_stats_sum(g_poll_lcores, g_nb_poll_lcores, &sum, NULL);
+	if (g_stop_signals > 0)
+		printf("batchwire: drained in %.0f ms (%u ms of grace, then the requests in flight): %" PRIu64
+		       " replies sent since the stop request\n", (double)(monotonic_ns() - g_stop_ns) / 1e6,
+		       g_drain_grace_ms, dp_stats_replies_total(&sum) - (g_replies_counted ? g_replies_at_stop : 0));
 	printf("batchwire: stopped: rx_packets=%" PRIu64 " tx_packets=%" PRIu64 " requests=%" PRIu64
 	       " replies=%" PRIu64 " drops=%" PRIu64 "\n", sum.rx_packets, sum.tx_packets, sum.requests,
 	       dp_stats_replies_total(&sum), dp_stats_drops_total(&sum));
@@ -495,6 +548,7 @@ int main(int argc, char **argv)
 	if (ret != 0)
 		PLAT_LOG(WARNING, app, "telemetry commands not registered: %s", rte_strerror(-ret));
 
+	g_drain_grace_ms = cfg.drain_grace_ms;
 	signal(SIGINT, signal_handler);
 	signal(SIGTERM, signal_handler);
 	signal(SIGHUP, signal_handler);
@@ -522,7 +576,8 @@ int main(int argc, char **argv)
 		if (ret != 0)
 			startup_fail("batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
 	}
-	app_http_ready(true); /* every model loaded, every lcore launched */
+	if (g_stop_signals == 0) /* every model loaded, every lcore launched; not when already stopping */
+		app_http_ready(true);
 	if (main_polls)
 		poll_lcore_main(&g_lcores[rte_get_main_lcore()]);
 	else if (app_service_is_worker(rte_get_main_lcore()))

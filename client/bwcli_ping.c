@@ -81,8 +81,9 @@ int cmd_ping(struct cli *cli, int argc, char **argv)
 		if (rc == 0) {
 			st.lat_ns[st.ok++] = rtt_ns;
 			if (!quiet)
-				printf("%s: %" PRIu64 " bytes rtt %.1f us\n", what, size,
-				       (double)rtt_ns / 1000.0);
+				printf("%s: %" PRIu64 " bytes rtt %.1f us%s\n", what, size, (double)rtt_ns / 1000.0,
+				       (bwc_last_reply(cli->c)->flags & BW_FLAG_DRAINING)
+					       ? " (server draining: send new requests elsewhere)" : "");
 			continue;
 		}
 		if (rc == -ETIMEDOUT)

@@ -298,7 +298,7 @@ int bwc_decode_reply(const void *buf, size_t len, uint8_t opcode, struct bwc_rep
 		return reply_fail(reply, -EPROTO, "opcode is not a reply");
 	if ((hdr->opcode & ~BW_OP_REPLY) != opcode)
 		return reply_fail(reply, -EPROTO, "reply opcode does not match the request");
-	if (hdr->flags & ~BW_FLAGS_KNOWN)
+	if (hdr->flags & ~BW_FLAGS_REPLY_KNOWN)
 		return reply_fail(reply, -EBADMSG, "unknown flag bits");
 	if (hdr->seg_count == 0 || hdr->seg_index >= hdr->seg_count)
 		return reply_fail(reply, -EBADMSG, "segment index outside the segment count");

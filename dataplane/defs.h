@@ -14,6 +14,15 @@
 #define DP_UDP_HDRS_LEN (DP_L2_LEN + DP_L3_LEN + (uint32_t)sizeof(struct rte_udp_hdr))
 #define DP_IP_TTL 64
 
+extern bool dp_draining; /* atomic: dp_draining_set's */
+
+/* The flags of a reply with this (reply) opcode: DRAINING on PING's while the server drains. */
+static inline uint8_t dp_reply_flags(uint8_t opcode)
+{
+	return opcode == (BW_OP_PING | BW_OP_REPLY) && __atomic_load_n(&dp_draining, __ATOMIC_RELAXED)
+		       ? BW_FLAG_DRAINING : 0;
+}
+
 static inline enum dp_verdict dp_drop(struct dp_lcore *lc, enum dp_drop_reason reason)
 {
 	lc->stats.drops[reason]++;

@@ -605,7 +605,7 @@ static void segment_finish(struct dp_lcore *lc, struct rte_mbuf *m, uint8_t *pag
 	hdr->version = BW_PROTO_VERSION;
 	hdr->opcode |= BW_OP_REPLY;
 	hdr->status = BW_STATUS_OK;
-	hdr->flags = 0;
+	hdr->flags = dp_reply_flags(hdr->opcode);
 	hdr->num_tensors = num_tensors;
 	hdr->seg_index = k;
 	hdr->seg_count = count;

@@ -181,6 +181,13 @@ static bool model_source_allowed(const struct dp_lcore *lc, const void *model)
 	return lc->models->source_allowed == NULL || lc->models->source_allowed(model, lc->rx_src_addr);
 }
 
+bool dp_draining;
+
+void dp_draining_set(bool draining)
+{
+	__atomic_store_n(&dp_draining, draining, __ATOMIC_RELAXED);
+}
+
 /* Rewrites the protocol header of the request into its reply's and finishes the frame. */
 static enum dp_verdict reply_send(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
 				  enum bw_status status, uint32_t body_len, uint16_t num_tensors)
@@ -188,7 +195,7 @@ static enum dp_verdict reply_send(struct dp_lcore *lc, struct rte_mbuf *m, struc
 	hdr->version = BW_PROTO_VERSION;
 	hdr->opcode |= BW_OP_REPLY;
 	hdr->status = (uint16_t)status;
-	hdr->flags = 0;
+	hdr->flags = dp_reply_flags(hdr->opcode);
 	hdr->num_tensors = num_tensors;
 	hdr->body_len = body_len;
 	hdr->seg_index = 0;

@@ -468,6 +468,9 @@ enum plat_poll_result dp_tx_drain_poll(void *lcore);
 /** Sends whatever is buffered now (shutdown). */
 void dp_tx_flush(struct dp_lcore *lc);
 
+/** (any thread) Draining: every PING reply from now on carries BW_FLAG_DRAINING (or no longer). */
+void dp_draining_set(bool draining);
+
 /**
  * Discards or answers the segmented messages whose clock ran out by now (the TX drain poller runs it
  * every DP_REASM_SCAN_US; tests call it with their own clock). \return how many.

@@ -44,6 +44,10 @@ enum bw_opcode {
 #define BW_FLAG_PADDED 0x02 /* zero bytes follow the body (before any trailer) to the datagram's end: an
 			     * unsegmented request pads itself to the size of its reply */
 #define BW_FLAGS_KNOWN (BW_FLAG_AUTH | BW_FLAG_PADDED)
+/* Replies only: the server is draining (stopping after a grace period): a PING reply says so, so
+ * that clients send new requests elsewhere; a request that sets it is refused (unknown flags). */
+#define BW_FLAG_DRAINING 0x04
+#define BW_FLAGS_REPLY_KNOWN (BW_FLAG_AUTH | BW_FLAG_PADDED | BW_FLAG_DRAINING)
 
 /* A priority of 0 is the most urgent; a model with P levels accepts 0..P-1. */
 #define BW_PRIORITY_HIGHEST 0

@@ -668,7 +668,7 @@ static const struct bw_hdr *udp_reply_check(const struct dp_lcore *lc, const str
 		bw_status_name(h->status), (int)RTE_MIN(len - T_UDP_HDRS_LEN - T_BW_LEN, 200u),
 		(const char *)(h + 1), bw_status_name(status));
 	CHECK(h->request_id == rq->request_id);
-	CHECK(h->flags == 0);
+	CHECK(h->flags == 0 || (h->flags == BW_FLAG_DRAINING && h->opcode == (BW_OP_PING | BW_OP_REPLY)));
 	CHECK(h->seg_index == 0 && h->seg_count == 1);
 	CHECK(h->body_len == len - T_UDP_HDRS_LEN - T_BW_LEN);
 	CHECK(h->total_body_len == h->body_len);

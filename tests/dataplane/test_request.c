@@ -163,6 +163,22 @@ static void test_ping(void)
 
 		CU_ASSERT(h != NULL && h->body_len == 5 && memcmp(reply_body(h), "PING ", 5) == 0);
 	}
+	/* draining: a PING's reply says so (a request may not set the flag: test_status_and_flags); an
+	 * error reply to a PING does not, nor does any other reply */
+	dp_draining_set(true);
+	frame_ping(&g_f, &g_m, 5, 0);
+	{
+		const struct bw_hdr *h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK);
+
+		CU_ASSERT(h != NULL && h->flags == BW_FLAG_DRAINING);
+	}
+	dp_draining_set(false);
+	frame_ping(&g_f, &g_m, 5, 0);
+	{
+		const struct bw_hdr *h = EXPECT_REPLY(&g_lc_jumbo, &g_f, BW_STATUS_OK);
+
+		CU_ASSERT(h != NULL && h->flags == 0);
+	}
 	t_reply_release();
 }
 
@@ -831,7 +847,7 @@ CU_TestInfo g_request_tests[] = {
 	{ "INFER with 0, 1, 3 and 64 tensors is echoed", test_infer_echo },
 	{ "INFER with a tensor addressed by name", test_infer_by_name },
 	{ "INFER with every dtype, rank 0..8, lowest priority", test_infer_dtypes_ranks },
-	{ "PING echoes its body; with tensors INVALID_ARGUMENT", test_ping },
+	{ "PING echoes its body; with tensors INVALID_ARGUMENT; DRAINING while draining", test_ping },
 	{ "MODEL_INFO by id and by name", test_model_info },
 	{ "MODEL_INFO unknown id/name NOT_FOUND, describe failing INTERNAL", test_model_info_errors },
 	{ "unknown-name message cut at 64 bytes stays valid UTF-8",

@@ -14,6 +14,8 @@
 #  4. SIGTERM while ResNet-50 requests over HTTP are in flight: readiness 400 while the lcores drain,
 #     every request answered: 200 (taken before the stop), 429 (the batcher full) or 503 (not yet
 #     taken when it stopped), none lost.
+#  5. --drain-grace-ms: after SIGTERM readiness is off and PING says DRAINING while requests are
+#     still served, then the drain and its line.
 #
 # Usage (as root): tests/integration/http_netns.sh BATCHWIRE BWCLI MODELS_DIR BWRUN
 set -u
@@ -157,4 +159,30 @@ awk '{ for (i = 1; i <= NF; i++) if ($i != 200 && $i != 429 && $i != 503) bad = 
 	END { exit bad }' "$BW_TMP/drain_codes" ||
 	bw_fail "a request during the drain got no answer of 200, 429 or 503: $(cat "$BW_TMP/drain_codes")"
 grep -q 200 "$BW_TMP/drain_codes" || bw_fail "no request taken before the drain was answered"
-echo "PASS: probes, tritonclient and prometheus_client read the control server; readiness off while draining"
+
+# 5. a grace period (--drain-grace-ms): SIGTERM, and for 1.5 s readiness is off and PING replies
+#    say DRAINING while requests are still answered; then the drain, exit 0, its line.
+OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$BATCHWIRE" --no-huge -m 1024 --no-pci --file-prefix "$BW_PREFIX" \
+	-l 0-1 --vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- --ip "$BW_SERVER_IP" --mtu "$BW_MTU" \
+	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --drain-grace-ms 1500 >"$BW_LOG" 2>&1 &
+BW_DAEMON_PID=$!
+for _ in $(seq 100); do [ "$(probe /v2/health/ready)" = 200 ] && break; sleep 0.1; done
+[ "$(probe /v2/health/ready)" = 200 ] || bw_fail "the daemon with a grace period never got ready: $(tail -n 3 "$BW_LOG")"
+kill -TERM "$BW_DAEMON_PID"
+sleep 0.2
+ready=$(probe /v2/health/ready)
+ping=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" ping --count 1 2>&1)
+load=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlp --count 20 --quiet 2>&1 | tail -n 1)
+kill -0 "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire exited within its grace period"
+wait "$BW_DAEMON_PID"
+rc=$?
+BW_DAEMON_PID=
+echo "in the grace period: ready $ready; $(echo "$ping" | head -n 1); $load"
+echo "  $(grep 'drained in' "$BW_LOG")"
+[ "$ready" = 400 ] || bw_fail "readiness in the grace period was $ready, not 400"
+echo "$ping" | grep -q "server draining" || bw_fail "PING's reply did not say DRAINING: $ping"
+echo "$load" | grep -q "ok=20 errors=0" || bw_fail "requests in the grace period were not all answered: $load"
+[ "$rc" -eq 0 ] || bw_fail "batchwire exited $rc after the grace period"
+awk '/drained in/ { ms = $4; n = $(NF - 5) } END { exit !(ms >= 1500 && n >= 21) }' "$BW_LOG" ||
+	bw_fail "the drain line is not 1500 ms or more with the 21 replies of the grace period: $(grep 'drained' "$BW_LOG")"
+echo "PASS: probes, tritonclient and prometheus_client read the control server; readiness off while draining, a grace period honoured"
