@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+
+#include <systemd/sd-daemon.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,12 +93,68 @@ static void signal_handler(int signum)
 
 #define APP_CONTROL_TICK_US 100000  /* how soon a SIGHUP is acted on */
 #define APP_DRAIN_TICK_US 5000      /* how close to its end the drain's grace period is ended */
+#define APP_NOTIFY_EVERY_NS 1000000000ull /* systemd's STATUS and WATCHDOG: once a second */
 #define APP_CLOCK_SYNC_TICKS 10     /* the key table's wall clock re-read every second */
 #define APP_LOG_RING_LINES 1024     /* lines the lcores may leave between two drains */
+
+/*
+ * systemd (Type=notify; sd_notify is a no-op without NOTIFY_SOCKET): READY=1 once every lcore
+ * serves (main), STOPPING=1 at the first stop signal, and every second a STATUS line with the
+ * replies a second, and WATCHDOG=1 when the unit has WatchdogSec, but only while every polling
+ * lcore's loop has gone round since the last look: a stuck lcore lets the watchdog fire.
+ */
+static struct {
+	uint64_t watchdog_us;                 /* 0: no watchdog */
+	uint64_t replies;                     /* at the last status */
+	uint64_t iterations[DP_MAX_POLL_LCORES];
+	bool serving;                         /* atomic: READY=1 sent */
+	bool stopping_sent;
+} g_notify;
+
+static void notify_init(void)
+{
+	uint64_t us = 0;
+
+	if (sd_watchdog_enabled(0, &us) > 0)
+		g_notify.watchdog_us = us;
+}
+
+/* Once a second on the control thread. */
+static void notify_tick(void)
+{
+	struct dp_lcore_stats sum;
+	uint64_t replies;
+	bool all_moving = true;
+
+	if (!__atomic_load_n(&g_notify.serving, __ATOMIC_ACQUIRE))
+		return; /* not serving yet: start-up has TimeoutStartSec, not the watchdog */
+	if (g_stop_signals > 0) { /* draining: the lcores leave their loops; the process is alive */
+		if (g_notify.watchdog_us != 0)
+			sd_notify(0, "WATCHDOG=1");
+		return;
+	}
+	dp_lcores_stats_sum(g_poll_lcores, g_nb_poll_lcores, &sum, NULL);
+	replies = dp_stats_replies_total(&sum);
+	sd_notifyf(0, "STATUS=serving: %" PRIu64 " replies/s, %u polling lcores", replies - g_notify.replies,
+		   g_nb_poll_lcores);
+	g_notify.replies = replies;
+	for (unsigned int i = 0; i < g_nb_poll_lcores; i++) {
+		uint64_t it = __atomic_load_n(&g_poll_lcores[i]->poll.iterations, __ATOMIC_RELAXED);
+
+		all_moving &= it != g_notify.iterations[i];
+		g_notify.iterations[i] = it;
+	}
+	if (g_notify.watchdog_us != 0 && all_moving)
+		sd_notify(0, "WATCHDOG=1");
+}
 
 /* The drain's clock, on the control thread: the replies so far once, then the end of the grace. */
 static void drain_tick(void)
 {
+	if (!g_notify.stopping_sent) { /* at once: a drain without grace ends before the next notify_tick */
+		sd_notify(0, "STOPPING=1\nSTATUS=draining: readiness off, answering what is in flight");
+		g_notify.stopping_sent = true;
+	}
 	if (!g_replies_counted) {
 		struct dp_lcore_stats sum;
 
@@ -122,10 +180,12 @@ static void drain_tick(void)
 static void *control_main(void *arg)
 {
 	const struct app_config *cfg = arg;
+	uint64_t next_notify_ns = 0;
 	unsigned int ticks = 0;
 	char err[256];
 	int ret;
 
+	notify_init();
 	/* from here, so that its thread runs where control threads run, never on an lcore's CPU */
 	ret = app_http_start(&cfg->http, err, sizeof(err));
 	if (ret != 0)
@@ -140,6 +200,10 @@ static void *control_main(void *arg)
 		plat_log_deferred_drain();
 		if (g_stop_signals > 0)
 			drain_tick();
+		if (monotonic_ns() >= next_notify_ns) {
+			notify_tick();
+			next_notify_ns = monotonic_ns() + APP_NOTIFY_EVERY_NS;
+		}
 		auth = __atomic_load_n(&g_auth, __ATOMIC_ACQUIRE);
 		if (auth == NULL)
 			continue;
@@ -484,6 +548,7 @@ int main(int argc, char **argv)
 		startup_fail("%s", ""); /* it said why */
 	topology_report(&cfg);
 
+	sd_notify(0, "STATUS=loading the models (planning, packing weights, timing chunk sizes)");
 	/* Models first: a model that does not load stops start-up before any port is touched. */
 	if (app_service_init(&service, &cfg, stderr) != 0)
 		startup_fail("%s", ""); /* it said why, naming the model */
@@ -576,8 +641,11 @@ int main(int argc, char **argv)
 		if (ret != 0)
 			startup_fail("batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
 	}
-	if (g_stop_signals == 0) /* every model loaded, every lcore launched; not when already stopping */
+	if (g_stop_signals == 0) { /* every model loaded, every lcore launched; not when already stopping */
 		app_http_ready(true);
+		sd_notifyf(0, "READY=1\nSTATUS=serving on %s:%u, %u polling lcores", ip, cfg.dp.udp_port, g_nb_poll_lcores);
+		__atomic_store_n(&g_notify.serving, true, __ATOMIC_RELEASE);
+	}
 	if (main_polls)
 		poll_lcore_main(&g_lcores[rte_get_main_lcore()]);
 	else if (app_service_is_worker(rte_get_main_lcore()))
