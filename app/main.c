@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <systemd/sd-daemon.h>
@@ -27,6 +28,7 @@
 
 #include "config.h"
 #include "dataplane.h"
+#include "doctor.h"
 #include "http.h"
 #include "inject.h"
 #include "platform.h"
@@ -497,6 +499,57 @@ static void summary_print(void)
 	fflush(stdout);
 }
 
+/* Takes "--doctor" out of argv (wherever it is, before or after "--"). \return whether it was there. */
+static bool doctor_arg_take(int *argc, char **argv)
+{
+	bool found = false;
+	int w = 0;
+
+	for (int r = 0; r < *argc; r++) {
+		if (r > 0 && strcmp(argv[r], "--doctor") == 0) {
+			found = true;
+			continue;
+		}
+		argv[w++] = argv[r];
+	}
+	argv[w] = NULL;
+	*argc = w;
+	return found;
+}
+
+/*
+ * The doctor's checks: all of them to stdout for --doctor (\return its exit status), or only its
+ * findings to stderr at start-up (\return 0: EAL says what stops it, the findings say why).
+ */
+static int doctor_run(const struct app_config *cfg, int eal_argc, char **eal_argv, bool report)
+{
+	struct rlimit lim = { .rlim_cur = RLIM_INFINITY };
+	struct app_doctor_input in = { .root = getenv("BW_DOCTOR_ROOT") != NULL ? getenv("BW_DOCTOR_ROOT") : "",
+				       .eal_argc = eal_argc, .eal_argv = eal_argv, .cfg = cfg,
+				       .openblas_threads = getenv("OPENBLAS_NUM_THREADS") };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int fails;
+
+	getrlimit(RLIMIT_MEMLOCK, &lim);
+	in.memlock = (unsigned long long)lim.rlim_cur;
+	if (report) {
+		fails = app_doctor(&in, stdout);
+		return fails == 0 ? 0 : 1;
+	}
+	mem = open_memstream(&text, &len);
+	if (mem == NULL)
+		return 0;
+	app_doctor(&in, mem);
+	fclose(mem);
+	for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+		if (strncmp(line, "doctor: WARN", 12) == 0 || strncmp(line, "doctor: FAIL", 12) == 0)
+			fprintf(stderr, "batchwire: %s\n", line);
+	free(text);
+	return 0;
+}
+
 static bool wants_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -519,8 +572,9 @@ int main(int argc, char **argv)
 	int eal_argc, app_argc, ret;
 	unsigned int lcore;
 	char **app_argv;
-	bool main_polls = false;
+	bool main_polls = false, doctor;
 
+	doctor = doctor_arg_take(&argc, argv);
 	app_args_split(argc, argv, &eal_argc, &app_argc, &app_argv);
 	/* `batchwire --help` without "--" should still show our help, not EAL's. */
 	if (app_argc == 1 && wants_help(argc, argv)) {
@@ -533,6 +587,11 @@ int main(int argc, char **argv)
 		return 0;
 	if (ret < 0)
 		return 1;
+	/* --doctor: the host against what this configuration needs, and nothing else; otherwise the
+	 * same checks' findings, before EAL's own messages */
+	if (doctor)
+		return doctor_run(&cfg, eal_argc, argv, true);
+	doctor_run(&cfg, eal_argc, argv, false);
 
 	ret = rte_eal_init(eal_argc, argv);
 	if (ret < 0)
