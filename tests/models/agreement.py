@@ -16,10 +16,12 @@ zeros per row), saved as .npy; the model run by onnxruntime (CPU execution provi
     row for all, would fail here, since the inputs of different rows differ);
   - batch consistency: row 0 at batch 8 equals the batch-1 result on the same row of input
     (the batch-1 inputs are the first rows of the batch-8 ones), within the same tolerance;
-  - at the largest batch, two more runs, each checked the same way: the multi-worker executor
+  - at the largest batch, more runs, each checked the same way: the multi-worker executor
     (`bwrun --workers 2`, "exec"), which must also give the same bytes as the sequential run (same
-    kernels, same shapes, so the same rounding), and the graph as loaded (`--no-optimize`,
-    "no-opt"), so that the kernels and the fusions are each checked against onnxruntime.
+    kernels, same shapes, so the same rounding), the graph as loaded (`--no-optimize`, "no-opt"),
+    so that the kernels and the fusions are each checked against onnxruntime, and the batch run
+    depth first in chunks of one row (`--chunk 1`, "chunks"; and in the executor, "exec chunks",
+    which must give the same bytes as "chunks"). Every other run has `--chunk off`.
 
 Prints one table row per model, batch and output. Exit status: 0 when all agree, 1 otherwise, 77
 (meson's SKIP) when onnxruntime or numpy cannot be imported, or when --skip says why.
@@ -186,14 +188,14 @@ def main():
     workdir = args.workdir or tempfile.mkdtemp(prefix="bw_agreement.")
     os.makedirs(workdir, exist_ok=True)
     print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, work directory {workdir}")
-    print(f"{'model':15} {'batch':>5} {'output':10} {'shape':>14} {'max_abs':>9} {'max_rel':>9} "
+    print(f"{'model':20} {'batch':>5} {'output':10} {'shape':>14} {'max_abs':>9} {'max_rel':>9} "
           f"{'scale':>8} {'tol_abs':>9} {'std':>8} {'ort_s':>6} {'bw_s':>6}  verdict")
     failures = []
     for spec in args.models:
         name, _, path = spec.partition("=")
         if not path or not os.path.exists(path):
             failures.append(f"{name}: model file {path!r} not found")
-            print(f"{name:15} model file {path!r} not found: FAIL")
+            print(f"{name:20} model file {path!r} not found: FAIL")
             continue
         tol = TOLERANCES.get(name, TOLERANCE_DEFAULT)
         so = ort.SessionOptions()
@@ -207,12 +209,17 @@ def main():
             t0 = time.monotonic()
             ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
             ort_s = time.monotonic() - t0
-            # The default run (optimised, rt_plan_run); at the largest batch also the daemon's
-            # executor and the graph as loaded, each checked against onnxruntime on its own.
-            variants = [("", [])]
+            # The default run (optimised, rt_plan_run, the batch whole); at the largest batch also
+            # the daemon's executor, the graph as loaded and the batch depth first in chunks of one
+            # row (sequential and in the executor), each checked against onnxruntime on its own.
+            # Chunking is set, never measured (--chunk auto's choice depends on timing): runs that
+            # must give the same bytes run the same shapes.
+            variants = [("", ["--chunk", "off"])]
             if batch == max(batches) and batch > 1:
-                variants += [("exec", ["--workers", "2"]), ("no-opt", ["--no-optimize"])]
+                variants += [("exec", ["--workers", "2", "--chunk", "off"]), ("no-opt", ["--no-optimize", "--chunk", "off"]),
+                             ("chunks", ["--chunk", "1"]), ("exec chunks", ["--workers", "2", "--chunk", "1"])]
             base = None
+            bases = {}
             for vname, extra in variants:
                 tag = f"{name}_b{batch}" + (f"_{vname}" if vname else "")
                 label = f"{name}" + (f" {vname}" if vname else "")
@@ -220,14 +227,16 @@ def main():
                     got, bw_s = run_bwrun(args.bwrun, path, batch, feeds, workdir, tag, extra)
                 except RuntimeError as e:
                     failures.append(f"{label} batch {batch}: {e}")
-                    print(f"{label:15} {batch:5} bwrun failed: {e}")
+                    print(f"{label:20} {batch:5} bwrun failed: {e}")
                     continue
                 if not vname:
                     base = got
+                if vname in ("", "chunks"):
+                    bases[vname] = got
                 for oname, r in ref.items():
                     if oname not in got:
                         failures.append(f"{label} batch {batch}: bwrun wrote no output {oname}")
-                        print(f"{label:15} {batch:5} {oname:10} missing from bwrun's outputs: FAIL")
+                        print(f"{label:20} {batch:5} {oname:10} missing from bwrun's outputs: FAIL")
                         continue
                     g = got[oname]
                     ok, max_abs, max_rel, scale, why = compare(np, oname, g, r, tol)
@@ -241,22 +250,24 @@ def main():
                         if not ok2:
                             ok, why = False, f"row 0 differs from the batch-1 run: {w}"
                     note = ""
-                    if ok and vname == "exec" and base is not None and oname in base:
+                    same_as = {"exec": "", "exec chunks": "chunks"}.get(vname)
+                    if ok and same_as is not None and oname in bases.get(same_as, {}):
                         # Same kernels on the same shapes: the executor must give the same bits.
                         # This caught Debian's serial OpenBLAS (0.3.21, without USE_LOCKING)
                         # corrupting concurrent calls (OpenBLAS #2126) where independent steps
                         # run at once (Q/K/V, ResNet's downsampling branch); the runtime links
                         # the pthread build since (runtime/kernels/meson.build).
-                        if np.array_equal(g, base[oname]):
+                        ref_bytes = bases[same_as][oname]
+                        if np.array_equal(g, ref_bytes):
                             note = " (same bytes as rt_plan_run)"
                         else:
-                            d = float(np.abs(g.astype(np.float64) - base[oname]).max())
+                            d = float(np.abs(g.astype(np.float64) - ref_bytes).max())
                             ok, why = False, f"differs from rt_plan_run's output by up to {d:.3g}"
                     verdict = "ok" + note
                     if not ok:
                         verdict = f"FAIL: {why}"
                         failures.append(f"{label} batch {batch} {oname}: {why}")
-                    print(f"{label:15} {batch:5} {oname:10} {str(list(g.shape)):>14} {max_abs:9.2e} "
+                    print(f"{label:20} {batch:5} {oname:10} {str(list(g.shape)):>14} {max_abs:9.2e} "
                           f"{max_rel:9.2e} {scale:8.3g} {tol[0] * scale:9.2e} "
                           f"{g.astype(np.float64).std():8.3g} {ort_s:6.2f} {bw_s:6.2f}  {verdict}")
     if not args.workdir:
