@@ -784,6 +784,22 @@ static void test_slots_exhausted(void)
  * task gets its own rows back and nothing past them; the model saw the 4 padding rows as copies of
  * the first task's first row.
  */
+/* y = x0 + x1 and z = x0 in each task's rows, the sentinels after them untouched. */
+static void check_add_copy_outputs(const struct test_batch *tb, const uint32_t *rows, uint16_t num_tasks)
+{
+	for (uint16_t k = 0; k < num_tasks; k++) {
+		for (uint32_t e = 0; e < (rows[k] + TEST_SLACK_ROWS) * TEST_WIDTH; e++) {
+			if (e < rows[k] * TEST_WIDTH) {
+				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][0][e], tb->in[k][0][e] + tb->in[k][1][e], 1e-4);
+				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][1][e], tb->in[k][0][e], 1e-4);
+			} else {
+				CU_ASSERT_EQUAL(tb->out[k][0][e], TEST_SENTINEL);
+				CU_ASSERT_EQUAL(tb->out[k][1][e], TEST_SENTINEL);
+			}
+		}
+	}
+}
+
 static void test_gather_scatter(void)
 {
 	static const uint32_t rows[3] = { 1, 2, 1 };
@@ -806,17 +822,7 @@ static void test_gather_scatter(void)
 	CU_ASSERT_EQUAL(poll_until(ex, 1, 0), 1);
 	CU_ASSERT_EQUAL(tb->status, BW_STATUS_OK);
 	CU_ASSERT_EQUAL(tb->valid_outputs, 3);
-	for (uint16_t k = 0; k < 3; k++) {
-		for (uint32_t e = 0; e < (rows[k] + TEST_SLACK_ROWS) * TEST_WIDTH; e++) {
-			if (e < rows[k] * TEST_WIDTH) {
-				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][0][e], tb->in[k][0][e] + tb->in[k][1][e], 1e-4);
-				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][1][e], tb->in[k][0][e], 1e-4);
-			} else {
-				CU_ASSERT_EQUAL(tb->out[k][0][e], TEST_SENTINEL);
-				CU_ASSERT_EQUAL(tb->out[k][1][e], TEST_SENTINEL);
-			}
-		}
-	}
+	check_add_copy_outputs(tb, rows, 3);
 	/* what the model saw: the 4 real rows in task order, then 4 copies of row 0 of task 0 */
 	for (uint16_t k = 0; k < 3; k++) {
 		for (uint32_t r = 0; r < rows[k]; r++, row++) {
@@ -925,17 +931,7 @@ static void test_chunked_gather_scatter(void)
 	CU_ASSERT_EQUAL(poll_until(ex, 1, 0), 1);
 	CU_ASSERT_EQUAL(tb->status, BW_STATUS_OK);
 	CU_ASSERT_EQUAL(tb->valid_outputs, 3);
-	for (uint16_t k = 0; k < 3; k++) {
-		for (uint32_t e = 0; e < (rows[k] + TEST_SLACK_ROWS) * TEST_WIDTH; e++) {
-			if (e < rows[k] * TEST_WIDTH) {
-				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][0][e], tb->in[k][0][e] + tb->in[k][1][e], 1e-4);
-				CU_ASSERT_DOUBLE_EQUAL(tb->out[k][1][e], tb->in[k][0][e], 1e-4);
-			} else {
-				CU_ASSERT_EQUAL(tb->out[k][0][e], TEST_SENTINEL);
-				CU_ASSERT_EQUAL(tb->out[k][1][e], TEST_SENTINEL);
-			}
-		}
-	}
+	check_add_copy_outputs(tb, rows, 3);
 	/* the copy saw 2 rows a run; the last chunk was padding: two copies of task 0's row 0 */
 	for (uint32_t e = 0; e < 2 * TEST_WIDTH; e++)
 		CU_ASSERT_EQUAL(g_copy_seen[e], tb->in[0][0][e % TEST_WIDTH]);
