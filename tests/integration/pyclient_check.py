@@ -4,7 +4,8 @@
 a running batchwire: PING (and its DRAINING flag off), MODEL_INFO, INFER of the MLP equal to bwrun's
 outputs on the same inputs (1 and 4 rows, by name and by index), the echo model's round trip of
 several dtypes, ResNet-50's 602 KB request in segments and its reply, signed requests with a key file
-(and refused with the wrong key), and the server's refusals as BatchwireError with the status.
+(and refused with the wrong key), the server's refusals as BatchwireError with the status, and a Pool
+of an address nobody answers on and the server: requests fail over and stay away from the dead one.
 
 Usage: pyclient_check.py --site DIR --host IP --mtu N --bwrun PATH --models DIR --key-file F --key-id N
        --bad-key-file F"""
@@ -99,6 +100,18 @@ def main():
         check("a key the server does not have is refused", False)
     except BatchwireError as e:
         check("a key the server does not have: %s" % e.status_name, e.status_name == "UNAUTHENTICATED")
+
+    # a pool of a server that is not there and the real one: requests fail over and stay away
+    from batchwire import Pool
+    dead = args.host.rsplit(".", 1)[0] + ".99"
+    pool = Pool([dead, args.host], timeout=0.3, mtu=args.mtu)
+    x = np.random.default_rng(11).random((1, 784), dtype=np.float32)
+    answers = [pool.infer("mlp", {"input": x})["logits"] for _ in range(5)]
+    check("pool [%s (nobody), %s]: 5 requests answered, the dead one tried once, set aside" % (dead, args.host),
+          all(np.array_equal(a, answers[0]) for a in answers) and pool.servers[0]["failed"] == 1
+          and pool.servers[1]["answered"] == 5)
+    health = pool.check()
+    check("pool.check(): %s" % health, health == [(dead + ":7878", False), (args.host + ":7878", True)])
     return 1 if failures else 0
 
 

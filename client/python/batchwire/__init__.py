@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-__all__ = ["Client", "BatchwireError", "ModelInfo", "TensorInfo", "read_key_file", "STATUS_NAMES"]
+__all__ = ["Client", "Pool", "BatchwireError", "ModelInfo", "TensorInfo", "read_key_file", "STATUS_NAMES"]
 __version__ = "0.1.0"
 
 MAGIC = 0x52495742
@@ -357,3 +357,94 @@ def _model_info_decode(body):
         off += DESC.size + _pad8(tlen)
         tensors.append(TensorInfo(tname, dtype, dims[:rank]))
     return ModelInfo(model_id, name, flags, sizes, max_batch, levels, tensors[:n_in], tensors[n_in:])
+
+
+class Pool:
+    """Several servers serving the same models. Each request goes to the healthy server with the fewest
+    requests outstanding from this pool (threads may share it); a server that times out (after
+    `timeout`, without resends), refuses with UNAVAILABLE, or whose PING says DRAINING (check()) is
+    set aside for `holdoff` seconds, and the request goes to the next one. Another status is the
+    request's own answer and is raised.
+    hosts: a list of addresses ("10.0.0.1" or "10.0.0.1:7878"); the other arguments are Client's."""
+
+    def __init__(self, hosts, holdoff=2.0, **client_args):
+        import threading
+
+        if not hosts:
+            raise ValueError("a pool needs at least one server")
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.holdoff = holdoff
+        self._client_args = client_args
+        self.servers = []
+        for h in hosts:
+            host, _, port = h.partition(":")
+            self.servers.append({"host": host, "port": int(port) if port else PORT, "outstanding": 0,
+                                 "down_until": 0.0, "answered": 0, "failed": 0})
+
+    def _client(self, i):
+        # one socket per server and thread: a Client is not shared between threads
+        clients = getattr(self._local, "clients", None)
+        if clients is None:
+            clients = self._local.clients = {}
+        if i not in clients:
+            s = self.servers[i]
+            clients[i] = Client(s["host"], port=s["port"], retries=0, **self._client_args)
+        return clients[i]
+
+    def _order(self):
+        now = time.monotonic()
+        with self._lock:
+            idx = sorted(range(len(self.servers)), key=lambda i: (self.servers[i]["down_until"] > now,
+                                                                  self.servers[i]["outstanding"], i))
+        return idx
+
+    def _call(self, fn):
+        last = None
+        for i in self._order():
+            s = self.servers[i]
+            with self._lock:
+                s["outstanding"] += 1
+            try:
+                out = fn(self._client(i))
+                with self._lock:
+                    s["answered"] += 1
+                return out
+            except (TimeoutError, OSError) as e:
+                last = e
+            except BatchwireError as e:
+                if e.status_name != "UNAVAILABLE":
+                    raise  # the request's own fault: another server would say the same
+                last = e
+            finally:
+                with self._lock:
+                    s["outstanding"] -= 1
+            with self._lock:
+                s["failed"] += 1
+                s["down_until"] = time.monotonic() + self.holdoff
+        raise last if last is not None else TimeoutError("no server answered")
+
+    def check(self):
+        """PINGs every server now; one that does not answer, or says DRAINING, is set aside.
+        \\return [(host, healthy)]."""
+        out = []
+        for i, s in enumerate(self.servers):
+            try:
+                c = self._client(i)
+                c.ping()
+                healthy = not c.draining
+            except (TimeoutError, OSError, BatchwireError):
+                healthy = False
+            with self._lock:
+                s["down_until"] = 0.0 if healthy else time.monotonic() + self.holdoff
+            out.append(("%s:%d" % (s["host"], s["port"]), healthy))
+        return out
+
+    def infer(self, model, inputs, deadline_us=0, priority=0):
+        return self._call(lambda c: c.infer(model, inputs, deadline_us, priority))
+
+    def model_info(self, model):
+        return self._call(lambda c: c.model_info(model))
+
+    def ping(self, payload=b""):
+        return self._call(lambda c: c.ping(payload))
