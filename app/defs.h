@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include <rte_common.h>
+#include <rte_lcore.h>
 
 #include <batchwire/batch.h>
 
@@ -138,6 +139,12 @@ struct app_lcore {
 /* Every polling lcore's part, by lcore id; the service being run (NULL before init, after fini). */
 extern struct app_lcore app_lcores[RTE_MAX_LCORE];
 extern struct app_service *app_current;
+
+/** Whether an lcore runs model steps and does not poll the port (a worker lcore of its own). */
+static inline bool app_lcore_is_worker_only(unsigned int lcore_id)
+{
+	return rte_lcore_is_enabled(lcore_id) && app_lcores[lcore_id].dp == NULL && app_service_is_worker(lcore_id);
+}
 
 /** After the lcores stopped, on the main thread: every channel's executor instance freed. */
 void app_lcores_stop(void);

@@ -235,13 +235,13 @@ static void worker_metrics(struct text *t)
 	family(t, "batchwire_worker_busy_seconds_total", "counter",
 	       "Time a worker lcore (one that does not poll the port) spent in iterations that did work.");
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
-		if (rte_lcore_is_enabled(l) && app_lcores[l].dp == NULL && app_service_is_worker(l))
+		if (app_lcore_is_worker_only(l))
 			text_add(t, "batchwire_worker_busy_seconds_total{lcore=\"%u\"} %.9g\n", l,
 				 (double)app_service_worker_stats(l)->busy_cycles / hz);
 	}
 	family(t, "batchwire_worker_seconds_total", "counter", "Time a worker lcore spent in its poll loop.");
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
-		if (rte_lcore_is_enabled(l) && app_lcores[l].dp == NULL && app_service_is_worker(l))
+		if (app_lcore_is_worker_only(l))
 			text_add(t, "batchwire_worker_seconds_total{lcore=\"%u\"} %.9g\n", l,
 				 (double)app_service_worker_stats(l)->cycles / hz);
 	}

@@ -45,14 +45,9 @@ static struct bw_hist *hist_of(struct bat_stats *s, unsigned int h)
 	return (struct bw_hist *)(void *)((uint8_t *)s + g_hists[h].offset);
 }
 
-static const struct bw_hist *hist_of_const(const struct bat_stats *s, unsigned int h)
-{
-	return (const struct bw_hist *)(const void *)((const uint8_t *)s + g_hists[h].offset);
-}
-
 const struct bw_hist *app_hist_get(const struct bat_stats *s, unsigned int h)
 {
-	return hist_of_const(s, h);
+	return (const struct bw_hist *)(const void *)((const uint8_t *)s + g_hists[h].offset);
 }
 
 static void stats_add(struct bat_stats *sum, const struct bat_stats *s)
@@ -73,7 +68,7 @@ static void stats_add(struct bat_stats *sum, const struct bat_stats *s)
 	for (unsigned int z = 0; z <= BAT_BATCH_SIZE_MAX; z++)
 		sum->by_size[z] += s->by_size[z];
 	for (unsigned int h = 0; h < RTE_DIM(g_hists); h++)
-		bw_hist_merge(hist_of(sum, h), hist_of_const(s, h));
+		bw_hist_merge(hist_of(sum, h), app_hist_get(s, h));
 }
 
 /* One model's batcher counters over the polling lcores (model < 0: every model; lcore < 0: every
@@ -93,11 +88,6 @@ void app_stats_sum(int model, int lcore, struct bat_stats *sum)
 				stats_add(sum, bat_queue_stats(al->channels[c].queue));
 		}
 	}
-}
-
-static void stats_sum(int model, struct bat_stats *sum)
-{
-	app_stats_sum(model, -1, sum);
 }
 
 static void batch_keys_add(struct rte_tel_data *d, const struct bat_stats *sum, const char *prefix)
@@ -152,7 +142,7 @@ static void batch_keys_add(struct rte_tel_data *d, const struct bat_stats *sum, 
 			const char *name;
 			double q;
 		} quantiles[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
-		const struct bw_hist *hist = hist_of_const(sum, h);
+		const struct bw_hist *hist = app_hist_get(sum, h);
 		struct rte_tel_data *one = rte_tel_data_alloc();
 
 		if (one == NULL)
@@ -172,7 +162,7 @@ void app_service_telemetry(struct rte_tel_data *d)
 	struct bat_stats sum;
 	uint64_t inflight = 0;
 
-	stats_sum(-1, &sum);
+	app_stats_sum(-1, -1, &sum);
 	batch_keys_add(d, &sum, "batch_");
 	for (unsigned int i = 0; app_current != NULL && i < app_current->nb_models; i++)
 		inflight += bat_limiter_in_flight(app_current->models[i]->limiter);
@@ -266,7 +256,7 @@ static int model_cb(const char *cmd __rte_unused, const char *params, struct rte
 	if (spec == NULL)
 		return -EINVAL;
 	m = app_current->models[spec->id];
-	stats_sum((int)spec->id, &sum);
+	app_stats_sum((int)spec->id, -1, &sum);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "id", spec->id);
 	rte_tel_data_add_dict_string(d, "kind", m->engine->kind);
@@ -325,7 +315,7 @@ static int hist_cb(const char *cmd __rte_unused, const char *params, struct rte_
 	app_stats_sum((int)spec->id, lcore, &sum);
 	rte_tel_data_start_dict(d);
 	for (unsigned int h = 0; h < RTE_DIM(g_hists); h++) {
-		const struct bw_hist *hist = hist_of_const(&sum, h);
+		const struct bw_hist *hist = app_hist_get(&sum, h);
 		struct rte_tel_data *buckets = rte_tel_data_alloc();
 		char key[64];
 
@@ -357,7 +347,7 @@ static int workers_cb(const char *cmd __rte_unused, const char *params __rte_unu
 		struct rte_tel_data *one;
 		char key[32];
 
-		if (!rte_lcore_is_enabled(l) || app_lcores[l].dp != NULL || !app_service_is_worker(l))
+		if (!app_lcore_is_worker_only(l))
 			continue;
 		st = app_service_worker_stats(l);
 		one = rte_tel_data_alloc();

@@ -538,7 +538,7 @@ static void counts_take(uint32_t id, struct model_counts *c)
 {
 	const struct app_model *m = g_svc.models[id];
 
-	stats_sum((int)id, &c->bat);
+	app_stats_sum((int)id, -1, &c->bat);
 	/* on the GPU the executor is the polling lcore's: its counters are the channel's */
 	memset(&c->exec, 0, sizeof(c->exec));
 	if (m->engine->exec_stats != NULL)
@@ -1435,7 +1435,7 @@ static void test_drain_balance(void)
 		const struct app_channel *ch = &al->channels[id];
 		struct bat_stats sum;
 
-		stats_sum((int)id, &sum);
+		app_stats_sum((int)id, -1, &sum);
 		CU_ASSERT(bat_queue_empty(ch->queue));
 		CU_ASSERT_EQUAL(bat_limiter_in_flight(m->limiter), 0);
 		CU_ASSERT_EQUAL(sum.jobs, sum.jobs_done);
