@@ -169,6 +169,18 @@ enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request 
  */
 void app_job_done(void *ctx, struct bat_job *job, enum bw_status status);
 
+/** (hot) A blank job of the queue for a request of rows rows and these tensor counts, or NULL with msg
+ * saying why (every job in use). */
+struct bat_job *app_job_take(struct bat_queue *q, uint32_t rows, uint16_t num_inputs, uint16_t num_outputs,
+			     char *msg, size_t cap);
+
+/** (hot) Whether the channel's executor can take batches; if not, msg says the model is unavailable
+ * and why. */
+bool app_channel_healthy(const struct app_channel *ch, char *msg, size_t cap);
+
+/** "[1,784]", or with batch "N" or "-1" in place of the first dimension: a shape in a message. */
+void app_shape_format(char *buf, size_t cap, const uint32_t *dims, uint8_t rank, const char *batch);
+
 /** (hot) Why bat_submit refused a job of rows rows with status. */
 void app_job_refusal(const struct bat_queue *q, uint32_t rows, enum bw_status status, char *msg, size_t cap);
 

@@ -159,17 +159,6 @@ static int shape_parse(const json_t *shape, struct infer_tensor *t, char *why, s
 	return 0;
 }
 
-static void shape_text(char *buf, size_t cap, const uint32_t *dims, uint8_t rank, bool batch_as_n)
-{
-	size_t off = (size_t)snprintf(buf, cap, "[");
-
-	for (uint8_t d = 0; d < rank && off < cap; d++)
-		off += d == 0 && batch_as_n ? (size_t)snprintf(buf + off, cap - off, "-1")
-					    : (size_t)snprintf(buf + off, cap - off, "%s%u", d > 0 ? "," : "", dims[d]);
-	if (off < cap)
-		snprintf(buf + off, cap - off, "]");
-}
-
 /* One input object against the model (ONNX: its input by name; echo: any tensor). */
 static int input_parse(const struct app_model *m, json_t *obj, struct infer_request *q, unsigned int nth,
 		       struct app_http_reply *out)
@@ -224,8 +213,8 @@ static int input_parse(const struct app_model *m, json_t *obj, struct infer_requ
 		if (!ok) {
 			char got[96], want[96];
 
-			shape_text(got, sizeof(got), t.dims, t.rank, false);
-			shape_text(want, sizeof(want), s->dims, s->rank, true);
+			app_shape_format(got, sizeof(got), t.dims, t.rank, NULL);
+			app_shape_format(want, sizeof(want), s->dims, s->rank, "-1"); /* KServe's dynamic dimension */
 			fail(out, 400, "input '%s': shape %s, expected %s", name, got, want);
 			return -EINVAL;
 		}

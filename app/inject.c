@@ -187,7 +187,6 @@ static void inject_queue(struct app_lcore *al, struct app_inject *r, uint64_t no
 	struct app_channel *ch;
 	struct bat_job *job;
 	enum bw_status status;
-	const struct bw_executor_ops *ex;
 
 	if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == APP_INJECT_ABANDONED) {
 		rte_mempool_put(g_inject.pool, r);
@@ -198,25 +197,18 @@ static void inject_queue(struct app_lcore *al, struct app_inject *r, uint64_t no
 		return;
 	}
 	ch = &al->channels[r->model_id];
-	ex = ch->executor.ops;
-	if (ex->health != NULL && unlikely(ex->health(ch->executor.ctx, msg, sizeof(msg) / 2) != 0)) {
-		char why[APP_INJECT_MSG_MAX + RT_MODEL_NAME_MAX + 32];
-
-		snprintf(why, sizeof(why), "model '%s' is unavailable: %s", ch->model->spec.name, msg);
-		inject_finish(r, BW_STATUS_UNAVAILABLE, why);
+	if (unlikely(!app_channel_healthy(ch, msg, sizeof(msg)))) {
+		inject_finish(r, BW_STATUS_UNAVAILABLE, msg);
 		return;
 	}
-	job = bat_job_alloc(ch->queue);
+	job = app_job_take(ch->queue, r->rows, r->num_inputs, r->num_outputs, msg, sizeof(msg));
 	if (job == NULL) {
-		inject_finish(r, BW_STATUS_RESOURCE_EXHAUSTED, "no free request slot in this core's batcher");
+		inject_finish(r, BW_STATUS_RESOURCE_EXHAUSTED, msg);
 		return;
 	}
-	job->rows = r->rows;
 	job->priority = r->priority;
 	job->arrival_tsc = now;
 	job->deadline_tsc = r->timeout_us != 0 ? now + plat_us_to_tsc(r->timeout_us) : 0;
-	job->num_inputs = r->num_inputs;
-	job->num_outputs = r->num_outputs;
 	for (uint16_t i = 0; i < r->num_inputs; i++)
 		job->inputs[i] = bw_segment_flat(r->data + r->in[i].off, r->in[i].len);
 	for (uint16_t o = 0; o < r->num_outputs; o++)

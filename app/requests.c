@@ -73,13 +73,13 @@ static uint32_t echo_request_rows(const struct dp_request *req, char *msg, size_
 	return rows;
 }
 
-static void shape_format(char *buf, size_t cap, const uint32_t *dims, uint8_t rank, bool batch_as_n)
+void app_shape_format(char *buf, size_t cap, const uint32_t *dims, uint8_t rank, const char *batch)
 {
 	size_t off = (size_t)snprintf(buf, cap, "[");
 
 	for (uint8_t d = 0; d < rank && off < cap; d++) {
-		if (d == 0 && batch_as_n)
-			off += (size_t)snprintf(buf + off, cap - off, "N");
+		if (d == 0 && batch != NULL)
+			off += (size_t)snprintf(buf + off, cap - off, "%s", batch);
 		else
 			off += (size_t)snprintf(buf + off, cap - off, "%s%u", d > 0 ? "," : "", dims[d]);
 	}
@@ -202,8 +202,8 @@ static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_
 			uint32_t dims[BW_MAX_RANK];
 
 			memcpy(dims, d->dims, sizeof(dims)); /* the descriptor is packed: no pointer into it */
-			shape_format(got, sizeof(got), dims, d->rank, false);
-			shape_format(want, sizeof(want), spec->dims, spec->rank, true);
+			app_shape_format(got, sizeof(got), dims, d->rank, NULL);
+			app_shape_format(want, sizeof(want), spec->dims, spec->rank, "N");
 			snprintf(msg, cap, "input '%s': shape %s, expected %s with N > 0 rows, the same N in every input",
 				 spec->name, got, want);
 			return 0;
@@ -219,8 +219,7 @@ static uint32_t onnx_request_bind(const struct rt_model *model, const struct dp_
 	return rows;
 }
 
-/* A blank job for a request of rows rows and these tensor counts, or NULL with msg saying why. */
-static struct bat_job *job_take(struct bat_queue *q, uint32_t rows, uint16_t num_inputs, uint16_t num_outputs,
+struct bat_job *app_job_take(struct bat_queue *q, uint32_t rows, uint16_t num_inputs, uint16_t num_outputs,
 				char *msg, size_t cap)
 {
 	struct bat_job *job = bat_job_alloc(q);
@@ -276,7 +275,7 @@ enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request 
 
 	if (rows == 0)
 		return BW_STATUS_INVALID_ARGUMENT;
-	job = job_take(ch->queue, rows, req->num_tensors, req->num_tensors, msg, cap);
+	job = app_job_take(ch->queue, rows, req->num_tensors, req->num_tensors, msg, cap);
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	for (uint16_t i = 0; i < req->num_tensors; i++) {
@@ -361,7 +360,7 @@ enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request 
 	status = onnx_outputs_place(ch, req, outputs, rows, body_cap, msg, cap);
 	if (status != BW_STATUS_OK)
 		return status;
-	job = job_take(ch->queue, rows, model->num_inputs, model->num_outputs, msg, cap);
+	job = app_job_take(ch->queue, rows, model->num_inputs, model->num_outputs, msg, cap);
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	for (uint16_t i = 0; i < model->num_inputs; i++)
@@ -376,14 +375,21 @@ static enum bw_status service_infer(void *lcore_ctx, const void *handle, struct 
 {
 	const struct rt_model *model = handle;
 	struct app_channel *ch = &((struct app_lcore *)lcore_ctx)->channels[model->id];
+
+	if (unlikely(!app_channel_healthy(ch, msg, msg_cap)))
+		return BW_STATUS_UNAVAILABLE;
+	return ch->model->engine->request_queue(ch, req, body_cap, msg, msg_cap);
+}
+
+bool app_channel_healthy(const struct app_channel *ch, char *msg, size_t cap)
+{
 	const struct bw_executor_ops *ex = ch->executor.ops;
 	char why[160];
 
-	if (ex->health != NULL && unlikely(ex->health(ch->executor.ctx, why, sizeof(why)) != 0)) {
-		snprintf(msg, msg_cap, "model '%s' is unavailable: %s", model->name, why);
-		return BW_STATUS_UNAVAILABLE;
-	}
-	return ch->model->engine->request_queue(ch, req, body_cap, msg, msg_cap);
+	if (ex->health == NULL || likely(ex->health(ch->executor.ctx, why, sizeof(why)) == 0))
+		return true;
+	snprintf(msg, cap, "model '%s' is unavailable: %s", ch->model->spec.name, why);
+	return false;
 }
 
 struct dp_model_ops app_model_ops(struct app_service *svc)
