@@ -86,11 +86,9 @@ struct trial {
 	void *arena;
 };
 
-static int trial_make(const struct rt_graph *g, int64_t rows, struct trial *t, char *err, size_t cap)
+/* The arena of t's plan (t->plan freed when there is no memory for it). */
+static int trial_arena(struct trial *t, char *err, size_t cap)
 {
-	t->plan = rt_plan_create(g, rows, RT_DEVICE_CPU, err, cap);
-	if (t->plan == NULL)
-		return -EINVAL;
 	t->arena = rt_exec_zalloc(rt_plan_arena_bytes(t->plan));
 	if (t->arena == NULL) {
 		size_t bytes = rt_plan_arena_bytes(t->plan);
@@ -100,6 +98,14 @@ static int trial_make(const struct rt_graph *g, int64_t rows, struct trial *t, c
 		return bw_err(err, cap, -ENOMEM, "out of memory for an arena of %zu bytes", bytes);
 	}
 	return 0;
+}
+
+static int trial_make(const struct rt_graph *g, int64_t rows, struct trial *t, char *err, size_t cap)
+{
+	t->plan = rt_plan_create(g, rows, RT_DEVICE_CPU, err, cap);
+	if (t->plan == NULL)
+		return -EINVAL;
+	return trial_arena(t, err, cap);
 }
 
 static void trial_free(struct trial *t)
@@ -151,8 +157,9 @@ static int trial_time(struct trial *t, int64_t batch, const struct rt_tensor *in
 	return rc;
 }
 
-int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
-			     char *report, size_t report_cap, char *err, size_t cap)
+/* rt_plan_chunk_choose, nothing timed when the whole plan's arena is at most arena_min bytes. */
+static int64_t chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
+			    size_t arena_min, char *report, size_t report_cap, char *err, size_t cap)
 {
 	struct rt_tensor in[CHUNK_IO_MAX], out[CHUNK_IO_MAX];
 	struct trial whole = { 0 };
@@ -165,7 +172,16 @@ int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int6
 		report[0] = '\0';
 	if (g->num_inputs > CHUNK_IO_MAX || g->num_outputs > CHUNK_IO_MAX)
 		return bw_err(err, cap, -EINVAL, "more graph inputs or outputs than %d", CHUNK_IO_MAX);
-	rc = trial_make(g, batch, &whole, err, cap);
+	whole.plan = rt_plan_create(g, batch, RT_DEVICE_CPU, err, cap);
+	if (whole.plan == NULL)
+		return -EINVAL;
+	if (rt_plan_arena_bytes(whole.plan) <= arena_min) {
+		snprintf(report, report_cap, "batch %" PRId64 ": whole (its arena of %zu KiB fits in L2)", batch,
+			 rt_plan_arena_bytes(whole.plan) >> 10);
+		trial_free(&whole);
+		return batch;
+	}
+	rc = trial_arena(&whole, err, cap);
 	if (rc != 0)
 		return rc;
 	/* the whole plan's own inputs and outputs hold the batch: the candidates read and write them */
@@ -197,7 +213,7 @@ int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int6
 	off = (size_t)snprintf(report, report_cap, "batch %" PRId64 ": whole %.0f us", batch, whole_us);
 	for (unsigned int k = 0; k < nb; k++) {
 		int64_t rows = candidates[k];
-		struct trial t;
+		struct trial t = { 0 };
 		double us;
 
 		if (rows <= 0 || rows >= batch || batch % rows != 0)
@@ -229,27 +245,22 @@ oom:
 	goto done;
 }
 
+int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
+			     char *report, size_t report_cap, char *err, size_t cap)
+{
+	return chunk_choose(g, batch, candidates, nb, 0, report, report_cap, err, cap);
+}
+
 int64_t rt_plan_chunk_auto(const struct rt_graph *g, int64_t batch, char *report, size_t report_cap, char *err,
 			   size_t cap)
 {
 	static const int64_t candidates[] = { 1, 2, 4, 8 };
-	struct rt_plan *whole;
-	size_t arena;
 
 	if (report_cap > 0)
 		report[0] = '\0';
 	if (batch <= 1)
 		return batch;
-	whole = rt_plan_create(g, batch, RT_DEVICE_CPU, err, cap);
-	if (whole == NULL)
-		return -EINVAL;
-	arena = rt_plan_arena_bytes(whole);
-	rt_plan_free(whole);
-	if (arena <= RT_PLAN_CHUNK_ARENA_MIN) {
-		snprintf(report, report_cap, "batch %" PRId64 ": whole (its arena of %zu KiB fits in L2)", batch,
-			 arena >> 10);
-		return batch;
-	}
-	return rt_plan_chunk_choose(g, batch, candidates, sizeof(candidates) / sizeof(candidates[0]), report,
-				    report_cap, err, cap);
+	/* the whole plan is made once: its arena decides whether anything is timed */
+	return chunk_choose(g, batch, candidates, sizeof(candidates) / sizeof(candidates[0]), RT_PLAN_CHUNK_ARENA_MIN,
+			    report, report_cap, err, cap);
 }
