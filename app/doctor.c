@@ -155,8 +155,21 @@ static int cpu_node(const struct doctor *d, unsigned int cpu)
 
 /* ---- EAL's arguments ------------------------------------------------------------------------------ */
 
-/* -l's "0-3,5" and --lcores' "0@2,1@(3,4),5": each lcore's CPU. */
-static int lcores_parse(struct eal_view *e, const char *s, bool mapping)
+/* -l's "0-3,5": lcore n on CPU n. */
+static int lcore_list_apply(struct eal_view *e, const char *s)
+{
+	bool set[DOC_CPUS_MAX] = { false };
+
+	if (!cpu_list_parse(s, set, DOC_CPUS_MAX))
+		return -EINVAL;
+	for (unsigned int c = 0; c < DOC_CPUS_MAX; c++)
+		if (set[c])
+			e->lcore_cpu[c] = (int)c;
+	return 0;
+}
+
+/* --lcores' "0@2,1@(3,4),5-6": each lcore's CPU (one without '@' is its own CPU's). */
+static int lcores_parse(struct eal_view *e, const char *s)
 {
 	while (*s != '\0') {
 		char *end;
@@ -166,7 +179,7 @@ static int lcores_parse(struct eal_view *e, const char *s, bool mapping)
 			return -EINVAL;
 		if (*end == '-')
 			hi = strtoul(end + 1, &end, 10);
-		if (mapping && *end == '@') { /* lcore@cpu (or @(cpus): the first counts) */
+		if (*end == '@') { /* lcore@cpu (or @(cpus): the first counts) */
 			const char *c = end + 1 + (end[1] == '(');
 			unsigned long cpu = strtoul(c, &end, 10);
 
@@ -196,11 +209,14 @@ static int eal_parse(struct eal_view *e, int argc, char **argv, FILE *out)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int rc = 0;
 
-		if ((strcmp(a, "-l") == 0 || strcmp(a, "--lcores") == 0) && v != NULL) {
-			rc = lcores_parse(e, v, strcmp(a, "--lcores") == 0);
+		if (strcmp(a, "-l") == 0 && v != NULL) {
+			rc = lcore_list_apply(e, v);
+			i++;
+		} else if (strcmp(a, "--lcores") == 0 && v != NULL) {
+			rc = lcores_parse(e, v);
 			i++;
 		} else if (strncmp(a, "-l", 2) == 0 && a[2] != '\0') {
-			rc = lcores_parse(e, a + 2, false);
+			rc = lcore_list_apply(e, a + 2);
 		} else if (strcmp(a, "-c") == 0 && v != NULL) {
 			unsigned long long mask = strtoull(v, NULL, 16);
 
