@@ -398,73 +398,72 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 
 /* ---- the mbuf pools' memory ---------------------------------------------------------------------- */
 
-/* A mempool's memory chunks, page-aligned, for the device to register. */
-struct region_list {
-	unsigned int count;
-	bool overflow;
-	struct {
-		uintptr_t start, end;
-	} r[GPU_REGIONS_MAX];
+/* The mbuf pools' memory chunks, every one of them, before merging (gpu_host_ranges_merge). */
+struct chunk_list {
+	unsigned int count, cap;
+	struct gpu_host_range *r;
 };
 
-static void region_add(struct rte_mempool *mp __rte_unused, void *opaque, struct rte_mempool_memhdr *memhdr,
-		       unsigned int mem_idx __rte_unused)
+static void chunk_add(struct rte_mempool *mp __rte_unused, void *opaque, struct rte_mempool_memhdr *memhdr,
+		      unsigned int mem_idx __rte_unused)
 {
-	struct region_list *list = opaque;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct chunk_list *list = opaque;
 
-	if (list->count == GPU_REGIONS_MAX) {
-		list->overflow = true;
-		return;
-	}
-	list->r[list->count].start = (uintptr_t)memhdr->addr & ~(page - 1);
-	list->r[list->count].end = ((uintptr_t)memhdr->addr + memhdr->len + page - 1) & ~(page - 1);
-	list->count++;
+	if (list->count < list->cap)
+		list->r[list->count++] = (struct gpu_host_range){ .start = (uintptr_t)memhdr->addr,
+								   .end = (uintptr_t)memhdr->addr + memhdr->len };
 }
 
-static int region_cmp(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
+/*
+ * One registration per run of contiguous pages, not per chunk: a large pool on 2 MB hugepages in
+ * IOVA-as-PA mode has a chunk per hugepage (hundreds), far more than GPU_REGIONS_MAX, but EAL maps
+ * them next to each other in virtual memory, so they merge into a few runs. All chunks are collected before merging,
+ * so the order rte_mempool_mem_iter gives them in cannot overflow the table early.
+ */
 static int gpu_memory_register(struct rte_mempool *const *pools, unsigned int nb_pools, FILE *err)
 {
-	struct region_list list = {0};
+	struct chunk_list list = {0};
 	char why[GPU_ERR_MAX];
-	unsigned int merged = 0;
+	unsigned int merged;
+	int ret = 0;
 
 	if (g_gpu.hd.ops == NULL)
 		return 0;
 	for (unsigned int p = 0; p < nb_pools; p++)
-		rte_mempool_mem_iter(pools[p], region_add, &list);
-	/* Chunks rounded out to pages may touch or overlap: one registration per run of them. */
-	qsort(list.r, list.count, sizeof(list.r[0]), region_cmp);
-	for (unsigned int i = 0; i < list.count; i++) {
-		if (merged > 0 && list.r[i].start <= list.r[merged - 1].end)
-			list.r[merged - 1].end = RTE_MAX(list.r[merged - 1].end, list.r[i].end);
-		else
-			list.r[merged++] = list.r[i];
+		list.cap += pools[p]->nb_mem_chunks;
+	list.r = calloc(list.cap > 0 ? list.cap : 1, sizeof(*list.r));
+	if (list.r == NULL) {
+		fprintf(err, "batchwire: registering the mbuf pools with GPU %d: out of memory for %u chunks\n",
+			g_gpu.hd.index, list.cap);
+		return -ENOMEM;
 	}
-	if (list.overflow) {
-		fprintf(err, "batchwire: the mbuf pools have more than %d memory chunks: the GPU cannot register them "
-			"all (expected hugepages, or fewer pools)\n", GPU_REGIONS_MAX);
+	for (unsigned int p = 0; p < nb_pools; p++)
+		rte_mempool_mem_iter(pools[p], chunk_add, &list);
+	merged = gpu_host_ranges_merge(list.r, list.count, (size_t)sysconf(_SC_PAGESIZE));
+	if (merged > GPU_REGIONS_MAX) {
+		fprintf(err, "batchwire: the mbuf pools' %u memory chunks lie in %u separate runs of pages after "
+			"merging contiguous ones; GPU %d registers at most %d (GPU_REGIONS_MAX): give EAL hugepages, "
+			"or fewer, larger pools\n", list.count, merged,
+			g_gpu.hd.index, GPU_REGIONS_MAX);
+		free(list.r);
 		return -ENOSPC;
 	}
-	for (unsigned int i = 0; i < merged; i++) {
+	for (unsigned int i = 0; i < merged && ret == 0; i++) {
 		void *addr = (void *)list.r[i].start, *dev_addr;
 		size_t len = list.r[i].end - list.r[i].start;
-		int ret = g_gpu.hd.ops->host_register(g_gpu.hd.dev, addr, len, &dev_addr, why, sizeof(why));
 
+		ret = g_gpu.hd.ops->host_register(g_gpu.hd.dev, addr, len, &dev_addr, why, sizeof(why));
 		if (ret != 0) {
 			fprintf(err, "batchwire: registering %zu KiB of mbuf pool memory with GPU %d: %s\n", len >> 10,
 				g_gpu.hd.index, why);
-			return ret;
+			break;
 		}
 		g_gpu.regions[g_gpu.nb_regions++] = addr;
 		g_gpu.registered_bytes += len;
 	}
+	free(list.r);
+	if (ret != 0)
+		return ret;
 	PLAT_LOG(INFO, app, "GPU %d reads requests from and writes replies into the mbuf pools: %u regions, %" PRIu64
 		 " MiB registered", g_gpu.hd.index, g_gpu.nb_regions, g_gpu.registered_bytes >> 20);
 	return 0;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda_defs.h"
 
@@ -117,6 +118,8 @@ static int cuda_dev_open(int index, struct gpu_dev **out, char *err, size_t cap)
 		return -ENOMEM;
 	}
 	dev->index = index;
+	/* cudaHostRegister pins whole pages: regions sharing one are refused up front (defs.h) */
+	dev->regions.page = (size_t)sysconf(_SC_PAGESIZE);
 	*out = dev;
 	return 0;
 }

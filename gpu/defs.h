@@ -20,18 +20,26 @@ struct gpu_region {
 	void *dev_addr;
 };
 
-/* A device's registered host regions: unsorted, at most GPU_REGIONS_MAX, touched at start-up only. */
+/*
+ * A device's registered host regions: unsorted, at most GPU_REGIONS_MAX, touched at start-up only.
+ * page: the granularity at which the device pins memory. cudaHostRegister pins whole pages and
+ * refuses a range with a page already pinned (cudaErrorHostMemoryAlreadyRegistered, which would read
+ * as a device error), so two regions sharing a page are refused before the call, -EEXIST. 0 or 1:
+ * bytes (the fake's default, so tests may register neighbouring arrays).
+ */
 struct gpu_regions {
 	struct gpu_region r[GPU_REGIONS_MAX];
 	unsigned int n;
+	size_t page;
 };
 
 /* Writes one line into err (if any), printf-style: bw_err's, for callers that return their own code. */
 #define gpu_err(err, cap, ...) ((void)bw_err((err), (cap), 0, __VA_ARGS__))
 
 /**
- * Checks that [addr, addr + len) may be added.
- * \return 0; -EINVAL (NULL, empty or wrapping), -EEXIST (overlaps region k, named in err), -ENOSPC.
+ * Checks that [addr, addr + len) may be added: it overlaps no region, and shares no page with one.
+ * \return 0; -EINVAL (NULL, empty or wrapping), -EEXIST (overlaps region k, or shares a page with it,
+ *         named in err), -ENOSPC.
  */
 int gpu_regions_check(const struct gpu_regions *rs, const void *addr, size_t len, char *err, size_t cap);
 /** Adds a region gpu_regions_check accepted. */

@@ -73,6 +73,7 @@ static int fake_dev_open(int index, struct gpu_dev **out, char *err, size_t cap)
 	dev->index = index;
 	dev->mode = g_config.mode;
 	dev->seed = g_config.seed;
+	dev->regions.page = g_config.pin_page_bytes;
 	pthread_mutex_init(&dev->lock, NULL);
 	if (dev->mode == GPU_FAKE_THREAD) {
 		int rc = pthread_create(&dev->thread, NULL, fake_thread, dev);

@@ -18,6 +18,7 @@
 #ifndef BW_GPU_FAKE_H
 #define BW_GPU_FAKE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gpu.h"
@@ -40,6 +41,9 @@ struct gpu_fake_config {
 	int nb_devices;          /* what probe reports; 0: "no fake device configured" */
 	enum gpu_fake_mode mode;
 	unsigned int seed;       /* GPU_FAKE_THREAD's choice of stream */
+	size_t pin_page_bytes;   /* host_register refuses a region sharing a page of this size with a
+				  * registered one, as cudaHostRegister does; 0: bytes (regions may be
+				  * neighbouring arrays) */
 };
 
 /** The fake's table. */

@@ -104,8 +104,10 @@ struct gpu_ops {
 	/**
 	 * Registers a host region (e.g. a DPDK mbuf pool's memory) so the device reads and writes it
 	 * directly (cudaHostRegister, mapped). *dev_addr: the address the device uses for addr.
-	 * \return 0; -EINVAL (NULL, empty), -EEXIST (overlaps a registered region), -ENOSPC (more than
-	 *         GPU_REGIONS_MAX), -EIO (device error or unhealthy).
+	 * The CUDA module refuses a region sharing a page with a registered one (cudaHostRegister pins
+	 * whole pages), as the fake does when configured to (pin_page_bytes): see gpu_host_ranges_merge.
+	 * \return 0; -EINVAL (NULL, empty), -EEXIST (overlaps a registered region, or shares a page with
+	 *         one), -ENOSPC (more than GPU_REGIONS_MAX), -EIO (device error or unhealthy).
 	 */
 	int (*host_register)(struct gpu_dev *dev, void *addr, size_t len, void **dev_addr, char *err, size_t cap);
 	/** \return 0; -ENOENT when addr does not start a registered region; -EIO. */
@@ -192,6 +194,24 @@ static inline int gpu_word_reached(const volatile uint32_t *word, uint32_t value
 {
 	return __atomic_load_n(word, __ATOMIC_ACQUIRE) == value;
 }
+
+/* ---- preparing registrations (gpu/regions.c, linked with the loader) ------------------------------ */
+
+/* Host memory to register: [start, end). */
+struct gpu_host_range {
+	uintptr_t start, end;
+};
+
+/**
+ * Turns memory chunks (a mempool's, in any order, touching, overlapping or empty) into what to pass to
+ * host_register, in place: each rounded out to page boundaries, sorted, and those that overlap or
+ * touch merged into one. So a pool of many contiguous chunks (2 MB hugepages, one chunk each, in
+ * IOVA-as-PA mode) takes one registration per contiguous run, not one per chunk, and no two
+ * registrations share a page (host_register refuses that: the device pins whole pages). Start-up only.
+ * \param page  a power of two (the host's page size); 0 or 1: no rounding
+ * \return the number of ranges left at the front of r, ascending and neither touching nor overlapping
+ */
+unsigned int gpu_host_ranges_merge(struct gpu_host_range *r, unsigned int n, size_t page);
 
 /* ---- the loader (gpu/loader.c, library bwgpuload) ---------------------------------------------------- */
 

@@ -113,6 +113,146 @@ static void test_register(void)
 	g_ops->dev_close(dev);
 }
 
+/*
+ * Configured as cudaHostRegister behaves (whole pages pinned), the fake refuses a region sharing a
+ * page with a registered one, -EEXIST naming the page, where CUDA would fail -EIO; page neighbours are
+ * fine.
+ */
+static void test_register_pages(void)
+{
+	enum { PAGE = 4096 };
+	struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_ON_DEMAND, .seed = 1,
+				       .pin_page_bytes = PAGE };
+	uint8_t *mem = aligned_alloc(PAGE, 4 * PAGE);
+	struct gpu_dev *dev = NULL;
+	char err[GPU_ERR_MAX];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	gpu_fake_configure(&cfg);
+	CU_ASSERT_EQUAL_FATAL(g_ops->dev_open(0, &dev, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem + 100, 200, NULL, err, sizeof(err)), 0);
+	/* the same page, bytes apart: after it, before it */
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem + 300, 8, NULL, err, sizeof(err)), -EEXIST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "shares a 4096-byte page"));
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem, 100, NULL, err, sizeof(err)), -EEXIST);
+	/* a region starting in that page and going on for pages: its rounded range covers it */
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem + PAGE - 1, 2 * PAGE, NULL, err, sizeof(err)), -EEXIST);
+	/* the next page is another page */
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem + PAGE, PAGE, NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem + 2 * PAGE + 5, PAGE - 5, NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_register(dev, mem + 3 * PAGE, 1, NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_regions(dev), 4);
+	CU_ASSERT_EQUAL(g_ops->health(dev, err, sizeof(err)), 0);
+	g_ops->dev_close(dev); /* releases the registrations */
+	free(mem);
+}
+
+/* Pages [first, first + count) after base, as one chunk. */
+static struct gpu_host_range pages(uintptr_t base, unsigned int first, unsigned int count)
+{
+	return (struct gpu_host_range){ .start = base + first * 4096u, .end = base + (first + count) * 4096u };
+}
+
+/*
+ * gpu_host_ranges_merge: what app/engine_gpu.c registers for the mbuf pools. A pool on 2 MB hugepages
+ * in IOVA-as-PA mode has one chunk per page, far more than GPU_REGIONS_MAX, but they are contiguous
+ * in virtual memory: one registration per contiguous run, whatever the order the chunks come in.
+ */
+static void test_ranges_merge(void)
+{
+	enum { PAGE = 4096, CHUNKS = 4 * GPU_REGIONS_MAX };
+	static struct gpu_host_range r[CHUNKS];
+	const uintptr_t base = (uintptr_t)1 << 40;
+	unsigned int n, i;
+
+	CU_ASSERT_EQUAL(gpu_host_ranges_merge(r, 0, PAGE), 0);
+	/* many contiguous chunks in a scrambled order (i * 97 mod CHUNKS visits each once): one range */
+	for (i = 0; i < CHUNKS; i++)
+		r[i] = pages(base, (i * 97u) % CHUNKS, 1);
+	n = gpu_host_ranges_merge(r, CHUNKS, PAGE);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(r[0].start, base);
+	CU_ASSERT_EQUAL(r[0].end, base + CHUNKS * (uintptr_t)PAGE);
+
+	/* chunks not page-aligned: rounded out, those sharing a page merged (the device pins whole
+	 * pages), one byte into the next page included; an empty chunk dropped */
+	r[0] = (struct gpu_host_range){ base + 10, base + 20 };
+	r[1] = (struct gpu_host_range){ base + 3000, base + PAGE + 1 };
+	r[2] = (struct gpu_host_range){ base + 5 * PAGE + 7, base + 5 * PAGE + 8 };
+	r[3] = (struct gpu_host_range){ base + 9 * PAGE, base + 9 * PAGE };
+	r[4] = (struct gpu_host_range){ base + 6 * PAGE, base + 7 * PAGE }; /* touches r[2]'s page */
+	n = gpu_host_ranges_merge(r, 5, PAGE);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	CU_ASSERT_EQUAL(r[0].start, base);
+	CU_ASSERT_EQUAL(r[0].end, base + 2 * PAGE);
+	CU_ASSERT_EQUAL(r[1].start, base + 5 * PAGE);
+	CU_ASSERT_EQUAL(r[1].end, base + 7 * PAGE);
+
+	/* GPU_REGIONS_MAX runs of 4 contiguous pages with a page's gap between runs, given in reverse
+	 * order as overlapping 2-page chunks (more chunks than the table): exactly GPU_REGIONS_MAX */
+	n = 0;
+	for (i = 0; i < GPU_REGIONS_MAX; i++) {
+		unsigned int run = GPU_REGIONS_MAX - 1 - i;
+
+		for (unsigned int k = 0; k < 4; k++)
+			r[n++] = pages(base, run * 5 + k, k == 3 ? 1 : 2);
+	}
+	n = gpu_host_ranges_merge(r, n, PAGE);
+	CU_ASSERT_EQUAL_FATAL(n, GPU_REGIONS_MAX);
+	for (i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(r[i].start, base + i * 5 * (uintptr_t)PAGE);
+		CU_ASSERT_EQUAL(r[i].end, base + (i * 5 + 4) * (uintptr_t)PAGE);
+		if (i > 0)
+			CU_ASSERT_TRUE(r[i].start > r[i - 1].end); /* neither touching nor overlapping */
+	}
+
+	/* truly separate chunks: more runs than a device takes, the caller's error to report */
+	for (i = 0; i < GPU_REGIONS_MAX + 1; i++)
+		r[i] = pages(base, 2 * i, 1);
+	CU_ASSERT_EQUAL(gpu_host_ranges_merge(r, GPU_REGIONS_MAX + 1, PAGE), GPU_REGIONS_MAX + 1);
+
+	/* page 0: bytes; touching ranges still merge */
+	r[0] = (struct gpu_host_range){ base + 8, base + 16 };
+	r[1] = (struct gpu_host_range){ base, base + 8 };
+	r[2] = (struct gpu_host_range){ base + 17, base + 18 };
+	CU_ASSERT_EQUAL_FATAL(gpu_host_ranges_merge(r, 3, 0), 2);
+	CU_ASSERT_EQUAL(r[0].start, base);
+	CU_ASSERT_EQUAL(r[0].end, base + 16);
+	CU_ASSERT_EQUAL(r[1].start, base + 17);
+}
+
+/* Merged ranges of real memory all register on a device that pins pages: none shares a page. */
+static void test_ranges_register(void)
+{
+	enum { PAGE = 4096 };
+	struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_ON_DEMAND, .seed = 1,
+				       .pin_page_bytes = PAGE };
+	uint8_t *mem = aligned_alloc(PAGE, 8 * PAGE);
+	struct gpu_host_range r[5];
+	struct gpu_dev *dev = NULL;
+	char err[GPU_ERR_MAX];
+	unsigned int n, i;
+	uintptr_t m;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	m = (uintptr_t)mem;
+	r[0] = (struct gpu_host_range){ m + 100, m + 200 };
+	r[1] = (struct gpu_host_range){ m + 300, m + PAGE + 10 };
+	r[2] = (struct gpu_host_range){ m + 3 * PAGE + 1, m + 4 * PAGE - 1 };
+	r[3] = (struct gpu_host_range){ m + 4 * PAGE + 1, m + 5 * PAGE };
+	r[4] = (struct gpu_host_range){ m + 7 * PAGE, m + 8 * PAGE };
+	n = gpu_host_ranges_merge(r, 5, PAGE);
+	CU_ASSERT_EQUAL(n, 3);
+	gpu_fake_configure(&cfg);
+	CU_ASSERT_EQUAL_FATAL(g_ops->dev_open(0, &dev, err, sizeof(err)), 0);
+	for (i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(g_ops->host_register(dev, (void *)r[i].start, r[i].end - r[i].start, NULL, err,
+						     sizeof(err)), 0);
+	CU_ASSERT_EQUAL(g_ops->host_regions(dev), n);
+	g_ops->dev_close(dev);
+	free(mem);
+}
+
 /* ---- launches ----------------------------------------------------------------------------------------- */
 
 #define COPY_ROW_BYTES 64 /* one COPY program's input and output row */
@@ -353,6 +493,9 @@ int main(int argc, char **argv)
 	static CU_TestInfo device_tests[] = {
 		{ "probe and open", test_probe },
 		{ "host registration bookkeeping", test_register },
+		{ "host registration: regions sharing a page (as CUDA pins)", test_register_pages },
+		{ "mempool chunks merged into page runs", test_ranges_merge },
+		{ "merged page runs register where pages are pinned", test_ranges_register },
 		{ "streams: registered memory only, launches in order per stream, any order across", test_streams },
 		CU_TEST_INFO_NULL,
 	};

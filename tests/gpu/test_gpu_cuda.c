@@ -282,6 +282,21 @@ static void test_register_and_copy(void)
 	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(g_dev, mem, HOST_BYTES, &dev_addr, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(g_ops->host_regions(g_dev), 1);
 	CU_ASSERT_EQUAL(g_ops->host_register(g_dev, mem + 64, 64, NULL, err, sizeof(err)), -EEXIST);
+	/* cudaHostRegister pins whole pages: a neighbour sharing the region's last page is refused up
+	 * front, -EEXIST naming the page, not cudaErrorHostMemoryAlreadyRegistered's -EIO */
+	{
+		uint8_t *pair = aligned_alloc(PAGE_BYTES, 2 * PAGE_BYTES);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pair);
+		CU_ASSERT_EQUAL(g_ops->host_register(g_dev, pair, 100, NULL, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(g_ops->host_register(g_dev, pair + 200, 100, NULL, err, sizeof(err)), -EEXIST);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "shares"));
+		CU_ASSERT_EQUAL(g_ops->host_register(g_dev, pair + PAGE_BYTES, 100, NULL, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(g_ops->host_unregister(g_dev, pair, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(g_ops->host_unregister(g_dev, pair + PAGE_BYTES, err, sizeof(err)), 0);
+		free(pair);
+	}
 	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(g_dev, &s, err, sizeof(err)), 0);
 
 	prog_header(&prog, "copy", row, 1, &row);
