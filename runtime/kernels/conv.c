@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "conv_direct.h"
 #include "winograd.h"
 
 /* ---- Conv ---------------------------------------------------------------------------------------- */
@@ -276,7 +277,8 @@ RT_K_RUN(conv)
 
 /*
  * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group (with
- * "winograd" 1 as well, transformed for winograd.c first); with 2 (precision bf16), rounded into
+ * "winograd" 1 as well, transformed for winograd.c first; with "direct" instead, packed for
+ * conv_direct.c's tiles of that enum rt_dc_tiles); with 2 (precision bf16), rounded into
  * AMX's tiles for amx.c, per group. "weight_shape" gives the ONNX shape
  * [M, C/group, kH, kW] they came from: what the geometry is read from. The inputs are then seen
  * with W's tensor rebuilt from that shape (data NULL).
@@ -319,10 +321,23 @@ RT_K_INFER(fused_conv)
 		if ((rc = conv_setup(node, ins, &p, err, err_cap)) < 0)
 			return rc;
 		bool bf16 = rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
+		int64_t direct = rt_attr_int(node, "direct", 0);
 
 		want = bf16 ? (size_t)p.group * rt_bf16_packed_a_elems(p.mg, p.cg * p.ksize) :
 		       rt_attr_int(node, "winograd", 0) != 0 ? rt_wg_packed_floats(p.m, p.c) :
+		       direct != 0 ? rt_dc_packed_floats((enum rt_dc_tiles)direct, p.m, p.cg * p.ksize) :
 		       (size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
+		if (direct != 0 && direct != RT_DC_PIXELS && direct != RT_DC_ROWS)
+			return bw_err(err, err_cap, -EINVAL, "attribute 'direct' must be %d (pixel tiles) or %d (row "
+				      "tiles)", RT_DC_PIXELS, RT_DC_ROWS);
+		if (direct != 0 && (bf16 || rt_attr_int(node, "winograd", 0) != 0 || !rt_dc_available() ||
+				    !rt_dc_applies((enum rt_dc_tiles)direct, p.w.nsp, p.group, p.cg * p.ksize, p.w.stride)))
+			return bw_err(err, err_cap, -ENOTSUP, "attribute 'direct' needs the CPU kernels at the avx512 "
+				      "level and an ungrouped 2-D fp32 conv at most %d deep (row tiles: stride 1)",
+				      RT_DC_K_MAX);
+		if (direct != 0 && (p.w.in[0] + p.w.pad_begin[0] + p.w.pad_end[0]) * (p.w.in[1] + p.w.pad_begin[1] +
+			       p.w.pad_end[1]) * p.c > INT32_MAX / 2)
+			return bw_err(err, err_cap, -ENOTSUP, "attribute 'direct' needs a padded image under 2^30 values");
 		if (bf16 && (rt_attr_int(node, "winograd", 0) != 0 || !rt_bf16_available()))
 			return bw_err(err, err_cap, -ENOTSUP, "bf16 packed weights need the CPU kernels at the amx "
 				      "level, and no Winograd");
@@ -366,6 +381,8 @@ RT_K_SCRATCH(fused_conv)
 		return 0;
 	if (rt_attr_int(node, "winograd", 0) != 0)
 		return rt_wg_scratch_floats(&p.w, p.m, p.c) * sizeof(float);
+	if (rt_attr_int(node, "direct", 0) != 0)
+		return rt_dc_scratch_bytes(&p.w, p.c);
 	if (rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
 		return rt_bf16_apacked_scratch_bytes(p.out_size, p.cg * p.ksize);
 	return rt_sg_scratch_floats(p.out_size, p.cg * p.ksize) * sizeof(float);
@@ -391,6 +408,11 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 		for (int64_t b = 0; b < p.n; b++)
 			rt_wg_conv(&p.w, p.m, p.c, x + b * p.c * p.in_size, wp, y + b * p.m * p.out_size, bias,
 				   z != NULL ? z + b * p.m * p.out_size : NULL, act, bbuf);
+		return 0;
+	}
+	if (rt_attr_int(node, "direct", 0) != 0) {
+		rt_dc_conv((enum rt_dc_tiles)rt_attr_int(node, "direct", 0), &p.w, p.n, p.m, p.c, x, wp, y, bias, z, act,
+			   bbuf);
 		return 0;
 	}
 	k = p.cg * p.ksize;

@@ -224,41 +224,9 @@ __attribute__((target("avx2,fma"))) static void maxpool2x2_row_avx2(const float 
 	maxpool2x2_row_c(r0 + 2 * j, r1 + 2 * j, y + j, n - j);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void
-maxpool2x2_row_avx512(const float *r0, const float *r1, float *y, int64_t n)
+static void maxpool2x2_rows(maxpool2x2_row_fn *row, const struct rt_k_window *w, const float *x, float *y,
+			    int64_t planes)
 {
-	const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-
-	/* 16 outputs from 32 inputs per row; the tail masked (masked-off lanes are not read) */
-	for (int64_t j = 0; j < n; j += 16) {
-		int64_t left = n - j < 16 ? n - j : 16, in = 2 * left;
-		__mmask16 m0 = in >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << in) - 1);
-		__mmask16 m1 = in >= 32 ? (__mmask16)0xffff : in > 16 ? (__mmask16)((1u << (in - 16)) - 1) : 0;
-		__m512 a = _mm512_max_ps(_mm512_maskz_loadu_ps(m0, r1 + 2 * j), _mm512_maskz_loadu_ps(m0, r0 + 2 * j));
-		__m512 b = _mm512_max_ps(_mm512_maskz_loadu_ps(m1, r1 + 2 * j + 16),
-					 _mm512_maskz_loadu_ps(m1, r0 + 2 * j + 16));
-		__m512 m = _mm512_max_ps(_mm512_permutex2var_ps(a, odd_idx, b), _mm512_permutex2var_ps(a, even_idx, b));
-
-		_mm512_mask_storeu_ps(y + j, (__mmask16)((1u << left) - 1), m);
-	}
-}
-
-static maxpool2x2_row_fn *maxpool2x2_row(void)
-{
-	static maxpool2x2_row_fn *const by_isa[RT_CPU_ISA_COUNT] = {
-		[RT_CPU_ISA_BASELINE] = maxpool2x2_row_c,
-		[RT_CPU_ISA_AVX2] = maxpool2x2_row_avx2,
-		[RT_CPU_ISA_AVX512] = maxpool2x2_row_avx512,
-		[RT_CPU_ISA_AMX] = maxpool2x2_row_avx512,
-	};
-
-	return by_isa[rt_cpu_isa_active()];
-}
-
-static void maxpool2x2(const struct rt_k_window *w, const float *x, float *y, int64_t planes)
-{
-	maxpool2x2_row_fn *row = maxpool2x2_row();
 	int64_t iw = w->in[1], in_plane = w->in[0] * iw, oh_n = w->out[0], ow_n = w->out[1];
 
 	for (int64_t p = 0; p < planes; p++) {
@@ -267,6 +235,116 @@ static void maxpool2x2(const struct rt_k_window *w, const float *x, float *y, in
 		for (int64_t oh = 0; oh < oh_n; oh++, y += ow_n)
 			row(xp + 2 * oh * iw, xp + (2 * oh + 1) * iw, y, ow_n);
 	}
+}
+
+static void maxpool2x2_c(const struct rt_k_window *w, const float *x, float *y, int64_t planes)
+{
+	maxpool2x2_rows(maxpool2x2_row_c, w, x, y, planes);
+}
+
+static void maxpool2x2_avx2(const struct rt_k_window *w, const float *x, float *y, int64_t planes)
+{
+	maxpool2x2_rows(maxpool2x2_row_avx2, w, x, y, planes);
+}
+
+#define MP512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
+/*
+ * 16 outputs from 32 inputs per row, the tail masked (masked-off lanes are not read), the masks
+ * made once per call: rows of the CNN's pools are 7 and 14 outputs, one vector each, where per-row
+ * set-up and a call per row were most of the work.
+ */
+MP512_TARGET static void maxpool2x2_wide_avx512(const struct rt_k_window *w, const float *x, float *y,
+						int64_t planes)
+{
+	const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+	int64_t iw = w->in[1], in_plane = w->in[0] * iw, oh_n = w->out[0], n = w->out[1];
+	int64_t tail = n % 16 != 0 ? n % 16 : 16, tail_in = 2 * tail;
+	__mmask16 t0 = tail_in >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << tail_in) - 1);
+	__mmask16 t1 = tail_in >= 32 ? (__mmask16)0xffff : tail_in > 16 ? (__mmask16)((1u << (tail_in - 16)) - 1) : 0;
+	__mmask16 ts = (__mmask16)((1u << tail) - 1);
+
+	for (int64_t p = 0; p < planes; p++) {
+		for (int64_t oh = 0; oh < oh_n; oh++, y += n) {
+			const float *r0 = x + p * in_plane + 2 * oh * iw, *r1 = r0 + iw;
+
+			for (int64_t j = 0; j < n; j += 16) {
+				bool last = j + 16 >= n;
+				__mmask16 m0 = last ? t0 : 0xffff, m1 = last ? t1 : 0xffff;
+				__m512 a = _mm512_max_ps(_mm512_maskz_loadu_ps(m0, r1 + 2 * j), _mm512_maskz_loadu_ps(m0, r0 + 2 * j));
+				__m512 b = _mm512_max_ps(_mm512_maskz_loadu_ps(m1, r1 + 2 * j + 16),
+							 _mm512_maskz_loadu_ps(m1, r0 + 2 * j + 16));
+				__m512 m = _mm512_max_ps(_mm512_permutex2var_ps(a, odd_idx, b),
+							 _mm512_permutex2var_ps(a, even_idx, b));
+
+				_mm512_mask_storeu_ps(y + j, last ? ts : 0xffff, m);
+			}
+		}
+	}
+}
+
+/*
+ * Rows of at most 8 outputs (16 inputs): two output rows to one vector, the even and odd columns
+ * of both picked by one pair of permutes, stored as one run of 2n (the rows of y are contiguous).
+ */
+MP512_TARGET static void maxpool2x2_narrow_avx512(const struct rt_k_window *w, const float *x, float *y,
+						  int64_t planes)
+{
+	int64_t iw = w->in[1], in_plane = w->in[0] * iw, oh_n = w->out[0], n = w->out[1];
+	__mmask16 in_mask = (__mmask16)((1u << (2 * n)) - 1), two = (__mmask16)((1u << (2 * n)) - 1);
+	__mmask16 one = (__mmask16)((1u << n) - 1);
+	int32_t even[16], odd[16];
+
+	for (int j = 0; j < 16; j++) {
+		int src = j < n ? 2 * j : 16 + 2 * (j - (int)n);
+
+		even[j] = src < 32 ? src : 0;
+		odd[j] = src + 1 < 32 ? src + 1 : 0;
+	}
+	__m512i even_idx = _mm512_loadu_si512(even), odd_idx = _mm512_loadu_si512(odd);
+
+	for (int64_t p = 0; p < planes; p++) {
+		const float *xp = x + p * in_plane;
+		int64_t oh = 0;
+
+		for (; oh + 2 <= oh_n; oh += 2, y += 2 * n) {
+			const float *r0 = xp + 2 * oh * iw;
+			__m512 a = _mm512_max_ps(_mm512_maskz_loadu_ps(in_mask, r0 + iw), _mm512_maskz_loadu_ps(in_mask, r0));
+			__m512 b = _mm512_max_ps(_mm512_maskz_loadu_ps(in_mask, r0 + 3 * iw),
+						 _mm512_maskz_loadu_ps(in_mask, r0 + 2 * iw));
+			__m512 m = _mm512_max_ps(_mm512_permutex2var_ps(a, odd_idx, b), _mm512_permutex2var_ps(a, even_idx, b));
+
+			_mm512_mask_storeu_ps(y, two, m);
+		}
+		if (oh < oh_n) {
+			const float *r0 = xp + 2 * oh * iw;
+			__m512 a = _mm512_max_ps(_mm512_maskz_loadu_ps(in_mask, r0 + iw), _mm512_maskz_loadu_ps(in_mask, r0));
+			__m512 m = _mm512_max_ps(_mm512_permutex2var_ps(a, odd_idx, a), _mm512_permutex2var_ps(a, even_idx, a));
+
+			_mm512_mask_storeu_ps(y, one, m);
+			y += n;
+		}
+	}
+}
+
+MP512_TARGET static void maxpool2x2_avx512(const struct rt_k_window *w, const float *x, float *y, int64_t planes)
+{
+	(w->out[1] <= 8 ? maxpool2x2_narrow_avx512 : maxpool2x2_wide_avx512)(w, x, y, planes);
+}
+
+typedef void maxpool2x2_fn(const struct rt_k_window *w, const float *x, float *y, int64_t planes);
+
+static maxpool2x2_fn *maxpool2x2_by_isa(void)
+{
+	static maxpool2x2_fn *const by_isa[RT_CPU_ISA_COUNT] = {
+		[RT_CPU_ISA_BASELINE] = maxpool2x2_c,
+		[RT_CPU_ISA_AVX2] = maxpool2x2_avx2,
+		[RT_CPU_ISA_AVX512] = maxpool2x2_avx512,
+		[RT_CPU_ISA_AMX] = maxpool2x2_avx512,
+	};
+
+	return by_isa[rt_cpu_isa_active()];
 }
 
 RT_K_RUN(fast_maxpool)
@@ -279,7 +357,7 @@ RT_K_RUN(fast_maxpool)
 	if (rc < 0)
 		return rc;
 	if (maxpool_is_2x2(&w)) {
-		maxpool2x2(&w, x->data, outputs[0].data, planes);
+		maxpool2x2_by_isa()(&w, x->data, outputs[0].data, planes);
 		return 0;
 	}
 	if (scratch == NULL && in_plane > 0)

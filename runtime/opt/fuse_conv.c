@@ -18,6 +18,7 @@
 
 #include "defs.h"
 #include "kernels/bf16.h"
+#include "kernels/conv_direct.h"
 #include "kernels/winograd.h"
 
 /* ---- activations (shared with fuse_gemm.c) ------------------------------------------------------ */
@@ -271,6 +272,8 @@ static bool all_ones(const struct rt_node *conv, const char *name)
 enum conv_packing {
 	CONV_PACKED = 1, /* for sgemm.c's im2col GEMM */
 	CONV_WINOGRAD,   /* transformed for winograd.c */
+	CONV_DIRECT_PIXELS, /* in blocks of 32 output channels for conv_direct.c's pixel tiles */
+	CONV_DIRECT_ROWS,   /* in panels of 8 output channels for its row tiles */
 	CONV_BF16,       /* rounded into AMX's tiles for amx.c's GEMM (precision bf16) */
 	CONV_BF16_NHWC,  /* rounded into AMX's tiles as the right operand, for conv_nhwc.c */
 };
@@ -341,6 +344,50 @@ static int pack_weights_bf16(struct opt_ctx *c, const struct rt_node *conv, cons
 }
 
 /*
+ * Depth (input channels x taps) from which a conv that conv_direct.c can compute takes its pixel
+ * tiles, below which its row tiles (at stride 1): the small CNN's 144-deep second conv ran in 88-94
+ * us a batch of 8 on pixel tiles against 105 on the im2col GEMM (its packing gone), its 9-deep first
+ * one in 20-22 on row tiles against 22-24 (on pixel tiles, 27: at so few k a tile's four transposes
+ * outweigh the packing they replace).
+ */
+#define OPT_DIRECT_PIXELS_DEPTH_MIN 32
+/*
+ * Largest image (its channels with a kernel's width of border, bytes) read in place: every block of
+ * 32 output channels reads all of it, so it must stay in L2. ResNet-50's stem (3 x 230 x 230, 635
+ * KiB) ran faster so; its 256-deep stride-2 1x1 downsample (256 x 56 x 56, 3.1 MiB) took twice the
+ * time of the im2col GEMM, which packs the image once per k block.
+ */
+#define OPT_DIRECT_IMAGE_MAX (1u << 20)
+
+/*
+ * conv_direct.c's tiles for a conv (\return 0: none, the im2col GEMM's): not for a 1x1, stride-1,
+ * unpadded one, which needs no packing (X is its own im2col matrix), nor where X's shape is unknown.
+ */
+static enum rt_dc_tiles direct_tiles(const struct opt_ctx *c, const struct rt_node *conv, const struct rt_tensor *wt,
+				     int64_t group, int64_t k)
+{
+	int64_t strides[2] = { 1, 1 }, pads[4] = { 0 };
+	const struct rt_attr *st = rt_node_attr(conv, "strides"), *pd = rt_node_attr(conv, "pads");
+	const struct rt_tensor *x = opt_shape(c, conv->inputs[0]);
+	enum rt_dc_tiles tiles = k >= OPT_DIRECT_PIXELS_DEPTH_MIN ? RT_DC_PIXELS : RT_DC_ROWS;
+	bool pointwise;
+
+	if (st != NULL && st->type == RT_ATTR_INTS && st->count == 2)
+		memcpy(strides, st->ints, sizeof(strides));
+	if (pd != NULL && pd->type == RT_ATTR_INTS && pd->count == 4)
+		memcpy(pads, pd->ints, sizeof(pads));
+	pointwise = wt->dims[2] == 1 && wt->dims[3] == 1 && strides[0] == 1 && strides[1] == 1 &&
+		    pads[0] == 0 && pads[1] == 0 && pads[2] == 0 && pads[3] == 0;
+	if (!rt_dc_available() || pointwise || !rt_dc_applies(tiles, wt->rank - 2, group, k, strides))
+		return 0;
+	if (x == NULL || x->rank != 4 || x->dims[1] <= 0 || x->dims[2] <= 0 || x->dims[3] <= 0 ||
+	    (uint64_t)(x->dims[1] * (x->dims[2] + wt->dims[2]) * (x->dims[3] + wt->dims[3])) * sizeof(float) >
+		    OPT_DIRECT_IMAGE_MAX)
+		return 0;
+	return tiles;
+}
+
+/*
  * A 3x3, stride-1, undilated, ungrouped conv of OPT_WINOGRAD_CHANNELS_MIN input channels or more
  * goes to winograd.c's F(2x2, 3x3): its weights are transformed and packed per tile position
  * (\return CONV_WINOGRAD); any other 2-D conv to the im2col GEMM (CONV_PACKED); at precision bf16,
@@ -351,7 +398,8 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	const struct rt_node *conv = &c->g->nodes[ci];
 	const struct rt_tensor wt = c->g->values[w].tensor; /* a copy: values move on adding one */
 	int64_t group = rt_attr_int(conv, "group", 1), k, mg, per, total;
-	bool winograd;
+	enum rt_dc_tiles tiles;
+	bool winograd, direct;
 	float *ap;
 
 	*packed = RT_VALUE_NONE;
@@ -366,29 +414,38 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	winograd = group == 1 && wt.dims[2] == 3 && wt.dims[3] == 3 && all_ones(conv, "strides") &&
 		   all_ones(conv, "dilations") && wt.dims[1] >= OPT_WINOGRAD_CHANNELS_MIN;
 	k = wt.dims[1] * wt.dims[2] * wt.dims[3];
+	tiles = winograd ? 0 : direct_tiles(c, conv, &wt, group, k);
+	direct = tiles != 0;
 	mg = wt.dims[0] / group;
 	per = (int64_t)rt_sg_packed_floats(mg, k);
-	total = winograd ? (int64_t)rt_wg_packed_floats(wt.dims[0], wt.dims[1]) : per * group;
+	total = winograd ? (int64_t)rt_wg_packed_floats(wt.dims[0], wt.dims[1]) :
+		direct ? (int64_t)rt_dc_packed_floats(tiles, wt.dims[0], k) : per * group;
 	if ((ap = opt_alloc_floats(total)) == NULL)
 		return opt_error(c, -ENOMEM, "out of memory");
 	if (winograd && rt_wg_pack_weights(wt.data, wt.dims[0], wt.dims[1], ap) != 0) {
 		free(ap);
 		return opt_error(c, -ENOMEM, "out of memory");
 	}
-	for (int64_t g = 0; !winograd && g < group; g++)
+	if (direct)
+		rt_dc_pack_weights(tiles, wt.data, wt.dims[0], k, ap);
+	for (int64_t g = 0; !winograd && !direct && g < group; g++)
 		rt_sg_pack_a((const float *)wt.data + g * mg * k, k, mg, k, ap + g * per);
 	*packed = opt_add_initializer(c, conv->name, "W_packed", BW_DTYPE_FLOAT, 1, &total, ap);
-	return *packed < 0 ? *packed : winograd ? CONV_WINOGRAD : CONV_PACKED;
+	if (*packed < 0)
+		return *packed;
+	return winograd ? CONV_WINOGRAD : !direct ? CONV_PACKED :
+	       tiles == RT_DC_ROWS ? CONV_DIRECT_ROWS : CONV_DIRECT_PIXELS;
 }
 
 static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt, uint32_t *packed_count,
-		    uint32_t *winograd_count)
+		    uint32_t *winograd_count, uint32_t *direct_count)
 {
 	struct rt_graph *g = c->g;
 	const struct rt_node *conv = &g->nodes[ci];
 	int32_t in[4] = { conv->inputs[0], conv->inputs[1], RT_VALUE_NONE, mt->z }, packed;
 	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn >= 0 ? mt->bn : (int32_t)ci;
 	int64_t shape[4];
+	enum rt_dc_tiles direct;
 	bool winograd, bf16, nhwc;
 	int rc;
 
@@ -401,6 +458,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 	if (rc == 0 && mt->bn < 0 && mt->add < 0 && mt->act < 0)
 		return 0; /* nothing fused, nothing packed: the Conv kernel does the same */
 	winograd = rc == CONV_WINOGRAD;
+	direct = rc == CONV_DIRECT_PIXELS ? RT_DC_PIXELS : rc == CONV_DIRECT_ROWS ? RT_DC_ROWS : 0;
 	bf16 = rc == CONV_BF16;
 	nhwc = rc == CONV_BF16_NHWC;
 	if (rc > 0) {
@@ -422,9 +480,11 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 
 		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 ||
 		    (!nhwc && opt_attr_int(n, "packed_weights", bf16 ? RT_K_PACKED_BF16 : RT_K_PACKED_FP32) != 0) ||
-		    (winograd && opt_attr_int(n, "winograd", 1) != 0))
+		    (winograd && opt_attr_int(n, "winograd", 1) != 0) ||
+		    (direct != 0 && opt_attr_int(n, "direct", direct) != 0))
 			return opt_error(c, -ENOMEM, "out of memory");
 		*winograd_count += winograd;
+		*direct_count += direct != 0;
 	}
 	return 0;
 }
@@ -432,7 +492,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 int opt_fuse_conv(struct opt_ctx *c)
 {
 	struct rt_graph *g = c->g;
-	uint32_t as_gemm = 0, packed = 0, winograd = 0;
+	uint32_t as_gemm = 0, packed = 0, winograd = 0, direct = 0;
 	int rc = opt_index(c);
 
 	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
@@ -450,12 +510,13 @@ int opt_fuse_conv(struct opt_ctx *c)
 		b_const = conv->num_inputs < 3 || conv->inputs[2] == RT_VALUE_NONE ||
 			  float_const(c, conv->inputs[2], -1);
 		match(c, n, w_const && b_const, w_const ? g->values[conv->inputs[1]].tensor.dims[0] : -1, &mt);
-		rc = fuse_one(c, n, &mt, &packed, &winograd);
+		rc = fuse_one(c, n, &mt, &packed, &winograd, &direct);
 	}
 	opt_report(c, "1x1 Conv as GEMM", as_gemm);
 	opt_report(c, "weights pre-packed", packed);
 	if (c->precision == RT_PRECISION_BF16)
 		opt_report(c, RT_OPT_KIND_BF16, packed);
 	opt_report(c, "3x3 Conv as Winograd F(2x2,3x3)", winograd);
+	opt_report(c, "Conv read in place (direct tiles)", direct);
 	return rc;
 }

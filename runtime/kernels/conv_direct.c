@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * 2-D convolutions of little depth (k = input channels x taps <= RT_DC_K_MAX) on AVX-512, with
+ * output pixels as the GEMM's rows and output channels as its columns, the image read in place.
+ *
+ * Why: sgemm.c's im2col GEMM puts output channels on the tile's rows and pixels on its 32 columns,
+ * so its B panels are the im2col matrix, packed from the image for every image: on the small CNN's
+ * second conv (16 -> 32 channels, 3x3 on 14x14) the packing was a sixth of the conv's time, and
+ * 196 pixels fill 6.1 panels of 32, the last mostly padding. Here a tile is 8 pixels x 32 output
+ * channels: a row of the tile broadcasts its pixel's input value for each k straight from the image
+ * (a per-k offset from the pixel's window corner, the eight corners anywhere in the image, so a
+ * tile crosses output rows freely and only the last of the image's tiles is short), and the
+ * weights, packed at load k-major in blocks of 32 channels (k x 32: 18 KiB for that conv), are the
+ * tile's two vector loads per k and stay in L1 with the image beside them. Per k: 2 loads, 8
+ * broadcasts (folded into the FMAs), 16 FMAs, as sgemm.c's kernel, without its packing.
+ *
+ * The padding is a zero border made once per image in scratch (the image's channels, each with its
+ * pads around it), so no lane needs a test. The tile leaves its registers pixel-major and is stored
+ * to NCHW's channel-major rows through 8 x 8 transposes: four per tile, about 100 shuffles against
+ * 16 k FMAs, the bias and activation applied before (per channel they are one vector across a row)
+ * unless a residual must be added first.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "act512.h"
+#include "conv_direct.h"
+
+#define DC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+#define DC_ROWS 8  /* pixels per tile */
+#define DC_COLS 32 /* output channels per tile and per block of the packed weights */
+
+bool rt_dc_available(void)
+{
+	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX512;
+}
+
+bool rt_dc_applies(enum rt_dc_tiles tiles, int nsp, int64_t group, int64_t k, const int64_t *strides)
+{
+	if (nsp != 2 || group != 1 || k <= 0 || k > RT_DC_K_MAX)
+		return false;
+	return tiles == RT_DC_PIXELS || (tiles == RT_DC_ROWS && strides[0] == 1 && strides[1] == 1);
+}
+
+/* Output channels per block of the packed weights. */
+static int64_t dc_block_channels(enum rt_dc_tiles tiles)
+{
+	return tiles == RT_DC_PIXELS ? DC_COLS : DC_ROWS;
+}
+
+size_t rt_dc_packed_floats(enum rt_dc_tiles tiles, int64_t m, int64_t k)
+{
+	int64_t per = dc_block_channels(tiles);
+
+	return (size_t)((m + per - 1) / per * k * per);
+}
+
+void rt_dc_pack_weights(enum rt_dc_tiles tiles, const float *w, int64_t m, int64_t k, float *out)
+{
+	int64_t per = dc_block_channels(tiles);
+
+	for (int64_t blk = 0; blk * per < m; blk++) {
+		for (int64_t i = 0; i < k; i++) {
+			for (int64_t j = 0; j < per; j++) {
+				int64_t ch = blk * per + j;
+
+				*out++ = ch < m ? w[ch * k + i] : 0.0f;
+			}
+		}
+	}
+}
+
+/* The padded image's plane: the input's rows and columns with the pads on either side. */
+static int64_t padded_h(const struct rt_k_window *w)
+{
+	return w->in[0] + w->pad_begin[0] + w->pad_end[0];
+}
+
+static int64_t padded_w(const struct rt_k_window *w)
+{
+	return w->in[1] + w->pad_begin[1] + w->pad_end[1];
+}
+
+static bool has_pads(const struct rt_k_window *w)
+{
+	return w->pad_begin[0] != 0 || w->pad_end[0] != 0 || w->pad_begin[1] != 0 || w->pad_end[1] != 0;
+}
+
+static int64_t k_depth(const struct rt_k_window *w, int64_t c)
+{
+	return c * w->kernel[0] * w->kernel[1];
+}
+
+/* The offsets (RT_DC_K_MAX int32), 64-byte aligned, then the padded image when there are pads. */
+size_t rt_dc_scratch_bytes(const struct rt_k_window *w, int64_t c)
+{
+	size_t offs = (size_t)RT_DC_K_MAX * sizeof(int32_t);
+
+	return offs + (has_pads(w) ? (size_t)(c * padded_h(w) * padded_w(w)) * sizeof(float) : 0);
+}
+
+/*
+ * x into a zeroed border, channel by channel and row by row. The border's zeros are written once,
+ * for the first image (scratch keeps them: only the interior is rewritten for the next), and a row
+ * is one masked load and store per 16 floats: the CNN's rows are 14 and 28 floats, where a memcpy
+ * and two memsets a row cost more than the copy.
+ */
+DC_TARGET static void pad_image(const struct rt_k_window *w, int64_t c, const float *x, float *xp, bool border)
+{
+	int64_t hp = padded_h(w), wp = padded_w(w), h = w->in[0], wd = w->in[1];
+	int64_t first = w->pad_begin[0] * wp + w->pad_begin[1];
+
+	if (border)
+		memset(xp, 0, (size_t)(c * hp * wp) * sizeof(float));
+	for (int64_t ch = 0; ch < c; ch++) {
+		float *p = xp + ch * hp * wp + first;
+
+		for (int64_t r = 0; r < h; r++, x += wd, p += wp) {
+			for (int64_t j = 0; j < wd; j += 16) {
+				__mmask16 m = wd - j >= 16 ? 0xffff : (__mmask16)((1u << (wd - j)) - 1);
+
+				_mm512_mask_storeu_ps(p + j, m, _mm512_maskz_loadu_ps(m, x + j));
+			}
+		}
+	}
+}
+
+/* Rows (pixels) r and channels of a tile, in and out of registers: 8 x 8 floats. */
+DC_TARGET static inline void transpose8(__m256 v[8])
+{
+	__m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+	__m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+	__m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+	__m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+
+	v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+	v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+	v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+	v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+	v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+	v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+	v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+	v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+struct dc_tile {
+	const float *rows[DC_ROWS]; /* each pixel's window corner in the (padded) image */
+	const int32_t *off;         /* k offsets from a corner */
+	int64_t k;
+	const float *w;             /* the block's packed weights, k x DC_COLS */
+	const float *bias;          /* the block's first channel's, or NULL */
+	const float *z;             /* y's shape, at the block's first channel and the tile's first pixel */
+	float *y;                   /* likewise */
+	int64_t plane;              /* floats between two channels of y and z */
+	int64_t pixels, channels;   /* of the tile's 8 x 32 that are the output's */
+	const struct rt_k_act_spec *act;
+};
+
+/*
+ * One tile; wide: 32 channels (two zmm a pixel) or 16 (one). The channels past t->channels hold
+ * the packed zeros and are not stored; the pixels past t->pixels repeat pixel 0 and are not stored.
+ */
+DC_TARGET static inline __attribute__((always_inline)) void dc_tile_run(const struct dc_tile *t, bool wide)
+{
+	__m512 acc0[DC_ROWS], acc1[DC_ROWS];
+	const float *r0 = t->rows[0], *r1 = t->rows[1], *r2 = t->rows[2], *r3 = t->rows[3];
+	const float *r4 = t->rows[4], *r5 = t->rows[5], *r6 = t->rows[6], *r7 = t->rows[7];
+	const float *w = t->w;
+	bool late = t->z != NULL; /* the residual goes in before the bias-and-activation */
+	__mmask8 store = (__mmask8)((1u << t->pixels) - 1);
+
+#pragma GCC unroll 8
+	for (int r = 0; r < DC_ROWS; r++)
+		acc0[r] = acc1[r] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+	for (int64_t i = 0; i < t->k; i++, w += DC_COLS) {
+		int32_t o = t->off[i];
+		__m512 w0 = _mm512_loadu_ps(w), w1 = wide ? _mm512_loadu_ps(w + 16) : w0;
+		__m512 a0 = _mm512_set1_ps(r0[o]), a1 = _mm512_set1_ps(r1[o]), a2 = _mm512_set1_ps(r2[o]);
+		__m512 a3 = _mm512_set1_ps(r3[o]), a4 = _mm512_set1_ps(r4[o]), a5 = _mm512_set1_ps(r5[o]);
+		__m512 a6 = _mm512_set1_ps(r6[o]), a7 = _mm512_set1_ps(r7[o]);
+
+		acc0[0] = _mm512_fmadd_ps(a0, w0, acc0[0]);
+		acc0[1] = _mm512_fmadd_ps(a1, w0, acc0[1]);
+		acc0[2] = _mm512_fmadd_ps(a2, w0, acc0[2]);
+		acc0[3] = _mm512_fmadd_ps(a3, w0, acc0[3]);
+		acc0[4] = _mm512_fmadd_ps(a4, w0, acc0[4]);
+		acc0[5] = _mm512_fmadd_ps(a5, w0, acc0[5]);
+		acc0[6] = _mm512_fmadd_ps(a6, w0, acc0[6]);
+		acc0[7] = _mm512_fmadd_ps(a7, w0, acc0[7]);
+		if (wide) {
+			acc1[0] = _mm512_fmadd_ps(a0, w1, acc1[0]);
+			acc1[1] = _mm512_fmadd_ps(a1, w1, acc1[1]);
+			acc1[2] = _mm512_fmadd_ps(a2, w1, acc1[2]);
+			acc1[3] = _mm512_fmadd_ps(a3, w1, acc1[3]);
+			acc1[4] = _mm512_fmadd_ps(a4, w1, acc1[4]);
+			acc1[5] = _mm512_fmadd_ps(a5, w1, acc1[5]);
+			acc1[6] = _mm512_fmadd_ps(a6, w1, acc1[6]);
+			acc1[7] = _mm512_fmadd_ps(a7, w1, acc1[7]);
+		}
+	}
+	if (!late) {
+		__mmask16 m0 = t->channels >= 16 ? 0xffff : (__mmask16)((1u << t->channels) - 1);
+		__mmask16 m1 = t->channels >= 32 ? 0xffff : t->channels > 16 ? (__mmask16)((1u << (t->channels - 16)) - 1) : 0;
+		__m512 b0 = t->bias != NULL ? _mm512_maskz_loadu_ps(m0, t->bias) : _mm512_setzero_ps();
+		__m512 b1 = t->bias != NULL && wide ? _mm512_maskz_loadu_ps(m1, t->bias + 16) : _mm512_setzero_ps();
+
+#pragma GCC unroll 8
+		for (int r = 0; r < DC_ROWS; r++) {
+			acc0[r] = rt_act16(_mm512_add_ps(acc0[r], b0), t->act);
+			if (wide)
+				acc1[r] = rt_act16(_mm512_add_ps(acc1[r], b1), t->act);
+		}
+	}
+	/* four (two) groups of 8 channels: pixel-major in, one row of 8 pixels per channel out */
+	for (int grp = 0; grp < (wide ? 4 : 2); grp++) {
+		__m256 v[8];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < DC_ROWS; r++) {
+			__m512 a = grp < 2 ? acc0[r] : acc1[r];
+
+			v[r] = grp % 2 == 0 ? _mm512_castps512_ps256(a) : _mm512_extractf32x8_ps(a, 1);
+		}
+		transpose8(v);
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++) {
+			int64_t ch = grp * 8 + j;
+			__m256 o = v[j];
+
+			if (ch >= t->channels)
+				break;
+			if (late) {
+				o = _mm256_add_ps(o, _mm256_maskz_loadu_ps(store, t->z + ch * t->plane));
+				if (t->bias != NULL)
+					o = _mm256_add_ps(o, _mm256_set1_ps(t->bias[ch]));
+				o = _mm512_castps512_ps256(rt_act16(_mm512_castps256_ps512(o), t->act));
+			}
+			_mm256_mask_storeu_ps(t->y + ch * t->plane, store, o);
+		}
+	}
+}
+
+DC_TARGET static void dc_tile32(const struct dc_tile *t)
+{
+	dc_tile_run(t, true);
+}
+
+DC_TARGET static void dc_tile16(const struct dc_tile *t)
+{
+	dc_tile_run(t, false);
+}
+
+/*
+ * RT_DC_ROWS: 8 output channels x up to 32 pixels of one output row, at stride 1 the pixels' inputs
+ * for a k are one run of the padded image: two (masked) loads and eight broadcasts of the panel's
+ * weights per k, sgemm.c's tile with the image for its packed B. For shallow convs (the small
+ * CNN's first: one channel, 9 taps, 28 wide), where the pixel tiles' transposes cost more than the
+ * FMAs: the output rows are the store's runs.
+ */
+struct dc_row_tile {
+	const float *b;     /* the padded image at the tile's first pixel's window corner */
+	const int32_t *off; /* k offsets from it */
+	int64_t k;
+	const float *w;     /* the panel's packed weights, k x DC_ROWS */
+	const float *bias;  /* the panel's first channel's, or NULL */
+	const float *z;     /* y's shape, at the panel's first channel and the tile's first pixel */
+	float *y;           /* likewise */
+	int64_t plane, pixels, channels;
+	const struct rt_k_act_spec *act;
+};
+
+DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_run(const struct dc_row_tile *t, bool wide)
+{
+	__m512 acc0[DC_ROWS], acc1[DC_ROWS];
+	__mmask16 m0 = t->pixels >= 16 ? 0xffff : (__mmask16)((1u << t->pixels) - 1);
+	__mmask16 m1 = t->pixels >= 32 ? 0xffff : t->pixels > 16 ? (__mmask16)((1u << (t->pixels - 16)) - 1) : 0;
+	const float *w = t->w;
+
+#pragma GCC unroll 8
+	for (int r = 0; r < DC_ROWS; r++)
+		acc0[r] = acc1[r] = _mm512_setzero_ps();
+	for (int64_t i = 0; i < t->k; i++, w += DC_ROWS) {
+		const float *b = t->b + t->off[i];
+		__m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = wide ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
+
+#pragma GCC unroll 8
+		for (int r = 0; r < DC_ROWS; r++) {
+			__m512 a = _mm512_set1_ps(w[r]);
+
+			acc0[r] = _mm512_fmadd_ps(a, b0, acc0[r]);
+			if (wide)
+				acc1[r] = _mm512_fmadd_ps(a, b1, acc1[r]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < DC_ROWS; r++) {
+		__m512 v0 = acc0[r], v1 = acc1[r];
+		float *y = t->y + r * t->plane;
+
+		if (r >= t->channels)
+			break;
+		if (t->bias != NULL) {
+			v0 = _mm512_add_ps(v0, _mm512_set1_ps(t->bias[r]));
+			v1 = _mm512_add_ps(v1, _mm512_set1_ps(t->bias[r]));
+		}
+		if (t->z != NULL) {
+			v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, t->z + r * t->plane));
+			if (wide)
+				v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, t->z + r * t->plane + 16));
+		}
+		_mm512_mask_storeu_ps(y, m0, rt_act16(v0, t->act));
+		if (wide)
+			_mm512_mask_storeu_ps(y + 16, m1, rt_act16(v1, t->act));
+	}
+}
+
+DC_TARGET static void dc_row_tile32(const struct dc_row_tile *t)
+{
+	dc_row_tile_run(t, true);
+}
+
+DC_TARGET static void dc_row_tile16(const struct dc_row_tile *t)
+{
+	dc_row_tile_run(t, false);
+}
+
+static void dc_conv_pixels(const struct rt_k_window *w, int64_t m, const float *img, int64_t wp, const int32_t *off,
+			   int64_t k, const float *packed, float *y, const float *bias, const float *z,
+			   const struct rt_k_act_spec *act)
+{
+	int64_t ow_n = w->out[1], plane = w->out[0] * ow_n;
+
+	for (int64_t blk = 0; blk * DC_COLS < m; blk++) {
+		struct dc_tile t = {
+			.off = off, .k = k, .w = packed + blk * k * DC_COLS, .plane = plane, .act = act,
+			.bias = bias != NULL ? bias + blk * DC_COLS : NULL,
+			.channels = m - blk * DC_COLS < DC_COLS ? m - blk * DC_COLS : DC_COLS,
+		};
+		int64_t oh = 0, ow = 0; /* the next tile's first pixel */
+
+		for (int64_t p0 = 0; p0 < plane; p0 += DC_ROWS) {
+			t.pixels = plane - p0 < DC_ROWS ? plane - p0 : DC_ROWS;
+			for (int r = 0; r < DC_ROWS; r++) {
+				if (r < t.pixels) {
+					t.rows[r] = img + oh * w->stride[0] * wp + ow * w->stride[1];
+					if (++ow == ow_n) {
+						ow = 0;
+						oh++;
+					}
+				} else {
+					t.rows[r] = t.rows[0];
+				}
+			}
+			t.y = y + blk * DC_COLS * plane + p0;
+			t.z = z != NULL ? z + blk * DC_COLS * plane + p0 : NULL;
+			(t.channels > 16 ? dc_tile32 : dc_tile16)(&t);
+		}
+	}
+}
+
+static void dc_conv_rows(const struct rt_k_window *w, int64_t m, const float *img, int64_t wp, const int32_t *off,
+			 int64_t k, const float *packed, float *y, const float *bias, const float *z,
+			 const struct rt_k_act_spec *act)
+{
+	int64_t oh_n = w->out[0], ow_n = w->out[1], plane = oh_n * ow_n;
+
+	for (int64_t blk = 0; blk * DC_ROWS < m; blk++) {
+		struct dc_row_tile t = {
+			.off = off, .k = k, .w = packed + blk * k * DC_ROWS, .plane = plane, .act = act,
+			.bias = bias != NULL ? bias + blk * DC_ROWS : NULL,
+			.channels = m - blk * DC_ROWS < DC_ROWS ? m - blk * DC_ROWS : DC_ROWS,
+		};
+
+		for (int64_t oh = 0; oh < oh_n; oh++) {
+			for (int64_t ow = 0; ow < ow_n; ow += 32) {
+				int64_t at = blk * DC_ROWS * plane + oh * ow_n + ow;
+
+				t.pixels = ow_n - ow < 32 ? ow_n - ow : 32;
+				t.b = img + oh * wp + ow;
+				t.y = y + at;
+				t.z = z != NULL ? z + at : NULL;
+				(t.pixels > 16 ? dc_row_tile32 : dc_row_tile16)(&t);
+			}
+		}
+	}
+}
+
+void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, int64_t m, int64_t c,
+		const float *x, const float *packed, float *y, const float *bias, const float *z,
+		const struct rt_k_act_spec *act, void *scratch)
+{
+	int32_t *off = scratch;
+	float *xp = (float *)(void *)((char *)scratch + (size_t)RT_DC_K_MAX * sizeof(int32_t));
+	int64_t k = k_depth(w, c), plane = w->out[0] * w->out[1], in_size = w->in[0] * w->in[1], i = 0;
+	int64_t wp = has_pads(w) ? padded_w(w) : w->in[1], chan = (has_pads(w) ? padded_h(w) : w->in[0]) * wp;
+
+	if (plane <= 0 || m <= 0)
+		return;
+	for (int64_t ch = 0; ch < c; ch++)
+		for (int64_t ki = 0; ki < w->kernel[0]; ki++)
+			for (int64_t kj = 0; kj < w->kernel[1]; kj++)
+				off[i++] = (int32_t)(ch * chan + ki * w->dilation[0] * wp + kj * w->dilation[1]);
+	for (int64_t b = 0; b < n; b++) {
+		const float *img = x + b * c * in_size;
+
+		if (has_pads(w)) {
+			pad_image(w, c, img, xp, b == 0);
+			img = xp;
+		}
+		(tiles == RT_DC_ROWS ? dc_conv_rows : dc_conv_pixels)(w, m, img, wp, off, k, packed, y + b * m * plane,
+								      bias, z != NULL ? z + b * m * plane : NULL, act);
+	}
+}
