@@ -977,12 +977,13 @@ static void test_same_width_packer(void)
 
 /*
  * 2x2 stride-2 MaxPool rows: odd sizes (the last row and column left out), rows of more than one
- * vector of outputs (70 wide: 35 outputs), one output wide; with ceil_mode on an odd size the last
- * window is partial and the general path runs instead.
+ * vector of outputs (70 wide: 35 outputs), one output wide, rows of at most 8 outputs (two to a
+ * vector at AVX-512: 8 exactly, 7 as the CNN's, an odd number of output rows); with ceil_mode on an
+ * odd size the last window is partial and the general path runs instead.
  */
 static void test_maxpool_2x2(void)
 {
-	static const int64_t sizes[][2] = {{7, 9}, {4, 70}, {2, 2}, {3, 33}, {10, 64}};
+	static const int64_t sizes[][2] = {{7, 9}, {4, 70}, {2, 2}, {3, 33}, {10, 64}, {6, 16}, {14, 14}, {5, 15}};
 	Onnx__ModelProto *m;
 
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
