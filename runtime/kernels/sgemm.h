@@ -29,7 +29,7 @@
 #define RT_SG_KC 256   /* most k per block: a B micro-panel (16 KiB) and an A one stay in L1 */
 #define RT_SG_KC_B 384 /* FusedGemm's on AVX2: the transformer's K = 384 in one block (measured 2 % faster) */
 #define RT_SG_MC 120   /* rows per A block (20 panels, 120 KiB at KC): L2 */
-#define RT_SG_NC 2048  /* columns per B block (2 MiB at KC): L3 */
+#define RT_SG_NC 512   /* columns per B block (512 KiB at KC): L2 */
 #define RT_SG_ROWS_MIN 2 /* FusedGemm: one row of activations is a GEMV (OpenBLAS, on Bt); from 2 the packed kernel */
 #define RT_SG_MC_ROWS 192 /* FusedGemm: most rows of activations per packed block (192 KiB at KC): L2 */
 
