@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_plan.h"
 #include "cuda_defs.h"
 #include "program_math.h"
 
 #define CUBLASLT_WORKSPACE_BYTES (4u << 20) /* per instance; what the heuristic may pick algorithms for */
-#define SEGMENT_BLOCKS_MAX 1024u            /* gather/scatter grid: one block per segment up to this */
 #define TABLE_ALIGN_BYTES 64                /* batch tables start on a cache line */
 #define WORDS_ALIGN_BYTES 64
 /* A launch's fault pair (program_math.h: code, op) in device memory just past the program's arena:
@@ -398,7 +398,6 @@ static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, c
 	uint32_t idx = graph_index(inst, s, slot);
 	struct instance_graph *g = &inst->graphs[idx];
 	struct gpu_batch_table *table_dev = (struct gpu_batch_table *)(inst->tables_dev + idx * inst->table_stride);
-	uint32_t blocks = prog->max_segments < SEGMENT_BLOCKS_MAX ? prog->max_segments : SEGMENT_BLOCKS_MAX;
 	cudaStream_t stream = inst->stream->stream;
 	cudaGraph_t graph = NULL;
 	char call[96] = "";
@@ -412,7 +411,8 @@ static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, c
 		snprintf(call, sizeof(call), "size %u slot %u: cudaStreamBeginCapture", s, slot);
 		return cuda_fail(dev, call, e, err, cap);
 	}
-	e = (cudaError_t)bwgpu_segments_launch(stream, &size, prog->max_segments, table_dev, g->arena, 0, blocks);
+	e = (cudaError_t)bwgpu_segments_launch(stream, &size, prog->max_segments, table_dev, g->arena, 0,
+					       gpu_copy_blocks(prog, &prog->sizes[s], 0));
 	if (e != cudaSuccess)
 		snprintf(call, sizeof(call), "size %u slot %u: gather kernel launch", s, slot);
 	for (i = 0; e == cudaSuccess && rc == 0 && i < size.nb_ops; i++) {
@@ -434,7 +434,8 @@ static int graph_capture(struct gpu_instance *inst, uint32_t s, uint32_t slot, c
 			snprintf(call, sizeof(call), "size %u slot %u op %u (code %u): kernel launch", s, slot, i, op->code);
 	}
 	if (e == cudaSuccess && rc == 0) {
-		e = (cudaError_t)bwgpu_segments_launch(stream, &size, prog->max_segments, table_dev, g->arena, 1, blocks);
+		e = (cudaError_t)bwgpu_segments_launch(stream, &size, prog->max_segments, table_dev, g->arena, 1,
+						       gpu_copy_blocks(prog, &prog->sizes[s], 1));
 		if (e != cudaSuccess)
 			snprintf(call, sizeof(call), "size %u slot %u: scatter kernel launch", s, slot);
 	}

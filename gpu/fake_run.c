@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "copy_plan.h"
 #include "fake_defs.h"
 #include "program_math.h"
 
@@ -66,7 +67,8 @@ void fake_run_launch(struct gpu_dev *dev, struct gpu_instance *inst, uint32_t si
 	uint32_t idx = size_idx * inst->nb_slots + slot;
 	struct fake_slot *fs = &inst->slots[idx];
 	struct gpu_batch_table *t = fs->table;
-	uint32_t nb_seg, s, k;
+	uint32_t nb_seg, s, k, blocks;
+	uint64_t chunk;
 	char why[GPU_ERR_MAX - 64];
 
 	/* the table is read once the launch runs, as the graph's kernels read it */
@@ -89,14 +91,15 @@ void fake_run_launch(struct gpu_dev *dev, struct gpu_instance *inst, uint32_t si
 			return;
 		}
 	}
-	for (s = 0; s < t->nb_gather; s++) {
+	/* the gather and scatter as the CUDA kernel's grid partitions them (copy_plan.h), block by block */
+	blocks = gpu_copy_blocks(prog, sz, 0);
+	for (s = 0, chunk = 0; s < t->nb_gather; s++) {
 		const struct gpu_segment *seg = &t->segments[s];
-		uint8_t *dst = fs->arena + sz->input_offset[seg->tensor] + seg->offset;
+		const uint8_t *src;
+		uint8_t *dst;
 
-		if (seg->addr != 0)
-			memcpy(dst, (const void *)(uintptr_t)seg->addr, seg->len);
-		else
-			memset(dst, 0, seg->len);
+		if (gpu_copy_segment_ends(sz, t->nb_gather, seg, s, fs->arena, &dst, &src) == 0)
+			chunk += gpu_copy_emulate(dst, src, seg->len, chunk, blocks);
 	}
 	for (k = 0; k < sz->nb_ops; k++) {
 		const struct gpu_op *op = &sz->ops[k];
@@ -105,10 +108,14 @@ void fake_run_launch(struct gpu_dev *dev, struct gpu_instance *inst, uint32_t si
 		for (uint64_t i = 0; i < items; i++)
 			gpu_op_item(op, k, fs->arena, prog->consts, &t->fault, i);
 	}
-	for (s = t->nb_gather; s < nb_seg; s++) {
+	blocks = gpu_copy_blocks(prog, sz, 1);
+	for (s = t->nb_gather, chunk = 0; s < nb_seg; s++) {
 		const struct gpu_segment *seg = &t->segments[s];
+		const uint8_t *src;
+		uint8_t *dst;
 
-		memcpy((void *)(uintptr_t)seg->addr, fs->arena + sz->output_offset[seg->tensor] + seg->offset, seg->len);
+		if (gpu_copy_segment_ends(sz, t->nb_gather, seg, s, fs->arena, &dst, &src) == 0)
+			chunk += gpu_copy_emulate(dst, src, seg->len, chunk, blocks);
 	}
 	__atomic_store_n(&inst->words[idx], t->generation, __ATOMIC_RELEASE);
 }

@@ -1,54 +1,62 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The kernels of a device program's graph: gather, one generic kernel for every op but GEMM
-// (cuBLASLt's), scatter and the completion write. Each computes what program_math.h says,
-// the same functions the fake device runs on the CPU, so the fake's tests cover the arithmetic and
-// only the launch shapes are this file's own. Called from cuda_program.c (C) through extern "C"
+// (cuBLASLt's), scatter and the completion write. Each computes what program_math.h (the ops) and
+// copy_plan.h (the gather and scatter's partition) say, the same functions the fake device runs on
+// the CPU, so the fake's tests cover the arithmetic and the partition, and only the launch shapes
+// are this file's own. Called from cuda_program.c (C) through extern "C"
 // launchers returning a cudaError_t as an int; they run only inside a stream capture.
 #include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime.h>
 
+#include "copy_plan.h"
 #include "program_math.h"
 
-#define SEGMENT_THREADS 256
 #define OP_THREADS 256
 #define OP_BLOCKS_MAX 4096u // grid-stride beyond: Hopper has 132 SMs, this is ~30 blocks of 256 each
 
-// A batch table of one segment: a block copies its segment into shared memory once, so the per-byte
-// calls of gpu_segment_byte read the segment there instead of across PCIe from the mapped table.
-#define ONE_SEGMENT_TABLE_BYTES (sizeof(struct gpu_batch_table) + sizeof(struct gpu_segment))
+// Segments a block holds in shared memory at a time: the table is mapped host memory, read once per
+// block in tiles rather than once per chunk across PCIe.
+#define SEGMENT_TILE 64
 
-// Gather (scatter == 0): segments [0, nb_gather); scatter: [nb_gather, nb_gather + nb_scatter). One
-// block per segment, grid-stride over segments; counts beyond max_segments (a host bug) are clamped
-// rather than read past the table.
-__global__ void bwgpu_segments_kernel(struct gpu_program_size size, uint32_t max_segments,
-				      const struct gpu_batch_table *table, uint8_t *arena, int scatter)
+// Gather (scatter == 0): segments [0, nb_gather); scatter: [nb_gather, nb_gather + nb_scatter).
+// copy_plan.h says which block and thread copies what: every segment cut into chunks dealt to the
+// whole grid, 16-byte accesses with several in flight. Counts beyond max_segments (a host bug) are
+// clamped rather than read past the table. Launched with GPU_COPY_THREADS threads per block.
+__global__ void __launch_bounds__(GPU_COPY_THREADS) bwgpu_segments_kernel(struct gpu_program_size size,
+									   uint32_t max_segments,
+									   const struct gpu_batch_table *table,
+									   uint8_t *arena, int scatter)
 {
-	__shared__ __align__(16) uint8_t one_bytes[ONE_SEGMENT_TABLE_BYTES];
-	__shared__ uint32_t first, end;
-	struct gpu_batch_table *one = (struct gpu_batch_table *)one_bytes;
+	__shared__ struct gpu_segment tile[SEGMENT_TILE];
+	__shared__ uint32_t nb_gather, first, end;
+	uint64_t chunk = 0; // the global number of the next segment's first chunk
 
 	if (threadIdx.x == 0) {
-		uint32_t nb_gather = table->nb_gather, nb_scatter = table->nb_scatter;
+		uint32_t g = table->nb_gather, n = table->nb_scatter;
 
-		nb_gather = nb_gather < max_segments ? nb_gather : max_segments;
-		nb_scatter = nb_scatter < max_segments - nb_gather ? nb_scatter : max_segments - nb_gather;
-		first = scatter ? nb_gather : 0;
-		end = scatter ? nb_gather + nb_scatter : nb_gather;
-		one->nb_gather = scatter ? 0 : 1; // segment 0 of one is a gather or a scatter
-		one->nb_scatter = scatter ? 1 : 0;
+		g = g < max_segments ? g : max_segments;
+		n = n < max_segments - g ? n : max_segments - g;
+		nb_gather = g;
+		first = scatter ? g : 0;
+		end = scatter ? g + n : g;
 	}
 	__syncthreads();
-	for (uint32_t s = first + blockIdx.x; s < end; s += gridDim.x) {
-		if (threadIdx.x == 0)
-			one->segments[0] = table->segments[s];
+	for (uint32_t base = first; base < end; base += SEGMENT_TILE) {
+		uint32_t nb = end - base < SEGMENT_TILE ? end - base : SEGMENT_TILE;
+
+		for (uint32_t i = threadIdx.x; i < nb; i += blockDim.x)
+			tile[i] = table->segments[base + i];
 		__syncthreads();
-		// a tensor index beyond the offsets' arrays would read past them: skip the segment
-		if (one->segments[0].tensor < GPU_PROG_TENSORS_MAX)
-			for (uint32_t j = threadIdx.x; j < one->segments[0].len; j += blockDim.x)
-				gpu_segment_byte(&size, one, 0, j, arena);
-		__syncthreads(); // before thread 0 overwrites the segment
+		for (uint32_t i = 0; i < nb; i++) {
+			uint8_t *dst;
+			const uint8_t *src;
+
+			if (gpu_copy_segment_ends(&size, nb_gather, &tile[i], base + i, arena, &dst, &src) == 0)
+				chunk += gpu_copy_segment(dst, src, tile[i].len, chunk, blockIdx.x, gridDim.x, threadIdx.x);
+		}
+		__syncthreads(); // before the next tile overwrites this one
 	}
 	if (scatter)
 		__threadfence_system(); // the replies cross PCIe into host memory: visible before the word
@@ -79,7 +87,7 @@ extern "C" int bwgpu_segments_launch(void *stream, const struct gpu_program_size
 				     const struct gpu_batch_table *table_dev, uint8_t *arena, int scatter,
 				     uint32_t blocks)
 {
-	bwgpu_segments_kernel<<<blocks, SEGMENT_THREADS, 0, (cudaStream_t)stream>>>(*size, max_segments, table_dev,
+	bwgpu_segments_kernel<<<blocks, GPU_COPY_THREADS, 0, (cudaStream_t)stream>>>(*size, max_segments, table_dev,
 										       arena, scatter);
 	return (int)cudaGetLastError();
 }

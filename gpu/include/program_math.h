@@ -11,7 +11,7 @@
  *   GEMM                                          output element i (the fake's; the CUDA module calls cuBLASLt)
  *   CONV, POOL                                    output element i (a direct convolution / window: the
  *                                                 fake's, and the CUDA module's when cuDNN is absent)
- * and the segments of a batch table are copied by gpu_segment_byte.
+ * The segments of a batch table are copied as copy_plan.h says.
  *
  * Float operands are float32 or float16 (a model compiled with GPU_PRECISION_FP16), each operand by its
  * own dtype: items load them into float (gpu_ldf), compute in float and round the result once when
@@ -459,26 +459,6 @@ static inline BW_HD void gpu_op_item(const struct gpu_op *op, uint32_t op_index,
 		break;
 	default:
 		break;
-	}
-}
-
-/**
- * Copies byte j of segment s of a batch table (gather: into the arena, or zero; scatter: out of it).
- * The fake copies whole segments with memcpy; the CUDA module's gather/scatter kernels call this.
- */
-static inline BW_HD void gpu_segment_byte(const struct gpu_program_size *sz, const struct gpu_batch_table *t,
-					  uint32_t s, uint32_t j, uint8_t *arena)
-{
-	const struct gpu_segment *seg = &t->segments[s];
-
-	if (s < t->nb_gather) {
-		uint8_t *dst = arena + sz->input_offset[seg->tensor] + seg->offset;
-
-		dst[j] = seg->addr != 0 ? ((const uint8_t *)(uintptr_t)seg->addr)[j] : 0;
-	} else {
-		const uint8_t *src = arena + sz->output_offset[seg->tensor] + seg->offset;
-
-		((uint8_t *)(uintptr_t)seg->addr)[j] = src[j];
 	}
 }
 

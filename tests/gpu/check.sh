@@ -11,7 +11,8 @@
 # Stages, each appending to RESULTS_DIR/check.txt as it goes (a failure later keeps what came before;
 # every command runs under `timeout`, and a failed stage is recorded and the next one runs):
 #  1. smoke: bwgpu-info; test_gpu_cuda; launch_cost (host time inside cudaLaunchKernel and
-#     cudaGraphLaunch); bench gpu_launch on the MLP in graph and doorbell modes (system calls per batch).
+#     cudaGraphLaunch); bench gpu_gather (the gather and scatter kernels' GB/s from registered host
+#     memory); bench gpu_launch on the MLP in graph and doorbell modes (system calls per batch).
 #  2. the MLP and the MiniLM-shaped encoder, FP32 and FP16, batch 1 and 8 (and 32 for the MLP), bwrun on
 #     the GPU against bwrun on the CPU, compared with numpy (tolerances below).
 #  3. torchvision's ResNet-50 (tests/gpu/resnet50_onnx.py, seeded, no download; onnxruntime's outputs as
@@ -20,7 +21,8 @@
 #  4. the peer: tests/gpu/torch_peer.py, the same ResNet-50 in PyTorch FP16, channels_last, cuDNN
 #     benchmark mode, one CUDA graph per batch size, replayed.
 # The last line is machine-readable ('na' where a value could not be measured):
-#   resnet50_fp16_b1_ms=<x> e2e_vs_graph=<x> vs_torch_graph=<x> launch_vs_kernel=<x> syscalls_per_batch=<n>
+#   resnet50_fp16_b1_ms=<x> e2e_vs_graph=<x> vs_torch_graph=<x> launch_vs_kernel=<x> syscalls_per_batch=<n> \
+#   gather_gbps=<x>   (one line)
 # CHECK_GPU_MODULE=PATH|fake picks the module (default: BIN_DIR's libbwgpu.so); with 'fake' the script
 # runs end to end on the fake device (few iterations, ResNet-50 at batch 1 only), which is how it is
 # tried on hosts without a GPU. CHECK_RESNET_DIR=DIR reuses resnet50_onnx.py's output of an earlier run
@@ -57,7 +59,7 @@ mkdir -p "$res/logs" || { echo "check.sh: cannot make $res" >&2; exit 2; }
 log="$res/check.txt"
 : > "$log"
 # the files the last line is read from: a step that does not run this time must not leave last time's
-rm -f "$res"/gpu_launch_*.txt "$res/torch_peer.txt" "$res/logs/launch_cost.txt"
+rm -f "$res"/gpu_launch_*.txt "$res/torch_peer.txt" "$res/logs/launch_cost.txt" "$res/logs/gpu_gather.txt"
 say() { echo "$*" | tee -a "$log"; }
 note_fail() {
 	say "FAILED stage $1: $2"
@@ -150,6 +152,9 @@ module="${CHECK_GPU_MODULE:-$(find_bin libbwgpu.so)}"
 bwrun=$(find_bin bwrun)
 gpu_launch=$(find_bin gpu_launch)
 launch_cost=$(find_bin launch_cost)
+gpu_gather=$(find_bin gpu_gather)
+# 64 MiB: a few milliseconds per launch at the target (>= 20 GB/s), so the kernels' fixed costs vanish
+gather_args=(--mib 64 --iters 20)
 info_args=(--module "$module")
 cuda_test_arg="$module"
 # gpu_launch's iterations: the MLP's batches take microseconds on a GPU; ResNet-50's take milliseconds
@@ -169,6 +174,7 @@ if [ "$module" = fake ]; then
 	rn16_iters=(--iters 2 --warmup 1 --graph-iters 1 --syscall-batches 1)
 	rn32_iters=(--iters 2 --warmup 1 --graph-iters 1 --syscall-batches 0)
 	bwrun_iters=(--warmup 0 --repeat 1)
+	gather_args=(--mib 2 --iters 2)
 	rn_batches="1"
 	rn_bwrun_iters=(--warmup 0 --repeat 1)
 fi
@@ -216,6 +222,12 @@ rc=$?
 tee -a "$log" < "$res/logs/launch_cost.txt"
 [ $rc -eq 0 ] || note_fail 1 "launch_cost: $(why $rc "$res/logs/launch_cost.txt") (77: no device)"
 launch_kernel_us=$(kv "$res/logs/launch_cost.txt" launch_kernel_us)
+
+run 1 30 "$res/logs/gpu_gather.txt" "${bwenv[@]}" "$gpu_gather" --module "$module" "${gather_args[@]}"
+rc=$?
+tee -a "$log" < "$res/logs/gpu_gather.txt"
+[ $rc -eq 0 ] || note_fail 1 "gpu_gather: $(why $rc "$res/logs/gpu_gather.txt") (77: no device)"
+gather_gbps=$(kv "$res/logs/gpu_gather.txt" gather_gbps)
 
 wait $gen_pid
 rc=$?
@@ -354,5 +366,6 @@ say "== summary: launch_cpu_us from $launch_from ($launch_us us), launch_kernel_
 	"torch replay b1 $torch_ms ms, system calls from $sys_mode mode; failed stages:${failed_stages:- none};" \
 	"$((SECONDS - start_s)) s"
 say "resnet50_fp16_b1_ms=$graph_ms e2e_vs_graph=$e2e_vs vs_torch_graph=$(ratio "$graph_ms" "$torch_ms")" \
-	"launch_vs_kernel=$(ratio "$launch_us" "$launch_kernel_us") syscalls_per_batch=$sys_n"
+	"launch_vs_kernel=$(ratio "$launch_us" "$launch_kernel_us") syscalls_per_batch=$sys_n" \
+	"gather_gbps=$gather_gbps"
 [ -z "$failed_stages" ]

@@ -1023,7 +1023,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[1], "--fake") == 0) {
-		struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 1 };
+		/* pages pinned whole, as cudaHostRegister does */
+		struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 1,
+					       .pin_page_bytes = PAGE_BYTES };
 
 		gpu_fake_configure(&cfg);
 		g_ops = gpu_fake_ops();

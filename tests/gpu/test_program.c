@@ -37,6 +37,7 @@
 #include "../bw_cunit.h"
 #include "../runtime/onnx_build.h"
 
+#include "copy_plan.h"
 #include "defs.h"
 #include "exec/plan.h"
 #include "fake.h"
@@ -1373,6 +1374,226 @@ static void test_batch_table(void)
 	g_ops->dev_close(dev);
 }
 
+/* ---- b'. the gather and scatter's partition (copy_plan.h) ----------------------------------------------- */
+
+#define PLAN_LARGE_BYTES ((1u << 20) + 3) /* a large segment: many chunks, an odd tail */
+#define PLAN_PAD 64                       /* canary bytes either side of every copy */
+
+static const uint32_t g_plan_lens[] = { 0, 1, 15, 16, 17, 100, GPU_COPY_CHUNK_BYTES - 1, GPU_COPY_CHUNK_BYTES,
+					GPU_COPY_CHUNK_BYTES + 1, 3 * GPU_COPY_CHUNK_BYTES + 17, PLAN_LARGE_BYTES };
+
+static uint8_t plan_byte(size_t i)
+{
+	return (uint8_t)(i * 131u + (i >> 8) * 7u + 1u);
+}
+
+/* \return how many of n bytes at p are not CANARY. */
+static size_t not_canary(const uint8_t *p, size_t n)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bad += p[i] != CANARY;
+	return bad;
+}
+
+/*
+ * The grid's partition copied on the CPU (gpu_copy_emulate: every block and thread the kernel runs):
+ * every source and destination alignment 0..15 (vector path where they agree mod 16, bytes
+ * otherwise), every length, zero fills, a segment's chunks starting anywhere in the round-robin and
+ * one block or many. The bytes arrive, nothing outside them is written.
+ */
+static void test_copy_plan(void)
+{
+	static const struct { uint64_t first; uint32_t blocks; } grids[] = {
+		{ 0, 1 }, { 5, 3 }, { 1000, GPU_COPY_BLOCKS_MAX }, { 62, 64 },
+	};
+	const size_t bytes = PLAN_LARGE_BYTES + 2 * PLAN_PAD + 32;
+	uint8_t *src = aligned_alloc(64, bytes), *dst = aligned_alloc(64, bytes);
+	size_t wrong = 0, outside = 0, chunks_wrong = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dst);
+	for (size_t i = 0; i < bytes; i++)
+		src[i] = plan_byte(i);
+	for (uint32_t a = 0; a < 16; a++)
+		for (uint32_t d = 0; d < 16; d++)
+			for (size_t k = 0; k < sizeof(g_plan_lens) / sizeof(g_plan_lens[0]); k++) {
+				uint32_t len = g_plan_lens[k];
+				/* the large one at every alignment pair, on one grid (4 would take long at -O0) */
+				size_t nb_grids = len == PLAN_LARGE_BYTES ? 1 : sizeof(grids) / sizeof(grids[0]);
+
+				for (size_t g = 0; g < nb_grids; g++)
+					for (int zero = 0; zero < 2; zero++) {
+						const uint8_t *s = zero ? NULL : src + PLAN_PAD + a;
+						uint8_t *o = dst + PLAN_PAD + d;
+						uint64_t n;
+
+						if (zero && a > 0)
+							continue; /* a zero fill has no source alignment */
+						memset(dst, CANARY, PLAN_PAD + d + len + PLAN_PAD);
+						n = gpu_copy_emulate(o, s, len, grids[g].first, grids[g].blocks);
+						chunks_wrong += n != gpu_copy_chunks((uintptr_t)o, len);
+						chunks_wrong += len > 0 && n > (uint64_t)len / GPU_COPY_CHUNK_BYTES + 2;
+						for (uint32_t i = 0; i < len; i++)
+							wrong += o[i] != (zero ? 0 : s[i]);
+						outside += not_canary(dst, PLAN_PAD + d) + not_canary(o + len, PLAN_PAD);
+					}
+			}
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(outside, 0);
+	CU_ASSERT_EQUAL(chunks_wrong, 0);
+
+	/* the arithmetic itself: chunk boundaries after the first are 16-byte aligned in the destination,
+	 * chunks tile [0, len) in order, and block b takes the chunks the round-robin gives it */
+	for (uint32_t d = 0; d < 16; d++) {
+		uint64_t prev = 0, lo, hi, n = gpu_copy_chunks(d, PLAN_LARGE_BYTES);
+
+		for (uint64_t c = 0; c < n; c++) {
+			gpu_copy_chunk_range(d, PLAN_LARGE_BYTES, c, &lo, &hi);
+			CU_ASSERT_EQUAL(lo, prev);
+			CU_ASSERT_TRUE(hi > lo && hi - lo <= GPU_COPY_CHUNK_BYTES);
+			CU_ASSERT_TRUE(c == 0 || (d + lo) % GPU_COPY_VEC_BYTES == 0);
+			prev = hi;
+		}
+		CU_ASSERT_EQUAL(prev, PLAN_LARGE_BYTES);
+	}
+	for (uint32_t b = 0; b < 7; b++)
+		CU_ASSERT_EQUAL((11 + gpu_copy_first_chunk(11, b, 7)) % 7, b);
+	free(src);
+	free(dst);
+}
+
+/*
+ * The same through the fake device's gather and scatter (fake_run.c runs copy_plan.h's partition):
+ * two inputs, each made of several segments (a tensor crossing segments, zero runs between them),
+ * of every length above, with source alignments shifted per segment and the first destination
+ * alignment 0..15; the outputs (the same arena bytes: the program has no op) scattered in pieces of
+ * the same lengths at their own alignments between canaries of the reply buffer.
+ */
+#define GS_ROW0 (PLAN_LARGE_BYTES + 8 * GPU_COPY_CHUNK_BYTES) /* every length, zero runs between */
+#define GS_ROW1 4096u
+#define GS_SEGMENTS 64
+
+static void test_gather_scatter_alignments(void)
+{
+	const size_t req_bytes = GS_ROW0 + GS_ROW1 + 2 * GS_SEGMENTS * 32, rep_bytes = req_bytes + GS_SEGMENTS * PLAN_PAD;
+	uint8_t *requests = aligned_alloc(4096, req_bytes), *replies = aligned_alloc(4096, rep_bytes);
+	uint8_t *want = malloc(GS_ROW0 + GS_ROW1); /* the two tensors as the gather must leave them */
+	struct gpu_dev *dev = open_fake();
+	struct gpu_stream *stream = NULL;
+	struct gpu_loaded *loaded = NULL;
+	struct gpu_instance *inst = NULL;
+	struct gpu_program prog;
+	struct gpu_batch_table *t;
+	char err[GPU_ERR_MAX];
+	uint64_t req, rep;
+	size_t wrong = 0, outside = 0;
+	const uint32_t nb_lens = sizeof(g_plan_lens) / sizeof(g_plan_lens[0]);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(requests);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(replies);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+	memset(&prog, 0, sizeof(prog));
+	snprintf(prog.name, sizeof(prog.name), "gather-scatter");
+	prog.nb_inputs = prog.nb_outputs = 2;
+	prog.input_row_bytes[0] = prog.output_row_bytes[0] = GS_ROW0;
+	prog.input_row_bytes[1] = prog.output_row_bytes[1] = GS_ROW1;
+	prog.max_segments = GS_SEGMENTS;
+	prog.nb_sizes = 1;
+	prog.sizes[0].batch = 1;
+	prog.sizes[0].arena_bytes = ((GS_ROW0 + GPU_PROG_ALIGN - 1) / GPU_PROG_ALIGN + GS_ROW1 / GPU_PROG_ALIGN) *
+				    GPU_PROG_ALIGN;
+	prog.sizes[0].input_offset[1] = prog.sizes[0].output_offset[1] =
+		(GS_ROW0 + GPU_PROG_ALIGN - 1) / GPU_PROG_ALIGN * GPU_PROG_ALIGN;
+	for (size_t i = 0; i < req_bytes; i++)
+		requests[i] = plan_byte(i);
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, requests, req_bytes, NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->host_register(dev, replies, rep_bytes, NULL, err, sizeof(err)), 0);
+	req = dev_addr_of(dev, requests, req_bytes);
+	rep = dev_addr_of(dev, replies, rep_bytes);
+	CU_ASSERT_EQUAL_FATAL(g_ops->stream_create(dev, &stream, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->program_load(dev, &prog, &loaded, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(g_ops->instance_create(loaded, stream, 1, g_mode, &inst, err, sizeof(err)), 0);
+	t = g_ops->instance_table(inst, 0, 0);
+	for (uint32_t d = 0; d < 16; d++) {
+		uint32_t n = 0, ns, tensor_end[2];
+		size_t src_at = 0, rep_at = PLAN_PAD;
+
+		/* gather: per tensor a zero run of d bytes, then each length from requests at alignment
+		 * (d + 3k) mod 16 followed by a zero run of k bytes; input 1 takes the short lengths */
+		for (uint32_t tensor = 0; tensor < 2; tensor++) {
+			uint64_t at = 0;
+			uint8_t *w = want + (tensor ? GS_ROW0 : 0);
+
+			t->segments[n++] = (struct gpu_segment){ .addr = 0, .offset = 0, .len = d, .tensor = tensor };
+			memset(w, 0, d);
+			at = d;
+			for (uint32_t k = 0; k < (tensor ? 6 : nb_lens); k++) {
+				uint32_t len = g_plan_lens[k];
+
+				src_at = (src_at + 15) / 16 * 16 + (d + 3 * k) % 16;
+				t->segments[n++] = (struct gpu_segment){ .addr = req + src_at, .offset = at, .len = len,
+									 .tensor = tensor };
+				memcpy(w + at, requests + src_at, len);
+				src_at += len;
+				at += len;
+				t->segments[n++] = (struct gpu_segment){ .addr = 0, .offset = at, .len = k, .tensor = tensor };
+				memset(w + at, 0, k);
+				at += k;
+			}
+			tensor_end[tensor] = (uint32_t)at;
+		}
+		t->nb_gather = n;
+		/* scatter: each tensor's [0, end) in pieces of the same lengths, each at reply alignment
+		 * (5 + 7 * piece) mod 16 after PLAN_PAD canaries */
+		ns = 0;
+		memset(replies, CANARY, rep_bytes);
+		for (uint32_t tensor = 0; tensor < 2; tensor++)
+			for (uint32_t at = 0, k = 0; at < tensor_end[tensor]; k++) {
+				uint32_t left = tensor_end[tensor] - at, len = g_plan_lens[k % nb_lens];
+
+				len = len == 0 ? 7 : len < left ? len : left;
+				rep_at = (rep_at + PLAN_PAD + 15) / 16 * 16 + (5 + 7 * ns) % 16;
+				CU_ASSERT_FATAL(n + ns < GS_SEGMENTS && rep_at + len + PLAN_PAD <= rep_bytes);
+				t->segments[n + ns++] = (struct gpu_segment){ .addr = rep + rep_at, .offset = at, .len = len,
+									      .tensor = tensor };
+				rep_at += len;
+				at += len;
+			}
+		t->nb_scatter = ns;
+		t->generation = d + 1;
+		CU_ASSERT_EQUAL_FATAL(g_ops->instance_launch(inst, 0, 0, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 1);
+		CU_ASSERT_FATAL(gpu_word_reached(g_ops->instance_word(inst, 0, 0), d + 1));
+		/* every piece holds its tensor's bytes; every byte between pieces is a canary */
+		{
+			size_t prev_end = 0;
+
+			for (uint32_t i = 0; i < ns; i++) {
+				const struct gpu_segment *sg = &t->segments[n + i];
+				const uint8_t *got = replies + (sg->addr - rep);
+				const uint8_t *w = want + (sg->tensor ? GS_ROW0 : 0) + sg->offset;
+
+				wrong += memcmp(got, w, sg->len) != 0;
+				outside += not_canary(replies + prev_end, (size_t)(got - replies) - prev_end);
+				prev_end = (size_t)(got - replies) + sg->len;
+			}
+			outside += not_canary(replies + prev_end, rep_bytes - prev_end);
+		}
+	}
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(outside, 0);
+	CU_ASSERT_EQUAL(g_ops->health(dev, err, sizeof(err)), 0);
+	g_ops->instance_destroy(inst);
+	g_ops->program_unload(loaded);
+	g_ops->stream_destroy(stream);
+	g_ops->dev_close(dev);
+	free(want);
+	free(requests);
+	free(replies);
+}
+
 /* Two instances on two streams, finished in the opposite order of their launches. */
 static void test_two_streams(void)
 {
@@ -2147,6 +2368,7 @@ int main(void)
 	};
 	static CU_TestInfo table_tests[] = {
 		{ "gather, pad, scatter, generations on one slot", test_batch_table },
+		{ "gather and scatter: every alignment and segment layout", test_gather_scatter_alignments },
 		{ "two streams finished in the opposite order", test_two_streams },
 		{ "two streams on the fake's thread", test_threaded },
 		{ "instance_time", test_instance_time },
@@ -2164,6 +2386,10 @@ int main(void)
 		{ "a refused doorbell; a ring overrun loses the device", test_doorbell_faults },
 		CU_TEST_INFO_NULL,
 	};
+	static CU_TestInfo copy_plan_tests[] = {
+		{ "every alignment pair and length, zero fills, grids: bytes in, nothing outside", test_copy_plan },
+		CU_TEST_INFO_NULL,
+	};
 	static CU_TestInfo check_tests[] = {
 		{ "gpu_program_check refusals", test_program_check },
 		{ "gpu_program_copy", test_program_copy },
@@ -2177,6 +2403,7 @@ int main(void)
 		{ "batch tables (doorbell launch)", mode_doorbell, NULL, NULL, NULL, table_tests },
 		{ "faults (doorbell launch)", mode_doorbell, NULL, NULL, NULL, fault_tests },
 		{ "doorbell ring", NULL, NULL, NULL, NULL, doorbell_tests },
+		{ "gather and scatter partition (copy_plan.h)", NULL, NULL, NULL, NULL, copy_plan_tests },
 		{ "program checks", NULL, NULL, NULL, NULL, check_tests },
 		CU_SUITE_INFO_NULL,
 	};
