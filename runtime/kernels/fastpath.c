@@ -142,9 +142,17 @@ RT_K_SCRATCH(fast_maxpool)
  * taken first and replaced only by a greater one, as the reference kernel does: a NaN there stays,
  * a NaN elsewhere is passed over. A window wholly in the padding gives -inf.
  */
+static int64_t maxpool_row_k3s2_avx512(const float *row, float *y, int64_t first, int64_t end, int64_t pad);
+
 static void maxpool_plane(const struct rt_k_window *w, const float *x, float *y, float *row)
 {
 	int64_t ih = w->in[0], iw = w->in[1];
+	/* the outputs whose 3-wide, stride-2 windows lie wholly inside the row: vectorized below */
+	bool k3s2 = w->kernel[1] == 3 && w->stride[1] == 2 && rt_cpu_isa_active() >= RT_CPU_ISA_AVX512;
+	int64_t in_first = (w->pad_begin[1] + 1) / 2;
+	int64_t in_end = iw - 3 + w->pad_begin[1] < 0 ? 0 : (iw - 3 + w->pad_begin[1]) / 2 + 1;
+
+	in_end = in_end < w->out[1] ? in_end : w->out[1];
 
 	for (int64_t oh = 0; oh < w->out[0]; oh++) {
 		int64_t hs = oh * w->stride[0] - w->pad_begin[0], h0 = hs < 0 ? 0 : hs, h1 = hs + w->kernel[0];
@@ -163,6 +171,13 @@ static void maxpool_plane(const struct rt_k_window *w, const float *x, float *y,
 			int64_t ws = ow * w->stride[1] - w->pad_begin[1], w0 = ws < 0 ? 0 : ws, w1 = ws + w->kernel[1];
 			float m;
 
+			if (k3s2 && h0 < h1 && ow == in_first && in_first < in_end) {
+				int64_t done = maxpool_row_k3s2_avx512(row, y, in_first, in_end, w->pad_begin[1]);
+
+				ow += done - 1;
+				y += done - 1;
+				continue;
+			}
 			w1 = w1 < iw ? w1 : iw;
 			if (h0 >= h1 || w0 >= w1) {
 				*y = -INFINITY;
@@ -174,6 +189,36 @@ static void maxpool_plane(const struct rt_k_window *w, const float *x, float *y,
 			*y = m;
 		}
 	}
+}
+
+/*
+ * Outputs first..end-1 of a row under 3-wide windows at stride 2 (ResNet's stem pool), each window
+ * wholly inside the row: 16 a vector, the window's columns its even, odd and next even values,
+ * taken in the window's order (the first, then a greater one), as the loop above. \return end - first.
+ */
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static int64_t
+maxpool_row_k3s2_avx512(const float *row, float *y, int64_t first, int64_t end, int64_t pad)
+{
+	const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+
+	for (int64_t ow = first; ow < end; ow += 16) {
+		int64_t left = end - ow < 16 ? end - ow : 16, in = 2 * left + 1;
+		const float *p = row + 2 * ow - pad;
+		/* the window's values for these outputs: p[0 .. 2 * left], read no further */
+		__mmask16 m0 = in >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << in) - 1);
+		__mmask16 m1 = in >= 32 ? (__mmask16)0xffff : in > 16 ? (__mmask16)((1u << (in - 16)) - 1) : 0;
+		__mmask16 n0 = in - 1 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (in - 1)) - 1);
+		__mmask16 n1 = in - 1 >= 32 ? (__mmask16)0xffff : in - 1 > 16 ? (__mmask16)((1u << (in - 17)) - 1) : 0;
+		__m512 a = _mm512_maskz_loadu_ps(m0, p), b = _mm512_maskz_loadu_ps(m1, p + 16);
+		__m512 a1 = _mm512_maskz_loadu_ps(n0, p + 1), b1 = _mm512_maskz_loadu_ps(n1, p + 17);
+		__m512 c0 = _mm512_permutex2var_ps(a, even_idx, b), c1 = _mm512_permutex2var_ps(a, odd_idx, b);
+		__m512 c2 = _mm512_permutex2var_ps(a1, odd_idx, b1);
+
+		_mm512_mask_storeu_ps(y + (ow - first), (__mmask16)((1u << left) - 1),
+				      _mm512_max_ps(c2, _mm512_max_ps(c1, c0)));
+	}
+	return end - first;
 }
 
 /*

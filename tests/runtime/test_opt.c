@@ -996,6 +996,32 @@ static void test_maxpool_2x2(void)
 	check_small(m, 0, 1);
 }
 
+/*
+ * 3x3 stride-2 MaxPool (ResNet's stem pool): the outputs whose windows lie wholly inside a row are
+ * vectorized at AVX-512, the others and rows under the padding are not; widths from one column
+ * (no window inside) to more than 16 outputs, pads 0 and 1, odd and even sizes.
+ */
+static void test_maxpool_3x3s2(void)
+{
+	static const int64_t sizes[][2] = {{7, 9}, {4, 112}, {5, 2}, {3, 3}, {6, 1}, {9, 33}, {3, 36}, {2, 4}};
+	static const int64_t three[] = {3, 3}, two[] = {2, 2}, one[] = {1, 1, 1, 1}, none[] = {0, 0, 0, 0};
+
+	for (unsigned int i = 0; i < 2 * sizeof(sizes) / sizeof(sizes[0]); i++) {
+		unsigned int sz = i / 2;
+		Onnx__ModelProto *m;
+		Onnx__NodeProto *node;
+
+		if (i % 2 == 0 && (sizes[sz][0] < 3 || sizes[sz][1] < 3))
+			continue; /* unpadded, the window must fit */
+		m = model_image(3, sizes[sz][0], sizes[sz][1]);
+		node = onnx_build_node(m, NULL, "MaxPool", "x", "y");
+		onnx_build_attr_ints(node, "kernel_shape", three, 2);
+		onnx_build_attr_ints(node, "strides", two, 2);
+		onnx_build_attr_ints(node, "pads", i % 2 ? one : none, 4);
+		check_small(m, 0, 1);
+	}
+}
+
 static void test_vecmath(void)
 {
 	enum { N = 40001 };
@@ -1288,6 +1314,7 @@ int main(void)
 		{"small CNN blocks: 3x3 pad 1 convs and 2x2 MaxPools", test_cnn_blocks},
 		{"same-width packer: 5x5, dilation, end pads, narrow rows, k blocks", test_same_width_packer},
 		{"2x2 stride-2 MaxPool: odd sizes, wide rows, ceil_mode", test_maxpool_2x2},
+		{"3x3 stride-2 MaxPool: windows inside and across a row's ends, pads 0 and 1", test_maxpool_3x3s2},
 		{"small direct GEMM: edges, strides, alpha, beta, no heap call", test_gemm_small},
 		{"precision bf16: convs, FusedGemm, attention on AMX tiles", test_bf16},
 		{"an input that indexes tables: its bound from the smallest Gather table", test_index_bounds},
