@@ -15,7 +15,13 @@
 #include "cuda_defs.h"
 #include "program_math.h"
 
-#define CUBLASLT_WORKSPACE_BYTES (4u << 20) /* per instance; what the heuristic may pick algorithms for */
+/*
+ * Per instance: the workspace the heuristic may choose algorithms for. 32 MiB is NVIDIA's
+ * recommendation for Hopper (cuBLAS's own default workspace there): below it, the heuristic leaves
+ * out split-K and stream-K algorithms that need more scratch, which the small-batch GEMMs served here
+ * are the ones to gain from.
+ */
+#define CUBLASLT_WORKSPACE_BYTES (32u << 20)
 #define TABLE_ALIGN_BYTES 64                /* batch tables start on a cache line */
 #define WORDS_ALIGN_BYTES 64
 /* A launch's fault pair (program_math.h: code, op) in device memory just past the program's arena:
@@ -242,6 +248,66 @@ static void gemm_plan_free(const struct gpu_dev *dev, struct gemm_plan *p)
 		dev->lt.desc_destroy(p->desc);
 }
 
+/*
+ * Runs every GEMM plan once at load, outside any capture, on scratch (an arena of the largest size and
+ * a workspace; its contents do not matter): the first cublasLtMatmul of a handle sets up its
+ * internals and loads each algorithm's kernels (lazily loaded modules), work that has no place inside
+ * a stream capture, which graph_capture would otherwise be the first to do. cuDNN's plans get the same
+ * (cudnn.c's warm-up runs). Errors are the library's, as a capture would have met them.
+ */
+static int gemm_warm_up(struct gpu_loaded *lp, char *err, size_t cap)
+{
+	struct gpu_dev *dev = lp->dev;
+	const struct gpu_program *prog = lp->prog;
+	uint8_t *arena = NULL, *workspace = NULL;
+	uint64_t arena_bytes = 0;
+	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+	cudaError_t e;
+
+	for (uint32_t s = 0; s < prog->nb_sizes; s++)
+		if (prog->sizes[s].arena_bytes > arena_bytes)
+			arena_bytes = prog->sizes[s].arena_bytes;
+	e = cudaMalloc((void **)&arena, arena_bytes + FAULT_PAIR_BYTES);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&workspace, CUBLASLT_WORKSPACE_BYTES);
+	if (e != cudaSuccess) {
+		cudaFree(arena);
+		return alloc_fail(dev, "cudaMalloc (cuBLASLt warm-up scratch)", e, err, cap);
+	}
+	for (uint32_t s = 0; st == CUBLAS_STATUS_SUCCESS && s < prog->nb_sizes; s++) {
+		for (uint32_t i = 0; st == CUBLAS_STATUS_SUCCESS && i < prog->sizes[s].nb_ops; i++) {
+			const struct gpu_op *op = &prog->sizes[s].ops[i];
+			struct gemm_plan *p = &lp->plans[s][i];
+
+			if (op->code != GPU_OP_GEMM)
+				continue;
+			if (p->bias_in_arena) {
+				const void *bias_dev = arena + op->in[2].offset;
+
+				/* set again per slot at capture, under the capture lock */
+				st = dev->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_dev, sizeof(bias_dev));
+			}
+			if (st == CUBLAS_STATUS_SUCCESS)
+				st = dev->lt.matmul(lp->lt, p->desc, &op->alpha, gpu_ref_addr(&op->in[1], arena, lp->consts_dev),
+						    p->lt_a, gpu_ref_addr(&op->in[0], arena, lp->consts_dev), p->lt_b,
+						    &g_beta_zero, gpu_ref_addr(&op->out, arena, lp->consts_dev), p->lt_d,
+						    gpu_ref_addr(&op->out, arena, lp->consts_dev), p->lt_d, &p->algo,
+						    workspace, CUBLASLT_WORKSPACE_BYTES, NULL);
+			if (st != CUBLAS_STATUS_SUCCESS)
+				gpu_err(err, cap, "size %u op %u (GEMM): cublasLtMatmul (warm-up at load): %s", s, i,
+					dev->lt.status_string(st));
+		}
+	}
+	e = cudaDeviceSynchronize();
+	cudaFree(workspace);
+	cudaFree(arena);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
+	if (e != cudaSuccess)
+		return cuda_fail(dev, "cuBLASLt warm-up (cudaDeviceSynchronize)", e, err, cap);
+	return 0;
+}
+
 static bool program_has_gemm(const struct gpu_program *prog)
 {
 	for (uint32_t s = 0; s < prog->nb_sizes; s++)
@@ -336,6 +402,9 @@ int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struc
 			}
 		}
 		lp->workspace_bytes = CUBLASLT_WORKSPACE_BYTES;
+		rc = gemm_warm_up(lp, err, cap);
+		if (rc < 0)
+			goto fail;
 	}
 	/* CONV ops cuDNN can run get a plan; the others (or all, without cuDNN) keep the generic kernel */
 	rc = cudnn_program_plan(dev, lp->prog, lp->consts_dev, &lp->dnn, &lp->workspace_bytes, err, cap);

@@ -41,8 +41,9 @@
  * NaN: the activation does not propagate NaN, as bw_relu (x > 0 ? x : 0) does not.
  *
  * Recording (graph_capture): cudnnSetStream on the program's handle to the capturing stream, then the
- * plan's calls with the (size, slot) arena's addresses and the instance's workspace; the caller holds
- * the program's capture lock, since the handle (and its stream) is shared by the program's instances.
+ * plan's calls with the (size, slot) arena's addresses and the instance's workspace, then the handle
+ * back on the legacy stream (NULL); the caller holds the program's capture lock throughout, since the
+ * handle (and its stream) is shared by the program's instances.
  *
  * One file of ~850 lines on purpose, a tenth of it this comment and the stubs of a build without
  * cudnn.h at the end: the plan search, the run and the recording share struct conv_plan and the
@@ -748,7 +749,7 @@ int cudnn_program_plan(struct gpu_dev *dev, const struct gpu_program *prog, cons
 			if (rc == 1) {
 				plan_free(dev, &dp->plans[s][i]); /* planned stays false: the generic kernel */
 				if (dp->why[0] == '\0')
-					snprintf(dp->why, sizeof(dp->why), "size %u op %u: %s", s, i, why);
+					gpu_err(dp->why, sizeof(dp->why), "size %u op %u: %s", s, i, why); /* truncated is fine */
 			} else {
 				dp->nb_planned++;
 				if (dp->plans[s][i].workspace_bytes > *workspace_bytes)
@@ -804,8 +805,20 @@ int cudnn_record(struct cudnn_prog *dp, uint32_t s, uint32_t slot, uint32_t i, u
 			      gpu_ref_addr(&op->in[1], arena, consts), plan_bias(dp, p, op, arena),
 			      op->in[3].space != GPU_SPACE_NONE ? gpu_ref_addr(&op->in[3], arena, consts) : NULL,
 			      gpu_ref_addr(&op->out, arena, consts), workspace);
-	if (st == CUDNN_STATUS_SUCCESS)
+	/* back to the legacy stream, still under the caller's capture lock: the handle is the program's,
+	 * and the capturing stream is one lcore's, destroyed when that lcore stops; a handle left on it
+	 * would hand cuDNN a dead stream in any later call made outside a recording (the next program
+	 * instance's recording sets its own first) */
+	if (st == CUDNN_STATUS_SUCCESS) {
+		st = a->set_stream(dp->handle, NULL);
+		if (st != CUDNN_STATUS_SUCCESS) {
+			gpu_err(err, cap, "size %u slot %u op %u (CONV): cudnnSetStream (back to the legacy stream): %s",
+				s, slot, i, a->status_string(st));
+			return -EIO;
+		}
 		return 0;
+	}
+	a->set_stream(dp->handle, NULL);
 	gpu_err(err, cap, "size %u slot %u op %u (CONV): cuDNN %s (capture): %s", s, slot, i,
 		p->fused ? "cudnnConvolutionBiasActivationForward" : "convolution", a->status_string(st));
 	return st == CUDNN_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
