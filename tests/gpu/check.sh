@@ -1,13 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The GPU check, for a machine with an NVIDIA GPU (the H200 lent to some sessions; at most
-# CHECK_BUDGET_S, 300 s by default, so that one call of a 15-minute device lease measures everything):
-#   tests/gpu/check.sh BIN_DIR RESULTS_DIR
+# CHECK_BUDGET_S, 300 s by default, so that the check and a rerun of it fit 10 minutes of a device
+# lease; the rerun, with CHECK_RESNET_DIR, skips the ResNet-50 export):
+#   tests/gpu/check.sh [BIN_DIR [RESULTS_DIR]]
 # Run from the source tree's root. BIN_DIR: a build directory, or a bundle made by tests/gpu/bundle.sh
-# (for a machine without DPDK or this project's build dependencies); our binaries run with the
-# bundle's lib/ and pip's nvidia/*/lib (cuBLAS, cuDNN) on LD_LIBRARY_PATH. On a fresh GPU machine:
-#   tests/gpu/bundle.sh build /tmp/bw-bundle        # here, on the build machine
-#   tests/gpu/check.sh /tmp/bw-bundle /tmp/bw-check  # there, with the source tree
+# (for a machine without DPDK or this project's build dependencies; by default gpu-bundle/ in the
+# tree, git-ignored, so a GPU machine that receives only the tree has it); RESULTS_DIR defaults to
+# gpu-check/ (ignored too). Our binaries run with the bundle's lib/ and pip's nvidia/*/lib (cuBLAS,
+# cuDNN) on LD_LIBRARY_PATH, and BW_CUDNN_LOG=1: cuDNN's plan count per program (and why it did not
+# load, when it did not) comes into check.txt. On a fresh GPU machine:
+#   tests/gpu/bundle.sh build                      # here, on the build machine: gpu-bundle/
+#   tests/gpu/check.sh                             # there, in the source tree: gpu-check/check.txt
+#   CHECK_RESNET_DIR=gpu-check/resnet50 tests/gpu/check.sh gpu-bundle gpu-check2   # the rerun
 # Stages, each appending to RESULTS_DIR/check.txt as it goes (a failure later keeps what came before;
 # every command runs under `timeout`, and a failed stage is recorded and the next one runs):
 #  1. smoke: bwgpu-info; test_gpu_cuda; launch_cost (host time inside cudaLaunchKernel and
@@ -29,10 +34,11 @@
 # (DIR/resnet50.onnx, input_bN.npy, ref_bN.npy) instead of exporting again: a rerun saves a minute.
 set -u
 
-bin="${1:-}"
-res="${2:-}"
-if [ -z "$bin" ] || [ -z "$res" ] || [ ! -d "$bin" ]; then
-	echo "usage: tests/gpu/check.sh BIN_DIR RESULTS_DIR   (from the source root; BIN_DIR a build dir or a bundle)" >&2
+bin="${1:-gpu-bundle}"
+res="${2:-gpu-check}"
+if [ ! -d "$bin" ]; then
+	echo "usage: tests/gpu/check.sh [BIN_DIR [RESULTS_DIR]]   (from the source root; BIN_DIR a build dir or a" \
+		"bundle, gpu-bundle/ by default: tests/gpu/bundle.sh BUILD_DIR makes it; $bin is not there)" >&2
 	exit 2
 fi
 [ -f models/gen_models.py ] || { echo "check.sh: run it from the source tree's root (models/gen_models.py)" >&2; exit 2; }
@@ -138,14 +144,14 @@ ratio() {
 		if (a == "na" || b == "na" || a == "" || b == "" || b + 0 == 0) print "na"; else printf "%.4g\n", a / b }'
 }
 
-# Our binaries' libraries: the bundle's lib/ and pip's nvidia/*/lib (cuBLASLt, cuDNN). Only our
-# binaries get them (through bwenv): the bundle's libstdc++ is the build machine's, older than what
-# PyTorch wants, so python3 keeps the environment it came with.
+# Our binaries' libraries: the bundle's lib/ (no libstdc++ nor libgcc_s there: the host's serve
+# everyone) and pip's nvidia/*/lib (cuBLASLt, cuDNN). Only our binaries get them (through bwenv):
+# python3 keeps the environment it came with, its own nvidia libraries included.
 bw_ld="${LD_LIBRARY_PATH:-}"
 [ -d "$bin/lib" ] && bw_ld="$bin/lib${bw_ld:+:$bw_ld}"
 pip_libs=$(python3 -c 'import os, nvidia; print(":".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null)
 [ -n "$pip_libs" ] && bw_ld="${bw_ld:+$bw_ld:}$pip_libs"
-bwenv=(env "LD_LIBRARY_PATH=$bw_ld")
+bwenv=(env "LD_LIBRARY_PATH=$bw_ld" BW_CUDNN_LOG=1)
 export OPENBLAS_NUM_THREADS=1
 
 module="${CHECK_GPU_MODULE:-$(find_bin libbwgpu.so)}"
@@ -296,6 +302,15 @@ else
 	rc=$?
 	[ -f "$rn_bench16" ] && tee -a "$log" < "$rn_bench16"
 	[ $rc -eq 0 ] || note_fail 3 "gpu_launch resnet50 fp16: $(why $rc "$res/logs/gpu_launch_resnet50_fp16.log")"
+	# cuDNN's own account (BW_CUDNN_LOG=1): which library, how many CONV ops it planned, and the
+	# reason for the first it left out, or why it did not load (CONV then runs on the per-item kernel,
+	# far slower: that explains a timeout here)
+	cudnn_lines=$(grep -E '^cudnn: .*(CONV ops planned|version)' "$res/logs/gpu_launch_resnet50_fp16.log" | sort -u)
+	if [ -n "$cudnn_lines" ]; then
+		echo "$cudnn_lines" | sed 's/^/resnet50 fp16 /' | tee -a "$log"
+	else
+		say "resnet50 fp16: no cuDNN line in the log (BW_CUDNN_LOG=1 was set): cuDNN was never asked"
+	fi
 	# the layout fp16 chooses by rule (NHWC) against the other, at batch 1: is NHWC the faster there?
 	rn_bench16n="$res/gpu_launch_resnet50_fp16_nchw.txt"
 	run 3 30 "$res/logs/gpu_launch_resnet50_fp16_nchw.log" "${bwenv[@]}" "$gpu_launch" --gpu-module "$module" \

@@ -51,13 +51,29 @@ def main():
     example = torch.zeros(1, 3, 224, 224)
     kwargs = dict(opset_version=17, input_names=["input"], output_names=["logits"],
                   dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, do_constant_folding=True)
-    # torch >= 2.9 exports through dynamo by default (and needs onnxscript for it); the TorchScript
-    # exporter takes dynamic_axes as written here
+    # torch >= 2.9 exports through dynamo by default (and needs onnxscript for it), and a later torch
+    # may drop the TorchScript exporter: the TorchScript one first (it takes dynamic_axes as written
+    # here), then dynamo (dynamic_shapes for the batch), whichever this torch has and manages
+    attempts = [("torchscript", kwargs)]
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        kwargs["dynamo"] = False
-    with torch.no_grad():
-        torch.onnx.export(model, example, path, **kwargs)
-    onnx.checker.check_model(path)
+        dyn = {k: v for k, v in kwargs.items() if k != "dynamic_axes"}
+        attempts = [("torchscript", dict(kwargs, dynamo=False)),
+                    ("dynamo", dict(dyn, dynamo=True,
+                                    dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=4096)},)))]
+    failures = []
+    for name, kw in attempts:
+        try:
+            with torch.no_grad():
+                torch.onnx.export(model, (example,), path, **kw)
+            onnx.checker.check_model(path)
+            print(f"exporter: {name}", flush=True)
+            break
+        except Exception as e:  # each exporter fails its own way (missing onnxscript, removed API...)
+            failures.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            print(f"resnet50_onnx.py: the {name} exporter failed, {failures[-1]}", file=sys.stderr, flush=True)
+    else:
+        print("resnet50_onnx.py: no exporter worked: " + "; ".join(failures), file=sys.stderr)
+        return 1
     print(f"exported {path} (torch {torch.__version__}, torchvision {torchvision.__version__}) "
           f"in {time.time() - t0:.1f} s", flush=True)
 
