@@ -277,7 +277,9 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --config FILE    INI file with the options above; the command line overrides it\n"
 		"  --model M=FILE   serve the ONNX model FILE as M (repeatable; [model M] path = FILE)\n"
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
-		"                   path, device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
+		"                   path (an .onnx file, or a directory of versions N/model.onnx as\n"
+		"                   Triton lays them out), version_policy (latest, the default, or specific N),\n"
+		"                   device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
 		"                   cpu only), slots, max_request_bytes (largest request body, default\n"
 		"                   max_message_bytes), allow (sources that may use it, as --allow), auth\n"
 		"                   (required: signed requests only; default optional),\n"
@@ -297,7 +299,10 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  %s -l 0-1 --no-huge -m 1024 --file-prefix bw --vdev net_af_packet0,iface=veth0 -- --ip 10.0.0.1 \\\n"
 		"      --model mlp=models/mlp.onnx --model-opt mlp.allowed_batch_sizes=1,2,4,8\n"
 		"Telemetry: dpdk-telemetry.py -f PREFIX, then /batchwire/stats, /batchwire/lcores,\n"
-		"  /batchwire/model,NAME and /batchwire/gpu.\n"
+		"  /batchwire/model,NAME and /batchwire/gpu; /batchwire/reload[,NAME] reloads a model.\n"
+		"Reload: SIGHUP (every model, and the key file), /batchwire/reload, or HTTP POST\n"
+		"  /v2/repository/models/NAME/load: the version the policy selects now is loaded beside the\n"
+		"  served one and takes over between batches; one that fails to load changes nothing.\n"
 		"Environment: BW_CPU_ISA=baseline|avx2|avx512|amx caps the CPU kernels' instruction set (default:\n"
 		"  the highest this CPU runs; logged at start-up); OPENBLAS_NUM_THREADS=1 (see README.md).\n"
 		"Exit status: 0 after a clean stop (SIGINT/SIGTERM), 1 on a bad parameter or a start-up failure.\n",
@@ -486,7 +491,7 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 			return -EINVAL;
 		}
 		if (value[0] == '\0') {
-			snprintf(msg, cap, "invalid path '': expected an .onnx file");
+			snprintf(msg, cap, "invalid path '': expected an .onnx file or a directory of versions");
 			return -EINVAL;
 		}
 		if (value[0] != '/' && base != NULL) {
@@ -500,6 +505,29 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 			snprintf(msg, cap, "invalid path: longer than %d bytes", APP_PATH_MAX - 1);
 			return -EINVAL;
 		}
+		return 0;
+	}
+	if (strcmp(key, "version_policy") == 0) {
+		char *end;
+		unsigned long v;
+
+		if (strcmp(value, "latest") == 0 || strcmp(value, "latest 1") == 0) {
+			model->version_specific = 0;
+			return 0;
+		}
+		if (strncmp(value, "latest ", 7) == 0) {
+			snprintf(msg, cap, "invalid version_policy '%s': a model serves one version at a time; give each "
+				 "version its own [model] section with version_policy = specific N", value);
+			return -EINVAL;
+		}
+		v = strncmp(value, "specific ", 9) == 0 && isdigit((unsigned char)value[9]) ? strtoul(value + 9, &end, 10)
+											  : 0;
+		if (v == 0 || *end != '\0' || v > BW_MODEL_ID_MODEL_MASK) {
+			snprintf(msg, cap, "invalid version_policy '%s': expected latest or specific N (N in 1..%u)", value,
+				 BW_MODEL_ID_MODEL_MASK);
+			return -EINVAL;
+		}
+		model->version_specific = (uint32_t)v;
 		return 0;
 	}
 	if (strcmp(key, "device") == 0) {
@@ -870,9 +898,9 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 			return -EINVAL;
 		}
 		if (app_model_is_echo(m) && (m->nb_workers != 0 || m->device != APP_DEVICE_CPU || m->slots != 0 ||
-					     m->precision_given[0] != '\0' || m->chunk_given)) {
+					     m->precision_given[0] != '\0' || m->chunk_given || m->version_specific != 0)) {
 			fprintf(err, "batchwire: model 'echo' is built in and runs on its polling lcores: expected no "
-				"device, workers, slots, precision or chunk_rows for it\n");
+				"device, workers, slots, precision, chunk_rows or version_policy for it\n");
 			return -EINVAL;
 		}
 		if (m->chunk_given && m->device == APP_DEVICE_GPU) {

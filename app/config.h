@@ -34,7 +34,9 @@ enum app_device {
  */
 struct app_model_config {
 	char name[APP_MODEL_NAME_MAX];
-	char path[APP_PATH_MAX];      /* the .onnx file; "" for echo */
+	char path[APP_PATH_MAX];      /* the .onnx file, or a directory of numbered versions (N/model.onnx);
+				       * "" for echo */
+	uint32_t version_specific;    /* version_policy: 0 latest, else specific N */
 	enum app_device device;
 	unsigned int nb_workers;      /* 0: the main lcore (set once EAL has started) */
 	unsigned int workers[APP_MODEL_WORKERS_MAX];

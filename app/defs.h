@@ -4,7 +4,8 @@
  * service. service.h is the public side (main.c's); these files share the rest:
  *
  *   requests.c    binding a request to its model, queueing it with the batcher, building its reply
- *   models.c      model lifecycle: create (the engine loads it), register, free; service init/fini
+ *   models.c      model lifecycle: create (the engine loads it), register, reload, free; service init/fini
+ *   versions.c    a model's versions: a file or a directory of numbered ones, the policy's choice
  *   lcores.c      a polling lcore's channels, its pollers, drain; the worker lcores' pollers
  *   engine_echo.c the built-in echo model: a batch finishes as it is submitted
  *   engine_cpu.c  ONNX on the CPU: the model's worker lcores run rt_executor; rings to and from them
@@ -18,6 +19,7 @@
 #ifndef BW_APP_DEFS_H
 #define BW_APP_DEFS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +71,13 @@ struct app_engine {
 	/** Loads the model (m->cfg), fills m->spec (id set), makes what every lcore shares. One line on err. */
 	int (*model_create)(struct app_model *m, FILE *err);
 	void (*model_free)(struct app_model *m);
+	/**
+	 * (optional: NULL, the engine cannot) On the reload thread, while the model serves: loads file as
+	 * version, beside the served one, and switches to it between batches, the old one freed after its
+	 * last; the tensors must stay m->spec's. A failure leaves the served version serving. \return 0,
+	 * or a negative errno with why. why may say something on success too ("" otherwise).
+	 */
+	int (*model_reload)(struct app_model *m, const char *file, uint32_t version, char *why, size_t cap);
 	/** A polling lcore's executor instance for the model: fills ch->executor.ctx. \return 0 or -errno. */
 	int (*channel_init)(struct app_channel *ch, int socket);
 	/** The pollers this model runs on worker lcore lcore_id (optional). \return how many written. */
@@ -105,6 +114,13 @@ struct app_model {
 	uint32_t output_row_bytes;       /* all outputs of one row */
 	struct rte_lpm *allow;           /* cfg.allow's table, read by every polling lcore; NULL: all */
 	void *priv;                      /* the engine's (struct cpu_model, struct gpu_model) */
+	/* Versions (app/versions.c): cfg.path is the served version's file, source what was configured
+	 * (the file, or the directory of numbered versions); version is the served one (atomic: a reload
+	 * writes it, as m->spec.version), the rest the reload thread's, under app_reload_lock */
+	char source[APP_PATH_MAX];
+	uint32_t version;
+	uint64_t reloads, reload_failures;
+	char reload_last[256];           /* the last reload's outcome, "" before any */
 } __rte_cache_aligned;
 
 /* One model on one polling lcore. */
@@ -148,6 +164,31 @@ static inline bool app_lcore_is_worker_only(unsigned int lcore_id)
 
 /** After the lcores stopped, on the main thread: every channel's executor instance freed. */
 void app_lcores_stop(void);
+
+/* ---- versions and reloads (versions.c, models.c) ------------------------------------------------ */
+
+#define APP_VERSIONS_MAX 64 /* versions of a directory listed in telemetry and the repository index */
+
+/**
+ * The version a model's configuration selects from source (a file: version 1; a directory: its
+ * numbered subdirectories N holding model.onnx, Triton's layout, the highest for version_policy
+ * latest, N for specific N): its number and file. \return 0, or a negative errno with why.
+ */
+int app_version_resolve(const struct app_model_config *mc, const char *source, uint32_t *version, char *file,
+			size_t file_cap, char *why, size_t why_cap);
+
+/** The versions source holds, ascending (a file: 1). \return how many (at most max), or a negative errno. */
+int app_versions_list(const char *source, uint32_t *versions, unsigned int max);
+
+/** Whether a new version serves the same tensors as the model's (names, dtypes, shapes, index bounds).
+ * \return 0, or -EINVAL with why naming the first difference. */
+int app_model_signature_check(const struct rt_model *served, const struct rt_model *fresh, char *why, size_t cap);
+
+/** Held by app_models_reload for a whole reload; telemetry tries it to read a model's reload fields. */
+extern pthread_mutex_t app_reload_mutex;
+
+/** Whether app_reloads_stop was called: a reload's waits give up. */
+bool app_reloads_stopping(void);
 
 /* ---- requests.c -------------------------------------------------------------------------------- */
 

@@ -11,12 +11,15 @@
  *   GET /v2/health/ready          200 once every model is loaded and every polling lcore serves;
  *                                 400 before that and while stopping (Triton's codes)
  *   GET /v2                       server metadata (KServe v2)
- *   GET /v2/models/NAME[/versions/1][/ready]   model metadata and readiness
- *   POST /v2/models/NAME[/versions/1]/infer    inference (http_infer.c), through a polling lcore's
+ *   GET /v2/models/NAME[/versions/V][/ready]   model metadata and readiness (V: the served version)
+ *   POST /v2/models/NAME[/versions/V]/infer    inference (http_infer.c), through a polling lcore's
  *                                 batcher like a datagram
+ *   POST /v2/repository/index     the models, each with its served version (Triton's repository API)
+ *   POST /v2/repository/models/NAME/load   reloads the model (app_models_reload): answered once the
+ *                                 new version serves, or with why it does not
  *
  * Everything it reads is a counter its writers keep without locks (summed here, as telemetry does)
- * or the model specs, read-only after start-up. It allocates and makes system calls freely: it is
+ * or the model specs, whose tensors never change (a reload changes the served version only). It allocates and makes system calls freely: it is
  * not on the hot path. One thread per connection: an inference request waits for its answer
  * without holding up a scrape or a probe on another connection.
  */
@@ -363,7 +366,11 @@ static json_t *model_json(const struct app_model *m)
 {
 	const struct rt_model *spec = &m->spec;
 
-	return json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", spec->name, "versions", "1", "platform",
+	char version[16];
+
+	/* echo has no versions, but KServe clients expect one listed */
+	snprintf(version, sizeof(version), "%u", RTE_MAX(1u, __atomic_load_n(&m->version, __ATOMIC_ACQUIRE)));
+	return json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", spec->name, "versions", version, "platform",
 			 m->engine->kind[0] == 'e' ? "batchwire_echo" : "onnx", "inputs",
 			 tensors_json(spec->inputs, spec->num_inputs, spec->max_batch_size > 0), "outputs",
 			 tensors_json(spec->outputs, spec->num_outputs, spec->max_batch_size > 0));
@@ -518,10 +525,17 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 	}
 	if (strncmp(tail, "/versions/", 10) == 0) {
 		const char *v = tail + 10;
+		uint32_t served = RTE_MAX(1u, __atomic_load_n(&m->version, __ATOMIC_ACQUIRE));
+		char *end;
+		unsigned long want = strtoul(v, &end, 10);
 
-		if (strncmp(v, "1", 1) != 0 || (v[1] != '\0' && v[1] != '/'))
-			return respond_error(c, MHD_HTTP_NOT_FOUND, "model '%s' has version 1 only", m->spec.name);
-		tail = v + 1;
+		if (end == v || (*end != '\0' && *end != '/') || want != served) {
+			if (post != NULL)
+				infer_count(MHD_HTTP_NOT_FOUND);
+			return respond_error(c, MHD_HTTP_NOT_FOUND, "model '%s' serves version %u, not version %.*s",
+					     m->spec.name, served, (int)strcspn(v, "/"), v);
+		}
+		tail = end;
 	}
 	if (strcmp(tail, "/infer") == 0) {
 		if (post == NULL)
@@ -535,6 +549,48 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 	if (strcmp(tail, "/ready") == 0)
 		return respond(c, ready() ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "text/plain", strdup(""), 0);
 	return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: /v2/models/%s%s", m->spec.name, tail);
+}
+
+/* POST /v2/repository/...: the index, and a model's load (a reload: the model serves already). */
+static enum MHD_Result repository_request(struct MHD_Connection *c, const char *url)
+{
+	const char *models = "/v2/repository/models/";
+	char name[APP_MODEL_NAME_MAX], out[2048];
+	size_t len;
+	int ret;
+
+	if (strcmp(url, "/v2/repository/index") == 0) {
+		json_t *list = json_array();
+
+		for (unsigned int i = 0; app_current != NULL && i < app_current->nb_models; i++) {
+			const struct app_model *m = app_current->models[i];
+			char version[16];
+
+			snprintf(version, sizeof(version), "%u", RTE_MAX(1u, __atomic_load_n(&m->version, __ATOMIC_ACQUIRE)));
+			json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "name", m->spec.name, "version", version,
+							      "state", ready() ? "READY" : "UNAVAILABLE"));
+		}
+		return respond_json(c, MHD_HTTP_OK, list);
+	}
+	if (strncmp(url, models, strlen(models)) != 0)
+		return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", url);
+	url += strlen(models);
+	len = strcspn(url, "/");
+	if (len == 0 || len >= sizeof(name))
+		return respond_error(c, MHD_HTTP_NOT_FOUND, "no model named '%.*s'", (int)RTE_MIN(len, (size_t)64), url);
+	memcpy(name, url, len);
+	name[len] = '\0';
+	if (strcmp(url + len, "/unload") == 0)
+		return respond_error(c, MHD_HTTP_BAD_REQUEST, "model '%s': unloading is not supported: a model serves "
+				     "until the server stops (load reloads it)", name);
+	if (strcmp(url + len, "/load") != 0)
+		return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: /v2/repository/models/%s", url);
+	ret = app_models_reload(name, out, sizeof(out));
+	out[strcspn(out, "\n")] = '\0';
+	if (ret == 0)
+		return respond_json(c, MHD_HTTP_OK, json_pack("{s:s}", "result", out));
+	return respond_error(c, ret == -ENOENT ? MHD_HTTP_NOT_FOUND : ret == -ESHUTDOWN ? MHD_HTTP_SERVICE_UNAVAILABLE
+									       : MHD_HTTP_BAD_REQUEST, "%s", out);
 }
 
 static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection *c, const char *url,
@@ -559,8 +615,10 @@ static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection 
 		}
 		if (strncmp(url, "/v2/models/", 11) == 0 && url[11] != '\0')
 			return model_request(c, url + 11, u);
-		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST %s: POST is for /v2/models/NAME/infer only",
-				     url);
+		if (strncmp(url, "/v2/repository/", 15) == 0)
+			return repository_request(c, url);
+		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST %s: POST is for /v2/models/NAME/infer and "
+				     "/v2/repository/ only", url);
 	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: GET, HEAD or POST (for inference)", method,

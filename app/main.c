@@ -51,6 +51,7 @@ static unsigned int g_nb_poll_lcores;
 static bool g_is_poll_lcore[RTE_MAX_LCORE];
 
 static volatile bool g_reload_keys; /* SIGHUP: the control thread reads the key file again */
+static volatile bool g_reload_models; /* SIGHUP: and has every model reloaded (reload_thread) */
 static struct dp_auth *g_auth;       /* atomic: set by the main lcore once the keys are loaded */
 static bool g_control_quit;          /* atomic: the control thread ends (after the lcores) */
 static int g_control_started;        /* atomic: 1 once the control thread set up, or -errno */
@@ -90,6 +91,7 @@ static void signal_handler(int signum)
 			g_force_quit = true;
 	} else if (signum == SIGHUP) {
 		g_reload_keys = true;
+		g_reload_models = true;
 	}
 }
 
@@ -174,6 +176,30 @@ static void drain_tick(void)
 }
 
 /*
+ * SIGHUP's model reloads, off the control thread (a reload loads, plans and times a model: seconds),
+ * on a control thread of its own that ends when they are done (app_models_reload runs them on yet
+ * another, at a lower priority, one reload at a time, and logs each model's outcome).
+ */
+static void *reload_main(void *arg __rte_unused)
+{
+	char out[4096];
+
+	app_models_reload(NULL, out, sizeof(out));
+	return NULL;
+}
+
+static void reload_start(void)
+{
+	pthread_t t;
+	int ret = rte_ctrl_thread_create(&t, "bw-reload", NULL, reload_main, NULL);
+
+	if (ret != 0)
+		PLAT_LOG(ERR, app, "SIGHUP: cannot start the reload thread: %s; no model reloaded", strerror(-ret));
+	else
+		pthread_detach(t);
+}
+
+/*
  * The control thread (not pinned to a polling or worker lcore's CPU): the work of the appliance that
  * may block or make system calls while the lcores serve: writing the log lines the lcores leave on
  * the deferred-log ring, re-reading the wall clock that signed request_ids are checked against, and
@@ -200,8 +226,14 @@ static void *control_main(void *arg)
 
 		usleep(g_stop_signals > 0 && !g_force_quit ? APP_DRAIN_TICK_US : APP_CONTROL_TICK_US);
 		plat_log_deferred_drain();
-		if (g_stop_signals > 0)
+		if (g_stop_signals > 0) {
+			app_reloads_stop(); /* one running gives up its waits; none starts */
 			drain_tick();
+		}
+		if (g_reload_models && g_stop_signals == 0) {
+			g_reload_models = false;
+			reload_start();
+		}
 		if (monotonic_ns() >= next_notify_ns) {
 			notify_tick();
 			next_notify_ns = monotonic_ns() + APP_NOTIFY_EVERY_NS;

@@ -22,7 +22,7 @@ static const void *service_lookup(void *ctx, uint32_t id, const char *name, uint
 
 	if (id == BW_MODEL_ID_ANY)
 		return rt_registry_find_name(reg, name, name_len);
-	return rt_registry_find_id(reg, id);
+	return rt_registry_find_id(reg, id & BW_MODEL_ID_MODEL_MASK);
 }
 
 static uint32_t service_priority_levels(const void *model)
@@ -376,6 +376,13 @@ static enum bw_status service_infer(void *lcore_ctx, const void *handle, struct 
 	const struct rt_model *model = handle;
 	struct app_channel *ch = &((struct app_lcore *)lcore_ctx)->channels[model->id];
 
+	uint32_t want = req->hdr->model_id >> BW_MODEL_ID_VERSION_SHIFT;
+
+	if (unlikely(want != 0) && want != __atomic_load_n(&model->version, __ATOMIC_ACQUIRE)) {
+		snprintf(msg, msg_cap, "model '%s' serves version %u, not version %u", model->name,
+			 __atomic_load_n(&model->version, __ATOMIC_ACQUIRE), want);
+		return BW_STATUS_NOT_FOUND;
+	}
 	if (unlikely(!app_channel_healthy(ch, msg, msg_cap)))
 		return BW_STATUS_UNAVAILABLE;
 	return ch->model->engine->request_queue(ch, req, body_cap, msg, msg_cap);

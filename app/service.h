@@ -105,4 +105,17 @@ void app_service_telemetry(struct rte_tel_data *dict);
 /** Registers /batchwire/models, /batchwire/model,NAME and /batchwire/gpu. \return 0 or a negative errno. */
 int app_service_telemetry_register(void);
 
+/**
+ * Reloads model name (NULL: every model that can reload): the version its policy selects now, made
+ * beside the served one and switched to between batches (docs/deploy.md). One reload at a time in
+ * the process, on the caller's thread (never an lcore's); blocks until the old version is freed, or
+ * a bounded wait ends. Writes one line per model to out. \return 0 when every model named serves
+ * what its policy selects, else a negative errno (-ENOENT: no model of that name; -ENOTSUP: its
+ * engine cannot reload; -ESHUTDOWN: the server is stopping; a load's own).
+ */
+int app_models_reload(const char *name, char *out, size_t cap);
+
+/** From the stop signal on: no reload starts, and one running gives up its waits. */
+void app_reloads_stop(void);
+
 #endif /* BW_APP_SERVICE_H */

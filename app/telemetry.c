@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,6 +245,72 @@ static int models_cb(const char *cmd __rte_unused, const char *params __rte_unus
 	return 0;
 }
 
+/*
+ * The served version, what else the model's source holds, and the reloads. The fields a reload writes
+ * are read under its lock, not waited for: while one runs, reload_running says so instead.
+ */
+static void versions_add(const struct app_model *m, struct rte_tel_data *d)
+{
+	uint32_t versions[APP_VERSIONS_MAX];
+	struct rte_tel_data *list;
+	int n;
+
+	rte_tel_data_add_dict_u64(d, "version", __atomic_load_n(&m->version, __ATOMIC_ACQUIRE));
+	if (app_model_is_echo(&m->cfg))
+		return;
+	if (pthread_mutex_trylock(&app_reload_mutex) != 0) {
+		rte_tel_data_add_dict_u64(d, "reload_running", 1);
+		return;
+	}
+	rte_tel_data_add_dict_string(d, "source", m->source);
+	rte_tel_data_add_dict_string(d, "path", m->cfg.path);
+	rte_tel_data_add_dict_u64(d, "reloads", m->reloads);
+	rte_tel_data_add_dict_u64(d, "reload_failures", m->reload_failures);
+	if (m->reload_last[0] != '\0') {
+		char cut[RTE_TEL_MAX_STRING_LEN];
+
+		snprintf(cut, sizeof(cut), "%.*s", (int)sizeof(cut) - 1, m->reload_last);
+		rte_tel_data_add_dict_string(d, "reload_last", cut);
+	}
+	n = app_versions_list(m->source, versions, APP_VERSIONS_MAX);
+	pthread_mutex_unlock(&app_reload_mutex);
+	list = rte_tel_data_alloc();
+	if (list == NULL)
+		return;
+	rte_tel_data_start_array(list, RTE_TEL_U64_VAL);
+	for (int i = 0; i < n; i++)
+		rte_tel_data_add_array_u64(list, versions[i]);
+	if (rte_tel_data_add_dict_container(d, "versions_available", list, 0) != 0)
+		rte_tel_data_free(list);
+}
+
+/* NAME: that model; none: every model that can be reloaded. Blocks this thread while it runs. */
+static int reload_cb(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	char out[2048], *line, *save = NULL;
+	struct rte_tel_data *lines;
+	int ret;
+
+	if (app_current == NULL)
+		return -EINVAL;
+	ret = app_models_reload(params != NULL && params[0] != '\0' ? params : NULL, out, sizeof(out));
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "status", ret == 0 ? "ok" : "failed");
+	lines = rte_tel_data_alloc();
+	if (lines == NULL)
+		return 0;
+	rte_tel_data_start_array(lines, RTE_TEL_STRING_VAL);
+	for (line = strtok_r(out, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		char cut[RTE_TEL_MAX_STRING_LEN];
+
+		snprintf(cut, sizeof(cut), "%.*s", (int)sizeof(cut) - 1, line);
+		rte_tel_data_add_array_string(lines, cut);
+	}
+	if (rte_tel_data_add_dict_container(d, "lines", lines, 0) != 0)
+		rte_tel_data_free(lines);
+	return 0;
+}
+
 static int model_cb(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
 {
 	const struct rt_model *spec;
@@ -264,6 +331,7 @@ static int model_cb(const char *cmd __rte_unused, const char *params, struct rte
 	batch_keys_add(d, &sum, "");
 	rte_tel_data_add_dict_u64(d, "inflight", bat_limiter_in_flight(m->limiter));
 	rte_tel_data_add_dict_u64(d, "inflight_limit_milli", (uint64_t)(bat_limiter_limit(m->limiter) * 1000));
+	versions_add(m, d);
 	m->engine->model_telemetry(m, d);
 	if (m->engine->exec_stats != NULL) {
 		struct app_exec_stats exec = {0};
@@ -372,6 +440,10 @@ int app_service_telemetry_register(void)
 		ret = rte_telemetry_register_cmd("/batchwire/model", model_cb,
 						 "One model's counters: requests, batches by size, padding, window and queue "
 						 "wait, compute time. Parameter: the model's name.");
+	if (ret == 0)
+		ret = rte_telemetry_register_cmd("/batchwire/reload", reload_cb,
+						 "Reloads a model: the version its policy selects, beside the served one. "
+						 "Parameter: NAME, or none: all.");
 	if (ret == 0)
 		ret = rte_telemetry_register_cmd("/batchwire/workers", workers_cb,
 						 "Worker lcores that do not poll the port: iterations and TSC cycles of their "

@@ -81,6 +81,10 @@ int cmd_info(struct cli *cli, int argc, char **argv)
 
 	printf("name: %s\n", info->name);
 	printf("id: %u\n", info->model_id);
+	if (info->version != 0)
+		printf("version: %u\n", info->version);
+	else
+		printf("version: none\n");
 	printf("flags: 0x%04x%s\n", info->flags,
 	       (info->flags & BW_MODEL_F_ANY_TENSORS) ? " (ANY_TENSORS)" : "");
 	printf("priority levels: %u\n", info->priority_levels);

@@ -416,6 +416,7 @@ int bwc_decode_model_info(const void *buf, size_t len, struct bwc_model_info *in
 	info->flags = mi->flags;
 	info->priority_levels = mi->priority_levels;
 	info->max_batch_size = mi->max_batch_size;
+	info->version = mi->version;
 	info->num_batch_sizes = mi->num_batch_sizes;
 	info->num_inputs = mi->num_inputs;
 	info->num_outputs = mi->num_outputs;

@@ -303,6 +303,7 @@ int rt_model_describe(const struct rt_model *model, uint8_t *buf, uint32_t cap)
 		.num_batch_sizes = model->num_batch_sizes,
 		.priority_levels = model->priority_levels,
 		.max_batch_size = model->max_batch_size,
+		.version = __atomic_load_n(&model->version, __ATOMIC_ACQUIRE),
 	};
 	uint32_t off = 0;
 

@@ -164,6 +164,7 @@ struct bwc_model_info {
 	uint16_t num_batch_sizes; /* 0: any size up to max_batch_size */
 	uint16_t num_inputs;
 	uint16_t num_outputs;
+	uint32_t version; /* served; 0: the model has none (echo, or a server before versions) */
 	char name[BW_MAX_NAME_LEN + 1];
 	uint32_t batch_sizes[BWC_MODEL_BATCH_SIZES_MAX];
 	struct bwc_tensor_info inputs[BW_MAX_TENSORS];

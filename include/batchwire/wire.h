@@ -60,6 +60,10 @@ enum bw_opcode {
 #define BW_MAX_NAME_LEN 255
 #define BW_TENSOR_BY_NAME 0xffffu /* bw_tensor_desc.index: match the tensor by its name */
 #define BW_MODEL_ID_ANY 0xffffffffu
+/* bw_hdr.model_id of an INFER: the model in the low 16 bits, a version it must be served at in the
+ * high 16 (0: whichever version is served) */
+#define BW_MODEL_ID_MODEL_MASK 0xffffu
+#define BW_MODEL_ID_VERSION_SHIFT 16
 
 /* The fixed header at the start of every datagram. */
 struct bw_hdr {
@@ -133,7 +137,7 @@ struct bw_model_info {
 	uint16_t num_batch_sizes; /* 0: any size up to max_batch_size (0: not batched) */
 	uint16_t priority_levels; /* a request's priority must be below this */
 	uint32_t max_batch_size;
-	uint32_t reserved;        /* 0 */
+	uint32_t version;         /* the version being served (docs/protocol.md); 0: the model has none (echo) */
 } __attribute__((packed));
 
 #define BW_MODEL_F_ANY_TENSORS 0x0001 /* accepts any tensors (the echo model): no descriptors */
@@ -146,7 +150,7 @@ static_assert(offsetof(struct bw_model_info, num_outputs) == 10, "bw_model_info.
 static_assert(offsetof(struct bw_model_info, num_batch_sizes) == 12, "bw_model_info.num_batch_sizes");
 static_assert(offsetof(struct bw_model_info, priority_levels) == 14, "bw_model_info.priority_levels");
 static_assert(offsetof(struct bw_model_info, max_batch_size) == 16, "bw_model_info.max_batch_size");
-static_assert(offsetof(struct bw_model_info, reserved) == 20, "bw_model_info.reserved");
+static_assert(offsetof(struct bw_model_info, version) == 20, "bw_model_info.version");
 static_assert(sizeof(struct bw_model_info) == 24, "bw_model_info size");
 
 /* The datagram's last 40 bytes when BW_FLAG_AUTH is set: HMAC-SHA256, keyed by key_id, over the

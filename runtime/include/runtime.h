@@ -56,6 +56,7 @@ struct rt_model {
 	struct rt_graph *graph;    /* loaded and optimised; owned by the model */
 	uint32_t input_row_bytes[RT_MODEL_TENSORS_MAX];  /* bytes of one batch row of each input */
 	uint32_t output_row_bytes[RT_MODEL_TENSORS_MAX]; /* and of each output */
+	uint32_t version;          /* served (MODEL_INFO's); 0: none. A reload changes it (atomic) */
 };
 
 /* The models being served, by id and by name. Filled at start-up, read-only afterwards. */

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -57,6 +58,7 @@
 #include "../../app/models.c"
 #include "../../app/requests.c"
 #include "../../app/telemetry.c"
+#include "../../app/versions.c"
 #include "fake.h"
 #include "onnx.pb-c.h"
 
@@ -770,9 +772,9 @@ static void test_setup(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(gpu_channel_of(g_id_gpu)->gpu);
 	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[g_id_mlp].executor.ops, &cpu_executor);
 	/* mlp's size 4 runs depth first, in 2 chunks of 2 (chunk_rows = 2); its other sizes whole */
-	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->executor, 4), 2);
-	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->executor, 2), 2);
-	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->executor, 1), 1);
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->live->executor, 4), 2);
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->live->executor, 2), 2);
+	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->live->executor, 1), 1);
 	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[0].executor.ops, &echo_executor);
 	g_nb_pollers = app_service_pollers(rte_lcore_id(), true, true, g_pollers);
 	CU_ASSERT_EQUAL_FATAL(g_nb_pollers, RTE_DIM(names));
@@ -1404,6 +1406,153 @@ static void test_refusals(void)
 	COUNTS(g_id_wide, .rejected_too_large = 1);
 }
 
+/* ---- reloads ------------------------------------------------------------------------------------ */
+
+struct reload_run {
+	const char *name;
+	char out[1024];
+	int ret;
+	bool done;
+};
+
+static void *reload_run_thread(void *arg)
+{
+	struct reload_run *r = arg;
+
+	r->ret = app_models_reload(r->name, r->out, sizeof(r->out));
+	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The reload on a thread of its own, as the daemon's control threads run it, while this thread
+ * polls what lcore 0 runs (the MLP's owner worker among them) until it is done. */
+static void reload_drive(struct reload_run *r)
+{
+	uint64_t end = plat_tsc_now() + plat_us_to_tsc(60 * 1000000);
+	pthread_t t;
+
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, reload_run_thread, r) == 0);
+	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) && plat_tsc_now() < end) {
+		for (unsigned int i = 0; i < g_nb_pollers; i++)
+			g_pollers[i].poll(g_pollers[i].arg);
+		tx_take();
+	}
+	pthread_join(t, NULL);
+}
+
+/*
+ * 5a. A reload of the MLP (its one file again: version 1) while a request waits in its batcher: the
+ * new version made beside the old, switched to between batches, the old freed; the waiting request
+ * and one sent after are answered with the runtime's logits. Echo cannot reload, an unknown name is
+ * NOT_FOUND's -ENOENT, and a request naming a version that does not serve is refused naming it.
+ */
+static void test_reload(void)
+{
+	static float a[MLP_IN], b[MLP_IN], ref_a[MLP_OUT], ref_b[MLP_OUT];
+	const float *rows_a[1] = { a }, *rows_b[1] = { b };
+	struct app_model *m = g_svc.models[g_id_mlp];
+	struct cpu_model *cm = cpu_of(m);
+	const struct cpu_version *before = cm->live;
+	struct reload_run r = { .name = "mlp" };
+	struct frame *fa, *fb, *fv;
+	char out[512];
+
+	NEED_SERVICE();
+	replies_free();
+	rows_fill(a, MLP_IN, 71);
+	rows_fill(b, MLP_IN, 72);
+	ref_run(&g_ref_mlp, 1, rows_a, ref_a);
+	ref_run(&g_ref_mlp, 1, rows_b, ref_b);
+	CU_ASSERT_EQUAL(m->version, 1);
+	fa = infer_rows_add(g_id_mlp, 1, a);
+	inject(fa);
+	rx_once(); /* held in its batching window */
+	reload_drive(&r);
+	CU_ASSERT_EQUAL(r.ret, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "model 'mlp': version 1 serves (from "));
+	CU_ASSERT(cm->live != before);
+	CU_ASSERT(cm->old == NULL && cm->pending == NULL && cm->retired == NULL);
+	CU_ASSERT_EQUAL(m->reloads, 1);
+	CU_ASSERT_EQUAL(m->reload_failures, 0);
+	CU_ASSERT_FATAL(replies_wait(1));
+	LOGITS(fa, 1, ref_a);
+	replies_free(); /* fa is not sent again below: b runs alone, at batch size 1 as its reference */
+	fb = infer_rows_add(g_id_mlp, 1, b);
+	fv = infer_rows_add(g_id_mlp | (2u << BW_MODEL_ID_VERSION_SHIFT), 1, b);
+	inject_all();
+	CU_ASSERT_FATAL(replies_wait(2));
+	LOGITS(fb, 1, ref_b);
+	refusal_check_at(fv, BW_STATUS_NOT_FOUND, "model 'mlp' serves version 1, not version 2", __FILE__, __LINE__);
+	CU_ASSERT_EQUAL(app_models_reload("echo", out, sizeof(out)), -ENOTSUP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "the built-in echo model has no versions"));
+	CU_ASSERT_EQUAL(app_models_reload("nope", out, sizeof(out)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "no model named 'nope'"));
+	CU_ASSERT_EQUAL(app_models_reload("mlpg", out, sizeof(out)), -ENOTSUP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "a device = gpu model cannot be reloaded yet"));
+}
+
+/* 5b. The versions of a directory (Triton's layout) and the policy's choice; the tensors a new
+ * version must keep. */
+static void test_versions(void)
+{
+	char dir[] = "/tmp/bw-versions.XXXXXX", path[256], file[APP_PATH_MAX], why[256];
+	static const char *const entries[] = { "1", "3", "03", "abc", "7" }; /* 7 has no model.onnx */
+	struct app_model_config mc = { .name = "m" };
+	struct rt_model served = g_svc.models[g_id_mlp]->spec, fresh = served;
+	uint32_t v, list[8];
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	for (unsigned int i = 0; i < RTE_DIM(entries); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, entries[i]);
+		CU_ASSERT_FATAL(mkdir(path, 0700) == 0);
+		if (strcmp(entries[i], "7") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/model.onnx", dir, entries[i]);
+		FILE *f = fopen(path, "w");
+		CU_ASSERT_FATAL(f != NULL);
+		fclose(f);
+	}
+	CU_ASSERT_EQUAL(app_versions_list(dir, list, RTE_DIM(list)), 2);
+	CU_ASSERT(list[0] == 1 && list[1] == 3);
+	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(v, 3);
+	snprintf(path, sizeof(path), "%s/3/model.onnx", dir);
+	CU_ASSERT_STRING_EQUAL(file, path);
+	mc.version_specific = 1;
+	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(v, 1);
+	mc.version_specific = 2;
+	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "has no 2/model.onnx (it has 1, 3)"));
+	/* one file is version 1, and only 1 */
+	CU_ASSERT_EQUAL(app_version_resolve(&mc, path, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+	mc.version_specific = 0;
+	CU_ASSERT_EQUAL(app_version_resolve(&mc, path, &v, file, sizeof(file), why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(v, 1);
+	CU_ASSERT_EQUAL(app_versions_list(path, list, RTE_DIM(list)), 1);
+	for (unsigned int i = 0; i < RTE_DIM(entries); i++) {
+		snprintf(path, sizeof(path), "%s/%s/model.onnx", dir, entries[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", dir, entries[i]);
+		rmdir(path);
+	}
+	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "holds no version"));
+	rmdir(dir);
+
+	CU_ASSERT_EQUAL(app_model_signature_check(&served, &fresh, why, sizeof(why)), 0);
+	fresh.inputs[0].dims[1]++;
+	CU_ASSERT_EQUAL(app_model_signature_check(&served, &fresh, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "its input 'input' is dtype 1 [N,785], the served version's dtype 1 [N,784]"));
+	fresh = served;
+	snprintf(fresh.outputs[0].name, sizeof(fresh.outputs[0].name), "scores");
+	CU_ASSERT_EQUAL(app_model_signature_check(&served, &fresh, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "its output 0 is 'scores', the served version's 'logits'"));
+	fresh = served;
+	fresh.num_outputs++;
+	CU_ASSERT_EQUAL(app_model_signature_check(&served, &fresh, why, sizeof(why)), -EINVAL);
+}
+
 /* 6. Drain, and the books balance: every request answered, nothing queued or in flight. */
 static void test_drain_balance(void)
 {
@@ -1477,9 +1626,9 @@ static void test_drain_balance(void)
 		CU_ASSERT_EQUAL(cm->stats.batches_failed, 0);
 		CU_ASSERT_EQUAL(cm->stats.busy_waits, 0); /* one batch in flight, one slot: never a wait */
 	}
-	/* the totals of the cases above: mlp ran 1 + 1 + 1 + 1 + 2 (HTTP) + 1 (the GPU lost) batches,
-	 * mlps 2, mlp1 none, wide 3 */
-	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_mlp])->stats.batches_done, 7);
+	/* the totals of the cases above: mlp ran 1 + 1 + 1 + 1 + 2 (the reload) + 2 (HTTP) + 1 (the GPU
+	 * lost) batches, mlps 2, mlp1 none, wide 3 */
+	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_mlp])->stats.batches_done, 9);
 	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_split])->stats.batches_done, 2);
 	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_one])->stats.batches_done, 0);
 	CU_ASSERT_EQUAL(cpu_of(g_svc.models[g_id_wide])->stats.batches_done, 3);
@@ -1522,6 +1671,8 @@ static CU_TestInfo g_serve_tests[] = {
 	{ "INFER split: rows 1,2,1 over batches of 2", test_infer_split },
 	{ "INFER split, outputs wider than inputs: rows 2,1 over batches of 1", test_wide_split },
 	{ "refusals at RX naming their rule; an input by name", test_refusals },
+	{ "reload: the MLP again while a request waits, switched between batches, the old version freed", test_reload },
+	{ "versions: a directory's, the policy's choice, the tensors a new version must keep", test_versions },
 	{ "HTTP: JSON in and out, the runtime's logits through the batcher", test_http_json },
 	{ "HTTP: binary tensors in and out, a batch of 2", test_http_binary },
 	{ "HTTP: the echo model, int64 past 2^53 and bool", test_http_echo },

@@ -77,8 +77,10 @@ class TensorInfo:
 
 
 class ModelInfo:
-    def __init__(self, model_id, name, flags, batch_sizes, max_batch_size, priority_levels, inputs, outputs):
+    def __init__(self, model_id, name, flags, batch_sizes, max_batch_size, priority_levels, inputs, outputs,
+                 version=0):
         self.model_id, self.name, self.flags = model_id, name, flags
+        self.version = version  # the version serving; 0: none (echo)
         self.batch_sizes, self.max_batch_size, self.priority_levels = batch_sizes, max_batch_size, priority_levels
         self.inputs, self.outputs = inputs, outputs
 
@@ -344,7 +346,7 @@ def _outputs(body, num_tensors):
 def _model_info_decode(body):
     if len(body) < MODEL.size:
         raise BatchwireError(6, "MODEL_INFO reply shorter than its fixed part")
-    model_id, name_len, flags, n_in, n_out, n_sizes, levels, max_batch, _ = MODEL.unpack_from(body)
+    model_id, name_len, flags, n_in, n_out, n_sizes, levels, max_batch, version = MODEL.unpack_from(body)
     off = MODEL.size
     name = body[off:off + name_len].decode()
     off += _pad8(name_len)
@@ -356,7 +358,7 @@ def _model_info_decode(body):
         tname = body[off + DESC.size:off + DESC.size + tlen].decode()
         off += DESC.size + _pad8(tlen)
         tensors.append(TensorInfo(tname, dtype, dims[:rank]))
-    return ModelInfo(model_id, name, flags, sizes, max_batch, levels, tensors[:n_in], tensors[n_in:])
+    return ModelInfo(model_id, name, flags, sizes, max_batch, levels, tensors[:n_in], tensors[n_in:], version)
 
 
 class Pool:
