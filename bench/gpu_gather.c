@@ -9,11 +9,14 @@
  *   gather_1seg      the whole tensor in one segment, source 16-byte aligned (bwrun's and
  *                    gpu_launch's layout); the scatter has no segment
  *   gather_8k        segments of 8 KiB, each starting 16-byte aligned (jumbo frames' payloads)
- *   gather_8k_off2   the same starting 2 bytes past alignment: the byte path (copy_plan.h)
+ *   gather_8k_off2   the same starting 2 bytes past alignment (packet payloads): copy_plan.h's
+ *                    shifted path, two aligned source words funnel-shifted into each 16-byte store
  *   scatter_1seg     one scatter segment of the whole tensor; the gather has none
  *
- * as `layout=... bytes=... ms=... gbps=...`, then `gather_gbps=...` (gather_1seg's). The figure the
- * GPU check holds against its target (gpu/README.md). Exit: 0; 1 an error; 77 no device; 2 usage.
+ * as `layout=... bytes=... ms=... gbps=...`, then `off2_vs_aligned=...` (gather_8k_off2's GB/s over
+ * gather_8k's, in this run: what a misaligned source costs, near 1 when the shifted path's second
+ * load is served by the first's sectors) and `gather_gbps=...` (gather_1seg's), the figure the GPU
+ * check holds against its target (gpu/README.md). Exit: 0; 1 an error; 77 no device; 2 usage.
  * --module fake runs it on the fake device (a smoke run: its timing means nothing).
  */
 #include <errno.h>
@@ -89,7 +92,7 @@ int main(int argc, char **argv)
 	struct gpu_instance *inst = NULL;
 	struct gpu_program prog;
 	char err[GPU_ERR_MAX];
-	double gather_gbps = 0;
+	double gather_gbps = 0, gbps[LAYOUTS] = { 0 };
 	uint64_t host_dev = 0;
 	uint32_t bytes;
 	uint8_t *host;
@@ -170,13 +173,15 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
+		gbps[l] = ms > 0 ? (double)moved / (ms * 1e6) : 0.0;
 		printf("layout=%s bytes=%llu ms=%.4f gbps=%.2f\n", g_layout_names[l], (unsigned long long)moved, ms,
-		       ms > 0 ? (double)moved / (ms * 1e6) : 0.0);
-		if (l == GATHER_1SEG && ms > 0)
-			gather_gbps = (double)moved / (ms * 1e6);
+		       gbps[l]);
 	}
-	if (rc == 0)
+	gather_gbps = gbps[GATHER_1SEG];
+	if (rc == 0) {
+		printf("off2_vs_aligned=%.2f\n", gbps[GATHER_8K] > 0 ? gbps[GATHER_8K_OFF2] / gbps[GATHER_8K] : 0.0);
 		printf("gather_gbps=%.2f\n", gather_gbps);
+	}
 out:
 	if (inst != NULL)
 		ops->instance_destroy(inst);

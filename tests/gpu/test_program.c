@@ -1397,11 +1397,34 @@ static size_t not_canary(const uint8_t *p, size_t n)
 	return bad;
 }
 
+/* The funnel shift on its own: bytes [r, r + 16) of two words, for every r, against the bytes. */
+static void test_copy_funnel(void)
+{
+	uint8_t words[2 * GPU_COPY_VEC_BYTES], want[GPU_COPY_VEC_BYTES], got[GPU_COPY_VEC_BYTES];
+	struct gpu_copy_vec w0, w1, v;
+	size_t wrong = 0;
+
+	for (uint32_t seed = 0; seed < 8; seed++)
+		for (uint32_t r = 0; r < GPU_COPY_VEC_BYTES; r++) {
+			for (uint32_t i = 0; i < sizeof(words); i++)
+				words[i] = plan_byte(seed * 977u + i * 13u);
+			memcpy(&w0, words, sizeof(w0));
+			memcpy(&w1, words + GPU_COPY_VEC_BYTES, sizeof(w1));
+			memcpy(want, words + r, sizeof(want));
+			v = gpu_copy_funnel16(w0, w1, r);
+			memcpy(got, &v, sizeof(got));
+			wrong += memcmp(got, want, sizeof(got)) != 0;
+		}
+	CU_ASSERT_EQUAL(wrong, 0);
+}
+
 /*
  * The grid's partition copied on the CPU (gpu_copy_emulate: every block and thread the kernel runs):
- * every source and destination alignment 0..15 (vector path where they agree mod 16, bytes
- * otherwise), every length, zero fills, a segment's chunks starting anywhere in the round-robin and
- * one block or many. The bytes arrive, nothing outside them is written.
+ * every source and destination alignment 0..15 (the interior as 16-byte vectors either way: as they
+ * are where the two agree mod 16, funnel-shifted otherwise; the fake's loads poison every source byte
+ * outside a thread's share and assert no load misses it), every length, zero fills, a segment's
+ * chunks starting anywhere in the round-robin and one block or many. The bytes arrive, nothing
+ * outside them is written.
  */
 static void test_copy_plan(void)
 {
@@ -1467,9 +1490,11 @@ static void test_copy_plan(void)
 /*
  * The same through the fake device's gather and scatter (fake_run.c runs copy_plan.h's partition):
  * two inputs, each made of several segments (a tensor crossing segments, zero runs between them),
- * of every length above, with source alignments shifted per segment and the first destination
- * alignment 0..15; the outputs (the same arena bytes: the program has no op) scattered in pieces of
- * the same lengths at their own alignments between canaries of the reply buffer.
+ * of every length above, the first destination alignment 0..15 and every segment's source shifted
+ * from its destination by (d + k) mod 16, so each length crosses at every one of the 16 relative
+ * alignments (the funnel shift's every case); the outputs (the same arena bytes: the program has no
+ * op) scattered in pieces of the same lengths between canaries of the reply buffer, each piece
+ * shifted from its arena bytes by (d + 7 * piece) mod 16 likewise.
  */
 #define GS_ROW0 (PLAN_LARGE_BYTES + 8 * GPU_COPY_CHUNK_BYTES) /* every length, zero runs between */
 #define GS_ROW1 4096u
@@ -1520,8 +1545,9 @@ static void test_gather_scatter_alignments(void)
 		uint32_t n = 0, ns, tensor_end[2];
 		size_t src_at = 0, rep_at = PLAN_PAD;
 
-		/* gather: per tensor a zero run of d bytes, then each length from requests at alignment
-		 * (d + 3k) mod 16 followed by a zero run of k bytes; input 1 takes the short lengths */
+		/* gather: per tensor a zero run of d bytes, then each length from requests at (d + k) mod 16
+		 * past its destination's alignment, followed by a zero run of k bytes; input 1 takes the
+		 * short lengths */
 		for (uint32_t tensor = 0; tensor < 2; tensor++) {
 			uint64_t at = 0;
 			uint8_t *w = want + (tensor ? GS_ROW0 : 0);
@@ -1532,7 +1558,7 @@ static void test_gather_scatter_alignments(void)
 			for (uint32_t k = 0; k < (tensor ? 6 : nb_lens); k++) {
 				uint32_t len = g_plan_lens[k];
 
-				src_at = (src_at + 15) / 16 * 16 + (d + 3 * k) % 16;
+				src_at = (src_at + 15) / 16 * 16 + (at + d + k) % 16;
 				t->segments[n++] = (struct gpu_segment){ .addr = req + src_at, .offset = at, .len = len,
 									 .tensor = tensor };
 				memcpy(w + at, requests + src_at, len);
@@ -1545,8 +1571,8 @@ static void test_gather_scatter_alignments(void)
 			tensor_end[tensor] = (uint32_t)at;
 		}
 		t->nb_gather = n;
-		/* scatter: each tensor's [0, end) in pieces of the same lengths, each at reply alignment
-		 * (5 + 7 * piece) mod 16 after PLAN_PAD canaries */
+		/* scatter: each tensor's [0, end) in pieces of the same lengths, each (d + 7 * piece) mod 16
+		 * past its arena bytes' alignment, after PLAN_PAD canaries */
 		ns = 0;
 		memset(replies, CANARY, rep_bytes);
 		for (uint32_t tensor = 0; tensor < 2; tensor++)
@@ -1554,7 +1580,7 @@ static void test_gather_scatter_alignments(void)
 				uint32_t left = tensor_end[tensor] - at, len = g_plan_lens[k % nb_lens];
 
 				len = len == 0 ? 7 : len < left ? len : left;
-				rep_at = (rep_at + PLAN_PAD + 15) / 16 * 16 + (5 + 7 * ns) % 16;
+				rep_at = (rep_at + PLAN_PAD + 15) / 16 * 16 + (at + d + 7 * ns) % 16;
 				CU_ASSERT_FATAL(n + ns < GS_SEGMENTS && rep_at + len + PLAN_PAD <= rep_bytes);
 				t->segments[n + ns++] = (struct gpu_segment){ .addr = rep + rep_at, .offset = at, .len = len,
 									      .tensor = tensor };
@@ -2387,6 +2413,7 @@ int main(void)
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo copy_plan_tests[] = {
+		{ "funnel shift: bytes r..r+15 of two words for every r", test_copy_funnel },
 		{ "every alignment pair and length, zero fills, grids: bytes in, nothing outside", test_copy_plan },
 		CU_TEST_INFO_NULL,
 	};
