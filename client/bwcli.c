@@ -35,7 +35,11 @@ static const char g_usage[] =
 	"  help    show this help, or 'help COMMAND' for a command's\n"
 	"\n"
 	"Global options (before COMMAND):\n"
-	"  --host H          server IPv4 address or host name (default 127.0.0.1)\n"
+	"  --host H          server IPv4 address or host name (default 127.0.0.1); several as\n"
+	"                    H1,H2,... (each H[:PORT]) or @FILE (one a line): infer sends each\n"
+	"                    request to the healthy one with the fewest in flight, and on a timeout\n"
+	"                    or UNAVAILABLE to the next with the same request_id; a server whose\n"
+	"                    PING says DRAINING is left out (one line per server at the end)\n"
 	"  --port P          server UDP port, 1..65535 (default 7878)\n"
 	"  --timeout-ms N    wait this long for each reply before resending, 1..3600000 (default 1000)\n"
 	"  --retries N       resends of the whole request after the first try, 0..1000 (default 3)\n"
@@ -222,6 +226,6 @@ int main(int argc, char **argv)
 	/* The command parses its own options: argv[first] plays argv[0]; optind 0 resets getopt. */
 	optind = 0;
 	rc = cmd->run(&cli, argc - first, argv + first);
-	bwc_close(cli.c);
+	close_client(&cli);
 	return rc;
 }

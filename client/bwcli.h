@@ -43,9 +43,21 @@ extern volatile sig_atomic_t g_stop;
 
 struct cli {
 	struct bwc_opts opts;
-	struct bwc *c;
+	struct bwc *c;                /* the connection; with several hosts, the pool's last answer's */
+	struct bwc_pool *pool;        /* --host a,b,c or @FILE: infer spreads over them; else NULL */
 	uint8_t key[BW_AUTH_KEY_MAX]; /* --key-file's key, which opts.key points to */
 };
+
+/** INFER through the pool when there is one (cli->c then becomes the connection that answered),
+ *  else on cli->c: bwc_infer's return. */
+int cli_infer(struct cli *cli, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n, uint32_t deadline_us,
+	      uint8_t priority, struct bwc_reply *reply);
+
+/** With a pool, one line per host: what it was sent, answered, failed and handed on. */
+void print_pool_summary(const struct cli *cli);
+
+/** Closes cli's connection or pool. */
+void close_client(struct cli *cli);
 
 /* Counters of one ping or infer run; latencies of OK replies only; datagrams of every request. */
 struct run_stats {

@@ -82,10 +82,67 @@ static bool is_number(const char *s)
 	return true;
 }
 
+/* Several hosts ("a,b,c" or "@FILE"): a pool, and its first healthy host's connection for the
+ * commands' one-off calls (MODEL_INFO, PING). */
+static int open_pool(struct cli *cli)
+{
+	char err[256];
+
+	cli->pool = bwc_pool_open(&cli->opts, cli->opts.host, 0, 0, err, sizeof(err));
+	if (cli->pool == NULL) {
+		usage_error(NULL, "--host: %s", err);
+		return EXIT_USAGE;
+	}
+	cli->c = bwc_pool_any(cli->pool, NULL);
+	if (cli->c == NULL) {
+		fprintf(stderr, "%s: --host %s: no server answers PING\n", PROG, cli->opts.host);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int cli_infer(struct cli *cli, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n, uint32_t deadline_us,
+	      uint8_t priority, struct bwc_reply *reply)
+{
+	struct bwc *answered = NULL;
+	int rc;
+
+	if (cli->pool == NULL)
+		return bwc_infer(cli->c, model_id, inputs, n, deadline_us, priority, reply);
+	rc = bwc_pool_infer(cli->pool, model_id, inputs, n, deadline_us, priority, reply, &answered, NULL);
+	if (answered != NULL)
+		cli->c = answered;
+	return rc;
+}
+
+void print_pool_summary(const struct cli *cli)
+{
+	for (unsigned int i = 0; cli->pool != NULL && i < bwc_pool_size(cli->pool); i++) {
+		struct bwc_pool_host_stats st;
+
+		bwc_pool_stats(cli->pool, i, &st);
+		printf("host %s: sent %" PRIu64 ", ok %" PRIu64 ", errors %" PRIu64 ", timeouts %" PRIu64 ", failovers %"
+		       PRIu64 ", pings %" PRIu64 ", draining seen %" PRIu64 "%s\n", st.host, st.sent, st.ok, st.errors,
+		       st.timeouts, st.failovers, st.pings, st.drains_seen, st.healthy ? "" : " (out)");
+	}
+}
+
+void close_client(struct cli *cli)
+{
+	if (cli->pool != NULL)
+		bwc_pool_close(cli->pool); /* cli->c is one of its connections */
+	else
+		bwc_close(cli->c);
+	cli->pool = NULL;
+	cli->c = NULL;
+}
+
 int open_client(struct cli *cli)
 {
 	int err;
 
+	if (cli->opts.host != NULL && (strchr(cli->opts.host, ',') != NULL || cli->opts.host[0] == '@'))
+		return open_pool(cli);
 	cli->c = bwc_open(&cli->opts, &err);
 	if (cli->c != NULL)
 		return EXIT_OK;

@@ -452,7 +452,7 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 
 		snprintf(what, sizeof(what), "request %" PRIu64, i + 1);
 		st.sent++;
-		rc = bwc_infer(cli->c, model_id, &in, 1, a.deadline_us, a.priority, reply);
+		rc = cli_infer(cli, model_id, &in, 1, a.deadline_us, a.priority, reply);
 		note_datagrams(&st, cli->c);
 		if (rc != 0) {
 			if (rc == -ETIMEDOUT)
@@ -488,6 +488,7 @@ int cmd_infer(struct cli *cli, int argc, char **argv)
 	}
 	if (ex != NULL)
 		expect_print_summary(ex);
+	print_pool_summary(cli);
 	print_summary("infer", cli, &st);
 	rc = st.ok == a.count ? EXIT_OK : EXIT_FAIL;
 	if (a.output_path != NULL) {

@@ -363,7 +363,7 @@ int infer_model(struct cli *cli, const struct infer_args *a, const struct bwc_mo
 
 		snprintf(what, sizeof(what), "request %" PRIu64, i + 1);
 		st->sent++;
-		ret = bwc_infer(cli->c, model_id, mi.t, (uint16_t)mi.n, a->deadline_us, a->priority, reply);
+		ret = cli_infer(cli, model_id, mi.t, (uint16_t)mi.n, a->deadline_us, a->priority, reply);
 		note_datagrams(st, cli->c);
 		if (ret != 0) {
 			if (ret == -ETIMEDOUT)
@@ -391,6 +391,7 @@ int infer_model(struct cli *cli, const struct infer_args *a, const struct bwc_mo
 	if (rc == EXIT_OK) {
 		if (ex != NULL)
 			expect_print_summary(ex);
+		print_pool_summary(cli);
 		print_summary("infer", cli, st);
 		rc = st->ok == a->count ? EXIT_OK : EXIT_FAIL;
 	}

@@ -648,6 +648,11 @@ static uint32_t infer_pad(const struct bwc *c, uint32_t model_id, const struct b
 	return bytes <= c->slice ? (uint32_t)bytes : 0;
 }
 
+void bwc_set_next_request_id(struct bwc *c, uint64_t request_id)
+{
+	c->next_request_id = request_id;
+}
+
 int bwc_infer(struct bwc *c, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n,
 	      uint32_t deadline_us, uint8_t priority, struct bwc_reply *reply)
 {

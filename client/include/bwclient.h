@@ -325,6 +325,10 @@ int bwc_model_info(struct bwc *c, uint32_t model_id, struct bwc_model_info *info
  *  to a whole datagram. */
 int bwc_model_info_by_name(struct bwc *c, const char *name, struct bwc_model_info *info);
 
+/** The request_id the next unsigned request on c takes (then counting up from it). A signed
+ *  connection takes its ids from the clock and ignores this. */
+void bwc_set_next_request_id(struct bwc *c, uint64_t request_id);
+
 /** \return why the last call failed: the server's message for an error status, otherwise a
  *          description of the local failure; "" after a success */
 const char *bwc_last_error(const struct bwc *c);
@@ -336,6 +340,66 @@ const char *bwc_last_error(const struct bwc *c);
  * included; body and views are valid until the next call.
  */
 const struct bwc_reply *bwc_last_reply(const struct bwc *c);
+
+/* ==== several servers (client/pool.c) =============================================================
+ *
+ * A pool spreads requests over several servers of the same models: each INFER goes to the healthy
+ * server with the fewest requests in flight from this pool (ties taken in turn), on a connection of
+ * its own (a pool may be shared by threads: a server gets one connection per request in flight, up to
+ * BWC_POOL_CONNS). A server is healthy until a request to it times out (after the connection's
+ * retries) or is answered UNAVAILABLE, or a PING's reply says DRAINING; it is then left out for
+ * down_ms and PINGed before it is used again. A request that timed out or was refused UNAVAILABLE is
+ * sent to the next healthy server with the same request_id (unsigned requests; a signed one takes its
+ * connection's next), until each server was tried once. Every server is PINGed at most every
+ * ping_ms while in use, so a draining one is left before it stops.
+ */
+#define BWC_POOL_MAX 16        /* servers in one pool */
+#define BWC_POOL_CONNS 8       /* connections to one server */
+#define BWC_POOL_DOWN_MS_DEFAULT 1000
+#define BWC_POOL_PING_MS_DEFAULT 500
+
+struct bwc_pool;
+
+/* One server's counters (bwc_pool_stats). */
+struct bwc_pool_host_stats {
+	char host[128];
+	uint64_t sent;         /* INFERs sent to it (first tries and failovers) */
+	uint64_t ok;           /* answered OK */
+	uint64_t errors;       /* answered with another status (UNAVAILABLE included) */
+	uint64_t timeouts;     /* no reply after the connection's retries */
+	uint64_t failovers;    /* requests sent elsewhere after it timed out or said UNAVAILABLE */
+	uint64_t pings, drains_seen; /* PINGs sent to it; replies flagged DRAINING */
+	bool healthy;
+	uint32_t in_flight;
+};
+
+/**
+ * Opens a pool over hosts: "a,b,c" (each an address or name, optionally :PORT), or "@FILE" (one per
+ * line, '#' comments). opts is each connection's (its host ignored); down_ms and ping_ms 0 take the
+ * defaults. \return the pool, or NULL with why in err (no host, too many, one that does not resolve).
+ */
+struct bwc_pool *bwc_pool_open(const struct bwc_opts *opts, const char *hosts, uint32_t down_ms, uint32_t ping_ms,
+			       char *err, size_t cap);
+
+void bwc_pool_close(struct bwc_pool *p);
+
+unsigned int bwc_pool_size(const struct bwc_pool *p);
+
+/**
+ * INFER on the pool, as bwc_infer on one connection. \param answered  out (may be NULL): the
+ * connection the outcome came from (bwc_last_reply, bwc_last_error on it; reply's views point into
+ * it), valid until the next call on the pool from this thread. \param host  out (may be NULL): its
+ * index. \return as bwc_infer; -EHOSTUNREACH when no server is healthy or each one tried failed.
+ */
+int bwc_pool_infer(struct bwc_pool *p, uint32_t model_id, const struct bwc_tensor *inputs, uint16_t n,
+		   uint32_t deadline_us, uint8_t priority, struct bwc_reply *reply, struct bwc **answered,
+		   unsigned int *host);
+
+/** A connection to a healthy server (PINGed if due), for MODEL_INFO and the like; NULL when none is. */
+struct bwc *bwc_pool_any(struct bwc_pool *p, unsigned int *host);
+
+/** Server i's counters. \return 0, or -EINVAL past the last. */
+int bwc_pool_stats(struct bwc_pool *p, unsigned int i, struct bwc_pool_host_stats *st);
 
 /* ==== NumPy .npy files (client/npy.c) ============================================================
  * For bwcli, bwrun and tests: tensors in the files numpy.save writes and numpy.load reads. No
