@@ -14,6 +14,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,11 +288,38 @@ static int gpu_channel_init(struct app_channel *ch, int socket)
 
 /* ---- the device ---------------------------------------------------------------------------------- */
 
-/* Opens the device when a model runs on it: a host without one stops here, saying why. */
+static void *ctrl_cpus_read(void *arg)
+{
+	return (void *)(intptr_t)pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), arg);
+}
+
+/*
+ * The CPUs EAL gives its control threads (those the process started on minus the lcores', or the
+ * main lcore's when none is left): DPDK 22.11 does not export that set, so one control thread reads
+ * its own affinity. \return 0, or a negative errno.
+ */
+static int ctrl_cpus(cpu_set_t *cpus)
+{
+	pthread_t t;
+	void *res = NULL;
+	int ret = rte_ctrl_thread_create(&t, "bw-cpus", NULL, ctrl_cpus_read, cpus);
+
+	if (ret != 0)
+		return ret < 0 ? ret : -ret;
+	ret = pthread_join(t, &res);
+	return ret != 0 ? -ret : -(int)(intptr_t)res;
+}
+
+/*
+ * Opens the device when a model runs on it: a host without one stops here, saying why. The CUDA
+ * driver's helper threads, started by the probe and the context, go to the control threads' CPUs,
+ * not the main lcore's (they would inherit this thread's).
+ */
 static int gpu_init(const struct app_config *cfg, FILE *err)
 {
 	const char *user = NULL, *module = cfg->gpu_module[0] != '\0' ? cfg->gpu_module : NULL;
 	char why[GPU_ERR_MAX * 2];
+	cpu_set_t driver_cpus;
 	int ret;
 
 	memset(&g_gpu, 0, sizeof(g_gpu));
@@ -300,9 +329,15 @@ static int gpu_init(const struct app_config *cfg, FILE *err)
 	if (user == NULL)
 		return 0;
 	ret = gpu_kernels_register();
-	if (ret == 0)
-		ret = gpu_host_device_open(module, cfg->gpu_index, &g_gpu.hd, why, sizeof(why));
-	else
+	if (ret == 0) {
+		int cpus = ctrl_cpus(&driver_cpus);
+
+		if (cpus != 0)
+			PLAT_LOG(WARNING, app, "the control threads' CPUs unknown (%s): the GPU driver's threads stay "
+				 "on the main lcore's", strerror(-cpus));
+		ret = gpu_host_device_open_on(module, cfg->gpu_index, cpus == 0 ? &driver_cpus : NULL, &g_gpu.hd,
+					      why, sizeof(why));
+	} else
 		snprintf(why, sizeof(why), "registering the GPU kernels: %s", strerror(-ret));
 	if (ret != 0) {
 		fprintf(err, "batchwire: model '%s' has device = gpu, but the GPU cannot be used: %s\n", user, why);

@@ -255,6 +255,13 @@ void gpu_fake_inject(struct gpu_dev *dev, enum gpu_fake_fault fault, const char 
 	pthread_mutex_unlock(&dev->lock);
 }
 
+int gpu_fake_thread_cpus(struct gpu_dev *dev, cpu_set_t *cpus)
+{
+	if (!dev->thread_running)
+		return -ENOENT;
+	return -pthread_getaffinity_np(dev->thread, sizeof(*cpus), cpus);
+}
+
 static const struct gpu_ops g_fake_ops = {
 	.abi_version = GPU_ABI_VERSION,
 	.name = "fake",

@@ -6,6 +6,7 @@
  * Then a model's program: compiled and loaded on it the same way everywhere.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +51,34 @@ int gpu_host_device_open(const char *module, int index, struct gpu_host_device *
 	}
 	if (rc != 0)
 		gpu_host_device_close(hd);
+	return rc;
+}
+
+int gpu_host_device_open_on(const char *module, int index, const cpu_set_t *driver_cpus, struct gpu_host_device *hd,
+			    char *err, size_t cap)
+{
+	cpu_set_t own;
+	int rc, back;
+
+	if (driver_cpus == NULL)
+		return gpu_host_device_open(module, index, hd, err, cap);
+	memset(hd, 0, sizeof(*hd));
+	rc = pthread_getaffinity_np(pthread_self(), sizeof(own), &own);
+	if (rc == 0)
+		rc = pthread_setaffinity_np(pthread_self(), sizeof(*driver_cpus), driver_cpus);
+	if (rc != 0) {
+		snprintf(err, cap, "moving to the driver's CPUs to open the GPU: %s", strerror(rc));
+		return -rc;
+	}
+	rc = gpu_host_device_open(module, index, hd, err, cap);
+	back = pthread_setaffinity_np(pthread_self(), sizeof(own), &own);
+	if (back != 0) {
+		/* a polling lcore left off its own core is worse than no GPU: open nothing, say why */
+		if (rc == 0)
+			gpu_host_device_close(hd);
+		snprintf(err, cap, "back to the thread's own CPUs after opening the GPU: %s", strerror(back));
+		return -back;
+	}
 	return rc;
 }
 

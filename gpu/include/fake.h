@@ -18,6 +18,7 @@
 #ifndef BW_GPU_FAKE_H
 #define BW_GPU_FAKE_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,13 @@ unsigned int gpu_fake_complete_all(struct gpu_dev *dev);
 
 /** \return the pieces of work (launches, rung doorbells) queued on the device and not finished. */
 unsigned int gpu_fake_pending(struct gpu_dev *dev);
+
+/**
+ * The CPUs the device's thread (GPU_FAKE_THREAD) may run on: those of the thread that opened the
+ * device, as a CUDA driver's helper threads inherit them. \return 0; -ENOENT (no thread); a negative
+ * errno from pthread_getaffinity_np.
+ */
+int gpu_fake_thread_cpus(struct gpu_dev *dev, cpu_set_t *cpus);
 
 /** Injects a fault (reason: the line health and the failing calls report). */
 void gpu_fake_inject(struct gpu_dev *dev, enum gpu_fake_fault fault, const char *reason);

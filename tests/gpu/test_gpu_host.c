@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -760,6 +761,50 @@ static void test_kernel_fault(void)
 	onnx_build_model_free(m);
 }
 
+/*
+ * gpu_host_device_open_on: the thread the fake device starts at dev_open (where a CUDA driver starts
+ * its helper threads) runs on the CPUs given, while the opener is back on its own afterwards; no
+ * CPUs: the opener's; a set of none: refused, nothing opened, the opener's CPUs unchanged. On a
+ * one-CPU machine "pinned" and "all" are the same set and only the plumbing is seen.
+ */
+static void test_device_open_on(void)
+{
+	cpu_set_t all, one, seen, none;
+	struct gpu_host_device hd;
+	char err[GPU_ERR_MAX * 2] = "";
+	int first = -1;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_getaffinity_np(pthread_self(), sizeof(all), &all), 0);
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	CU_ASSERT_FATAL(first >= 0);
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	CU_ASSERT_EQUAL_FATAL(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+
+	CU_ASSERT_EQUAL_FATAL(gpu_host_device_open_on(GPU_HOST_FAKE_MODULE, 0, &all, &hd, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gpu_fake_thread_cpus(hd.dev, &seen), 0);
+	CU_ASSERT_TRUE(CPU_EQUAL(&seen, &all));
+	CU_ASSERT_EQUAL(pthread_getaffinity_np(pthread_self(), sizeof(seen), &seen), 0);
+	CU_ASSERT_TRUE(CPU_EQUAL(&seen, &one));
+	gpu_host_device_close(&hd);
+
+	CU_ASSERT_EQUAL_FATAL(gpu_host_device_open_on(GPU_HOST_FAKE_MODULE, 0, NULL, &hd, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gpu_fake_thread_cpus(hd.dev, &seen), 0);
+	CU_ASSERT_TRUE(CPU_EQUAL(&seen, &one));
+	gpu_host_device_close(&hd);
+
+	CPU_ZERO(&none);
+	CU_ASSERT_EQUAL(gpu_host_device_open_on(GPU_HOST_FAKE_MODULE, 0, &none, &hd, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NULL(hd.dev);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "driver's CPUs"));
+	CU_ASSERT_EQUAL(pthread_getaffinity_np(pthread_self(), sizeof(seen), &seen), 0);
+	CU_ASSERT_TRUE(CPU_EQUAL(&seen, &one));
+
+	CU_ASSERT_EQUAL(pthread_setaffinity_np(pthread_self(), sizeof(all), &all), 0);
+}
+
 static int mode_graph(void)
 {
 	g_mode = GPU_LAUNCH_GRAPH;
@@ -774,6 +819,10 @@ static int mode_doorbell(void)
 
 int main(int argc, char **argv)
 {
+	CU_TestInfo device_tests[] = {
+		{ "open on the driver's CPUs: its threads there, the opener back on its own", test_device_open_on },
+		CU_TEST_INFO_NULL,
+	};
 	CU_TestInfo compile_tests[] = {
 		{ "the MLP compiles at three sizes, one GEMM per MatMul", test_compile_mlp },
 		{ "a Conv and bad sizes are refused with the node named", test_compile_refusals },
@@ -799,6 +848,7 @@ int main(int argc, char **argv)
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
+		{ "gpu device open", NULL, NULL, NULL, NULL, device_tests },
 		{ "gpu compile", NULL, NULL, NULL, NULL, compile_tests },
 		{ "gpu executor (fake device, graph launch)", mode_graph, NULL, NULL, NULL, exec_tests },
 		{ "gpu executor (fake device, doorbell launch)", mode_doorbell, NULL, NULL, NULL, doorbell_tests },

@@ -16,6 +16,7 @@
 #ifndef BW_GPU_HOST_H
 #define BW_GPU_HOST_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -113,6 +114,22 @@ struct gpu_host_device {
  * \return 0; -ENOENT, -ENOEXEC, -EPROTO (the module); -ENODEV (no such device); dev_open's error.
  */
 int gpu_host_device_open(const char *module, int index, struct gpu_host_device *hd, char *err, size_t cap);
+
+/**
+ * gpu_host_device_open with the calling thread allowed on driver_cpus while the module probes and
+ * opens the device, then put back on the CPUs it had. Why: the CUDA driver starts its helper threads
+ * (cuInit, at the probe's first call, and context creation, at dev_open) on the calling thread, and
+ * they inherit its affinity; called on a polling lcore they would share its core for the process's
+ * life. A DPDK program passes its control threads' CPUs (rte_ctrl_thread_create's set), where the
+ * driver's threads wake without taking a polling core's time; the fake's thread (GPU_FAKE_THREAD)
+ * is created the same way, which is how the tests see it.
+ * \param driver_cpus  NULL: the thread's affinity is left alone (gpu_host_device_open)
+ * eturn gpu_host_device_open's; also the negative errno of pthread_setaffinity_np (driver_cpus
+ *         holds no CPU this process may use: nothing opened; or the old CPUs could not be put back:
+ *         the device closed again), err naming which.
+ */
+int gpu_host_device_open_on(const char *module, int index, const cpu_set_t *driver_cpus, struct gpu_host_device *hd,
+			    char *err, size_t cap);
 
 /** Closes the device and unloads its module (its streams, programs and regions must be gone). */
 void gpu_host_device_close(struct gpu_host_device *hd);
