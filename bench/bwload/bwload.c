@@ -42,6 +42,9 @@ enum slot_state { SLOT_FREE, SLOT_PENDING, SLOT_DONE };
 struct slot {
 	uint64_t intended_ns;  /* latency counts from here: the schedule's time (open loop) or the send */
 	uint64_t sent_ns;      /* the deadline counts from here: when its first datagram was queued */
+	uint64_t timeout_at_ns; /* a timeout then (intended + --timeout-ms; a failover moves it) */
+	uint8_t server;        /* the server it went to (--server A,B,...) */
+	uint8_t failed_over;   /* sent on to another server once already */
 	uint32_t seg_count;    /* of the reply, once its first datagram came */
 	uint32_t segs_seen;
 	uint64_t seen_mask;    /* reply segments 0..63 seen: duplicates of those are not counted twice */
@@ -61,8 +64,24 @@ struct mix_ready {
 	uint64_t sent, ok;
 };
 
+/*
+ * One server of --server A,B,...: requests go to the one with the fewest pending among those not
+ * left out; one is left out for LOAD_SERVER_DOWN_NS when a request to it times out (the request goes
+ * to another, with its request_id) or its PING reply says DRAINING.
+ */
+#define LOAD_SERVER_DOWN_NS 1000000000ull
+#define LOAD_PING_NS 500000000ull
+struct server_state {
+	uint32_t pending;
+	uint64_t down_until_ns, next_ping_ns;
+	uint64_t sent, ok, failovers, pings, drains_seen;
+};
+
 struct run {
 	const struct load_port_ops *ops;
+	struct server_state servers[LOAD_SERVERS_MAX];
+	unsigned int nb_servers, next_server;
+	uint64_t ping_datagrams;   /* PINGs to the servers (several only), outside the counts */
 	struct load_port *port;
 	struct load_port_conf pconf;
 	struct load_mix mix;
@@ -154,6 +173,83 @@ static int request_send(struct run *r, const struct bwc_request *req, uint32_t s
 	return 0;
 }
 
+/* Request seq of mix entry m, as send_due and a failover encode it. */
+static struct bwc_request request_of(const struct run *r, unsigned int m, uint64_t seq)
+{
+	const struct mix_ready *mr = &r->ready[m];
+	const struct load_mix_entry *e = &r->mix.entries[m];
+
+	return (struct bwc_request){
+		.opcode = BW_OP_INFER,
+		.priority = e->priority,
+		.num_tensors = mr->nb_tensors,
+		.model_id = mr->model_id,
+		.deadline_us = e->deadline_us,
+		.tensors = mr->tensors,
+		.pad_to = mr->pad_to,
+		.request_id = r->id_base + seq,
+	};
+}
+
+/* The server not left out with the fewest pending, not except (-1: none excepted), ties in turn;
+ * every one left out: the one with the fewest pending all the same (a generator sends). \return it,
+ * or -1 when except is the only one. */
+static int server_pick(struct run *r, uint64_t now, int except)
+{
+	int best = -1;
+	bool best_up = false;
+
+	for (unsigned int k = 0; k < r->nb_servers; k++) {
+		unsigned int i = (r->next_server + k) % r->nb_servers;
+		bool up = now >= r->servers[i].down_until_ns;
+
+		if ((int)i == except)
+			continue;
+		if (best < 0 || (up && !best_up) ||
+		    (up == best_up && r->servers[i].pending < r->servers[best].pending)) {
+			best = (int)i;
+			best_up = up;
+		}
+	}
+	if (best >= 0)
+		r->next_server = ((unsigned int)best + 1) % r->nb_servers;
+	return best;
+}
+
+/* The datagrams queued next go to server i. */
+static void server_use(struct run *r, struct slot *s, unsigned int i)
+{
+	s->server = (uint8_t)i;
+	r->servers[i].pending++;
+	r->servers[i].sent++;
+	if (r->ops->set_server != NULL)
+		r->ops->set_server(r->port, i);
+}
+
+/* Each server's PING when due (several servers): its reply's DRAINING flag leaves it out. */
+static void servers_ping(struct run *r, uint64_t now)
+{
+	for (unsigned int i = 0; r->nb_servers > 1 && i < r->nb_servers; i++) {
+		struct server_state *sv = &r->servers[i];
+		struct bwc_request req = {.opcode = BW_OP_PING, .request_id = r->id_base - 2 - i};
+		uint32_t room = r->slice + (uint32_t)sizeof(struct bw_hdr);
+		uint8_t *buf;
+		int len;
+
+		if (now < sv->next_ping_ns || (buf = r->ops->tx_slot(r->port, room)) == NULL)
+			continue;
+		sv->next_ping_ns = now + LOAD_PING_NS;
+		if (r->ops->set_server != NULL)
+			r->ops->set_server(r->port, i);
+		len = bwc_encode_request(&req, buf, room);
+		if (len < 0)
+			continue;
+		r->ops->tx_commit(r->port, (uint32_t)len);
+		sv->pings++;
+		r->ping_datagrams++;
+	}
+}
+
 static unsigned int send_due(struct run *r, uint64_t now)
 {
 	uint64_t when[DUE_MAX];
@@ -166,26 +262,18 @@ static unsigned int send_due(struct run *r, uint64_t now)
 	for (unsigned int k = 0; k < n; k++) {
 		unsigned int m = load_mix_pick(&r->mix, &r->rng);
 		struct mix_ready *mr = &r->ready[m];
-		const struct load_mix_entry *e = &r->mix.entries[m];
+		struct bwc_request req = request_of(r, m, r->head);
 		struct slot *s;
-		struct bwc_request req = {
-			.opcode = BW_OP_INFER,
-			.priority = e->priority,
-			.num_tensors = mr->nb_tensors,
-			.model_id = mr->model_id,
-			.deadline_us = e->deadline_us,
-			.tensors = mr->tensors,
-			.pad_to = mr->pad_to,
-		};
+		uint64_t intended = r->mode == LOAD_MODE_CLOSED ? now : when[k];
 
 		if (r->head - r->tail == r->cap) {
 			r->skipped++;
 			continue;
 		}
-		req.request_id = r->id_base + r->head;
 		s = &r->slots[r->head & (r->cap - 1)];
-		*s = (struct slot){.intended_ns = r->mode == LOAD_MODE_CLOSED ? now : when[k], .sent_ns = now_ns(),
+		*s = (struct slot){.intended_ns = intended, .sent_ns = now_ns(), .timeout_at_ns = intended + r->timeout_ns,
 				   .state = SLOT_PENDING, .mix = (uint8_t)m};
+		server_use(r, s, (unsigned int)server_pick(r, now, -1));
 		r->head++;
 		r->counts.sent++;
 		mr->sent++;
@@ -201,6 +289,8 @@ static unsigned int send_due(struct run *r, uint64_t now)
 static void request_finish(struct run *r, struct slot *s, uint16_t status, uint64_t now)
 {
 	s->state = SLOT_DONE;
+	r->servers[s->server].pending--;
+	r->servers[s->server].ok += status == BW_STATUS_OK;
 	if (status == BW_STATUS_OK) {
 		uint64_t lat = now > s->intended_ns ? now - s->intended_ns : 0;
 		uint32_t deadline_us = r->mix.entries[s->mix].deadline_us;
@@ -227,6 +317,16 @@ static void reply_take(struct run *r, const uint8_t *p, uint32_t len, uint64_t n
 	r->counts.datagrams_in++;
 	if (len < sizeof(*h) || h->magic != BW_PROTO_MAGIC || !(h->opcode & BW_OP_REPLY))
 		return;
+	if (h->opcode == (BW_OP_PING | BW_OP_REPLY) && r->nb_servers > 1) {
+		uint64_t i = r->id_base - 2 - h->request_id; /* servers_ping's ids */
+
+		r->counts.datagrams_in--; /* a PING's, outside the counts as its request is */
+		if (i < r->nb_servers && (h->flags & BW_FLAG_DRAINING) != 0) {
+			r->servers[i].down_until_ns = now + LOAD_SERVER_DOWN_NS;
+			r->servers[i].drains_seen++;
+		}
+		return;
+	}
 	seq = h->request_id - r->id_base;
 	if (seq >= r->head)
 		return; /* not ours: another run's, or noise */
@@ -254,16 +354,49 @@ static void reply_take(struct run *r, const uint8_t *p, uint32_t len, uint64_t n
 		request_finish(r, s, BW_STATUS_OK, now);
 }
 
-/* Retires the oldest requests: done ones, and pending ones past their timeout. */
+/*
+ * A pending request past its timeout, with several servers: its server left out, the request sent
+ * to another with the same request_id and a timeout of its own (once). \return whether it was.
+ */
+static bool failover(struct run *r, struct slot *s, uint64_t seq, uint64_t now)
+{
+	int to;
+
+	if (r->nb_servers < 2 || s->failed_over)
+		return false;
+	to = server_pick(r, now, s->server);
+	if (to < 0 || now < r->servers[to].down_until_ns)
+		return false;
+	r->servers[s->server].down_until_ns = now + LOAD_SERVER_DOWN_NS;
+	r->servers[s->server].failovers++;
+	r->servers[s->server].pending--;
+	s->failed_over = 1;
+	s->timeout_at_ns = now + r->timeout_ns;
+	server_use(r, s, (unsigned int)to);
+	{
+		struct bwc_request req = request_of(r, s->mix, seq);
+
+		if (request_send(r, &req, r->ready[s->mix].segments) != 0)
+			return true; /* stopped while waiting for the port: it times out */
+	}
+	r->ops->tx_flush(r->port);
+	return true;
+}
+
+/* Retires the oldest requests: done ones, and pending ones past their timeout (with several servers,
+ * once they were sent on to another and timed out there too). */
 static void tail_advance(struct run *r, uint64_t now)
 {
 	while (r->tail < r->head) {
 		struct slot *s = &r->slots[r->tail & (r->cap - 1)];
 
 		if (s->state == SLOT_PENDING) {
-			if (now - s->intended_ns < r->timeout_ns && now >= s->intended_ns)
+			if (now < s->timeout_at_ns && now >= s->intended_ns)
+				break;
+			if (failover(r, s, r->tail, now))
 				break;
 			r->counts.timeouts++;
+			r->servers[s->server].pending--;
 		}
 		s->state = SLOT_FREE;
 		r->tail++;
@@ -464,10 +597,10 @@ static void conf_json(const struct run *r, char *out, size_t cap)
 	snprintf(out, cap,
 		 "{\"port\":\"%s\",\"mode\":\"%s\",\"rate\":%.3f,\"outstanding\":%u,\"duration_s\":%.3f,\"count\":%" PRIu64
 		 ",\"timeout_ms\":%" PRIu64 ",\"mtu\":%u,\"mix_entries\":%u,\"setup_datagrams_out\":%" PRIu64
-		 ",\"setup_replies\":%" PRIu64 ",\"skipped\":%" PRIu64 "}",
+		 ",\"setup_replies\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"servers\":%u,\"ping_datagrams_out\":%" PRIu64 "}",
 		 r->ops->name, modes[r->mode], r->rate, r->outstanding, r->duration_s, r->count,
 		 r->timeout_ns / 1000000, r->pconf.mtu, r->mix.nb_entries, r->setup_datagrams, r->setup_replies,
-		 r->skipped);
+		 r->skipped, r->nb_servers, r->ping_datagrams);
 }
 
 static int run_load(struct run *r)
@@ -486,8 +619,10 @@ static int run_load(struct run *r)
 
 		unsigned int work = 0;
 
-		if (sending)
+		if (sending) {
+			servers_ping(r, now);
 			work += send_due(r, now);
+		}
 		else if (drain_by == 0)
 			drain_by = now + r->timeout_ns; /* the last requests get their full timeout */
 		work += receive(r);
@@ -510,8 +645,10 @@ static int run_load(struct run *r)
 	}
 	/* whatever is still pending after the drain timed out */
 	while (r->tail < r->head) {
-		if (r->slots[r->tail & (r->cap - 1)].state == SLOT_PENDING)
+		if (r->slots[r->tail & (r->cap - 1)].state == SLOT_PENDING) {
 			r->counts.timeouts++;
+			r->servers[r->slots[r->tail & (r->cap - 1)].server].pending--;
+		}
 		r->tail++;
 	}
 	r->counts.in_flight = 0;
@@ -547,6 +684,14 @@ static int run_load(struct run *r)
 		if (r->skipped != 0)
 			printf("skipped: %" PRIu64 " requests due while %u were in flight (raise --max-inflight)\n",
 			       r->skipped, r->cap);
+		for (unsigned int i = 0; r->nb_servers > 1 && i < r->nb_servers; i++) {
+			char ip[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, &r->pconf.servers_ip[i], ip, sizeof(ip));
+			printf("server %s: sent %" PRIu64 ", ok %" PRIu64 ", failovers %" PRIu64 ", pings %" PRIu64
+			       ", draining seen %" PRIu64 "\n", ip, r->servers[i].sent, r->servers[i].ok,
+			       r->servers[i].failovers, r->servers[i].pings, r->servers[i].drains_seen);
+		}
 		printf("datagrams: %" PRIu64 " out, %" PRIu64 " in, %" PRIu64 " late replies, %" PRIu64 " foreign frames\n",
 		       r->counts.datagrams_out, r->counts.datagrams_in, r->counts.late_replies,
 		       r->ops->rx_foreign(r->port));
@@ -562,7 +707,11 @@ static const char g_usage[] =
 	"Load for a batchwire appliance: open loop (fixed rate or Poisson arrivals, latency from each\n"
 	"request's intended send time) or closed loop (N outstanding), over a DPDK port (EAL options\n"
 	"before --: e.g. --vdev net_memif0,role=client,socket=/run/bw.sock) or a kernel UDP socket.\n\n"
-	"  --server IP        batchwire's address (required)\n"
+	"  --server IP        batchwire's address (required); with --socket, several as IP,IP,... (up\n"
+	"                     to 16, one UDP port): each request goes to the one with the fewest pending,\n"
+	"                     a server whose PING (every 500 ms) says DRAINING is left out for a second,\n"
+	"                     and a request that times out is sent once more, with its request_id, to\n"
+	"                     another (the server it timed out on left out); one line per server at the end\n"
 	"  --port P           its UDP port (default 7878)\n"
 	"  --socket           a kernel UDP socket (no DPDK; no EAL options)\n"
 	"  --ip IP            DPDK: this generator's address (required with DPDK)\n"
@@ -659,11 +808,26 @@ static int args_parse(int argc, char **argv, struct run *r)
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
-		case O_SERVER:
-			have_server = inet_pton(AF_INET, optarg, &r->pconf.server_ip) == 1;
+		case O_SERVER: {
+			/* A or A,B,...: several spread the requests (a kernel socket only) */
+			char list[LOAD_SERVERS_MAX * 16 + 1], *tok, *save = NULL;
+
+			if (strlen(optarg) >= sizeof(list))
+				goto bad;
+			strcpy(list, optarg);
+			r->pconf.nb_servers = 0;
+			for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+				if (r->pconf.nb_servers == LOAD_SERVERS_MAX ||
+				    inet_pton(AF_INET, tok, &r->pconf.servers_ip[r->pconf.nb_servers]) != 1)
+					goto bad;
+				r->pconf.nb_servers++;
+			}
+			have_server = r->pconf.nb_servers > 0;
 			if (!have_server)
 				goto bad;
+			r->pconf.server_ip = r->pconf.servers_ip[0];
 			break;
+		}
 		case O_PORT:
 			if (!parse_u64(optarg, 1, 65535, &v))
 				goto bad;
@@ -776,6 +940,11 @@ static int args_parse(int argc, char **argv, struct run *r)
 		fprintf(stderr, PROG ": unexpected argument '%s'; see --help\n", argv[optind]);
 		return -EINVAL;
 	}
+	if (have_server && r->use_dpdk && r->pconf.nb_servers > 1) {
+		fprintf(stderr, PROG ": several servers need --socket (a DPDK port talks to one); see --help\n");
+		return -EINVAL;
+	}
+	r->nb_servers = r->pconf.nb_servers > 0 ? r->pconf.nb_servers : 1;
 	if (!have_server || (r->use_dpdk && !have_ip) || modes > 1) {
 		fprintf(stderr, PROG ": %s; see --help\n",
 			!have_server ? "--server IP is required"

@@ -11,10 +11,14 @@
 #include <stdint.h>
 
 #define LOAD_BURST 32
+#define LOAD_SERVERS_MAX 16 /* --server A,B,...: the socket port's servers */
 
 struct load_port_conf {
-	uint32_t server_ip;   /* network byte order */
+	uint32_t server_ip;   /* network byte order: the (first) server */
 	uint16_t server_port; /* host byte order */
+	/* the socket port: every server (servers_ip[0] is server_ip), all on server_port */
+	uint32_t servers_ip[LOAD_SERVERS_MAX];
+	unsigned int nb_servers;
 	uint32_t client_ip;   /* DPDK: our address (network byte order) */
 	uint16_t client_port; /* host byte order: the first of src_ports */
 	uint16_t src_ports;   /* source ports used in turn (RSS spreads them over the server's queues) */
@@ -55,6 +59,8 @@ struct load_port_ops {
 	void (*rx_done)(struct load_port *p, struct load_rx *rx);
 	/** The datagrams of the next request leave from the next source port (optional). */
 	void (*next_flow)(struct load_port *p);
+	/** The datagrams queued from now on go to server i of conf's servers (optional: one server). */
+	void (*set_server)(struct load_port *p, unsigned int i);
 	/** Frames dropped on receive because they were not ours (ARP, other ports...). */
 	uint64_t (*rx_foreign)(const struct load_port *p);
 	void (*close)(struct load_port *p);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bwload over a kernel UDP socket: for hosts without DPDK, and as the reference a DPDK generator is
- * held against. One connected, non-blocking socket; a burst is sendmmsg'd at once and received
- * with recvmmsg, so the kernel's per-call cost is paid per burst, not per datagram.
+ * held against. One non-blocking socket, connected to the server when there is one (with several,
+ * each datagram names its server); a burst is sendmmsg'd at once and received with recvmmsg, so
+ * the kernel's per-call cost is paid per burst, not per datagram.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -22,6 +23,9 @@ struct load_port {
 	unsigned int nb_tx;
 	uint8_t *tx_buf[LOAD_BURST];
 	uint32_t tx_len[LOAD_BURST];
+	uint8_t tx_server[LOAD_BURST];   /* with several servers: each queued datagram's */
+	unsigned int nb_servers, server; /* server: the next datagrams' */
+	struct sockaddr_in servers[LOAD_SERVERS_MAX];
 	uint8_t *rx_buf[LOAD_BURST];
 	uint64_t foreign;
 };
@@ -68,7 +72,11 @@ static int socket_open(struct load_port **out, const struct load_port_conf *conf
 			return -ENOMEM;
 		}
 	}
-	if (p->fd < 0 || connect(p->fd, (const struct sockaddr *)&to, sizeof(to)) != 0) {
+	p->nb_servers = conf->nb_servers > 1 ? conf->nb_servers : 1;
+	for (unsigned int i = 0; i < p->nb_servers; i++)
+		p->servers[i] = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(conf->server_port),
+						     .sin_addr.s_addr = conf->nb_servers > 1 ? conf->servers_ip[i] : conf->server_ip};
+	if (p->fd < 0 || (p->nb_servers == 1 && connect(p->fd, (const struct sockaddr *)&to, sizeof(to)) != 0)) {
 		rc = -errno;
 		snprintf(err, cap, "UDP socket to the server: %s", strerror(-rc));
 		socket_close(p);
@@ -92,7 +100,13 @@ static uint8_t *socket_tx_slot(struct load_port *p, uint32_t cap)
 
 static void socket_tx_commit(struct load_port *p, uint32_t len)
 {
+	p->tx_server[p->nb_tx] = (uint8_t)p->server;
 	p->tx_len[p->nb_tx++] = len;
+}
+
+static void socket_set_server(struct load_port *p, unsigned int i)
+{
+	p->server = i < p->nb_servers ? i : 0;
 }
 
 static unsigned int socket_tx_flush(struct load_port *p)
@@ -104,6 +118,10 @@ static unsigned int socket_tx_flush(struct load_port *p)
 	for (unsigned int i = 0; i < p->nb_tx; i++) {
 		iov[i] = (struct iovec){p->tx_buf[i], p->tx_len[i]};
 		msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
+		if (p->nb_servers > 1) {
+			msgs[i].msg_hdr.msg_name = &p->servers[p->tx_server[i]];
+			msgs[i].msg_hdr.msg_namelen = sizeof(p->servers[0]);
+		}
 	}
 	while (sent < p->nb_tx) {
 		int n = sendmmsg(p->fd, msgs + sent, p->nb_tx - sent, 0);
@@ -124,6 +142,7 @@ static unsigned int socket_tx_flush(struct load_port *p)
 		p->tx_buf[i - sent] = p->tx_buf[i];
 		p->tx_buf[i] = b;
 		p->tx_len[i - sent] = p->tx_len[i];
+		p->tx_server[i - sent] = p->tx_server[i];
 	}
 	p->nb_tx -= sent;
 	return p->nb_tx;
@@ -171,5 +190,6 @@ const struct load_port_ops load_port_socket = {
 	.rx = socket_rx,
 	.rx_done = socket_rx_done,
 	.rx_foreign = socket_rx_foreign,
+	.set_server = socket_set_server,
 	.close = socket_close,
 };

@@ -9,8 +9,10 @@
 #     DRAINING, the pool leaves it, every request is answered OK.
 #  3. A is back; B is killed (SIGKILL) in the middle of a run: requests to B time out and go to A
 #     with the same request_id (failovers counted on B), every request is answered OK.
+#  4. B is back; bwload --socket --server A,B at a steady rate, and B is killed again: bwload's
+#     requests to B time out and are sent on to A with their request_ids, every one answered OK.
 #
-# Usage (as root): tests/integration/failover_netns.sh BATCHWIRE BWCLI MODELS_DIR
+# Usage (as root): tests/integration/failover_netns.sh BATCHWIRE BWCLI MODELS_DIR BWLOAD
 set -u
 BW_TAG=fo
 BW_MTU=1500
@@ -18,7 +20,8 @@ BW_MTU=1500
 
 BATCHWIRE=${1:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
 BWCLI=${2:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
-MODELS=${3:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+MODELS=${3:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWLOAD}
+BWLOAD=${4:?usage: $0 BATCHWIRE BWCLI MODELS_DIR BWLOAD}
 B_NS=bw-srv2-fo
 B_IF=bws2-fo
 B_CLI_IF=bwc2-fo
@@ -118,6 +121,21 @@ check "$BW_LOG.3" 3000 "B killed"
 [ "$(host_field "$BW_LOG.3" "$B_IP" failovers)" -ge 1 ] || bw_fail "no request to B failed over"
 [ "$(host_field "$BW_LOG.3" "$BW_SERVER_IP" ok)" -gt "$(host_field "$BW_LOG.3" "$B_IP" ok)" ] ||
 	bw_fail "A did not take over B's share"
-rm -f "$BW_LOG".[123]
+echo "== 4. B back, bwload over both at 300/s, B killed during it"
+start B "$B_NS" "$B_IF" "$B_IP" 1 "$B_LOG"
+B_PID=$LAST_PID
+bw_cli "$BWLOAD" --socket --server "$BW_SERVER_IP,$B_IP" --mtu "$BW_MTU" --rate 300 --count 1500 --timeout-ms 300 \
+	--mix "model=mlp" --quiet >"$BW_LOG.4" 2>&1 &
+RUN_PID=$!
+sleep 2
+kill -KILL "$B_PID"
+wait "$B_PID" 2>/dev/null
+B_PID=
+wait "$RUN_PID" || bw_fail "bwload exited $?: $(tail -n 4 "$BW_LOG.4")"
+grep "^server " "$BW_LOG.4" | sed 's/^/  /'
+tail -n 1 "$BW_LOG.4" | grep -q "sent=1500 ok=1500 errors=0 timeouts=0" ||
+	bw_fail "bwload lost requests when B was killed: $(tail -n 4 "$BW_LOG.4")"
+grep "^server $B_IP:" "$BW_LOG.4" | grep -q "failovers [1-9]" || bw_fail "no bwload request to B failed over"
+rm -f "$BW_LOG".[1234]
 bw_daemon_stop
 echo "PASS"
