@@ -1432,7 +1432,7 @@ static void test_copy_plan(void)
 		{ 0, 1 }, { 5, 3 }, { 1000, GPU_COPY_BLOCKS_MAX }, { 62, 64 },
 	};
 	const size_t bytes = PLAN_LARGE_BYTES + 2 * PLAN_PAD + 32;
-	uint8_t *src = aligned_alloc(64, bytes), *dst = aligned_alloc(64, bytes);
+	uint8_t *src = aligned_alloc(64, (bytes + 63) & ~(size_t)63), *dst = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 	size_t wrong = 0, outside = 0, chunks_wrong = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(src);
@@ -1503,7 +1503,9 @@ static void test_copy_plan(void)
 static void test_gather_scatter_alignments(void)
 {
 	const size_t req_bytes = GS_ROW0 + GS_ROW1 + 2 * GS_SEGMENTS * 32, rep_bytes = req_bytes + GS_SEGMENTS * PLAN_PAD;
-	uint8_t *requests = aligned_alloc(4096, req_bytes), *replies = aligned_alloc(4096, rep_bytes);
+	/* C11's aligned_alloc wants a size that is a multiple of the alignment (ASan holds it to that) */
+	uint8_t *requests = aligned_alloc(4096, (req_bytes + 4095) & ~(size_t)4095);
+	uint8_t *replies = aligned_alloc(4096, (rep_bytes + 4095) & ~(size_t)4095);
 	uint8_t *want = malloc(GS_ROW0 + GS_ROW1); /* the two tensors as the gather must leave them */
 	struct gpu_dev *dev = open_fake();
 	struct gpu_stream *stream = NULL;
