@@ -110,6 +110,27 @@ def main():
     check("pool [%s (nobody), %s]: 5 requests answered, the dead one tried once, set aside" % (dead, args.host),
           all(np.array_equal(a, answers[0]) for a in answers) and pool.servers[0]["failed"] == 1
           and pool.servers[1]["answered"] == 5)
+    # a server that takes the request and never answers: the next one gets it with the same request_id
+    import socket, struct as st
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.settimeout(2)
+    quiet = "127.0.0.1:%d" % sink.getsockname()[1]
+    pool2 = Pool([quiet, args.host], timeout=0.3, mtu=args.mtu)
+    # the quiet one's client knows the model already (else its MODEL_INFO, not the INFER, would time out)
+    pool2._client(0)._models["mlp"] = pool2._client(1).model_info("mlp")
+    pool2.infer("mlp", {"input": x})
+    seen = []
+    while True:
+        try:
+            d = sink.recv(65536)
+        except socket.timeout:
+            break
+        if len(d) >= 40 and d[5] == 2:  # INFER
+            seen.append(st.unpack_from("<Q", d, 8)[0])
+    real = pool2._client(1).last_request_id
+    check("pool [quiet %s, %s]: the INFER the quiet one took came to %s with its request_id (%s)"
+          % (quiet, args.host, args.host, seen), seen == [real])
     health = pool.check()
     check("pool.check(): %s" % health, health == [(dead + ":7878", False), (args.host + ":7878", True)])
     return 1 if failures else 0

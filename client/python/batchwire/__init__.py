@@ -155,6 +155,7 @@ class Client:
         src, sport = self.sock.getsockname()
         self._pseudo = socket.inet_aton(src) + socket.inet_aton(host) + struct.pack("!HH", sport, port)
         self._last_id = 0
+        self.next_request_id = None  # the next unsigned INFER's request_id (Pool), then random again
         self._models = {}       # name -> ModelInfo
         self.draining = False   # the last PING's reply said the server is draining
 
@@ -207,9 +208,11 @@ class Client:
 
     # ---- the wire ------------------------------------------------------------------------------------
 
-    def _request_id(self):
+    def _request_id(self, opcode=None):
         if self.key is not None:  # the server's replay window: our clock, in ns, always increasing
             rid = max(time.time_ns(), self._last_id + 1)
+        elif self.next_request_id is not None and opcode == OP_INFER:  # a Pool's failover: the same id
+            rid, self.next_request_id = self.next_request_id, None
         else:
             rid = int.from_bytes(os.urandom(8), "little")
         self._last_id = rid
@@ -245,7 +248,8 @@ class Client:
         rid = None
         for attempt in range(self.retries + 1):
             if rid is None or self.key is not None:
-                rid = self._request_id()
+                rid = self._request_id(opcode)
+            self.last_request_id = rid
             for d in self._datagrams(opcode, model_id, body, pad, deadline_us, priority, rid, num_tensors):
                 self.sock.send(d)
                 if self.pace_us:
@@ -403,12 +407,15 @@ class Pool:
 
     def _call(self, fn):
         last = None
+        rid = int.from_bytes(os.urandom(8), "little")  # every server tried sees the same request_id
         for i in self._order():
             s = self.servers[i]
             with self._lock:
                 s["outstanding"] += 1
             try:
-                out = fn(self._client(i))
+                c = self._client(i)
+                c.next_request_id = rid
+                out = fn(c)
                 with self._lock:
                     s["answered"] += 1
                 return out
