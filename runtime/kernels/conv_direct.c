@@ -167,40 +167,28 @@ struct dc_tile {
 DC_TARGET static inline __attribute__((always_inline)) void dc_tile_run(const struct dc_tile *t, bool wide)
 {
 	__m512 acc0[DC_ROWS], acc1[DC_ROWS];
-	const float *r0 = t->rows[0], *r1 = t->rows[1], *r2 = t->rows[2], *r3 = t->rows[3];
-	const float *r4 = t->rows[4], *r5 = t->rows[5], *r6 = t->rows[6], *r7 = t->rows[7];
+	const float *rows[DC_ROWS];
 	const float *w = t->w;
 	bool late = t->z != NULL; /* the residual goes in before the bias-and-activation */
 	__mmask8 store = (__mmask8)((1u << t->pixels) - 1);
 
 #pragma GCC unroll 8
-	for (int r = 0; r < DC_ROWS; r++)
+	for (int r = 0; r < DC_ROWS; r++) {
 		acc0[r] = acc1[r] = _mm512_setzero_ps();
+		rows[r] = t->rows[r];
+	}
 #pragma GCC unroll 2
 	for (int64_t i = 0; i < t->k; i++, w += DC_COLS) {
 		int32_t o = t->off[i];
 		__m512 w0 = _mm512_loadu_ps(w), w1 = wide ? _mm512_loadu_ps(w + 16) : w0;
-		__m512 a0 = _mm512_set1_ps(r0[o]), a1 = _mm512_set1_ps(r1[o]), a2 = _mm512_set1_ps(r2[o]);
-		__m512 a3 = _mm512_set1_ps(r3[o]), a4 = _mm512_set1_ps(r4[o]), a5 = _mm512_set1_ps(r5[o]);
-		__m512 a6 = _mm512_set1_ps(r6[o]), a7 = _mm512_set1_ps(r7[o]);
 
-		acc0[0] = _mm512_fmadd_ps(a0, w0, acc0[0]);
-		acc0[1] = _mm512_fmadd_ps(a1, w0, acc0[1]);
-		acc0[2] = _mm512_fmadd_ps(a2, w0, acc0[2]);
-		acc0[3] = _mm512_fmadd_ps(a3, w0, acc0[3]);
-		acc0[4] = _mm512_fmadd_ps(a4, w0, acc0[4]);
-		acc0[5] = _mm512_fmadd_ps(a5, w0, acc0[5]);
-		acc0[6] = _mm512_fmadd_ps(a6, w0, acc0[6]);
-		acc0[7] = _mm512_fmadd_ps(a7, w0, acc0[7]);
-		if (wide) {
-			acc1[0] = _mm512_fmadd_ps(a0, w1, acc1[0]);
-			acc1[1] = _mm512_fmadd_ps(a1, w1, acc1[1]);
-			acc1[2] = _mm512_fmadd_ps(a2, w1, acc1[2]);
-			acc1[3] = _mm512_fmadd_ps(a3, w1, acc1[3]);
-			acc1[4] = _mm512_fmadd_ps(a4, w1, acc1[4]);
-			acc1[5] = _mm512_fmadd_ps(a5, w1, acc1[5]);
-			acc1[6] = _mm512_fmadd_ps(a6, w1, acc1[6]);
-			acc1[7] = _mm512_fmadd_ps(a7, w1, acc1[7]);
+#pragma GCC unroll 8
+		for (int r = 0; r < DC_ROWS; r++) {
+			__m512 a = _mm512_set1_ps(rows[r][o]);
+
+			acc0[r] = _mm512_fmadd_ps(a, w0, acc0[r]);
+			if (wide)
+				acc1[r] = _mm512_fmadd_ps(a, w1, acc1[r]);
 		}
 	}
 	if (!late) {
