@@ -118,6 +118,7 @@ static int cuda_dev_open(int index, struct gpu_dev **out, char *err, size_t cap)
 		return -ENOMEM;
 	}
 	dev->index = index;
+	pthread_mutex_init(&dev->doorbells_lock, NULL);
 	/* cudaHostRegister pins whole pages: regions sharing one are refused up front (defs.h) */
 	dev->regions.page = (size_t)sysconf(_SC_PAGESIZE);
 	*out = dev;
@@ -135,6 +136,7 @@ static void cuda_dev_close(struct gpu_dev *dev)
 	}
 	cublaslt_close(dev);
 	cudnn_close(dev);
+	pthread_mutex_destroy(&dev->doorbells_lock);
 	free(dev);
 }
 
@@ -193,7 +195,9 @@ static int cuda_host_unregister(struct gpu_dev *dev, void *addr, char *err, size
 		return idx;
 	gpu_regions_remove(&dev->regions, (unsigned int)idx);
 	cudaSetDevice(dev->index);
+	cuda_doorbells_park(dev); /* it waits for the whole device, a busy dispatcher too */
 	e = cudaHostUnregister(addr);
+	cuda_doorbells_resume(dev);
 	if (e != cudaSuccess)
 		return cuda_fail(dev, "cudaHostUnregister", e, err, cap);
 	return 0;

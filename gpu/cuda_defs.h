@@ -8,6 +8,7 @@
 #ifndef BW_GPU_CUDA_DEFS_H
 #define BW_GPU_CUDA_DEFS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>             /* cublasLt.h uses FILE */
@@ -92,6 +93,10 @@ struct gpu_dev {
 	char dnn_why[GPU_ERR_MAX];  /* why CONV ops do not use cuDNN on this device ("" when they may) */
 	bool lost;
 	char fault[GPU_ERR_MAX];
+	/* the doorbell instances, parked around device-wide synchronising calls (cuda_doorbell.c); cold */
+	pthread_mutex_t doorbells_lock;
+	struct cuda_doorbell *doorbells; /* armed ones, linked by their next */
+	uint32_t doorbell_parks;         /* cuda_doorbells_park calls not yet resumed */
 };
 
 struct gpu_stream {
@@ -179,8 +184,19 @@ int cuda_graph_instantiate(struct gpu_dev *dev, cudaGraph_t graph, bool device_l
 /** A ring and a dispatcher for graphs (instantiated for device launch, uploaded, idle), size * nb_slots + slot. */
 int cuda_doorbell_create(struct gpu_dev *dev, const cudaGraphExec_t *graphs, uint32_t nb_graphs, uint32_t nb_slots,
 			 struct cuda_doorbell **out, char *err, size_t cap);
-/** Stops the dispatcher after what was rung (waits for it), frees the doorbell. */
-void cuda_doorbell_destroy(struct cuda_doorbell *db);
+/** Takes db off the device's list and stops its dispatcher after what was rung (waits for it). */
+void cuda_doorbell_stop(struct cuda_doorbell *db);
+/** Frees a stopped doorbell. It calls cudaFree and cudaFreeHost: the caller parks the others around it. */
+void cuda_doorbell_free(struct cuda_doorbell *db);
+/**
+ * (cold) Parks every doorbell dispatcher of dev before a device-wide synchronising call (cudaFree,
+ * cudaFreeHost, cudaHostUnregister, cudaDeviceSynchronize), which would otherwise wait for a
+ * dispatcher kept busy by traffic: sets each ring's park_now, waits (bounded) until each stream is
+ * empty. Rung launches wait. Nests; each call is paired with cuda_doorbells_resume.
+ */
+void cuda_doorbells_park(struct gpu_dev *dev);
+/** (cold) Ends a park: the last one clears park_now and starts each dispatcher again. */
+void cuda_doorbells_resume(struct gpu_dev *dev);
 /** (hot) Rings for (size_idx, slot), checked by the caller: memory writes; a cudaGraphLaunch after idle. */
 int cuda_doorbell_ring(struct cuda_doorbell *db, uint32_t size_idx, uint32_t slot, char *err, size_t cap);
 

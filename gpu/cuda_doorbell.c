@@ -15,6 +15,26 @@
  * and device-wide synchronising calls (cudaFree, cudaFreeHost: instance_destroy, program_unload, on
  * any lcore) would wait for it without end. Parked, it lets them through within the idle time.
  *
+ * Why it also parks on demand: under steady traffic it never idles, so the module's own device-wide
+ * synchronising calls (cudaFree, cudaFreeHost, cudaHostUnregister in instance_destroy, program_unload,
+ * host_unregister; cudaDeviceSynchronize in program_load's warm-ups) would wait for as long as traffic
+ * flows. Around them the module parks every doorbell of the device (cuda_doorbells_park): it sets the
+ * ring's park_now, after which the dispatcher parks at the start of its next run or poll even with work
+ * waiting and the lcore's doorbell starts no chain; it waits (bounded) until the dispatcher's stream is
+ * empty, makes the call, then clears park_now and starts a chain itself (cuda_doorbells_resume), which
+ * takes what was rung meanwhile. Parks nest (a count per doorbell, under the device's doorbells_lock):
+ * the last resume restarts. The lcore's path takes no lock: it reads park_now after its fence.
+ *
+ * Who starts chains: the lcore (after an idle park) and the resuming thread. Two threads must not
+ * launch the kick graph at once (CUDA graph execs are not internally synchronised), and the dispatcher
+ * reads the number of chains started when it parks, so that number (the ring's epoch) is shared and
+ * written only by the holder of the ring's starting flag, taken by compare-and-swap. The lcore never
+ * waits for it: when the flag is taken, the holder is either a park (whose resume starts a chain after
+ * clearing park_now) or a thread about to launch a chain (which runs after the lcore's seq store, by
+ * the handshake below), and either chain takes the lcore's entry. A park holds the flag for its whole
+ * duration (taken after setting park_now, so at most one lcore launch is in progress to wait out), so
+ * nothing is launched on a parked stream.
+ *
  * Why two graphs of the same kernel: a device graph must not be launched from the host while it may
  * be launched from the device (the CUDA programming guide: undefined behaviour), and a dispatcher
  * that found work right after announcing it parks goes on launching itself while the host, having seen
@@ -29,9 +49,12 @@
  * stream's other work (gpu.h's instance_launch needs no such order: the table, then the word).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <batchwire/compiler.h> /* likely, unlikely */
 
@@ -44,6 +67,13 @@
  * (and polls PCIe less: about one 4-byte read per microsecond while idle).
  */
 #define DOORBELL_PARK_AFTER_NS 2000000ull
+/*
+ * How long a park waits for one dispatcher to end (cold): a poll plus the work graph it may be running.
+ * Past it the synchronising call goes ahead and waits in the driver instead (the dispatcher still parks
+ * at its next poll, park_now being set).
+ */
+#define DOORBELL_PARK_WAIT_NS 1000000000ull
+#define DOORBELL_PARK_NAP_NS 20000L         /* between two cudaStreamQuery while waiting */
 
 /* doorbell.cu */
 int bwgpu_doorbell_launch(void *stream, struct gpu_doorbell_dispatch *dispatch_dev);
@@ -54,13 +84,15 @@ struct cuda_doorbell {
 	struct gpu_doorbell_ring *ring;     /* host address, mapped pinned */
 	uint32_t mask;
 	uint32_t posted;                    /* positions published (the launching thread's) */
-	uint32_t epoch;                     /* dispatcher chains started: the parked value that means "none runs" */
 	uint32_t nb_slots;
+	uint32_t park_count;                /* parks in effect on it (dev->doorbells_lock) */
 	cudaStream_t stream;                /* the dispatcher's, private */
 	struct gpu_doorbell_dispatch *dispatch_dev;
 	cudaGraphExec_t kick;               /* launched by the host: starts a chain */
 	cudaGraphExec_t dispatch;           /* launched by the device only */
 	bool armed;                         /* the dispatcher's state is on the device: a chain may run */
+	bool listed;                        /* on dev->doorbells (dev->doorbells_lock) */
+	struct cuda_doorbell *next;         /* dev->doorbells (dev->doorbells_lock) */
 };
 
 static const char *node_type_name(enum cudaGraphNodeType t)
@@ -162,41 +194,181 @@ static int doorbell_failed(struct cuda_doorbell *db, char *err, size_t cap)
 	return cuda_check(dev, err, cap);
 }
 
-/* No dispatcher runs: start a chain (one cudaGraphLaunch). Only after the dispatcher parked. */
-static int doorbell_start(struct cuda_doorbell *db, char *err, size_t cap)
+/* Starts a chain: one cudaGraphLaunch of the kick graph. The caller holds ring->starting. */
+static int doorbell_kick(struct cuda_doorbell *db, char *err, size_t cap)
 {
+	struct gpu_doorbell_ring *ring = db->ring;
+	uint32_t epoch = __atomic_load_n(&ring->epoch, __ATOMIC_RELAXED);
 	cudaError_t e;
 
-	db->epoch++;
 	/* read by the chain when it parks; the launch's doorbell write to the GPU comes after this store */
-	__atomic_store_n(&db->ring->epoch, db->epoch, __ATOMIC_RELEASE);
+	__atomic_store_n(&ring->epoch, epoch + 1, __ATOMIC_RELEASE);
 	e = cudaGraphLaunch(db->kick, db->stream);
 	if (likely(e == cudaSuccess))
 		return 0;
 	/* no chain: the next doorbell tries again, and its chain takes this entry too */
-	db->epoch--;
-	__atomic_store_n(&db->ring->epoch, db->epoch, __ATOMIC_RELEASE);
+	__atomic_store_n(&ring->epoch, epoch, __ATOMIC_RELEASE);
 	return cuda_fail(db->dev, "cudaGraphLaunch (doorbell dispatcher)", e, err, cap);
+}
+
+/*
+ * No dispatcher runs: start a chain, unless another thread holds the starting flag (the header comment
+ * says why its chain takes this entry). Never waits.
+ */
+static int doorbell_start(struct cuda_doorbell *db, char *err, size_t cap)
+{
+	uint32_t free_flag = 0;
+	int rc;
+
+	if (!__atomic_compare_exchange_n(&db->ring->starting, &free_flag, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return 0;
+	rc = doorbell_kick(db, err, cap);
+	__atomic_store_n(&db->ring->starting, 0, __ATOMIC_RELEASE);
+	return rc;
 }
 
 int cuda_doorbell_ring(struct cuda_doorbell *db, uint32_t size_idx, uint32_t slot, char *err, size_t cap)
 {
 	struct gpu_doorbell_ring *ring = db->ring;
+	uint32_t parked, epoch;
 
 	if (unlikely(__atomic_load_n(&ring->fault, __ATOMIC_RELAXED) != 0))
 		return doorbell_failed(db, err, cap);
 	gpu_doorbell_post(ring, db->mask, db->posted++, size_idx, slot);
 	/*
 	 * Store seq, full fence, load parked, against the dispatcher's store parked, fence, load seq: if
-	 * it parked without seeing this seq, this load sees it parked, and a chain is started.
+	 * it parked without seeing this seq, this load sees it parked, and a chain is started. parked is
+	 * read before epoch (acquire): a chain started after this read has not announced parking to it,
+	 * so it will see this seq; reading epoch first could pair a stale epoch with that chain's parked.
 	 */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (likely(__atomic_load_n(&ring->parked, __ATOMIC_ACQUIRE) != db->epoch))
+	parked = __atomic_load_n(&ring->parked, __ATOMIC_ACQUIRE);
+	epoch = __atomic_load_n(&ring->epoch, __ATOMIC_RELAXED);
+	if (likely(parked != epoch))
+		return 0;
+	/* parked on purpose: the resume, which clears park_now before it starts a chain, takes this entry */
+	if (__atomic_load_n(&ring->park_now, __ATOMIC_RELAXED) != 0)
 		return 0;
 	return doorbell_start(db, err, cap);
 }
 
-void cuda_doorbell_destroy(struct cuda_doorbell *db)
+/* ---- parking around device-wide synchronising calls (cold) ---------------------------------------------- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Holds the ring for a park: park_now is set first, so the only holder to wait out is an lcore in
+ * the middle of one cudaGraphLaunch (doorbell_start), whose chain then parks at once.
+ */
+static void doorbell_hold(struct cuda_doorbell *db)
+{
+	uint32_t free_flag = 0;
+
+	__atomic_store_n(&db->ring->park_now, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_compare_exchange_n(&db->ring->starting, &free_flag, 1, false, __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED)) {
+		free_flag = 0;
+		sched_yield();
+	}
+}
+
+/* Clears park_now, starts a chain for what was rung meanwhile, lets go of the ring. */
+static void doorbell_release(struct cuda_doorbell *db)
+{
+	struct gpu_doorbell_ring *ring = db->ring;
+
+	__atomic_store_n(&ring->park_now, 0, __ATOMIC_SEQ_CST);
+	/*
+	 * Always a chain: whether anything waits is not known here (an lcore that saw park_now set, or
+	 * failed to take starting from us, rang without starting one). Idle, it parks after the idle time.
+	 */
+	if (db->armed && !db->dev->lost && __atomic_load_n(&ring->fault, __ATOMIC_ACQUIRE) == 0)
+		doorbell_kick(db, NULL, 0);
+	__atomic_store_n(&ring->starting, 0, __ATOMIC_RELEASE);
+}
+
+/* Waits, bounded, until the dispatcher's stream is empty: every chain on it has parked or ended. */
+static void doorbell_wait_parked(struct cuda_doorbell *db)
+{
+	const struct timespec nap = { .tv_sec = 0, .tv_nsec = DOORBELL_PARK_NAP_NS };
+	uint64_t start = mono_ns();
+
+	while (!db->dev->lost && cudaStreamQuery(db->stream) == cudaErrorNotReady &&
+	       mono_ns() - start < DOORBELL_PARK_WAIT_NS)
+		nanosleep(&nap, NULL);
+}
+
+void cuda_doorbells_park(struct gpu_dev *dev)
+{
+	struct cuda_doorbell *db;
+
+	pthread_mutex_lock(&dev->doorbells_lock);
+	dev->doorbell_parks++;
+	for (db = dev->doorbells; db != NULL; db = db->next)
+		if (db->park_count++ == 0)
+			doorbell_hold(db);
+	/* every ring flagged first, then each waited for: the dispatchers park side by side */
+	for (db = dev->doorbells; db != NULL; db = db->next)
+		doorbell_wait_parked(db);
+	pthread_mutex_unlock(&dev->doorbells_lock);
+}
+
+void cuda_doorbells_resume(struct gpu_dev *dev)
+{
+	struct cuda_doorbell *db;
+
+	pthread_mutex_lock(&dev->doorbells_lock);
+	dev->doorbell_parks--;
+	for (db = dev->doorbells; db != NULL; db = db->next)
+		if (--db->park_count == 0)
+			doorbell_release(db);
+	pthread_mutex_unlock(&dev->doorbells_lock);
+}
+
+/* Puts db on the device's list, parked if parks are in effect (their resumes count it). */
+static void doorbell_list(struct cuda_doorbell *db)
+{
+	struct gpu_dev *dev = db->dev;
+
+	pthread_mutex_lock(&dev->doorbells_lock);
+	db->park_count = dev->doorbell_parks;
+	if (db->park_count > 0)
+		doorbell_hold(db); /* nothing rang it yet: the flag is free */
+	db->next = dev->doorbells;
+	dev->doorbells = db;
+	db->listed = true;
+	pthread_mutex_unlock(&dev->doorbells_lock);
+}
+
+/* Takes db off the list; a park holding it lets go without starting a chain (its owner stops it). */
+static void doorbell_unlist(struct cuda_doorbell *db)
+{
+	struct gpu_dev *dev = db->dev;
+	struct cuda_doorbell **p;
+
+	if (!db->listed)
+		return;
+	pthread_mutex_lock(&dev->doorbells_lock);
+	for (p = &dev->doorbells; *p != db; p = &(*p)->next)
+		;
+	*p = db->next;
+	db->listed = false;
+	if (db->park_count > 0) {
+		db->park_count = 0;
+		__atomic_store_n(&db->ring->park_now, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&db->ring->starting, 0, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&dev->doorbells_lock);
+}
+
+void cuda_doorbell_stop(struct cuda_doorbell *db)
 {
 	struct gpu_dev *dev;
 
@@ -204,15 +376,26 @@ void cuda_doorbell_destroy(struct cuda_doorbell *db)
 		return;
 	dev = db->dev;
 	cudaSetDevice(dev->index);
-	/* epoch 0: never rung, no chain ever ran */
-	if (db->armed && db->epoch > 0 && !dev->lost && __atomic_load_n(&db->ring->fault, __ATOMIC_ACQUIRE) == 0) {
+	doorbell_unlist(db);
+	/* nothing rung and no chain ever started (epoch 0): no chain to stop */
+	if (db->armed && (db->posted > 0 || __atomic_load_n(&db->ring->epoch, __ATOMIC_RELAXED) > 0) && !dev->lost &&
+	    __atomic_load_n(&db->ring->fault, __ATOMIC_ACQUIRE) == 0) {
 		/*
 		 * The stop entry: the dispatcher serves what was rung before it, then ends. The ring has
-		 * room: fewer entries wait than the instance has (size, slot) pairs (doorbell.h).
+		 * room: fewer entries wait than the instance has (size, slot) pairs (doorbell.h). Off the
+		 * list, no park holds it: the doorbell starts a chain if none runs.
 		 */
 		if (cuda_doorbell_ring(db, GPU_DOORBELL_STOP, 0, NULL, 0) == 0)
 			cudaStreamSynchronize(db->stream);
 	}
+	db->armed = false;
+}
+
+void cuda_doorbell_free(struct cuda_doorbell *db)
+{
+	if (db == NULL)
+		return;
+	cudaSetDevice(db->dev->index);
 	if (db->kick != NULL)
 		cudaGraphExecDestroy(db->kick);
 	if (db->dispatch != NULL)
@@ -223,6 +406,17 @@ void cuda_doorbell_destroy(struct cuda_doorbell *db)
 	if (db->ring != NULL)
 		cudaFreeHost(db->ring);
 	free(db);
+}
+
+/* A doorbell that is not its instance's yet (creation failed): the others parked around its frees. */
+static void doorbell_destroy(struct cuda_doorbell *db)
+{
+	struct gpu_dev *dev = db->dev;
+
+	cuda_doorbell_stop(db);
+	cuda_doorbells_park(dev);
+	cuda_doorbell_free(db);
+	cuda_doorbells_resume(dev);
 }
 
 /* Captures the dispatcher kernel once and instantiates it twice: kick (host graph), dispatch (device). */
@@ -289,7 +483,8 @@ int cuda_doorbell_create(struct gpu_dev *dev, const cudaGraphExec_t *graphs, uin
 		rc = cuda_fail(dev, "cudaHostAlloc (doorbell ring)", e, err, cap);
 		goto fail;
 	}
-	memset(db->ring, 0, ring_bytes); /* parked == epoch == 0: no dispatcher runs, the first doorbell starts one */
+	/* parked == epoch == 0: no dispatcher runs, the first doorbell starts one; park_now, starting clear */
+	memset(db->ring, 0, ring_bytes);
 	e = cudaHostGetDevicePointer(&ring_dev, db->ring, 0);
 	if (e == cudaSuccess)
 		e = cudaStreamCreateWithFlags(&db->stream, cudaStreamNonBlocking);
@@ -320,10 +515,11 @@ int cuda_doorbell_create(struct gpu_dev *dev, const cudaGraphExec_t *graphs, uin
 	}
 	free(dispatch);
 	db->armed = true;
+	doorbell_list(db);
 	*out = db;
 	return 0;
 fail:
 	free(dispatch);
-	cuda_doorbell_destroy(db);
+	doorbell_destroy(db);
 	return rc;
 }

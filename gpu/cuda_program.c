@@ -308,11 +308,11 @@ static int gemm_warm_up(struct gpu_loaded *lp, char *err, size_t cap)
 	return 0;
 }
 
-static bool program_has_gemm(const struct gpu_program *prog)
+static bool program_has_op(const struct gpu_program *prog, uint32_t code)
 {
 	for (uint32_t s = 0; s < prog->nb_sizes; s++)
 		for (uint32_t i = 0; i < prog->sizes[s].nb_ops; i++)
-			if (prog->sizes[s].ops[i].code == GPU_OP_GEMM)
+			if (prog->sizes[s].ops[i].code == code)
 				return true;
 	return false;
 }
@@ -324,6 +324,8 @@ void cuda_program_unload(struct gpu_loaded *lp)
 	if (lp == NULL)
 		return;
 	cudaSetDevice(lp->dev->index);
+	/* cudaFree and the libraries' teardown wait for the whole device: the dispatchers park meanwhile */
+	cuda_doorbells_park(lp->dev);
 	for (s = 0; s < GPU_PROG_SIZES_MAX; s++) {
 		if (lp->plans[s] == NULL)
 			continue;
@@ -335,6 +337,7 @@ void cuda_program_unload(struct gpu_loaded *lp)
 		lp->dev->lt.destroy(lp->lt);
 	cudnn_program_free(lp->dev, lp->dnn);
 	cudaFree(lp->consts_dev);
+	cuda_doorbells_resume(lp->dev);
 	gpu_program_free(lp->prog);
 	pthread_mutex_destroy(&lp->capture_lock);
 	free(lp);
@@ -345,6 +348,7 @@ int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struc
 {
 	struct gpu_loaded *lp;
 	cublasStatus_t st;
+	bool parked = false;
 	cudaError_t e;
 	uint32_t s, i;
 	int rc;
@@ -375,7 +379,14 @@ int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struc
 			goto fail;
 		}
 	}
-	if (program_has_gemm(prog)) {
+	/*
+	 * The warm-ups' cudaDeviceSynchronize and cudaFree, and cuDNN's timing of algorithms, wait for the
+	 * whole device (a reload under traffic): the doorbell dispatchers park meanwhile.
+	 */
+	parked = program_has_op(prog, GPU_OP_GEMM) || program_has_op(prog, GPU_OP_CONV);
+	if (parked)
+		cuda_doorbells_park(dev);
+	if (program_has_op(prog, GPU_OP_GEMM)) {
 		rc = cublaslt_open(dev, err, cap);
 		if (rc < 0)
 			goto fail;
@@ -410,9 +421,13 @@ int cuda_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struc
 	rc = cudnn_program_plan(dev, lp->prog, lp->consts_dev, &lp->dnn, &lp->workspace_bytes, err, cap);
 	if (rc < 0)
 		goto fail;
+	if (parked)
+		cuda_doorbells_resume(dev);
 	*out = lp;
 	return 0;
 fail:
+	if (parked)
+		cuda_doorbells_resume(dev);
 	cuda_program_unload(lp);
 	return rc;
 }
@@ -548,9 +563,12 @@ void cuda_instance_destroy(struct gpu_instance *inst)
 		return;
 	dev = inst->lp->dev;
 	cudaSetDevice(dev->index);
-	cuda_doorbell_destroy(inst->doorbell); /* its dispatcher runs what was rung, then ends */
+	cuda_doorbell_stop(inst->doorbell); /* its dispatcher runs what was rung, then ends */
+	/* the frees below wait for the whole device: the other instances' dispatchers park meanwhile */
+	cuda_doorbells_park(dev);
 	if (!dev->lost)
 		cudaStreamSynchronize(inst->stream->stream); /* shutdown: launches may still use what we free */
+	cuda_doorbell_free(inst->doorbell);
 	for (i = 0; i < inst->nb_sizes * inst->nb_slots; i++) {
 		if (inst->graphs[i].exec != NULL)
 			cudaGraphExecDestroy(inst->graphs[i].exec);
@@ -561,6 +579,7 @@ void cuda_instance_destroy(struct gpu_instance *inst)
 		cudaFreeHost(inst->tables);
 	if (inst->words != NULL)
 		cudaFreeHost((void *)inst->words);
+	cuda_doorbells_resume(dev);
 	free(inst);
 }
 

@@ -6,7 +6,8 @@
 // another in ring order, as graph launches on one stream do. Idle, it polls the ring's seq in mapped
 // host memory with __nanosleep between reads, and after park_after_ns it parks (returns without going
 // on), so that the stream drains and device-wide synchronising calls (cudaFree) do not wait forever
-// on it; the host starts it again (cuda_doorbell.c).
+// on it; the host starts it again (cuda_doorbell.c). It also parks at once, work waiting or not, while
+// the ring's park_now is set: the module is making such a call itself (cuda_doorbell.c).
 //
 // Device-side cudaGraphLaunch is an external function the driver resolves when it loads the module
 // (as printf's vprintf): nvlink leaves it undefined even with cudadevrt, so this file needs neither
@@ -35,10 +36,25 @@ __device__ static inline uint64_t globaltimer_ns(void)
 	return t;
 }
 
+__device__ static inline uint64_t load_acquire_sys_u64(const uint64_t *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
 // Positions wrap at 2^32: "seq is past pos" is a signed difference.
 __device__ static inline bool published(const struct gpu_doorbell_ring *ring, uint32_t pos)
 {
 	return (int32_t)(load_acquire_sys(&ring->seq) - pos) > 0;
+}
+
+// Says the chain has ended: the epoch it read goes into parked (cuda_doorbell.c's handshake).
+__device__ static inline void announce_parked(struct gpu_doorbell_ring *ring)
+{
+	*(volatile uint32_t *)&ring->parked = *(volatile uint32_t *)&ring->epoch;
+	__threadfence_system();
 }
 
 __global__ void bwgpu_doorbell_kernel(struct gpu_doorbell_dispatch *d)
@@ -49,7 +65,18 @@ __global__ void bwgpu_doorbell_kernel(struct gpu_doorbell_dispatch *d)
 	uint64_t start = globaltimer_ns();
 	cudaError_t e;
 
-	while (!published(ring, pos)) {
+	for (;;) {
+		// seq and park_now in one read across PCIe (doorbell.h: adjacent, little-endian)
+		uint64_t w = load_acquire_sys_u64((const uint64_t *)(const void *)&ring->seq);
+
+		if ((uint32_t)(w >> 32) != 0) {
+			// park now, even with work waiting: the host is about to make a device-wide
+			// synchronising call, and whoever clears park_now starts a chain for what waits
+			announce_parked(ring);
+			return;
+		}
+		if ((int32_t)((uint32_t)w - pos) > 0)
+			break;
 		if (globaltimer_ns() - start < d->park_after_ns) {
 			__nanosleep(DOORBELL_POLL_NS);
 			continue;
@@ -58,8 +85,7 @@ __global__ void bwgpu_doorbell_kernel(struct gpu_doorbell_dispatch *d)
 		// (cuda_doorbell_ring): one of the two sees the other's store, so a doorbell is never missed.
 		// Work found here is served; the host may have started another chain on seeing parked: it
 		// runs after this one (the same stream), finds nothing and parks.
-		*(volatile uint32_t *)&ring->parked = *(volatile uint32_t *)&ring->epoch;
-		__threadfence_system();
+		announce_parked(ring);
 		if (!published(ring, pos))
 			return;
 		break;

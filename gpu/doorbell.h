@@ -33,12 +33,20 @@ struct gpu_doorbell_entry {
 /*
  * Each side writes its own cache lines: the host's line is read by the device's polling, the device's
  * line changes only when a dispatcher parks or fails, so the host's read of it hits its cache.
+ *
+ * park_now (host, cold): set while the module makes a device-wide synchronising call (cudaFree,
+ * cudaFreeHost, cudaDeviceSynchronize wait for every stream, a running dispatcher's too). The device
+ * side takes nothing from a ring with it set, even with entries waiting, and the CUDA dispatcher
+ * parks at once; the entries wait for the resume (cuda_doorbell.c says who restarts the chain). It
+ * sits beside seq so that one 8-byte read per poll gets both.
  */
 struct gpu_doorbell_ring {
 	/* written by the host */
 	uint32_t seq;            /* positions published: entries [0, seq) are launches */
-	uint32_t epoch;          /* CUDA: dispatcher chains the host started (cuda_doorbell.c) */
-	uint8_t host_pad[GPU_DOORBELL_LINE_BYTES - 2 * sizeof(uint32_t)];
+	uint32_t park_now;       /* nonzero: take nothing, park now */
+	uint32_t epoch;          /* CUDA: dispatcher chains started, written by the holder of starting */
+	uint32_t starting;       /* CUDA: 1 while a thread starts a chain or a park holds the ring (CAS) */
+	uint8_t host_pad[GPU_DOORBELL_LINE_BYTES - 4 * sizeof(uint32_t)];
 	/* written by the device */
 	uint32_t parked;         /* CUDA: the epoch a dispatcher read when it last parked */
 	uint32_t fault;          /* CUDA: the cudaError_t of a failed device-side launch; 0: none */
@@ -47,6 +55,14 @@ struct gpu_doorbell_ring {
 	uint8_t dev_pad[GPU_DOORBELL_LINE_BYTES - 4 * sizeof(uint32_t)];
 	struct gpu_doorbell_entry entries[]; /* mask + 1 */
 };
+
+#ifndef __cplusplus
+/* the dispatcher reads seq (low half) and park_now (high half) as one little-endian 8-byte word */
+_Static_assert(__builtin_offsetof(struct gpu_doorbell_ring, seq) == 0, "seq opens the host line");
+_Static_assert(__builtin_offsetof(struct gpu_doorbell_ring, park_now) == 4, "park_now beside seq");
+_Static_assert(__builtin_offsetof(struct gpu_doorbell_ring, parked) == GPU_DOORBELL_LINE_BYTES,
+	       "the device's line is the second");
+#endif
 
 /** \return the ring's entries for nb_graphs (size, slot) pairs: the power of two above nb_graphs. */
 static inline uint32_t gpu_doorbell_entries(uint32_t nb_graphs)

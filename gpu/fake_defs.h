@@ -18,7 +18,10 @@
  * (doorbell.h) without the lock, and the device (gpu_fake_complete*, the thread, instance_destroy)
  * takes the published entries in ring order, as the CUDA module's dispatcher does. A doorbell
  * instance is its own stream, as on CUDA (its dispatcher's private stream): its launches are not
- * ordered with the caller's stream's other work.
+ * ordered with the caller's stream's other work. While its ring's park_now is set (a park in effect:
+ * gpu_fake_doorbells_park, and instance_destroy and program_unload around their frees, where the CUDA
+ * module's device-wide synchronising calls are), the device takes nothing from it; the entries wait
+ * for the resume.
  */
 #ifndef BW_GPU_FAKE_DEFS_H
 #define BW_GPU_FAKE_DEFS_H
@@ -54,6 +57,7 @@ struct gpu_dev {
 	bool thread_running, stop;
 	unsigned int seed;
 	struct gpu_instance *doorbells; /* doorbell instances, linked by next_doorbell */
+	uint32_t doorbell_parks;        /* parks in effect (gpu_fake_doorbells_park not yet resumed) */
 };
 
 struct gpu_stream {
@@ -85,6 +89,7 @@ struct gpu_instance {
 	uint32_t ring_mask;
 	uint32_t posted;               /* the host's: positions published (instance_launch's thread only) */
 	uint32_t taken;                /* the device's: the next position to run (under the device's lock) */
+	uint32_t park_count;           /* parks in effect on it: park_now set while > 0 (the lock) */
 	struct gpu_instance *next_doorbell;
 };
 
@@ -98,7 +103,9 @@ void fake_run_launch(struct gpu_dev *dev, struct gpu_instance *inst, uint32_t si
 void fake_drop(struct gpu_dev *dev, unsigned int q);
 void fake_finish(struct gpu_dev *dev, unsigned int q);
 int fake_oldest(const struct gpu_dev *dev, const struct gpu_stream *stream);
+uint32_t fake_doorbell_rung(const struct gpu_instance *inst);
 uint32_t fake_doorbell_waiting(const struct gpu_instance *inst);
+void fake_doorbell_park(struct gpu_instance *inst, uint32_t parks);
 void fake_doorbell_take(struct gpu_dev *dev, struct gpu_instance *inst, bool drop);
 void *fake_thread(void *arg);
 

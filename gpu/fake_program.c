@@ -46,11 +46,17 @@ int fake_program_load(struct gpu_dev *dev, const struct gpu_program *prog, struc
 
 void fake_program_unload(struct gpu_loaded *l)
 {
+	struct gpu_dev *dev;
+
 	if (l == NULL)
 		return;
 	assert(l->nb_instances == 0); /* their arenas' launches would run a freed program */
+	dev = l->dev;
+	/* where the CUDA module's cudaFree is: the doorbell instances park around it */
+	gpu_fake_doorbells_park(dev);
 	gpu_program_free(l->prog);
 	free(l);
+	gpu_fake_doorbells_resume(dev);
 }
 
 static void fake_instance_free(struct gpu_instance *inst)
@@ -137,6 +143,7 @@ int fake_instance_create(struct gpu_loaded *l, struct gpu_stream *stream, uint32
 	pthread_mutex_lock(&l->dev->lock);
 	l->nb_instances++;
 	if (mode == GPU_LAUNCH_DOORBELL) {
+		fake_doorbell_park(inst, l->dev->doorbell_parks); /* the resumes in progress count it */
 		inst->next_doorbell = l->dev->doorbells;
 		l->dev->doorbells = inst;
 	}
@@ -180,9 +187,11 @@ void fake_instance_destroy(struct gpu_instance *inst)
 			fake_finish(dev, (unsigned int)fake_oldest(dev, inst->stream));
 	}
 	if (inst->mode == GPU_LAUNCH_DOORBELL) {
-		/* as the CUDA module's stop entry: the dispatcher runs what was rung before it */
+		/* as the CUDA module's stop entry: the dispatcher runs what was rung before it, a park
+		 * in effect letting go of this instance first */
 		struct gpu_instance **p = &dev->doorbells;
 
+		fake_doorbell_park(inst, 0);
 		while (fake_doorbell_waiting(inst) > 0)
 			fake_doorbell_take(dev, inst, dev->lost);
 		while (*p != inst)
@@ -191,7 +200,10 @@ void fake_instance_destroy(struct gpu_instance *inst)
 	}
 	inst->loaded->nb_instances--;
 	pthread_mutex_unlock(&dev->lock);
+	/* where the CUDA module's cudaFree and cudaFreeHost are: the other doorbell instances park */
+	gpu_fake_doorbells_park(dev);
 	fake_instance_free(inst);
+	gpu_fake_doorbells_resume(dev);
 }
 
 struct gpu_batch_table *fake_instance_table(struct gpu_instance *inst, uint32_t size_idx, uint32_t slot)

@@ -148,9 +148,49 @@ int fake_oldest(const struct gpu_dev *dev, const struct gpu_stream *stream)
 }
 
 /* Published entries of a doorbell instance not taken yet. Caller holds the lock. */
-uint32_t fake_doorbell_waiting(const struct gpu_instance *inst)
+uint32_t fake_doorbell_rung(const struct gpu_instance *inst)
 {
 	return __atomic_load_n(&inst->ring->seq, __ATOMIC_ACQUIRE) - inst->taken;
+}
+
+/* Those the device may take now: none while park_now is set, as the CUDA dispatcher parks. The lock. */
+uint32_t fake_doorbell_waiting(const struct gpu_instance *inst)
+{
+	if (__atomic_load_n(&inst->ring->park_now, __ATOMIC_ACQUIRE) != 0)
+		return 0;
+	return fake_doorbell_rung(inst);
+}
+
+/* Sets how many parks hold inst (0: none), park_now with it. Caller holds the lock. */
+void fake_doorbell_park(struct gpu_instance *inst, uint32_t parks)
+{
+	inst->park_count = parks;
+	__atomic_store_n(&inst->ring->park_now, parks > 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * The CUDA module's park (cuda_doorbell.c): every doorbell instance of the device flagged; they are
+ * parked at once, the device's side running only under the lock. Nests, as there.
+ */
+void gpu_fake_doorbells_park(struct gpu_dev *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	dev->doorbell_parks++;
+	for (struct gpu_instance *i = dev->doorbells; i != NULL; i = i->next_doorbell)
+		fake_doorbell_park(i, i->park_count + 1);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void gpu_fake_doorbells_resume(struct gpu_dev *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	assert(dev->doorbell_parks > 0);
+	dev->doorbell_parks--;
+	for (struct gpu_instance *i = dev->doorbells; i != NULL; i = i->next_doorbell) {
+		assert(i->park_count > 0);
+		fake_doorbell_park(i, i->park_count - 1);
+	}
+	pthread_mutex_unlock(&dev->lock);
 }
 
 /*
@@ -161,7 +201,7 @@ uint32_t fake_doorbell_waiting(const struct gpu_instance *inst)
  */
 void fake_doorbell_take(struct gpu_dev *dev, struct gpu_instance *inst, bool drop)
 {
-	uint32_t waiting = fake_doorbell_waiting(inst);
+	uint32_t waiting = fake_doorbell_rung(inst);
 	const struct gpu_doorbell_entry *e = &inst->ring->entries[inst->taken & inst->ring_mask];
 	uint32_t size_idx = __atomic_load_n(&e->size_idx, __ATOMIC_RELAXED);
 	uint32_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
@@ -190,13 +230,13 @@ static struct gpu_instance *fake_doorbell_ready(const struct gpu_dev *dev, const
 	return NULL;
 }
 
-/* Pieces of work the device can do now: queued work and waiting doorbell entries. Caller holds the lock. */
+/* Pieces of work not done: queued work and rung doorbell entries (parked ones too). Caller holds the lock. */
 static unsigned int fake_work_pending(const struct gpu_dev *dev)
 {
 	unsigned int n = dev->nb_queued;
 
 	for (struct gpu_instance *i = dev->doorbells; i != NULL; i = i->next_doorbell)
-		n += fake_doorbell_waiting(i);
+		n += fake_doorbell_rung(i);
 	return n;
 }
 

@@ -75,6 +75,16 @@ unsigned int gpu_fake_pending(struct gpu_dev *dev);
  */
 int gpu_fake_thread_cpus(struct gpu_dev *dev, cpu_set_t *cpus);
 
+/**
+ * Parks every doorbell instance of dev, as the CUDA module does around its device-wide synchronising
+ * calls (instance_destroy and program_unload do it here too): their rung launches are held (pending,
+ * not taken by gpu_fake_complete*, the thread or instance_time) until the matching resume. Nests; an
+ * instance made meanwhile is parked too.
+ */
+void gpu_fake_doorbells_park(struct gpu_dev *dev);
+/** Ends one park: the last lets the device take the held launches again. */
+void gpu_fake_doorbells_resume(struct gpu_dev *dev);
+
 /** Injects a fault (reason: the line health and the failing calls report). */
 void gpu_fake_inject(struct gpu_dev *dev, enum gpu_fake_fault fault, const char *reason);
 

@@ -881,8 +881,8 @@ static double db_round_trip_us(struct prog_env *env, const struct gpu_program *p
 
 /*
  * Doorbell mode on one program: every (size, slot) in flight at once, rung in a different order each
- * round; then random pairs, each reused once its word came; instance_destroy with launches still
- * rung; the round trip and instance_time against graph mode (printed, not asserted).
+ * round; then random pairs, each reused once its word came; another instance made and destroyed
+ * (a park) with launches in flight; instance_destroy with launches still rung; the round trip and instance_time against graph mode (printed, not asserted).
  */
 static void doorbell_case(const struct gpu_program *prog, uint32_t in_floats, float rel_tol)
 {
@@ -943,6 +943,20 @@ static void doorbell_case(const struct gpu_program *prog, uint32_t in_floats, fl
 		       rt_graph, ms_db, ms_graph);
 		g_ops->instance_destroy(graph_inst);
 	}
+
+	/*
+	 * Another instance made and destroyed while this one has launches in flight: its cudaFree and
+	 * cudaFreeHost park this dispatcher (park_now) rather than wait behind it; the launches are held,
+	 * then taken by the chain the resume starts.
+	 */
+	for (k = 0; k < DB_PAIRS; k++)
+		db_ring(&env, prog, inst, k, &batches[k], in_floats, ++gen);
+	graph_inst = NULL;
+	CU_ASSERT_EQUAL(g_ops->instance_create(lp, env.stream, 1, GPU_LAUNCH_GRAPH, &graph_inst, err, sizeof(err)), 0);
+	g_ops->instance_destroy(graph_inst);
+	for (k = 0; k < DB_PAIRS; k++)
+		db_finish(&env, prog, inst, k, &batches[k], rel_tol);
+	CU_ASSERT_EQUAL(g_ops->health(g_dev, err, sizeof(err)), 0);
 
 	/* destroy with launches rung: they run first (the stop entry comes after them) */
 	for (k = 0; k < DB_PAIRS; k++)

@@ -1969,6 +1969,137 @@ static void test_doorbell_destroy(void)
 	g_ops->dev_close(dev);
 }
 
+static bool db_reached(struct db_env *env, uint32_t nb_slots, uint32_t k, uint32_t generation)
+{
+	return gpu_word_reached(g_ops->instance_word(env->inst, k / nb_slots, k % nb_slots), generation);
+}
+
+/*
+ * Parking (the CUDA module's park_now around device-wide synchronising calls): rung launches are held,
+ * pending but taken by nothing, through nested parks, for an instance made during a park too; they
+ * run after the last resume. An instance destroyed while parked still runs what was rung on it.
+ */
+static void test_doorbell_park(void)
+{
+	struct gpu_dev *dev = open_fake();
+	struct db_env a, b, c;
+
+	db_open(&a, dev, DB_SLOTS);
+	db_open(&b, dev, DB_SLOTS);
+	db_launch(&a, DB_SLOTS, 0, 1, 1.0f);
+	db_launch(&a, DB_SLOTS, 1, 2, 2.0f);
+	gpu_fake_doorbells_park(dev);
+	db_launch(&a, DB_SLOTS, 2, 3, 3.0f);
+	db_launch(&b, DB_SLOTS, 4, 4, 4.0f);
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 4);
+	CU_ASSERT_EQUAL(gpu_fake_complete(a.stream), 0);
+	CU_ASSERT_EQUAL(gpu_fake_complete(b.stream), 0);
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 0);
+	gpu_fake_doorbells_park(dev); /* nested: the inner resume holds them still */
+	db_open(&c, dev, DB_SLOTS);   /* made during the park: parked too */
+	db_launch(&c, DB_SLOTS, 3, 5, 5.0f);
+	gpu_fake_doorbells_resume(dev);
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 0);
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 5);
+	CU_ASSERT_FALSE(db_reached(&a, DB_SLOTS, 0, 1));
+	CU_ASSERT_FALSE(db_reached(&b, DB_SLOTS, 4, 4));
+	CU_ASSERT_FALSE(db_reached(&c, DB_SLOTS, 3, 5));
+	gpu_fake_doorbells_resume(dev);
+	/* in ring order per instance */
+	CU_ASSERT_EQUAL(gpu_fake_complete(a.stream), 1);
+	CU_ASSERT_TRUE(db_reached(&a, DB_SLOTS, 0, 1));
+	CU_ASSERT_FALSE(db_reached(&a, DB_SLOTS, 1, 2));
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 4);
+	CU_ASSERT_TRUE(db_reached(&a, DB_SLOTS, 1, 2));
+	CU_ASSERT_TRUE(db_reached(&a, DB_SLOTS, 2, 3));
+	CU_ASSERT_TRUE(db_reached(&b, DB_SLOTS, 4, 4));
+	CU_ASSERT_TRUE(db_reached(&c, DB_SLOTS, 3, 5));
+	db_expect(&a, DB_SLOTS, 0, 1.0f);
+	db_expect(&a, DB_SLOTS, 1, 2.0f);
+	db_expect(&a, DB_SLOTS, 2, 3.0f);
+	db_expect(&b, DB_SLOTS, 4, 4.0f);
+	db_expect(&c, DB_SLOTS, 3, 5.0f);
+
+	/* destroyed while parked: its own launches still run (the stop entry), the others' stay held */
+	gpu_fake_doorbells_park(dev);
+	db_launch(&a, DB_SLOTS, 5, 6, 6.0f);
+	db_launch(&c, DB_SLOTS, 0, 7, 7.0f);
+	g_ops->instance_destroy(c.inst);
+	c.inst = NULL;
+	db_expect(&c, DB_SLOTS, 0, 7.0f);
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 1);
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 0);
+	gpu_fake_doorbells_resume(dev);
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), 1);
+	db_expect(&a, DB_SLOTS, 5, 6.0f);
+	db_close(&c);
+	CU_ASSERT_EQUAL(g_ops->health(dev, NULL, 0), 0);
+	db_close(&b);
+	db_close(&a);
+	g_ops->dev_close(dev);
+}
+
+/* Waits for pair k's word (the fake's thread runs it); false after a bound that only a hang reaches. */
+static bool db_wait(struct db_env *env, uint32_t nb_slots, uint32_t k, uint32_t generation)
+{
+	for (long i = 0; i < 10L * 1000 * 1000 && !db_reached(env, nb_slots, k, generation); i++)
+		sched_yield();
+	return db_reached(env, nb_slots, k, generation);
+}
+
+/*
+ * instance_destroy and program_unload of one model while another doorbell instance has launches rung
+ * and in flight: they park it around their frees and let it go again, so its launches are neither
+ * lost nor left parked; on demand, and with the fake's thread taking entries meanwhile.
+ */
+static void test_doorbell_destroy_others_live(void)
+{
+	struct gpu_fake_config cfg = { .nb_devices = 1, .mode = GPU_FAKE_THREAD, .seed = 5 };
+	struct gpu_dev *dev = open_fake();
+	char err[GPU_ERR_MAX];
+	struct db_env a, b;
+	uint32_t gen = 0;
+
+	db_open(&a, dev, DB_SLOTS);
+	db_open(&b, dev, DB_SLOTS);
+	for (uint32_t k = 0; k < DB_PAIRS; k++)
+		db_launch(&a, DB_SLOTS, k, ++gen, (float)k);
+	db_launch(&b, DB_SLOTS, 1, 50, 0.5f);
+	g_ops->instance_destroy(b.inst); /* with a's launches rung */
+	b.inst = NULL;
+	db_expect(&b, DB_SLOTS, 1, 0.5f);
+	db_close(&b); /* program_unload, likewise */
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), DB_PAIRS);
+	CU_ASSERT_EQUAL(gpu_fake_complete_all(dev), DB_PAIRS); /* not left parked */
+	for (uint32_t k = 0; k < DB_PAIRS; k++)
+		db_expect(&a, DB_SLOTS, k, (float)k);
+	db_close(&a);
+	g_ops->dev_close(dev);
+
+	gpu_fake_configure(&cfg);
+	CU_ASSERT_EQUAL_FATAL(g_ops->dev_open(0, &dev, err, sizeof(err)), 0);
+	db_open(&a, dev, DB_SLOTS);
+	for (uint32_t round = 0; round < DB_ROUNDS; round++) {
+		db_open(&b, dev, DB_SLOTS);
+		for (uint32_t k = 0; k < DB_PAIRS; k++) {
+			gen++;
+			db_launch(&a, DB_SLOTS, k, gen, (float)(gen % 7));
+		}
+		db_launch(&b, DB_SLOTS, round % DB_PAIRS, 1, 1.0f);
+		db_close(&b);
+		for (uint32_t k = 0; k < DB_PAIRS; k++) {
+			uint32_t g = gen - DB_PAIRS + 1 + k;
+
+			CU_ASSERT_TRUE_FATAL(db_wait(&a, DB_SLOTS, k, g));
+			db_expect(&a, DB_SLOTS, k, (float)(g % 7));
+		}
+	}
+	CU_ASSERT_EQUAL(gpu_fake_pending(dev), 0);
+	CU_ASSERT_EQUAL(g_ops->health(dev, NULL, 0), 0);
+	db_close(&a);
+	g_ops->dev_close(dev);
+}
+
 /*
  * A caller ringing a slot still in flight breaks the ring's bound: the fake loses the device naming
  * it (CUDA would run the wrong batches). And a refused doorbell (GPU_FAKE_FAULT_NEXT_LAUNCH) posts nothing.
@@ -2411,6 +2542,9 @@ int main(void)
 	static CU_TestInfo doorbell_tests[] = {
 		{ "every (size, slot) in flight, rung in changing orders, the ring wrapping", test_doorbell_interleave },
 		{ "instance_destroy idle, with launches rung, on the fake's thread", test_doorbell_destroy },
+		{ "parked: rung launches held through nested parks, run after the resume", test_doorbell_park },
+		{ "instance_destroy and program_unload with another instance's launches rung",
+		  test_doorbell_destroy_others_live },
 		{ "a refused doorbell; a ring overrun loses the device", test_doorbell_faults },
 		CU_TEST_INFO_NULL,
 	};
