@@ -2,9 +2,9 @@
 /*
  * ONNX models on a GPU: no workers. The graph is compiled into a device program once (one op list
  * per allowed batch size) and loaded on the device; each polling lcore makes its own GPU executor
- * (arenas, batch tables, one CUDA graph per size, captured on that lcore's stream) on its own thread,
- * and launches a closed batch where it was batched, at once. It sees the batch finish by reading a
- * completion word the GPU writes into mapped host memory. The device reads requests from and writes
+ * (arenas, batch tables, one CUDA graph per size, captured on a stream of that lcore and model's own)
+ * on its own thread, and launches a closed batch where it was batched, at once. It sees the batch
+ * finish by reading a completion word the GPU writes into mapped host memory. The device reads requests from and writes
  * replies into the mbuf pools, registered with it before the port starts.
  *
  * Health: a lost CUDA context fails no call until one is made, so a failed launch, or launches in
@@ -57,6 +57,8 @@ struct gpu_channel {
 	struct app_model *model;
 	struct app_lcore *lcore;
 	struct gpu_executor *gpu;       /* made on the lcore's own thread (gpu_lcore_start) */
+	struct gpu_stream *stream;      /* this (lcore, model)'s own: a long batch of another model on
+					 * the lcore does not hold this one's behind it */
 	struct app_exec_stats stats;
 	uint64_t progress_tsc;          /* last completion, or last health check */
 	uint64_t health_checks;
@@ -206,9 +208,10 @@ static unsigned int gpu_poll(void *ctx, bw_completion_fn done, void *arg, unsign
 }
 
 /*
- * On the polling lcore's own thread, before its poll loop: its stream (one per lcore, shared by its
- * GPU models) and this model's executor (CUDA graphs are captured on the stream of the thread that
- * will launch them).
+ * On the polling lcore's own thread, before its poll loop: this model's stream on the lcore (one per
+ * (lcore, model): a stream runs its work in order, so models sharing one would wait behind each
+ * other's batches) and its executor (CUDA graphs are captured, thread-locally, on the stream of the
+ * thread that will launch them).
  */
 static int gpu_lcore_start(void *ctx, char *err, size_t cap)
 {
@@ -220,16 +223,17 @@ static int gpu_lcore_start(void *ctx, char *err, size_t cap)
 
 	if (gc->gpu != NULL)
 		return 0;
-	if (al->gpu_stream == NULL) {
-		ret = g_gpu.hd.ops->stream_create(g_gpu.hd.dev, (struct gpu_stream **)&al->gpu_stream,
-						  why, sizeof(why));
+	if (gc->stream == NULL) {
+		ret = g_gpu.hd.ops->stream_create(g_gpu.hd.dev, &gc->stream, why, sizeof(why));
 		if (ret != 0) {
-			snprintf(err, cap, "lcore %u: a stream on GPU %d: %s", al->lcore_id, g_gpu.hd.index, why);
+			gc->stream = NULL;
+			snprintf(err, cap, "lcore %u: model '%s': a stream on GPU %d: %s", al->lcore_id, m->spec.name,
+				 g_gpu.hd.index, why);
 			return ret;
 		}
 	}
 	gc->gpu = gpu_executor_create(g_gpu.hd.ops, g_gpu.hd.dev, gpu_of(m)->prog.loaded, gpu_of(m)->prog.compiled,
-				      al->gpu_stream, m->cfg.slots, m->cfg.launch_mode, why, sizeof(why));
+				      gc->stream, m->cfg.slots, m->cfg.launch_mode, why, sizeof(why));
 	if (gc->gpu == NULL) {
 		ret = -errno;
 		snprintf(err, cap, "lcore %u: model '%s' on GPU %d: %s", al->lcore_id, m->spec.name, g_gpu.hd.index, why);
@@ -239,12 +243,15 @@ static int gpu_lcore_start(void *ctx, char *err, size_t cap)
 	return 0;
 }
 
-/* After the lcore stopped launching, on the main thread; the lcore's stream goes with the device. */
+/* After the lcore stopped launching, on the main thread: the executor, then its stream (what was
+ * queued on it finishes first). */
 static void gpu_lcore_stop(void *ctx)
 {
 	struct gpu_channel *gc = ctx;
 
 	gpu_executor_destroy(gc->gpu);
+	if (gc->stream != NULL)
+		g_gpu.hd.ops->stream_destroy(gc->stream);
 	rte_free(gc);
 }
 
@@ -350,16 +357,11 @@ static int gpu_init(const struct app_config *cfg, FILE *err)
 	return 0;
 }
 
-/* After every model is gone: the lcores' streams, the registered memory, the device. */
+/* After every model is gone (their streams went with their channels): the registered memory, the device. */
 static void gpu_fini(void)
 {
 	if (g_gpu.hd.ops == NULL)
 		return;
-	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
-		if (app_lcores[l].gpu_stream != NULL)
-			g_gpu.hd.ops->stream_destroy(app_lcores[l].gpu_stream);
-		app_lcores[l].gpu_stream = NULL;
-	}
 	for (unsigned int r = 0; r < g_gpu.nb_regions; r++)
 		g_gpu.hd.ops->host_unregister(g_gpu.hd.dev, g_gpu.regions[r], NULL, 0);
 	gpu_host_device_close(&g_gpu.hd);

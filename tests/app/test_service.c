@@ -770,6 +770,7 @@ static void test_setup(void)
 	CU_ASSERT(g_gpu.nb_regions >= 1 && g_gpu.registered_bytes >= (uint64_t)g_pool->size * g_pool->elt_size);
 	CU_ASSERT_EQUAL_FATAL(app_service_lcore_start(rte_lcore_id(), err, sizeof(err)), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(gpu_channel_of(g_id_gpu)->gpu);
+	CU_ASSERT_PTR_NOT_NULL(gpu_channel_of(g_id_gpu)->stream); /* the (lcore, model)'s own */
 	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[g_id_mlp].executor.ops, &cpu_executor);
 	/* mlp's size 4 runs depth first, in 2 chunks of 2 (chunk_rows = 2); its other sizes whole */
 	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->live->executor, 4), 2);
