@@ -148,7 +148,6 @@ struct app_lcore {
 	uint32_t deferred_head;
 	uint32_t deferred_count;
 	uint64_t now_tsc;                /* the completion poller's clock, for the engines' polls */
-	void *gpu_stream;                /* engine_gpu.c's: the lcore's stream on the GPU, or NULL */
 	struct rte_ring *inject;         /* inject.c's: requests from the HTTP server, or NULL */
 } __rte_cache_aligned;
 
