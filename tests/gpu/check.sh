@@ -27,7 +27,8 @@
 #     benchmark mode, one CUDA graph per batch size, replayed.
 # The last line is machine-readable ('na' where a value could not be measured):
 #   resnet50_fp16_b1_ms=<x> e2e_vs_graph=<x> vs_torch_graph=<x> launch_vs_kernel=<x> syscalls_per_batch=<n> \
-#   gather_gbps=<x>   (one line)
+#   gather_gbps=<x> graph_launch_threads_ratio=<x>   (one line; the last: cudaGraphLaunch's host time
+#   per launch with 8 threads launching at once ÷ with one, what the context's locks cost lcores)
 # CHECK_GPU_MODULE=PATH|fake picks the module (default: BIN_DIR's libbwgpu.so); with 'fake' the script
 # runs end to end on the fake device (few iterations, ResNet-50 at batch 1 only), which is how it is
 # tried on hosts without a GPU. CHECK_RESNET_DIR=DIR reuses resnet50_onnx.py's output of an earlier run
@@ -228,6 +229,8 @@ rc=$?
 tee -a "$log" < "$res/logs/launch_cost.txt"
 [ $rc -eq 0 ] || note_fail 1 "launch_cost: $(why $rc "$res/logs/launch_cost.txt") (77: no device)"
 launch_kernel_us=$(kv "$res/logs/launch_cost.txt" launch_kernel_us)
+# cudaGraphLaunch from 8 threads at once (each its own stream and graph, as polling lcores) ÷ from one
+graph_launch_threads_ratio=$(kv "$res/logs/launch_cost.txt" graph_launch_threads_ratio)
 
 run 1 30 "$res/logs/gpu_gather.txt" "${bwenv[@]}" "$gpu_gather" --module "$module" "${gather_args[@]}"
 rc=$?
@@ -382,5 +385,5 @@ say "== summary: launch_cpu_us from $launch_from ($launch_us us), launch_kernel_
 	"$((SECONDS - start_s)) s"
 say "resnet50_fp16_b1_ms=$graph_ms e2e_vs_graph=$e2e_vs vs_torch_graph=$(ratio "$graph_ms" "$torch_ms")" \
 	"launch_vs_kernel=$(ratio "$launch_us" "$launch_kernel_us") syscalls_per_batch=$sys_n" \
-	"gather_gbps=$gather_gbps"
+	"gather_gbps=$gather_gbps graph_launch_threads_ratio=$graph_launch_threads_ratio"
 [ -z "$failed_stages" ]

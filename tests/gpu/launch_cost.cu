@@ -8,13 +8,22 @@
  * launch). Also, for context, an empty kernel launched and waited for one at a time (launch plus
  * cudaStreamSynchronize): the host-observed round trip.
  *
+ * Then the same graph launches from 1, 2, 4 and 8 threads at once, each with a stream and a graph
+ * of its own, as polling lcores launch their batches: cudaGraphLaunch takes locks of the context
+ * every thread shares, so the mean host time per launch as threads are added says what one lcore's
+ * launch costs while the others launch too (graph_launch_threads_ratio: 8 threads' ÷ 1's).
+ *
  * Built by nvcc with the static CUDA runtime, as the module is (gpu/meson.build), so it runs where
  * only the driver is installed. No device: prints "no CUDA device present: ..." and exits 77.
- * Last line: launch_kernel_us=<x> launch_graph_us=<x>
+ * Last line: launch_kernel_us=<x> launch_graph_us=<x>; the line before it
+ * launch_graph_us_threads1=<x> ..._threads8=<x> graph_launch_threads_ratio=<x>
  */
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <thread>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -75,6 +84,46 @@ template <typename F> static double mean_launch_us(cudaStream_t s, F launch)
 	return inside / LAUNCHES;
 }
 
+/*
+ * nthreads threads, each launching its own one-kernel graph on its own stream, all started together:
+ * the mean over threads of each one's host time per launch.
+ */
+static double threads_graph_us(int nthreads)
+{
+	std::vector<std::thread> threads;
+	std::vector<double> per(nthreads, 0.0);
+	std::atomic<int> ready(0);
+
+	for (int t = 0; t < nthreads; t++) {
+		threads.emplace_back([&, t] {
+			cudaStream_t st;
+			cudaGraph_t g;
+			cudaGraphExec_t ex;
+
+			CHECK(cudaSetDevice(0));
+			CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+			CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+			empty_kernel<<<1, 1, 0, st>>>();
+			CHECK(cudaStreamEndCapture(st, &g));
+			CHECK(cudaGraphInstantiate(&ex, g, 0));
+			CHECK(cudaGraphUpload(ex, st));
+			ready++;
+			while (ready.load() < nthreads)
+				; /* every thread launches at once */
+			per[t] = mean_launch_us(st, [&] { launch_graph(ex, st); });
+			CHECK(cudaGraphExecDestroy(ex));
+			CHECK(cudaGraphDestroy(g));
+			CHECK(cudaStreamDestroy(st));
+		});
+	}
+	for (auto &th : threads)
+		th.join();
+	double sum = 0;
+	for (double v : per)
+		sum += v;
+	return sum / nthreads;
+}
+
 int main(void)
 {
 	cudaDeviceProp prop;
@@ -124,6 +173,16 @@ int main(void)
 	CHECK(cudaGraphExecDestroy(exec));
 	CHECK(cudaGraphDestroy(graph));
 	CHECK(cudaStreamDestroy(s));
+	{
+		static const int counts[] = {1, 2, 4, 8};
+		double us[4];
+
+		for (int i = 0; i < 4; i++)
+			us[i] = threads_graph_us(counts[i]);
+		printf("launch_graph_us_threads1=%.3f launch_graph_us_threads2=%.3f launch_graph_us_threads4=%.3f "
+		       "launch_graph_us_threads8=%.3f graph_launch_threads_ratio=%.3f\n", us[0], us[1], us[2], us[3],
+		       us[0] > 0 ? us[3] / us[0] : 0.0);
+	}
 	printf("launch_kernel_us=%.3f launch_graph_us=%.3f\n", kernel_us, graph_us);
 	return 0;
 }
