@@ -284,7 +284,7 @@ static bool g_svc_up;               /* app_service_init succeeded: app_service_f
 static bool g_ready;                /* every piece up: the serving cases can run */
 static struct plat_poller g_pollers[PLAT_POLLERS_MAX];
 static unsigned int g_nb_pollers;
-static uint32_t g_id_mlp, g_id_split, g_id_one, g_id_wide, g_id_gpu; /* the models' ids, looked up by name */
+static uint32_t g_id_mlp, g_id_split, g_id_one, g_id_wide, g_id_gpu, g_id_gpu2; /* the models' ids, by name */
 
 static struct msg g_m;
 static struct frame g_f[T_REPLIES_MAX];      /* the requests of the case running, in injection order */
@@ -295,7 +295,7 @@ static unsigned int g_nb_rep;
 /* Parses "batchwire" followed by args into cfg; err receives what the parser prints. */
 static int config_parse(struct app_config *cfg, FILE *err, const char *const *args, int nb)
 {
-	char *argv[48], *owned[48];
+	char *argv[64], *owned[64];
 	int ret;
 
 	RTE_VERIFY(nb + 2 <= (int)RTE_DIM(argv));
@@ -701,7 +701,7 @@ static void test_init_second_model_bad(void)
 static void test_setup(void)
 {
 	char mlp[APP_PATH_MAX + 8], split[APP_PATH_MAX + 8], one[APP_PATH_MAX + 8], wide[APP_PATH_MAX + 8];
-	char gpu[APP_PATH_MAX + 8], err[512];
+	char gpu[APP_PATH_MAX + 8], gpu2[APP_PATH_MAX + 8], err[512];
 	struct rte_mempool *pools[2] = { g_pool, NULL };
 	int sockets[1] = { (int)rte_socket_id() };
 	static const char *const names[] = { "rx", "http_infer", "batch_windows", "completions", "model_mlp", "model_mlps",
@@ -712,10 +712,12 @@ static void test_setup(void)
 	snprintf(one, sizeof(one), "mlp1=%s", g_mlp_path);
 	snprintf(wide, sizeof(wide), "wide=%s", g_wide_path);
 	snprintf(gpu, sizeof(gpu), "mlpg=%s", g_mlp_path);
+	snprintf(gpu2, sizeof(gpu2), "mlpg2=%s", g_mlp_path);
 	/* mlp: batches of 1, 2 or 4, no splitting, a batch of 4 run in chunks of 2 rows. mlps: splitting,
 	 * batches of at most 2 (a 2-row request that finds a window with one row left is cut in two).
 	 * mlp1: one row at most, no splitting.
-	 * wide: requests of up to 2 rows run one row per batch. mlpg: mlp's batching, on the fake GPU. */
+	 * wide: requests of up to 2 rows run one row per batch. mlpg: mlp's batching, on the fake GPU; mlpg2:
+	 * batches of one on it too, beside mlpg on the same lcore with a stream of its own. */
 	CU_ASSERT_EQUAL_FATAL(CONFIG_PARSE(&g_cfg, stderr, "--ip", "10.0.0.1", "--mtu", "9000", "--tx-drain-us", "10",
 					   "--model", mlp, "--model-opt", "mlp.max_batch_size=4",
 					   "--model-opt", "mlp.allowed_batch_sizes=1,2,4", "--model-opt", "mlp.chunk_rows=2",
@@ -728,20 +730,23 @@ static void test_setup(void)
 					   "--model-opt", "wide.enable_large_batch_splitting=true",
 					   "--model-opt", "wide.max_execution_batch_size=1",
 					   "--gpu-module", "fake", "--model", gpu, "--model-opt", "mlpg.device=gpu",
-					   "--model-opt", "mlpg.max_batch_size=4", "--model-opt", "mlpg.allowed_batch_sizes=1,2,4"),
+					   "--model-opt", "mlpg.max_batch_size=4", "--model-opt", "mlpg.allowed_batch_sizes=1,2,4",
+					   "--model", gpu2, "--model-opt", "mlpg2.device=gpu", "--model-opt", "mlpg2.max_batch_size=1",
+					   "--model-opt", "mlpg2.allowed_batch_sizes=1"),
 			      APP_CONFIG_RUN);
 	CU_ASSERT_EQUAL_FATAL(app_service_init(&g_svc, &g_cfg, stderr), 0);
 	g_svc_up = true;
-	CU_ASSERT_EQUAL_FATAL(g_svc.nb_models, 6);
+	CU_ASSERT_EQUAL_FATAL(g_svc.nb_models, 7);
 	CU_ASSERT_PTR_EQUAL(app_current, &g_svc);
 	g_id_mlp = model_id("mlp");
 	g_id_split = model_id("mlps");
 	g_id_one = model_id("mlp1");
 	g_id_wide = model_id("wide");
 	g_id_gpu = model_id("mlpg");
+	g_id_gpu2 = model_id("mlpg2");
 	CU_ASSERT_EQUAL(model_id("echo"), 0);
 	/* configuration order after echo */
-	CU_ASSERT(g_id_mlp == 1 && g_id_split == 2 && g_id_one == 3 && g_id_wide == 4 && g_id_gpu == 5);
+	CU_ASSERT(g_id_mlp == 1 && g_id_split == 2 && g_id_one == 3 && g_id_wide == 4 && g_id_gpu == 5 && g_id_gpu2 == 6);
 	CU_ASSERT_FATAL(g_id_mlp < 6 && g_id_split < 6 && g_id_one < 6 && g_id_wide < 6 && g_id_gpu < 6);
 	/* the GPU model: compiled and loaded on the fake, no workers, a slot per batch in flight */
 	CU_ASSERT_PTR_EQUAL(g_svc.models[g_id_gpu]->engine, &app_engine_gpu);
@@ -771,6 +776,9 @@ static void test_setup(void)
 	CU_ASSERT_EQUAL_FATAL(app_service_lcore_start(rte_lcore_id(), err, sizeof(err)), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(gpu_channel_of(g_id_gpu)->gpu);
 	CU_ASSERT_PTR_NOT_NULL(gpu_channel_of(g_id_gpu)->stream); /* the (lcore, model)'s own */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(gpu_channel_of(g_id_gpu2)->gpu);
+	CU_ASSERT(gpu_channel_of(g_id_gpu2)->stream != NULL &&
+		  gpu_channel_of(g_id_gpu2)->stream != gpu_channel_of(g_id_gpu)->stream);
 	CU_ASSERT_PTR_EQUAL(app_lcores[rte_lcore_id()].channels[g_id_mlp].executor.ops, &cpu_executor);
 	/* mlp's size 4 runs depth first, in 2 chunks of 2 (chunk_rows = 2); its other sizes whole */
 	CU_ASSERT_EQUAL(rt_executor_chunk_rows(cpu_of(g_svc.models[g_id_mlp])->live->executor, 4), 2);
@@ -1283,6 +1291,30 @@ static void test_gpu_padded(void)
 	CU_ASSERT_EQUAL(gpu_executor_in_flight(gpu_channel_of(g_id_gpu)->gpu), 0);
 }
 
+/* 5a'. Two GPU models on one lcore, each on its stream: a request to each in one burst, both answered
+ * with the runtime's logits, each model's batch its own. */
+static void test_gpu_two_models(void)
+{
+	static float a[MLP_IN], b[MLP_IN], ref_a[MLP_OUT], ref_b[MLP_OUT];
+	const float *rows_a[1] = { a }, *rows_b[1] = { b };
+	struct frame *fa, *fb;
+
+	NEED_SERVICE();
+	replies_free();
+	rows_fill(a, MLP_IN, 63);
+	rows_fill(b, MLP_IN, 64);
+	ref_run(&g_ref_mlp, 1, rows_a, ref_a);
+	ref_run(&g_ref_mlp, 1, rows_b, ref_b);
+	fa = infer_rows_add(g_id_gpu, 1, a);
+	fb = infer_rows_add(g_id_gpu2, 1, b);
+	inject_all();
+	CU_ASSERT_FATAL(replies_wait(2));
+	LOGITS_NEAR(fa, 1, ref_a);
+	LOGITS_NEAR(fb, 1, ref_b);
+	COUNTS(g_id_gpu2, .jobs = 1, .batches = 1, .rows = 1, .size = 1, .size_batches = 1);
+	CU_ASSERT_EQUAL(gpu_executor_in_flight(gpu_channel_of(g_id_gpu2)->gpu), 0);
+}
+
 /* 5b. A launch the device refuses fails its batch's requests with INTERNAL; the device stays healthy
  * and the next request is served. */
 static void test_gpu_launch_refused(void)
@@ -1598,7 +1630,7 @@ static void test_drain_balance(void)
 
 			CU_ASSERT_EQUAL(gc->stats.batches_started, sum.batches);
 			CU_ASSERT_EQUAL(gc->stats.batches_done, sum.batches);
-			CU_ASSERT_EQUAL(gc->stats.batches_failed, 2);
+			CU_ASSERT_EQUAL(gc->stats.batches_failed, id == g_id_gpu ? 2 : 0);
 			CU_ASSERT_EQUAL(gpu_executor_in_flight(gc->gpu), 0);
 			{ /* every launch counted once, under its size and slot */
 				struct gpu_executor_stats gs;
@@ -1663,7 +1695,7 @@ static void test_telemetry_register(void)
 }
 
 static CU_TestInfo g_serve_tests[] = {
-	{ "set-up: four MLPs (one on the fake GPU) and wide, a ring port, lcore 0 polling and working", test_setup },
+	{ "set-up: five MLPs (two on the fake GPU) and wide, a ring port, lcore 0 polling and working", test_setup },
 	{ "MODEL_INFO by name: inputs, outputs, batch sizes", test_model_info },
 	{ "telemetry: every command registered", test_telemetry_register },
 	{ "INFER 1 row: the runtime's logits, bit for bit", test_infer_one_row },
@@ -1680,6 +1712,7 @@ static CU_TestInfo g_serve_tests[] = {
 	{ "HTTP: refusals before the batcher, every slot given back", test_http_refusals },
 	{ "HTTP: a GPU (fake) model reads the slot in place", test_http_gpu },
 	{ "GPU (fake): rows 1,2 padded to 4, gathered from and scattered into the mbufs", test_gpu_padded },
+	{ "GPU (fake): two models on one lcore, a stream each, both answered", test_gpu_two_models },
 	{ "GPU (fake): a refused launch fails its batch INTERNAL, the next one is served", test_gpu_launch_refused },
 	{ "GPU (fake): the device lost, its model UNAVAILABLE, the CPU models served", test_gpu_lost },
 	{ "drain: nothing left, the counters balance", test_drain_balance },
