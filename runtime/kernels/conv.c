@@ -278,7 +278,8 @@ RT_K_RUN(conv)
 /*
  * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group (with
  * "winograd" 1 as well, transformed for winograd.c first; with "direct" instead, packed for
- * conv_direct.c's tiles of that enum rt_dc_tiles); with 2 (precision bf16), rounded into
+ * conv_direct.c's tiles of that enum rt_dc_tiles, and with "pool" 1 a 2x2, stride-2 MaxPool folded
+ * into its row tiles: the output is the pooled one); with 2 (precision bf16), rounded into
  * AMX's tiles for amx.c, per group. "weight_shape" gives the ONNX shape
  * [M, C/group, kH, kW] they came from: what the geometry is read from. The inputs are then seen
  * with W's tensor rebuilt from that shape (data NULL).
@@ -338,6 +339,14 @@ RT_K_INFER(fused_conv)
 		if (direct != 0 && (p.w.in[0] + p.w.pad_begin[0] + p.w.pad_end[0]) * (p.w.in[1] + p.w.pad_begin[1] +
 			       p.w.pad_end[1]) * p.c > INT32_MAX / 2)
 			return bw_err(err, err_cap, -ENOTSUP, "attribute 'direct' needs a padded image under 2^30 values");
+		if (rt_attr_int(node, "pool", 0) != 0) {
+			/* a 2x2, stride-2 MaxPool folded in: conv_direct.c's row tiles, no residual */
+			if (direct != RT_DC_ROWS || rt_k_has_input(node, inputs, 3) || p.w.out[0] < 2 || p.w.out[1] < 2)
+				return bw_err(err, err_cap, -EINVAL, "attribute 'pool' needs row tiles (direct %d), no "
+					      "input 'Z', and an output of 2x2 or more", RT_DC_ROWS);
+			outputs[0].dims[2] = p.w.out[0] / 2;
+			outputs[0].dims[3] = p.w.out[1] / 2;
+		}
 		if (bf16 && (rt_attr_int(node, "winograd", 0) != 0 || !rt_bf16_available()))
 			return bw_err(err, err_cap, -ENOTSUP, "bf16 packed weights need the CPU kernels at the amx "
 				      "level, and no Winograd");
@@ -412,7 +421,7 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 	}
 	if (rt_attr_int(node, "direct", 0) != 0) {
 		rt_dc_conv((enum rt_dc_tiles)rt_attr_int(node, "direct", 0), &p.w, p.n, p.m, p.c, x, wp, y, bias, z, act,
-			   bbuf);
+			   rt_attr_int(node, "pool", 0) != 0, bbuf);
 		return 0;
 	}
 	k = p.cg * p.ksize;

@@ -260,6 +260,8 @@ struct dc_row_tile {
 	float *y;           /* likewise */
 	int64_t plane, pixels, channels;
 	const struct rt_k_act_spec *act;
+	int64_t row_stride;  /* pooled tiles: floats between two conv rows' inputs */
+	int64_t first;       /* pooled tiles: the panel's first channel this tile computes */
 };
 
 DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_run(const struct dc_row_tile *t, bool wide)
@@ -307,6 +309,61 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_run(cons
 	}
 }
 
+/*
+ * Row tiles with a 2x2, stride-2 MaxPool after them (attribute "pool"): 4 output channels x two
+ * conv rows x up to 32 pixels, the activation on each conv value, then the max of the two rows and
+ * of each column pair, in the order MaxPool takes them, stored as one pooled row of up to 16: the
+ * conv's own output (4x the pooled bytes) is never written and read back. A conv row or column
+ * past the last whole window is not computed, as MaxPool would not read it.
+ */
+#define DC_POOL_CH 4
+
+DC_TARGET static void dc_row_tile_pool(const struct dc_row_tile *t)
+{
+	const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+	__m512 acc[DC_POOL_CH][2][2];
+	__mmask16 m0 = t->pixels >= 16 ? 0xffff : (__mmask16)((1u << t->pixels) - 1);
+	__mmask16 m1 = t->pixels >= 32 ? 0xffff : t->pixels > 16 ? (__mmask16)((1u << (t->pixels - 16)) - 1) : 0;
+	__mmask16 out = (__mmask16)((1u << (t->pixels / 2)) - 1);
+	const float *w = t->w;
+	int64_t below = t->row_stride; /* the second conv row's inputs: one padded row further */
+
+#pragma GCC unroll 4
+	for (int c = 0; c < DC_POOL_CH; c++)
+		acc[c][0][0] = acc[c][0][1] = acc[c][1][0] = acc[c][1][1] = _mm512_setzero_ps();
+	for (int64_t i = 0; i < t->k; i++, w += DC_ROWS) {
+		const float *b = t->b + t->off[i];
+		__m512 b00 = _mm512_maskz_loadu_ps(m0, b), b01 = _mm512_maskz_loadu_ps(m1, b + 16);
+		__m512 b10 = _mm512_maskz_loadu_ps(m0, b + below), b11 = _mm512_maskz_loadu_ps(m1, b + below + 16);
+
+#pragma GCC unroll 4
+		for (int c = 0; c < DC_POOL_CH; c++) {
+			__m512 a = _mm512_set1_ps(w[t->first + c]);
+
+			acc[c][0][0] = _mm512_fmadd_ps(a, b00, acc[c][0][0]);
+			acc[c][0][1] = _mm512_fmadd_ps(a, b01, acc[c][0][1]);
+			acc[c][1][0] = _mm512_fmadd_ps(a, b10, acc[c][1][0]);
+			acc[c][1][1] = _mm512_fmadd_ps(a, b11, acc[c][1][1]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int c = 0; c < DC_POOL_CH; c++) {
+		__m512 bias = _mm512_set1_ps(t->bias != NULL ? t->bias[t->first + c] : 0.0f);
+		__m512 r00 = rt_act16(_mm512_add_ps(acc[c][0][0], bias), t->act);
+		__m512 r01 = rt_act16(_mm512_add_ps(acc[c][0][1], bias), t->act);
+		__m512 r10 = rt_act16(_mm512_add_ps(acc[c][1][0], bias), t->act);
+		__m512 r11 = rt_act16(_mm512_add_ps(acc[c][1][1], bias), t->act);
+		/* MaxPool's order: the later row against the first, then the odd column against the even */
+		__m512 v0 = _mm512_max_ps(r10, r00), v1 = _mm512_max_ps(r11, r01);
+		__m512 m = _mm512_max_ps(_mm512_permutex2var_ps(v0, odd_idx, v1), _mm512_permutex2var_ps(v0, even_idx, v1));
+
+		if (t->first + c >= t->channels)
+			break;
+		_mm512_mask_storeu_ps(t->y + (t->first + c) * t->plane, out, m);
+	}
+}
+
 DC_TARGET static void dc_row_tile32(const struct dc_row_tile *t)
 {
 	dc_row_tile_run(t, true);
@@ -351,6 +408,32 @@ static void dc_conv_pixels(const struct rt_k_window *w, int64_t m, const float *
 	}
 }
 
+/* Row tiles and a 2x2 stride-2 MaxPool: y is the pooled output [m][oh/2][ow/2]. */
+static void dc_conv_rows_pool(const struct rt_k_window *w, int64_t m, const float *img, int64_t wp, const int32_t *off,
+			      int64_t k, const float *packed, float *y, const float *bias, const struct rt_k_act_spec *act)
+{
+	int64_t ph_n = w->out[0] / 2, pw_n = w->out[1] / 2, plane = ph_n * pw_n;
+
+	for (int64_t blk = 0; blk * DC_ROWS < m; blk++) {
+		struct dc_row_tile t = {
+			.off = off, .k = k, .w = packed + blk * k * DC_ROWS, .plane = plane, .act = act,
+			.bias = bias != NULL ? bias + blk * DC_ROWS : NULL, .row_stride = wp,
+			.channels = m - blk * DC_ROWS < DC_ROWS ? m - blk * DC_ROWS : DC_ROWS,
+		};
+
+		for (t.first = 0; t.first < t.channels; t.first += DC_POOL_CH) {
+			for (int64_t ph = 0; ph < ph_n; ph++) {
+				for (int64_t pw = 0; pw < pw_n; pw += 16) {
+					t.pixels = 2 * (pw_n - pw < 16 ? pw_n - pw : 16);
+					t.b = img + 2 * ph * wp + 2 * pw;
+					t.y = y + blk * DC_ROWS * plane + ph * pw_n + pw;
+					dc_row_tile_pool(&t);
+				}
+			}
+		}
+	}
+}
+
 static void dc_conv_rows(const struct rt_k_window *w, int64_t m, const float *img, int64_t wp, const int32_t *off,
 			 int64_t k, const float *packed, float *y, const float *bias, const float *z,
 			 const struct rt_k_act_spec *act)
@@ -380,11 +463,12 @@ static void dc_conv_rows(const struct rt_k_window *w, int64_t m, const float *im
 
 void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, int64_t m, int64_t c,
 		const float *x, const float *packed, float *y, const float *bias, const float *z,
-		const struct rt_k_act_spec *act, void *scratch)
+		const struct rt_k_act_spec *act, bool pool, void *scratch)
 {
 	int32_t *off = scratch;
 	float *xp = (float *)(void *)((char *)scratch + (size_t)RT_DC_K_MAX * sizeof(int32_t));
-	int64_t k = k_depth(w, c), plane = w->out[0] * w->out[1], in_size = w->in[0] * w->in[1], i = 0;
+	int64_t k = k_depth(w, c), in_size = w->in[0] * w->in[1], i = 0;
+	int64_t plane = pool ? (w->out[0] / 2) * (w->out[1] / 2) : w->out[0] * w->out[1];
 	int64_t wp = has_pads(w) ? padded_w(w) : w->in[1], chan = (has_pads(w) ? padded_h(w) : w->in[0]) * wp;
 
 	if (plane <= 0 || m <= 0)
@@ -400,7 +484,11 @@ void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, 
 			pad_image(w, c, img, xp, b == 0);
 			img = xp;
 		}
-		(tiles == RT_DC_ROWS ? dc_conv_rows : dc_conv_pixels)(w, m, img, wp, off, k, packed, y + b * m * plane,
-								      bias, z != NULL ? z + b * m * plane : NULL, act);
+		if (pool)
+			dc_conv_rows_pool(w, m, img, wp, off, k, packed, y + b * m * plane, bias, act);
+		else
+			(tiles == RT_DC_ROWS ? dc_conv_rows : dc_conv_pixels)(w, m, img, wp, off, k, packed,
+									      y + b * m * plane, bias,
+									      z != NULL ? z + b * m * plane : NULL, act);
 	}
 }

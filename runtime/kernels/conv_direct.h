@@ -42,10 +42,11 @@ size_t rt_dc_scratch_bytes(const struct rt_k_window *w, int64_t c);
 
 /**
  * n images: y [n][m][out] = act(conv(x [n][c][in], weights) + bias + z), bias and z NULL or as in
- * FusedConv, z of y's shape. Allocates nothing; scratch holds rt_dc_scratch_bytes.
+ * FusedConv, z of y's shape. With pool (RT_DC_ROWS only, z NULL), y is that output through a 2x2,
+ * stride-2 MaxPool, [n][m][oh/2][ow/2]. Allocates nothing; scratch holds rt_dc_scratch_bytes.
  */
 void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, int64_t m, int64_t c,
 		const float *x, const float *packed, float *y, const float *bias, const float *z,
-		const struct rt_k_act_spec *act, void *scratch);
+		const struct rt_k_act_spec *act, bool pool, void *scratch);
 
 #endif /* BW_RT_KERNELS_CONV_DIRECT_H */

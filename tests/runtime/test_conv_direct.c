@@ -66,9 +66,39 @@ static void window_of(const struct geom *g, struct rt_k_window *w)
 	w->out[1] = (g->w + g->pl + g->pr - (g->kw - 1) * g->dw - 1) / g->sw + 1;
 }
 
-/* One case: n images, m output channels; \return the number of wrong or clobbered values (0, 1). */
+/* The reference conv's value at (img, o, oh, ow), its activation applied; *mag the bound's terms. */
+static double conv_ref(const struct geom *g, const struct rt_k_window *w, const float *x, const float *wt,
+		       const float *b, const float *z, int64_t img, int64_t m, int64_t o, int64_t oh, int64_t ow,
+		       const struct rt_k_act_spec *act, double *mag)
+{
+	int64_t k = g->c * g->kh * g->kw, in_size = g->h * g->w, at = ((img * m + o) * w->out[0] + oh) * w->out[1] + ow;
+	double s = 0;
+
+	*mag = 0;
+	for (int64_t ch = 0; ch < g->c; ch++) {
+		for (int64_t ki = 0; ki < g->kh; ki++) {
+			for (int64_t kj = 0; kj < g->kw; kj++) {
+				int64_t ih = oh * g->sh - g->pt + ki * g->dh, iw = ow * g->sw - g->pl + kj * g->dw;
+				double prod;
+
+				if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+					continue;
+				prod = (double)x[(img * g->c + ch) * in_size + ih * g->w + iw] *
+				       wt[o * k + (ch * g->kh + ki) * g->kw + kj];
+				s += prod;
+				*mag += fabs(prod);
+			}
+		}
+	}
+	s += (b != NULL ? b[o] : 0) + (z != NULL ? z[at] : 0);
+	*mag += (b != NULL ? fabs(b[o]) : 0) + (z != NULL ? fabs(z[at]) : 0);
+	return act_ref(s, act);
+}
+
+/* One case: n images, m output channels, through a 2x2 stride-2 MaxPool when pool; \return the
+ * number of wrong or clobbered values (0, 1). */
 static int check(enum rt_dc_tiles tiles, const struct geom *g, int64_t n, int64_t m, bool bias, bool residual,
-		 const struct rt_k_act_spec *act)
+		 const struct rt_k_act_spec *act, bool pool)
 {
 	struct rt_k_window w;
 	int64_t k = g->c * g->kh * g->kw, plane, in_size = g->h * g->w, count;
@@ -77,13 +107,14 @@ static int check(enum rt_dc_tiles tiles, const struct geom *g, int64_t n, int64_
 	int bad = 0;
 
 	window_of(g, &w);
-	plane = w.out[0] * w.out[1];
+	plane = pool ? (w.out[0] / 2) * (w.out[1] / 2) : w.out[0] * w.out[1];
 	count = n * m * plane;
+	residual &= !pool;
 	CU_ASSERT_FATAL(rt_dc_applies(tiles, 2, 1, k, w.stride));
 	x = rand_floats((size_t)(n * g->c * in_size));
 	wt = rand_floats((size_t)(m * k));
 	b = rand_floats((size_t)m);
-	z = rand_floats((size_t)count);
+	z = rand_floats((size_t)(n * m * w.out[0] * w.out[1]));
 	y = rand_floats((size_t)count);
 	packed = malloc(rt_dc_packed_floats(tiles, m, k) * sizeof(float));
 	scratch = aligned_alloc(64, (rt_dc_scratch_bytes(&w, g->c) + 63) / 64 * 64);
@@ -92,39 +123,37 @@ static int check(enum rt_dc_tiles tiles, const struct geom *g, int64_t n, int64_
 	for (int i = 0; i < GUARD; i++)
 		y[count + i] = GUARD_VALUE;
 	rt_dc_pack_weights(tiles, wt, m, k, packed);
-	rt_dc_conv(tiles, &w, n, m, g->c, x, packed, y, bias ? b : NULL, residual ? z : NULL, act, scratch);
+	rt_dc_conv(tiles, &w, n, m, g->c, x, packed, y, bias ? b : NULL, residual ? z : NULL, act, pool, scratch);
 	for (int64_t img = 0; img < n && !bad; img++) {
 		for (int64_t o = 0; o < m && !bad; o++) {
 			for (int64_t p = 0; p < plane && !bad; p++) {
-				int64_t oh = p / w.out[1], ow = p % w.out[1], at = (img * m + o) * plane + p;
-				double s = 0, mag = 0, want;
+				int64_t pw_n = pool ? w.out[1] / 2 : w.out[1], oh = p / pw_n, ow = p % pw_n;
+				int64_t at = (img * m + o) * plane + p;
+				double want, mag;
 
-				for (int64_t ch = 0; ch < g->c; ch++) {
-					for (int64_t ki = 0; ki < g->kh; ki++) {
-						for (int64_t kj = 0; kj < g->kw; kj++) {
-							int64_t ih = oh * g->sh - g->pt + ki * g->dh, iw = ow * g->sw - g->pl + kj * g->dw;
-							double v, prod;
+				if (pool) { /* the max of the window's four, each activated */
+					want = -INFINITY;
+					mag = 0;
+					for (int dy = 0; dy < 2; dy++)
+						for (int dx = 0; dx < 2; dx++) {
+							double mg, v = conv_ref(g, &w, x, wt, bias ? b : NULL, NULL, img, m, o,
+										2 * oh + dy, 2 * ow + dx, act, &mg);
 
-							if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
-								continue;
-							v = x[(img * g->c + ch) * in_size + ih * g->w + iw];
-							prod = v * wt[o * k + (ch * g->kh + ki) * g->kw + kj];
-							s += prod;
-							mag += fabs(prod);
+							want = v > want ? v : want;
+							mag = mg > mag ? mg : mag;
 						}
-					}
+				} else {
+					want = conv_ref(g, &w, x, wt, bias ? b : NULL, residual ? z : NULL, img, m, o, oh, ow, act,
+							&mag);
 				}
-				s += (bias ? b[o] : 0) + (residual ? z[at] : 0);
-				mag += (bias ? fabs(b[o]) : 0) + (residual ? fabs(z[at]) : 0);
-				want = act_ref(s, act);
 				if (!(fabs((double)y[at] - want) <= 1e-5 * (1.0 + mag))) {
-					printf("\n  tiles %d c %lld %lldx%lld k %lldx%lld s %lld,%lld d %lld,%lld pads %lld %lld %lld %lld "
-					       "n %lld m %lld: image %lld channel %lld pixel %lld is %.9g, want %.9g\n", (int)tiles,
-					       (long long)g->c, (long long)g->h, (long long)g->w, (long long)g->kh, (long long)g->kw,
-					       (long long)g->sh, (long long)g->sw, (long long)g->dh, (long long)g->dw,
-					       (long long)g->pt, (long long)g->pl, (long long)g->pb, (long long)g->pr,
-					       (long long)n, (long long)m, (long long)img, (long long)o, (long long)p,
-					       (double)y[at], want);
+					printf("\n  tiles %d%s c %lld %lldx%lld k %lldx%lld s %lld,%lld d %lld,%lld pads %lld %lld %lld "
+					       "%lld n %lld m %lld: image %lld channel %lld pixel %lld is %.9g, want %.9g\n", (int)tiles,
+					       pool ? " pooled" : "", (long long)g->c, (long long)g->h, (long long)g->w,
+					       (long long)g->kh, (long long)g->kw, (long long)g->sh, (long long)g->sw,
+					       (long long)g->dh, (long long)g->dw, (long long)g->pt, (long long)g->pl,
+					       (long long)g->pb, (long long)g->pr, (long long)n, (long long)m, (long long)img,
+					       (long long)o, (long long)p, (double)y[at], want);
 					bad = 1;
 				}
 			}
@@ -143,14 +172,14 @@ static int check(enum rt_dc_tiles tiles, const struct geom *g, int64_t n, int64_
 static const int64_t g_channels[] = { 1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 65 };
 #define NUM_CHANNELS (sizeof(g_channels) / sizeof(g_channels[0]))
 
-static int sweep(enum rt_dc_tiles tiles, const struct geom *geoms, size_t count)
+static int sweep(enum rt_dc_tiles tiles, const struct geom *geoms, size_t count, bool pool)
 {
 	int bad = 0;
 
 	for (size_t i = 0; i < count; i++)
 		for (size_t j = 0; j < NUM_CHANNELS; j++)
 			bad += check(tiles, &geoms[i], 1 + (int64_t)(i + j) % 3, g_channels[j], (i + j) % 4 != 3,
-				     (i + 2 * j) % 3 == 0, &g_acts[(i + j) % NUM_ACTS]);
+				     (i + 2 * j) % 3 == 0, &g_acts[(i + j) % NUM_ACTS], pool);
 	return bad;
 }
 
@@ -166,7 +195,7 @@ static void test_pixel_tiles(void)
 		{ 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* one pixel */
 	};
 
-	CU_ASSERT_EQUAL(sweep(RT_DC_PIXELS, geoms, sizeof(geoms) / sizeof(geoms[0])), 0);
+	CU_ASSERT_EQUAL(sweep(RT_DC_PIXELS, geoms, sizeof(geoms) / sizeof(geoms[0]), false), 0);
 }
 
 static void test_row_tiles(void)
@@ -179,7 +208,23 @@ static void test_row_tiles(void)
 		{ 4, 4, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* no pads */
 	};
 
-	CU_ASSERT_EQUAL(sweep(RT_DC_ROWS, geoms, sizeof(geoms) / sizeof(geoms[0])), 0);
+	CU_ASSERT_EQUAL(sweep(RT_DC_ROWS, geoms, sizeof(geoms) / sizeof(geoms[0]), false), 0);
+}
+
+/* Row tiles with the 2x2 MaxPool folded in: even and odd output sizes (the last row or column out of
+ * every window is not computed), rows of more than 32 pixels, channel remainders against the tiles'
+ * 4 and the panels' 8. */
+static void test_row_tiles_pooled(void)
+{
+	static const struct geom geoms[] = {
+		{ 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },  /* the small CNN's first conv and pool */
+		{ 2, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* 7x9: an odd row and column left out */
+		{ 3, 6, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },   /* rows of 70: 35 outputs, three tiles */
+		{ 1, 5, 33, 3, 3, 1, 1, 2, 2, 2, 1, 0, 3 },   /* dilations, asymmetric pads */
+		{ 2, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* one window */
+	};
+
+	CU_ASSERT_EQUAL(sweep(RT_DC_ROWS, geoms, sizeof(geoms) / sizeof(geoms[0]), true), 0);
 }
 
 static void test_applies(void)
@@ -202,6 +247,7 @@ int main(void)
 	CU_TestInfo tests[] = {
 		{"pixel tiles: channel and pixel remainders, pads, strides, dilations, epilogues", test_pixel_tiles},
 		{"row tiles: channel and row remainders, pads, dilations, epilogues", test_row_tiles},
+		{"row tiles with a 2x2 MaxPool: odd sizes, long rows, channel remainders", test_row_tiles_pooled},
 		{"which convs, and the packed sizes", test_applies},
 		CU_TEST_INFO_NULL,
 	};
