@@ -201,7 +201,8 @@ static size_t out_line(char *out, size_t cap, size_t off, const char *line)
 	return off;
 }
 
-/* One model, under the lock: the policy's version now, reloaded unless it is the one served. */
+/* One model, under the lock: the version its policy selects now, loaded beside the served one (the
+ * served file too, which may have been rewritten in place). */
 static int model_reload(struct app_model *m, char *line, size_t cap)
 {
 	char file[APP_PATH_MAX], why[APP_PATH_MAX + RT_ERR_MAX * 2];
