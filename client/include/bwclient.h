@@ -395,7 +395,9 @@ int bwc_pool_infer(struct bwc_pool *p, uint32_t model_id, const struct bwc_tenso
 		   uint32_t deadline_us, uint8_t priority, struct bwc_reply *reply, struct bwc **answered,
 		   unsigned int *host);
 
-/** A connection to a healthy server (PINGed if due), for MODEL_INFO and the like; NULL when none is. */
+/** A connection to a healthy server (PINGed if due), for MODEL_INFO and the like before the requests
+ *  start: it stays in the pool, so no other thread may use the pool while it is in use. NULL when no
+ *  server is healthy. */
 struct bwc *bwc_pool_any(struct bwc_pool *p, unsigned int *host);
 
 /** Server i's counters. \return 0, or -EINVAL past the last. */
