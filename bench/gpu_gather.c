@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fake.h"
 #include "gpu.h"
+#include "host.h"
 
 #define PROG "gpu_gather"
 #define EXIT_SKIP 77
@@ -83,10 +83,9 @@ int main(int argc, char **argv)
 	};
 	const char *path = NULL;
 	unsigned long mib = MIB_DEFAULT, iters = ITERS_DEFAULT;
-	struct gpu_module mod = { 0 };
+	struct gpu_host_device hd;
 	const struct gpu_ops *ops;
-	struct gpu_probe probe;
-	struct gpu_dev *dev = NULL;
+	struct gpu_dev *dev;
 	struct gpu_stream *stream = NULL;
 	struct gpu_loaded *loaded = NULL;
 	struct gpu_instance *inst = NULL;
@@ -122,20 +121,14 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	bytes = (uint32_t)(mib << 20);
-	if (path != NULL && strcmp(path, "fake") == 0) {
-		ops = gpu_fake_ops();
-	} else {
-		if (gpu_module_load(path, &mod, err, sizeof(err)) < 0) {
-			printf(PROG ": no GPU module: %s\n", err);
-			return EXIT_SKIP;
-		}
-		ops = mod.ops;
+	rc = gpu_host_device_open(path, 0, &hd, err, sizeof(err));
+	if (rc != 0) {
+		/* no device, or no module (gpu_module_load's codes): a host this cannot measure; else an error */
+		printf(PROG ": %s\n", err);
+		return rc == -ENODEV || rc == -ENOENT || rc == -ENOEXEC || rc == -EPROTO ? EXIT_SKIP : 1;
 	}
-	ops->probe(&probe);
-	if (probe.count == 0) {
-		printf(PROG ": %s\n", probe.reason);
-		return EXIT_SKIP;
-	}
+	ops = hd.ops;
+	dev = hd.dev;
 
 	memset(&prog, 0, sizeof(prog));
 	snprintf(prog.name, sizeof(prog.name), "gather-%lumib", mib);
@@ -148,11 +141,11 @@ int main(int argc, char **argv)
 	host = aligned_alloc(PAGE_BYTES, bytes);
 	if (host == NULL) {
 		fprintf(stderr, PROG ": out of memory (%u bytes)\n", bytes);
+		gpu_host_device_close(&hd);
 		return 1;
 	}
 	memset(host, 0x5a, bytes); /* faulted in before registration pins it */
-	if ((rc = ops->dev_open(0, &dev, err, sizeof(err))) < 0 ||
-	    (rc = ops->host_register(dev, host, bytes, NULL, err, sizeof(err))) < 0 ||
+	if ((rc = ops->host_register(dev, host, bytes, NULL, err, sizeof(err))) < 0 ||
 	    (rc = ops->host_to_dev(dev, host, bytes, &host_dev)) < 0 ||
 	    (rc = ops->stream_create(dev, &stream, err, sizeof(err))) < 0 ||
 	    (rc = ops->program_load(dev, &prog, &loaded, err, sizeof(err))) < 0 ||
@@ -161,7 +154,7 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	printf("device: %s; %lu MiB tensor, %lu launches per layout\n", probe.devices[0].name, mib, iters);
+	printf("device: %s; %lu MiB tensor, %lu launches per layout\n", hd.info.name, mib, iters);
 	for (enum layout l = 0; l < LAYOUTS; l++) {
 		struct gpu_batch_table *t = ops->instance_table(inst, 0, 0);
 		uint64_t moved = layout_table(t, l, host_dev, bytes);
@@ -189,10 +182,7 @@ out:
 		ops->program_unload(loaded);
 	if (stream != NULL)
 		ops->stream_destroy(stream);
-	if (dev != NULL)
-		ops->dev_close(dev); /* releases the registration */
+	gpu_host_device_close(&hd); /* releases the registration, unloads the module */
 	free(host);
-	if (mod.handle != NULL)
-		gpu_module_unload(&mod);
 	return rc;
 }

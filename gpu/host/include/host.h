@@ -124,7 +124,7 @@ int gpu_host_device_open(const char *module, int index, struct gpu_host_device *
  * driver's threads wake without taking a polling core's time; the fake's thread (GPU_FAKE_THREAD)
  * is created the same way, which is how the tests see it.
  * \param driver_cpus  NULL: the thread's affinity is left alone (gpu_host_device_open)
- * eturn gpu_host_device_open's; also the negative errno of pthread_setaffinity_np (driver_cpus
+ * \return gpu_host_device_open's; also the negative errno of pthread_setaffinity_np (driver_cpus
  *         holds no CPU this process may use: nothing opened; or the old CPUs could not be put back:
  *         the device closed again), err naming which.
  */
