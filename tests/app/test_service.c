@@ -346,14 +346,20 @@ static void rx_once(void)
 }
 
 /* Runs every poller of the lcore until count replies have been taken, or T_WAIT_US has passed. */
+/* One turn of everything lcore 0 runs: its pollers, the MLPs' worker among them. */
+static void pollers_turn(void)
+{
+	for (unsigned int i = 0; i < g_nb_pollers; i++)
+		g_pollers[i].poll(g_pollers[i].arg);
+}
+
 static bool replies_wait(unsigned int count)
 {
 	uint64_t end = plat_tsc_now() + plat_us_to_tsc(T_WAIT_US);
 
 	tx_take();
 	while (g_nb_rep < count && plat_tsc_now() < end) {
-		for (unsigned int i = 0; i < g_nb_pollers; i++)
-			g_pollers[i].poll(g_pollers[i].arg);
+		pollers_turn();
 		tx_take();
 	}
 	return g_nb_rep >= count;
@@ -1019,10 +1025,8 @@ static unsigned int http_call_run(struct http_call *c)
 	pthread_t thread;
 
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&thread, NULL, http_call_main, c), 0);
-	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) && plat_tsc_now() < end) {
-		for (unsigned int i = 0; i < g_nb_pollers; i++)
-			g_pollers[i].poll(g_pollers[i].arg);
-	}
+	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) && plat_tsc_now() < end)
+		pollers_turn();
 	pthread_join(thread, NULL); /* it gives up by itself when nothing answers */
 	return c->out.status;
 }
@@ -1466,8 +1470,7 @@ static void reload_drive(struct reload_run *r)
 
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, reload_run_thread, r) == 0);
 	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) && plat_tsc_now() < end) {
-		for (unsigned int i = 0; i < g_nb_pollers; i++)
-			g_pollers[i].poll(g_pollers[i].arg);
+		pollers_turn();
 		tx_take();
 	}
 	pthread_join(t, NULL);
