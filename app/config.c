@@ -278,7 +278,8 @@ void app_config_usage(FILE *out, const char *prgname)
 		"  --model M=FILE   serve the ONNX model FILE as M (repeatable; [model M] path = FILE)\n"
 		"  --model-opt M.K=V  option K of model M, repeatable; also key K of [model M] of --config:\n"
 		"                   path (an .onnx file, or a directory of versions N/model.onnx as\n"
-		"                   Triton lays them out), version_policy (latest, the default, or specific N),\n"
+		"                   Triton lays them out), version_policy (latest, the default; latest N, the N\n"
+		"                   highest served at once; or specific N),\n"
 		"                   device (cpu or gpu), workers (worker lcores, default the main lcore;\n"
 		"                   cpu only), slots, max_request_bytes (largest request body, default\n"
 		"                   max_message_bytes), allow (sources that may use it, as --allow), auth\n"
@@ -511,23 +512,31 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 		char *end;
 		unsigned long v;
 
-		if (strcmp(value, "latest") == 0 || strcmp(value, "latest 1") == 0) {
+		if (strcmp(value, "latest") == 0) {
 			model->version_specific = 0;
+			model->version_latest = 1;
 			return 0;
 		}
 		if (strncmp(value, "latest ", 7) == 0) {
-			snprintf(msg, cap, "invalid version_policy '%s': a model serves one version at a time; give each "
-				 "version its own [model] section with version_policy = specific N", value);
-			return -EINVAL;
+			v = isdigit((unsigned char)value[7]) ? strtoul(value + 7, &end, 10) : 0;
+			if (v == 0 || *end != '\0' || v > APP_VERSIONS_SERVED_MAX) {
+				snprintf(msg, cap, "invalid version_policy '%s': expected latest N with N in 1..%u (the "
+					 "versions served at once)", value, APP_VERSIONS_SERVED_MAX);
+				return -EINVAL;
+			}
+			model->version_specific = 0;
+			model->version_latest = (uint32_t)v;
+			return 0;
 		}
 		v = strncmp(value, "specific ", 9) == 0 && isdigit((unsigned char)value[9]) ? strtoul(value + 9, &end, 10)
 											  : 0;
 		if (v == 0 || *end != '\0' || v > BW_MODEL_ID_MODEL_MASK) {
-			snprintf(msg, cap, "invalid version_policy '%s': expected latest or specific N (N in 1..%u)", value,
-				 BW_MODEL_ID_MODEL_MASK);
+			snprintf(msg, cap, "invalid version_policy '%s': expected latest, latest N or specific N (N in "
+				 "1..%u)", value, BW_MODEL_ID_MODEL_MASK);
 			return -EINVAL;
 		}
 		model->version_specific = (uint32_t)v;
+		model->version_latest = 0;
 		return 0;
 	}
 	if (strcmp(key, "device") == 0) {
@@ -898,7 +907,8 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 			return -EINVAL;
 		}
 		if (app_model_is_echo(m) && (m->nb_workers != 0 || m->device != APP_DEVICE_CPU || m->slots != 0 ||
-					     m->precision_given[0] != '\0' || m->chunk_given || m->version_specific != 0)) {
+					     m->precision_given[0] != '\0' || m->chunk_given || m->version_specific != 0 ||
+					     m->version_latest > 1)) {
 			fprintf(err, "batchwire: model 'echo' is built in and runs on its polling lcores: expected no "
 				"device, workers, slots, precision, chunk_rows or version_policy for it\n");
 			return -EINVAL;
@@ -929,6 +939,17 @@ int app_config_parse(int argc, char **argv, struct app_config *cfg, FILE *out, F
 		    rt_precision_parse(m->precision_given) < 0) {
 			fprintf(err, "batchwire: model '%s': precision %s is the GPU's: device cpu takes fp32 or bf16\n",
 				m->name, m->precision_given);
+			return -EINVAL;
+		}
+	}
+	{
+		unsigned int served = 0;
+
+		for (unsigned int i = 0; i < cfg->nb_models; i++)
+			served += RTE_MAX(1u, cfg->models[i].version_latest);
+		if (served > APP_MODELS_MAX) {
+			fprintf(err, "batchwire: %u models with their versions served (version_policy latest N counts N): "
+				"expected at most %d\n", served, APP_MODELS_MAX);
 			return -EINVAL;
 		}
 	}

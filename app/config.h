@@ -22,6 +22,7 @@
 #define APP_MODEL_SLOTS_MAX 64    /* batches of one size one model can hold in flight */
 #define APP_PATH_MAX 4096
 #define APP_GPU_INDEX_MAX 15      /* gpu.h's GPU_DEVICES_MAX - 1 */
+#define APP_VERSIONS_SERVED_MAX 4 /* version_policy = latest N: versions of one model served at once */
 
 enum app_device {
 	APP_DEVICE_CPU,
@@ -37,6 +38,8 @@ struct app_model_config {
 	char path[APP_PATH_MAX];      /* the .onnx file, or a directory of numbered versions (N/model.onnx);
 				       * "" for echo */
 	uint32_t version_specific;    /* version_policy: 0 latest, else specific N */
+	uint32_t version_latest;      /* version_policy latest N: the N highest served at once (0 and 1:
+				       * the highest alone); each takes a model id of its own */
 	enum app_device device;
 	unsigned int nb_workers;      /* 0: the main lcore (set once EAL has started) */
 	unsigned int workers[APP_MODEL_WORKERS_MAX];

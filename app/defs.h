@@ -104,6 +104,20 @@ extern const unsigned int app_nb_engines;
 /** The engine a configured model runs on. */
 const struct app_engine *app_engine_for(const struct app_model_config *mc);
 
+struct app_model;
+
+/*
+ * version_policy = latest N > 1: N versions of one model served at once, each an app_model of its own
+ * (its id, channels, batchers, executor, limiter). member[0] is registered under the name and holds
+ * the set; requests reach the others through it, by the version they name (app_model_version).
+ * A reload may move a member to another version; latest follows.
+ */
+struct app_versions_served {
+	unsigned int nb;
+	struct app_model *member[APP_VERSIONS_SERVED_MAX];
+	uint32_t latest;                 /* the member an unversioned request goes to (atomic: a reload writes it) */
+};
+
 /* One model as served. Read-only after init except where an engine says. */
 struct app_model {
 	struct rt_model spec;            /* registered; MODEL_INFO describes it */
@@ -121,7 +135,38 @@ struct app_model {
 	uint32_t version;
 	uint64_t reloads, reload_failures;
 	char reload_last[256];           /* the last reload's outcome, "" before any */
+	struct app_versions_served *served; /* latest N > 1: the set (every member points at member[0]'s
+					     * versions_set); NULL otherwise */
+	struct app_versions_served versions_set; /* member[0]'s */
 } __rte_cache_aligned;
+
+/**
+ * (hot) Which model serves version want of m (m the registered one): 0 names none, and gets the
+ * highest served. eturn that model, or NULL when no version want is served.
+ */
+static inline struct app_model *app_model_version(struct app_model *m, uint32_t want)
+{
+	const struct app_versions_served *vs = m->served;
+
+	if (likely(vs == NULL))
+		return want == 0 || want == __atomic_load_n(&m->version, __ATOMIC_ACQUIRE) ? m : NULL;
+	if (want == 0)
+		return vs->member[__atomic_load_n(&vs->latest, __ATOMIC_ACQUIRE)];
+	for (unsigned int i = 0; i < vs->nb; i++) {
+		if (__atomic_load_n(&vs->member[i]->version, __ATOMIC_ACQUIRE) == want)
+			return vs->member[i];
+	}
+	return NULL;
+}
+
+/** Whether m is one a request reaches by its name alone: not a second member of a set of versions. */
+static inline bool app_model_is_named(const struct app_model *m)
+{
+	return m->served == NULL || m->served->member[0] == m;
+}
+
+/** The versions m (the registered one) serves, ascending, as "2, 3". eturn what snprintf does. */
+int app_model_versions_format(const struct app_model *m, char *buf, size_t cap);
 
 /* One model on one polling lcore. */
 struct app_channel {

@@ -250,6 +250,20 @@ static void worker_metrics(struct text *t)
 	}
 }
 
+#define MODEL_LABELS_MAX (RT_MODEL_NAME_MAX + 32)
+
+/* A model's labels: its name, and its version where several of the name serve at once (the same
+ * name twice would be one series twice). \return buf. */
+static const char *model_labels(const struct app_model *m, char buf[MODEL_LABELS_MAX])
+{
+	if (m->served == NULL)
+		snprintf(buf, MODEL_LABELS_MAX, "model=\"%s\"", m->spec.name);
+	else
+		snprintf(buf, MODEL_LABELS_MAX, "model=\"%s\",version=\"%u\"", m->spec.name,
+			 __atomic_load_n(&m->version, __ATOMIC_ACQUIRE));
+	return buf;
+}
+
 static void model_metrics(struct text *t)
 {
 	static const struct {
@@ -284,6 +298,7 @@ static void model_metrics(struct text *t)
 	};
 	_Static_assert(RTE_DIM(hists) == 5, "one per distribution of struct bat_stats");
 	struct app_service *svc = app_current;
+	char labels[MODEL_LABELS_MAX];
 	struct bat_stats *sums;
 
 	if (svc == NULL || app_hist_count() != RTE_DIM(hists))
@@ -298,22 +313,19 @@ static void model_metrics(struct text *t)
 	for (unsigned int k = 0; k < RTE_DIM(counters); k++) {
 		family(t, counters[k].name, counters[k].type, counters[k].help);
 		for (unsigned int m = 0; m < svc->nb_models; m++)
-			text_add(t, "%s{model=\"%s\"} %" PRIu64 "\n", counters[k].name, svc->models[m]->spec.name,
+			text_add(t, "%s{%s} %" PRIu64 "\n", counters[k].name, model_labels(svc->models[m], labels),
 				 *(const uint64_t *)(const void *)((const uint8_t *)&sums[m] + counters[k].offset));
 	}
 	family(t, "batchwire_model_batches_by_reason_total", "counter", "Batches dispatched, by why the window closed.");
 	for (unsigned int m = 0; m < svc->nb_models; m++)
 		for (unsigned int r = 0; r < BW_DISPATCH_COUNT; r++)
-			text_add(t, "batchwire_model_batches_by_reason_total{model=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-				 svc->models[m]->spec.name, bw_dispatch_reason_name(r), sums[m].dispatch[r]);
+			text_add(t, "batchwire_model_batches_by_reason_total{%s,reason=\"%s\"} %" PRIu64 "\n",
+				 model_labels(svc->models[m], labels), bw_dispatch_reason_name(r), sums[m].dispatch[r]);
 	for (unsigned int h = 0; h < RTE_DIM(hists); h++) {
 		family(t, hists[h].name, "histogram", hists[h].help);
-		for (unsigned int m = 0; m < svc->nb_models; m++) {
-			char labels[RT_MODEL_NAME_MAX + 16];
-
-			snprintf(labels, sizeof(labels), "model=\"%s\"", svc->models[m]->spec.name);
-			histogram(t, hists[h].name, labels, app_hist_get(&sums[m], h), hists[h].scale);
-		}
+		for (unsigned int m = 0; m < svc->nb_models; m++)
+			histogram(t, hists[h].name, model_labels(svc->models[m], labels), app_hist_get(&sums[m], h),
+				  hists[h].scale);
 	}
 	free(sums);
 }
@@ -362,21 +374,24 @@ static json_t *tensors_json(const struct rt_tensor_spec *specs, uint16_t n, bool
 	return list;
 }
 
-static json_t *model_json(const struct app_model *m)
+/* named's metadata: every version it serves, and version m's tensors (all of them have the same). */
+static json_t *model_json(const struct app_model *named, const struct app_model *m)
 {
 	const struct rt_model *spec = &m->spec;
+	json_t *versions = json_array();
+	char served[64], *v, *save = NULL;
 
-	char version[16];
-
-	/* echo has no versions, but KServe clients expect one listed */
-	snprintf(version, sizeof(version), "%u", RTE_MAX(1u, __atomic_load_n(&m->version, __ATOMIC_ACQUIRE)));
-	return json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", spec->name, "versions", version, "platform",
+	app_model_versions_format(named, served, sizeof(served));
+	for (v = strtok_r(served, ", ", &save); v != NULL; v = strtok_r(NULL, ", ", &save))
+		json_array_append_new(versions, json_string(strcmp(v, "0") == 0 ? "1" : v));
+	/* (echo has no versions, but KServe clients expect one listed: "1") */
+	return json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", spec->name, "versions", versions, "platform",
 			 m->engine->kind[0] == 'e' ? "batchwire_echo" : "onnx", "inputs",
 			 tensors_json(spec->inputs, spec->num_inputs, spec->max_batch_size > 0), "outputs",
 			 tensors_json(spec->outputs, spec->num_outputs, spec->max_batch_size > 0));
 }
 
-static const struct app_model *model_named(const char *name, size_t len)
+static struct app_model *model_named(const char *name, size_t len)
 {
 	const struct rt_model *spec;
 
@@ -515,7 +530,7 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 {
 	const char *slash = strchr(rest, '/');
 	size_t len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
-	const struct app_model *m = model_named(rest, len);
+	struct app_model *named = model_named(rest, len), *m = named;
 	const char *tail = slash != NULL ? slash : "";
 
 	if (m == NULL) {
@@ -523,17 +538,23 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 			infer_count(MHD_HTTP_NOT_FOUND);
 		return respond_error(c, MHD_HTTP_NOT_FOUND, "no model named '%.*s'", (int)RTE_MIN(len, (size_t)64), rest);
 	}
+	m = app_model_version(named, 0);
 	if (strncmp(tail, "/versions/", 10) == 0) {
 		const char *v = tail + 10;
-		uint32_t served = RTE_MAX(1u, __atomic_load_n(&m->version, __ATOMIC_ACQUIRE));
-		char *end;
+		char *end, served[64];
 		unsigned long want = strtoul(v, &end, 10);
 
-		if (end == v || (*end != '\0' && *end != '/') || want != served) {
+		/* echo has no versions: its one is 1 */
+		m = end == v || (*end != '\0' && *end != '/') || want == 0 || want > BW_MODEL_ID_MODEL_MASK ? NULL
+		    : app_model_is_echo(&named->cfg) ? (want == 1 ? named : NULL)
+		    : app_model_version(named, (uint32_t)want);
+		if (m == NULL) {
 			if (post != NULL)
 				infer_count(MHD_HTTP_NOT_FOUND);
-			return respond_error(c, MHD_HTTP_NOT_FOUND, "model '%s' serves version %u, not version %.*s",
-					     m->spec.name, served, (int)strcspn(v, "/"), v);
+			app_model_versions_format(named, served, sizeof(served));
+			return respond_error(c, MHD_HTTP_NOT_FOUND, "model '%s' serves version%s %s, not version %.*s",
+					     named->spec.name, named->served != NULL ? "s" : "",
+					     app_model_is_echo(&named->cfg) ? "1" : served, (int)strcspn(v, "/"), v);
 		}
 		tail = end;
 	}
@@ -545,7 +566,7 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 	if (post != NULL)
 		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST is for /v2/models/NAME/infer only");
 	if (tail[0] == '\0')
-		return respond_json(c, MHD_HTTP_OK, model_json(m));
+		return respond_json(c, MHD_HTTP_OK, model_json(named, m));
 	if (strcmp(tail, "/ready") == 0)
 		return respond(c, ready() ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "text/plain", strdup(""), 0);
 	return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: /v2/models/%s%s", m->spec.name, tail);

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -67,7 +68,31 @@ static void model_free(struct app_model *m)
 	rte_free(m);
 }
 
-static int model_create(struct app_service *svc, struct app_model_config *mc, uint32_t id, FILE *err)
+/* A version chosen (pick != 0) rather than the policy's: that version's file of m->source. */
+static int version_pick(const struct app_model *m, uint32_t pick, uint32_t *version, char *file, size_t file_cap,
+			char *why, size_t why_cap)
+{
+	struct app_model_config *one;
+	int ret;
+
+	if (pick == 0)
+		return app_version_resolve(&m->cfg, m->source, version, file, file_cap, why, why_cap);
+	one = malloc(sizeof(*one)); /* a model's configuration has a path or two: too large for a stack */
+	if (one == NULL) {
+		snprintf(why, why_cap, "out of memory");
+		return -ENOMEM;
+	}
+	*one = m->cfg;
+	one->version_specific = pick;
+	ret = app_version_resolve(one, m->source, version, file, file_cap, why, why_cap);
+	free(one);
+	return ret;
+}
+
+/* One model (pick 0: the version its policy selects; else version pick, a member of a set of versions
+ * served at once, registered only as the set's first). */
+static int model_create(struct app_service *svc, struct app_model_config *mc, uint32_t id, uint32_t pick,
+			bool registered, FILE *err)
 {
 	struct app_model *m = rte_zmalloc("bw_model", sizeof(*m), RTE_CACHE_LINE_SIZE);
 	int ret;
@@ -84,7 +109,7 @@ static int model_create(struct app_service *svc, struct app_model_config *mc, ui
 		char why[APP_PATH_MAX + 160];
 
 		snprintf(m->source, sizeof(m->source), "%s", mc->path);
-		ret = app_version_resolve(mc, m->source, &m->version, m->cfg.path, sizeof(m->cfg.path), why, sizeof(why));
+		ret = version_pick(m, pick, &m->version, m->cfg.path, sizeof(m->cfg.path), why, sizeof(why));
 		if (ret != 0)
 			fprintf(err, "batchwire: model '%s': %s\n", mc->name, why);
 	}
@@ -107,7 +132,7 @@ static int model_create(struct app_service *svc, struct app_model_config *mc, ui
 			fprintf(err, "batchwire: model '%s': cannot build its allowlist: %s\n", mc->name,
 				rte_strerror(-ret));
 	}
-	if (ret == 0) {
+	if (ret == 0 && registered) {
 		ret = rt_registry_add(&svc->registry, &m->spec);
 		if (ret != 0)
 			fprintf(err, "batchwire: model '%s': cannot be registered: %s\n", mc->name, strerror(-ret));
@@ -117,6 +142,57 @@ static int model_create(struct app_service *svc, struct app_model_config *mc, ui
 		return ret;
 	}
 	svc->models[svc->nb_models++] = m;
+	return 0;
+}
+
+/*
+ * version_policy = latest N: the N highest versions of the directory, a model each, the highest first
+ * (registered under the name), with the same tensors (a request is checked against the registered
+ * one's when it names no version).
+ */
+static int versions_create(struct app_service *svc, struct app_model_config *mc, FILE *err)
+{
+	uint32_t versions[APP_VERSIONS_MAX];
+	int n = app_versions_list(mc->path, versions, APP_VERSIONS_MAX);
+	struct app_versions_served *vs;
+	struct app_model *head;
+	char why[256];
+	int ret;
+
+	if (n < 0) {
+		fprintf(err, "batchwire: model '%s': cannot read %s: %s\n", mc->name, mc->path, strerror(-n));
+		return n;
+	}
+	if ((unsigned int)n < mc->version_latest) {
+		fprintf(err, "batchwire: model '%s': version_policy latest %u serves %u versions at once, but %s holds %d "
+			"(expected a directory of versions N/model.onnx)\n", mc->name, mc->version_latest,
+			mc->version_latest, mc->path, n);
+		return -ENOENT;
+	}
+	head = NULL;
+	for (unsigned int k = 0; k < mc->version_latest; k++) {
+		uint32_t id = svc->nb_models;
+
+		ret = model_create(svc, mc, id, versions[n - 1 - (int)k], k == 0, err);
+		if (ret != 0)
+			return ret;
+		if (k == 0) {
+			head = svc->models[id];
+			continue;
+		}
+		ret = app_model_signature_check(&head->spec, &svc->models[id]->spec, why, sizeof(why));
+		if (ret != 0) {
+			fprintf(err, "batchwire: model '%s': version %u is %s\n", mc->name, svc->models[id]->version, why);
+			return ret;
+		}
+	}
+	vs = &head->versions_set;
+	for (unsigned int k = 0; k < mc->version_latest; k++) {
+		vs->member[k] = svc->models[head->spec.id + k];
+		vs->member[k]->served = vs;
+	}
+	vs->nb = mc->version_latest;
+	vs->latest = 0;
 	return 0;
 }
 
@@ -133,8 +209,12 @@ int app_service_init(struct app_service *svc, struct app_config *cfg, FILE *err)
 	/* echo first: it keeps id 0 whatever the configuration lists */
 	for (unsigned int pass = 0; pass < 2 && ret == 0; pass++) {
 		for (unsigned int i = 0; i < cfg->nb_models && ret == 0; i++) {
-			if (app_model_is_echo(&cfg->models[i]) == (pass == 0))
-				ret = model_create(svc, &cfg->models[i], svc->nb_models, err);
+			if (app_model_is_echo(&cfg->models[i]) != (pass == 0))
+				continue;
+			if (cfg->models[i].version_latest > 1)
+				ret = versions_create(svc, &cfg->models[i], err);
+			else
+				ret = model_create(svc, &cfg->models[i], svc->nb_models, 0, true, err);
 		}
 	}
 	if (ret != 0) {
@@ -201,9 +281,9 @@ static size_t out_line(char *out, size_t cap, size_t off, const char *line)
 	return off;
 }
 
-/* One model, under the lock: the version its policy selects now, loaded beside the served one (the
- * served file too, which may have been rewritten in place). */
-static int model_reload(struct app_model *m, char *line, size_t cap)
+/* One model, under the lock: the version its policy selects now (pick 0) or version pick, loaded
+ * beside the served one (the served file too, which may have been rewritten in place). */
+static int model_reload(struct app_model *m, uint32_t pick, char *line, size_t cap)
 {
 	char file[APP_PATH_MAX], why[APP_PATH_MAX + RT_ERR_MAX * 2];
 	uint32_t version, before = m->version;
@@ -215,7 +295,7 @@ static int model_reload(struct app_model *m, char *line, size_t cap)
 						    : "a device = gpu model cannot be reloaded yet; restart to change it");
 		return -ENOTSUP;
 	}
-	ret = app_version_resolve(&m->cfg, m->source, &version, file, sizeof(file), why, sizeof(why));
+	ret = version_pick(m, pick, &version, file, sizeof(file), why, sizeof(why));
 	if (ret == 0 && version == m->version && strcmp(file, m->cfg.path) == 0) {
 		/* the same file again: it may have been rewritten in place, so it is loaded again all the same */
 		PLAT_LOG(INFO, app, "model '%s': reloading version %u from %s", m->spec.name, version, file);
@@ -240,6 +320,92 @@ static int model_reload(struct app_model *m, char *line, size_t cap)
 		PLAT_LOG(INFO, app, "%s", line);
 	}
 	snprintf(m->reload_last, sizeof(m->reload_last), "%.*s", (int)sizeof(m->reload_last) - 1, line);
+	return ret;
+}
+
+static bool version_in(uint32_t v, const uint32_t *set, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (set[i] == v)
+			return true;
+	return false;
+}
+
+/*
+ * A set of versions served at once (latest N), under the lock: the N highest of the directory now.
+ * A member whose version is still among them reloads it; the others move to the highest ones not
+ * served yet, the oldest member first. With fewer versions left than members, a member whose
+ * version left keeps serving it. Then unversioned requests go to the highest.
+ */
+static int versions_reload(struct app_model *head, char *out, size_t cap, size_t *off)
+{
+	struct app_versions_served *vs = head->served;
+	uint32_t avail[APP_VERSIONS_MAX], want[APP_VERSIONS_SERVED_MAX], pick[APP_VERSIONS_SERVED_MAX] = {0};
+	char line[APP_PATH_MAX + RT_ERR_MAX * 2 + 128];
+	unsigned int nw = 0, best = 0, order[APP_VERSIONS_SERVED_MAX];
+	int n = app_versions_list(head->source, avail, APP_VERSIONS_MAX), ret = 0;
+
+	if (n < 0) {
+		char served[64];
+
+		app_model_versions_format(head, served, sizeof(served));
+		snprintf(line, sizeof(line), "model '%s': versions %s still serve; the reload failed: cannot read %s: %s",
+			 head->spec.name, served, head->source, strerror(-n));
+		PLAT_LOG(ERR, app, "%s", line);
+		for (unsigned int i = 0; i < vs->nb; i++) {
+			vs->member[i]->reload_failures++;
+			snprintf(vs->member[i]->reload_last, sizeof(vs->member[i]->reload_last), "%.*s",
+				 (int)sizeof(vs->member[i]->reload_last) - 1, line);
+		}
+		*off = out_line(out, cap, *off, line);
+		return n;
+	}
+	for (int i = n - 1; i >= 0 && nw < vs->nb; i--)
+		want[nw++] = avail[i];
+	/* the members, oldest version first: the first to move */
+	for (unsigned int i = 0; i < vs->nb; i++) {
+		unsigned int j = i;
+
+		while (j > 0 && vs->member[order[j - 1]]->version > vs->member[i]->version) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	for (unsigned int i = 0; i < vs->nb; i++)
+		if (version_in(vs->member[i]->version, want, nw))
+			pick[i] = vs->member[i]->version;
+	for (unsigned int k = 0, w = 0; k < vs->nb; k++) {
+		unsigned int i = order[k];
+
+		if (pick[i] != 0)
+			continue;
+		while (w < nw && version_in(want[w], pick, vs->nb))
+			w++;
+		if (w < nw) {
+			pick[i] = want[w++];
+		} else {
+			/* nothing left to move to: it serves on, as it is */
+			snprintf(line, sizeof(line), "model '%s': version %u serves on: %s holds fewer than %u versions now",
+				 head->spec.name, vs->member[i]->version, head->source, vs->nb);
+			PLAT_LOG(WARNING, app, "%s", line);
+			*off = out_line(out, cap, *off, line);
+		}
+	}
+	for (unsigned int i = 0; i < vs->nb; i++) {
+		int r;
+
+		if (pick[i] == 0)
+			continue;
+		r = model_reload(vs->member[i], pick[i], line, sizeof(line));
+		*off = out_line(out, cap, *off, line);
+		ret = ret != 0 ? ret : r;
+	}
+	for (unsigned int i = 1; i < vs->nb; i++) {
+		if (vs->member[i]->version > vs->member[best]->version)
+			best = i;
+	}
+	__atomic_store_n(&vs->latest, best, __ATOMIC_RELEASE);
 	return ret;
 }
 
@@ -303,11 +469,16 @@ static int models_reload(const char *name, char *out, size_t cap)
 		struct app_model *m = svc->models[i];
 		int r;
 
-		if (name != NULL ? strcmp(m->spec.name, name) != 0 : m->engine->model_reload == NULL)
+		if (!app_model_is_named(m) ||
+		    (name != NULL ? strcmp(m->spec.name, name) != 0 : m->engine->model_reload == NULL))
 			continue;
 		found++;
-		r = model_reload(m, line, sizeof(line));
-		off = out_line(out, cap, off, line);
+		if (m->served != NULL && m->engine->model_reload != NULL) {
+			r = versions_reload(m, out, cap, &off);
+		} else {
+			r = model_reload(m, 0, line, sizeof(line));
+			off = out_line(out, cap, off, line);
+		}
 		ret = ret != 0 ? ret : r;
 	}
 	pthread_mutex_unlock(&app_reload_mutex);

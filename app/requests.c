@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,9 +31,19 @@ static uint32_t service_priority_levels(const void *model)
 	return ((const struct rt_model *)model)->priority_levels;
 }
 
+/* MODEL_INFO names a model, not a version: its id is the registered one's, its version the one a
+ * request naming none gets (every version served has the same tensors). */
 static int service_describe(const void *model, uint8_t *buf, uint32_t cap)
 {
-	return rt_model_describe(model, buf, cap);
+	struct app_model *m = container_of(model, struct app_model, spec);
+	int len = rt_model_describe(model, buf, cap);
+	uint32_t version;
+
+	if (len >= (int)sizeof(struct bw_model_info) && m->served != NULL) {
+		version = __atomic_load_n(&app_model_version(m, 0)->version, __ATOMIC_ACQUIRE);
+		memcpy(buf + offsetof(struct bw_model_info, version), &version, sizeof(version));
+	}
+	return len;
 }
 
 /* A registered model is the spec at the head of its app_model. */
@@ -369,20 +380,27 @@ enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request 
 	return job_submit(ch->queue, job, req, msg, cap);
 }
 
-/* (hot) The request's channel is its model's on this lcore; the model's engine binds and queues it. */
+/*
+ * (hot) The request's channel is its model's on this lcore (the version's it names, or the highest
+ * served); the model's engine binds and queues it.
+ */
 static enum bw_status service_infer(void *lcore_ctx, const void *handle, struct dp_request *req, uint32_t body_cap,
 				    char *msg, size_t msg_cap)
 {
-	const struct rt_model *model = handle;
-	struct app_channel *ch = &((struct app_lcore *)lcore_ctx)->channels[model->id];
-
+	struct app_model *named = container_of(handle, struct app_model, spec);
 	uint32_t want = req->hdr->model_id >> BW_MODEL_ID_VERSION_SHIFT;
+	struct app_model *m = app_model_version(named, want);
+	struct app_channel *ch;
 
-	if (unlikely(want != 0) && want != __atomic_load_n(&model->version, __ATOMIC_ACQUIRE)) {
-		snprintf(msg, msg_cap, "model '%s' serves version %u, not version %u", model->name,
-			 __atomic_load_n(&model->version, __ATOMIC_ACQUIRE), want);
+	if (unlikely(m == NULL)) {
+		char served[48];
+
+		app_model_versions_format(named, served, sizeof(served));
+		snprintf(msg, msg_cap, "model '%s' serves version%s %s, not version %u", named->spec.name,
+			 named->served != NULL ? "s" : "", served, want);
 		return BW_STATUS_NOT_FOUND;
 	}
+	ch = &((struct app_lcore *)lcore_ctx)->channels[m->spec.id];
 	if (unlikely(!app_channel_healthy(ch, msg, msg_cap)))
 		return BW_STATUS_UNAVAILABLE;
 	return ch->model->engine->request_queue(ch, req, body_cap, msg, msg_cap);

@@ -241,7 +241,8 @@ static int models_cb(const char *cmd __rte_unused, const char *params __rte_unus
 {
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
 	for (unsigned int i = 0; app_current != NULL && i < app_current->nb_models; i++)
-		rte_tel_data_add_array_string(d, app_current->models[i]->spec.name);
+		if (app_model_is_named(app_current->models[i]))
+			rte_tel_data_add_array_string(d, app_current->models[i]->spec.name);
 	return 0;
 }
 
@@ -258,6 +259,18 @@ static void versions_add(const struct app_model *m, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "version", __atomic_load_n(&m->version, __ATOMIC_ACQUIRE));
 	if (app_model_is_echo(&m->cfg))
 		return;
+	if (m->served != NULL) {
+		struct rte_tel_data *served = rte_tel_data_alloc();
+
+		if (served != NULL) {
+			rte_tel_data_start_array(served, RTE_TEL_U64_VAL);
+			for (unsigned int i = 0; i < m->served->nb; i++)
+				rte_tel_data_add_array_u64(served, __atomic_load_n(&m->served->member[i]->version,
+										__ATOMIC_ACQUIRE));
+			if (rte_tel_data_add_dict_container(d, "versions_served", served, 0) != 0)
+				rte_tel_data_free(served);
+		}
+	}
 	if (pthread_mutex_trylock(&app_reload_mutex) != 0) {
 		rte_tel_data_add_dict_u64(d, "reload_running", 1);
 		return;
@@ -313,16 +326,30 @@ static int reload_cb(const char *cmd __rte_unused, const char *params, struct rt
 
 static int model_cb(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
 {
+	const char *slash = params != NULL ? strchr(params, '/') : NULL;
 	const struct rt_model *spec;
 	struct app_model *m;
 	struct bat_stats sum;
+	unsigned long want = 0;
 
 	if (params == NULL || app_current == NULL)
 		return -EINVAL;
-	spec = rt_registry_find_name(&app_current->registry, params, (uint32_t)strlen(params));
+	spec = rt_registry_find_name(&app_current->registry, params,
+				     (uint32_t)(slash != NULL ? (size_t)(slash - params) : strlen(params)));
 	if (spec == NULL)
 		return -EINVAL;
-	m = app_current->models[spec->id];
+	if (slash != NULL) {
+		char *end;
+
+		want = strtoul(slash + 1, &end, 10);
+		if (end == slash + 1 || *end != '\0' || want == 0 || want > BW_MODEL_ID_MODEL_MASK)
+			return -EINVAL;
+	}
+	/* NAME: the version a request naming none gets; NAME/V: version V */
+	m = app_model_version(app_current->models[spec->id], (uint32_t)want);
+	if (m == NULL)
+		return -EINVAL;
+	spec = &m->spec;
 	app_stats_sum((int)spec->id, -1, &sum);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "id", spec->id);
@@ -438,8 +465,8 @@ int app_service_telemetry_register(void)
 
 	if (ret == 0)
 		ret = rte_telemetry_register_cmd("/batchwire/model", model_cb,
-						 "One model's counters: requests, batches by size, padding, window and queue "
-						 "wait, compute time. Parameter: the model's name.");
+						 "One model's counters: requests, batches by size, padding, waits, compute "
+						 "time. Parameter: NAME, or NAME/V for its version V.");
 	if (ret == 0)
 		ret = rte_telemetry_register_cmd("/batchwire/reload", reload_cb,
 						 "Reloads a model: the version its policy selects, beside the served one. "

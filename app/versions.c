@@ -183,3 +183,23 @@ int app_model_signature_check(const struct rt_model *served, const struct rt_mod
 		why[cap - 1] = '\0';
 	return ret;
 }
+
+int app_model_versions_format(const struct app_model *m, char *buf, size_t cap)
+{
+	uint32_t v[APP_VERSIONS_SERVED_MAX];
+	unsigned int n = 0;
+	size_t off = 0;
+
+	if (m->served == NULL) {
+		v[n++] = __atomic_load_n(&m->version, __ATOMIC_ACQUIRE);
+	} else {
+		for (unsigned int i = 0; i < m->served->nb; i++)
+			v[n++] = __atomic_load_n(&m->served->member[i]->version, __ATOMIC_ACQUIRE);
+		qsort(v, n, sizeof(v[0]), cmp_u32);
+	}
+	if (cap > 0)
+		buf[0] = '\0';
+	for (unsigned int i = 0; i < n && off < cap; i++)
+		off += (size_t)snprintf(buf + off, cap - off, "%s%u", i > 0 ? ", " : "", v[i]);
+	return (int)off;
+}

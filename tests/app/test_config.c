@@ -1015,8 +1015,11 @@ static void test_model_opt_rejected(void)
 		{"echo.precision=bf16", "expected no device, workers, slots, precision, chunk_rows or version_policy for it"},
 		{"echo.chunk_rows=1", "expected no device, workers, slots, precision, chunk_rows or version_policy for it"},
 		{"echo.version_policy=specific 2", "or version_policy for it"},
-		{"mlp.version_policy=latest 2", "a model serves one version at a time; give each version its own [model]"},
-		{"mlp.version_policy=specific 0", "invalid version_policy 'specific 0': expected latest or specific N"},
+		{"echo.version_policy=latest 2", "or version_policy for it"},
+		{"mlp.version_policy=latest 0", "invalid version_policy 'latest 0': expected latest N with N in 1..4"},
+		{"mlp.version_policy=latest 5", "invalid version_policy 'latest 5': expected latest N with N in 1..4"},
+		{"mlp.version_policy=latest 2x", "invalid version_policy 'latest 2x'"},
+		{"mlp.version_policy=specific 0", "expected latest, latest N or specific N"},
 		{"mlp.version_policy=newest", "invalid version_policy 'newest'"},
 		{"mlp.version_policy=specific 70000", "invalid version_policy 'specific 70000'"},
 		{"mlp.chunk_rows=0", "invalid chunk_rows '0': expected auto, off or an integer in 1..1024"},
@@ -1277,6 +1280,29 @@ static void test_onnx_models(void)
 	CU_ASSERT_EQUAL(parse_args(many, n), -EINVAL);
 	CU_ASSERT_TRUE(err_has("expected at most 16 models"));
 	CU_ASSERT_EQUAL(parse_args(many, n - 2), APP_CONFIG_RUN);
+
+	/* latest N: N versions served, each a model of its own in the count; the last key given wins */
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp", "--model-opt", "mlp.version_policy=latest 3"),
+			APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->version_latest, 3);
+	CU_ASSERT_EQUAL(model_named("mlp")->version_specific, 0);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp", "--model-opt", "mlp.version_policy=latest 3",
+			      "--model-opt", "mlp.version_policy=specific 2"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->version_latest, 0);
+	CU_ASSERT_EQUAL(model_named("mlp")->version_specific, 2);
+	CU_ASSERT_EQUAL(PARSE("--ip", TEST_IP, "--model", "mlp=/m/mlp", "--model-opt", "mlp.version_policy=specific 2",
+			      "--model-opt", "mlp.version_policy=latest"), APP_CONFIG_RUN);
+	CU_ASSERT_EQUAL(model_named("mlp")->version_specific, 0);
+	/* echo and m0..m11 are 13 models; 4 versions of m12 make 17, 3 make 16 */
+	n = 2 + 2 * 13;
+	many[n++] = "--model-opt";
+	many[n++] = "m12.version_policy=latest 4";
+	CU_ASSERT_EQUAL(parse_args(many, n), -EINVAL);
+	CU_ASSERT_TRUE(err_is_one_line());
+	CU_ASSERT_TRUE(err_has("17 models with their versions served (version_policy latest N counts N): expected at "
+			       "most 16"));
+	many[n - 1] = "m12.version_policy=latest 3";
+	CU_ASSERT_EQUAL(parse_args(many, n), APP_CONFIG_RUN);
 }
 
 int main(int argc, char **argv)

@@ -88,6 +88,8 @@ static const char *g_mlp_path;
 
 static char g_tmpdir[64];
 static char g_wide_path[128];
+static char g_vdir[128];       /* mlpv's directory of versions: N/model.onnx, links to the MLP */
+static uint32_t g_id_v2, g_id_v1; /* mlpv's two members: versions 2 (named) and 1 at start-up */
 static char g_fixed_path[128];
 
 /*
@@ -704,14 +706,36 @@ static void test_init_second_model_bad(void)
 
 /* ---- serving ---------------------------------------------------------------------------------- */
 
+/* Version v of mlpv: v/model.onnx, a link to the MLP. \return 0 or -1. */
+static int version_link(unsigned int v)
+{
+	char path[192], target[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%u", g_vdir, v);
+	if (realpath(g_mlp_path, target) == NULL || mkdir(path, 0700) != 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%u/model.onnx", g_vdir, v);
+	return symlink(target, path);
+}
+
+static void version_unlink(unsigned int v)
+{
+	char path[192];
+
+	snprintf(path, sizeof(path), "%s/%u/model.onnx", g_vdir, v);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%u", g_vdir, v);
+	rmdir(path);
+}
+
 static void test_setup(void)
 {
 	char mlp[APP_PATH_MAX + 8], split[APP_PATH_MAX + 8], one[APP_PATH_MAX + 8], wide[APP_PATH_MAX + 8];
-	char gpu[APP_PATH_MAX + 8], gpu2[APP_PATH_MAX + 8], err[512];
+	char gpu[APP_PATH_MAX + 8], gpu2[APP_PATH_MAX + 8], vers[APP_PATH_MAX + 8], err[512];
 	struct rte_mempool *pools[2] = { g_pool, NULL };
 	int sockets[1] = { (int)rte_socket_id() };
 	static const char *const names[] = { "rx", "http_infer", "batch_windows", "completions", "model_mlp", "model_mlps",
-					     "model_mlp1", "model_wide", "tx_drain" };
+					     "model_mlp1", "model_wide", "model_mlpv", "model_mlpv", "tx_drain" };
 
 	snprintf(mlp, sizeof(mlp), "mlp=%s", g_mlp_path);
 	snprintf(split, sizeof(split), "mlps=%s", g_mlp_path);
@@ -719,11 +743,17 @@ static void test_setup(void)
 	snprintf(wide, sizeof(wide), "wide=%s", g_wide_path);
 	snprintf(gpu, sizeof(gpu), "mlpg=%s", g_mlp_path);
 	snprintf(gpu2, sizeof(gpu2), "mlpg2=%s", g_mlp_path);
+	snprintf(g_vdir, sizeof(g_vdir), "%s/mlpv", g_tmpdir);
+	CU_ASSERT_FATAL(mkdir(g_vdir, 0700) == 0);
+	for (unsigned int v = 1; v <= 2; v++)
+		CU_ASSERT_FATAL(version_link(v) == 0);
+	snprintf(vers, sizeof(vers), "mlpv=%s", g_vdir);
 	/* mlp: batches of 1, 2 or 4, no splitting, a batch of 4 run in chunks of 2 rows. mlps: splitting,
 	 * batches of at most 2 (a 2-row request that finds a window with one row left is cut in two).
 	 * mlp1: one row at most, no splitting.
 	 * wide: requests of up to 2 rows run one row per batch. mlpg: mlp's batching, on the fake GPU; mlpg2:
-	 * batches of one on it too, beside mlpg on the same lcore with a stream of its own. */
+	 * batches of one on it too, beside mlpg on the same lcore with a stream of its own. mlpv: the MLP's
+	 * two latest versions of a directory served at once, mlp's batching. */
 	CU_ASSERT_EQUAL_FATAL(CONFIG_PARSE(&g_cfg, stderr, "--ip", "10.0.0.1", "--mtu", "9000", "--tx-drain-us", "10",
 					   "--model", mlp, "--model-opt", "mlp.max_batch_size=4",
 					   "--model-opt", "mlp.allowed_batch_sizes=1,2,4", "--model-opt", "mlp.chunk_rows=2",
@@ -738,11 +768,21 @@ static void test_setup(void)
 					   "--gpu-module", "fake", "--model", gpu, "--model-opt", "mlpg.device=gpu",
 					   "--model-opt", "mlpg.max_batch_size=4", "--model-opt", "mlpg.allowed_batch_sizes=1,2,4",
 					   "--model", gpu2, "--model-opt", "mlpg2.device=gpu", "--model-opt", "mlpg2.max_batch_size=1",
-					   "--model-opt", "mlpg2.allowed_batch_sizes=1"),
+					   "--model-opt", "mlpg2.allowed_batch_sizes=1", "--model", vers,
+					   "--model-opt", "mlpv.version_policy=latest 2", "--model-opt", "mlpv.max_batch_size=4",
+					   "--model-opt", "mlpv.allowed_batch_sizes=1,2,4"),
 			      APP_CONFIG_RUN);
 	CU_ASSERT_EQUAL_FATAL(app_service_init(&g_svc, &g_cfg, stderr), 0);
 	g_svc_up = true;
-	CU_ASSERT_EQUAL_FATAL(g_svc.nb_models, 7);
+	CU_ASSERT_EQUAL_FATAL(g_svc.nb_models, 9);
+	/* mlpv: the highest version registered under the name, the other beside it with an id of its own */
+	g_id_v2 = model_id("mlpv");
+	g_id_v1 = g_id_v2 + 1;
+	CU_ASSERT_EQUAL(g_id_v2, 7);
+	CU_ASSERT_EQUAL(g_svc.models[g_id_v2]->version, 2);
+	CU_ASSERT_EQUAL(g_svc.models[g_id_v1]->version, 1);
+	CU_ASSERT_PTR_EQUAL(g_svc.models[g_id_v1]->served, g_svc.models[g_id_v2]->served);
+	CU_ASSERT_PTR_NULL(rt_registry_find_id(&g_svc.registry, g_id_v1));
 	CU_ASSERT_PTR_EQUAL(app_current, &g_svc);
 	g_id_mlp = model_id("mlp");
 	g_id_split = model_id("mlps");
@@ -1589,6 +1629,123 @@ static void test_versions(void)
 	CU_ASSERT_EQUAL(app_model_signature_check(&served, &fresh, why, sizeof(why)), -EINVAL);
 }
 
+/* MODEL_INFO of mlpv by name: the registered id, the version a request naming none gets. */
+static void versions_info_at(uint32_t version, const char *file, int line)
+{
+	static const uint8_t name_padded[1024] = "mlpv";
+	struct frame *f = &g_f[0];
+	struct bw_model_info info;
+	const struct bw_hdr *h;
+
+	msg_init(&g_m, BW_OP_MODEL_INFO, BW_MODEL_ID_ANY);
+	msg_body_set(&g_m, name_padded, sizeof(name_padded));
+	frame_msg(f, &g_m);
+	f_eth(f)->dst_addr = g_lc.mac;
+	g_nb_f = 1;
+	inject(f);
+	rx_once();
+	h = reply_at(f, BW_STATUS_OK, file, line);
+	if (h == NULL)
+		return;
+	memcpy(&info, h + 1, sizeof(info));
+	t_check(info.model_id == g_id_v2 && info.version == version, file, line,
+		"MODEL_INFO mlpv: id %u version %u; expected id %u version %u", info.model_id, info.version, g_id_v2,
+		version);
+	replies_free();
+}
+
+/* One row to mlpv naming version want (0: none), answered OK with the MLP's logits. */
+static void versioned_infer_at(uint32_t want, const char *file, int line)
+{
+	static float a[MLP_IN], ref[MLP_OUT];
+	const float *rows[1] = { a };
+	struct frame *f;
+
+	rows_fill(a, MLP_IN, 80 + want);
+	ref_run(&g_ref_mlp, 1, rows, ref);
+	f = infer_rows_add(g_id_v2 | (want << BW_MODEL_ID_VERSION_SHIFT), 1, a);
+	inject_all();
+	t_check(replies_wait(1), file, line, "no reply to a request naming version %u", want);
+	output_check_at(f, "logits", 1, MLP_OUT, ref, 0, file, line);
+	replies_free();
+}
+#define VERSIONED_INFER(want) versioned_infer_at(want, __FILE__, __LINE__)
+
+/*
+ * 5c. latest 2: versions 2 and 1 of mlpv served at once, each on its own model id. A request naming
+ * none goes to the highest, one naming a version to it, one naming another is NOT_FOUND listing
+ * both. Version 3 appears: the reload moves the member serving 1 to it (2 reloads in place), and
+ * requests naming none now go there. With 3 gone it moves back to 1; with 1 gone too, it serves on.
+ */
+static void test_versions_served(void)
+{
+	struct app_model *v2 = g_svc.models[g_id_v2], *v1 = g_svc.models[g_id_v1];
+	struct reload_run r = { .name = "mlpv" };
+	struct frame *f;
+	char path[320];
+
+	NEED_SERVICE();
+	CU_ASSERT_PTR_EQUAL(app_model_version(v2, 0), v2);
+	CU_ASSERT_PTR_EQUAL(app_model_version(v2, 1), v1);
+	CU_ASSERT_PTR_NULL(app_model_version(v2, 3));
+	versions_info_at(2, __FILE__, __LINE__);
+	VERSIONED_INFER(0);
+	COUNTS(g_id_v2, .jobs = 1, .batches = 1, .rows = 1, .size = 1, .size_batches = 1);
+	COUNTS(g_id_v1, .jobs = 0);
+	counts_mark();
+	VERSIONED_INFER(1);
+	COUNTS(g_id_v1, .jobs = 1, .batches = 1, .rows = 1, .size = 1, .size_batches = 1);
+	COUNTS(g_id_v2, .jobs = 0);
+	VERSIONED_INFER(2);
+	f = infer_rows_add(g_id_v2 | (3u << BW_MODEL_ID_VERSION_SHIFT), 1, (const float[MLP_IN]){ 0 });
+	inject_all();
+	CU_ASSERT_FATAL(replies_wait(1));
+	refusal_check_at(f, BW_STATUS_NOT_FOUND, "model 'mlpv' serves versions 1, 2, not version 3", __FILE__, __LINE__);
+	replies_free();
+
+	CU_ASSERT_EQUAL_FATAL(version_link(3), 0);
+	reload_drive(&r);
+	CU_ASSERT_EQUAL(r.ret, 0);
+	snprintf(path, sizeof(path), "model 'mlpv': version 3 serves (from %s/3/model.onnx; version 1 before)", g_vdir);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, path));
+	snprintf(path, sizeof(path), "model 'mlpv': version 2 serves (from %s/2/model.onnx; version 2 before)", g_vdir);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, path));
+	CU_ASSERT(v1->version == 3 && v2->version == 2);
+	CU_ASSERT_PTR_EQUAL(app_model_version(v2, 0), v1);
+	versions_info_at(3, __FILE__, __LINE__);
+	counts_mark();
+	VERSIONED_INFER(0);
+	COUNTS(g_id_v1, .jobs = 1, .batches = 1, .rows = 1, .size = 1, .size_batches = 1);
+	COUNTS(g_id_v2, .jobs = 0);
+	VERSIONED_INFER(3);
+	VERSIONED_INFER(2);
+	f = infer_rows_add(g_id_v2 | (1u << BW_MODEL_ID_VERSION_SHIFT), 1, (const float[MLP_IN]){ 0 });
+	inject_all();
+	CU_ASSERT_FATAL(replies_wait(1));
+	refusal_check_at(f, BW_STATUS_NOT_FOUND, "model 'mlpv' serves versions 2, 3, not version 1", __FILE__, __LINE__);
+	replies_free();
+
+	/* 3 gone: back to 1 and 2, the highest 2 */
+	version_unlink(3);
+	r = (struct reload_run){ .name = "mlpv" };
+	reload_drive(&r);
+	CU_ASSERT_EQUAL(r.ret, 0);
+	CU_ASSERT(v1->version == 1 && v2->version == 2);
+	CU_ASSERT_PTR_EQUAL(app_model_version(v2, 0), v2);
+	/* 1 gone too: one version left for two members; the one serving 1 serves on */
+	version_unlink(1);
+	r = (struct reload_run){ .name = "mlpv" };
+	reload_drive(&r);
+	CU_ASSERT_EQUAL(r.ret, 0);
+	snprintf(path, sizeof(path), "model 'mlpv': version 1 serves on: %s holds fewer than 2 versions now", g_vdir);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, path));
+	CU_ASSERT(v1->version == 1 && v2->version == 2);
+	VERSIONED_INFER(1);
+	CU_ASSERT_EQUAL(v2->reloads, 3);
+	CU_ASSERT_EQUAL(v1->reloads, 2);
+	CU_ASSERT_EQUAL(version_link(1), 0);
+}
+
 /* 6. Drain, and the books balance: every request answered, nothing queued or in flight. */
 static void test_drain_balance(void)
 {
@@ -1709,6 +1866,7 @@ static CU_TestInfo g_serve_tests[] = {
 	{ "refusals at RX naming their rule; an input by name", test_refusals },
 	{ "reload: the MLP again while a request waits, switched between batches, the old version freed", test_reload },
 	{ "versions: a directory's, the policy's choice, the tensors a new version must keep", test_versions },
+	{ "versions served at once (latest 2): routed by the version named, moved by a reload", test_versions_served },
 	{ "HTTP: JSON in and out, the runtime's logits through the batcher", test_http_json },
 	{ "HTTP: binary tensors in and out, a batch of 2", test_http_binary },
 	{ "HTTP: the echo model, int64 past 2^53 and bool", test_http_echo },
@@ -1739,6 +1897,11 @@ static void env_fini(void)
 		unlink(g_wide_path);
 	if (g_fixed_path[0] != '\0')
 		unlink(g_fixed_path);
+	if (g_vdir[0] != '\0') {
+		for (unsigned int v = 1; v <= 3; v++)
+			version_unlink(v);
+		rmdir(g_vdir);
+	}
 	if (g_tmpdir[0] != '\0')
 		rmdir(g_tmpdir);
 	t_env_fini();

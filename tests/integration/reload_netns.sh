@@ -12,6 +12,9 @@
 # Every bwload request is answered OK (0 errors, 0 timeouts); after each reload bwcli's outputs for
 # one fixed input equal bwrun's on the version that serves; MODEL_INFO and the HTTP metadata name
 # that version; a request naming another version is NOT_FOUND; the version's counters add up.
+# Beside it, mlpv serves two versions at once (version_policy latest 2) from a repository of its
+# own: 2 (the default) and 1, by model_id and over HTTP; the SIGHUP moves it to 3 (version 1's file
+# again) and 2, and requests follow.
 #
 # Usage (as root): tests/integration/reload_netns.sh BATCHWIRE BWCLI BWLOAD BWRUN MODELS_DIR
 set -u
@@ -59,6 +62,48 @@ PY
 "$BWRUN" "$WORK/v2.onnx" --input "input=$WORK/in/input.npy" --output-dir "$WORK/out2" >/dev/null ||
 	bw_fail "bwrun failed on version 2"
 
+VREPO=$WORK/repo/mlpv
+mkdir -p "$VREPO/1" "$VREPO/2"
+cp "$MODELS/mlp.onnx" "$VREPO/1/model.onnx"
+cp "$WORK/v2.onnx" "$VREPO/2/model.onnx"
+
+# versions_serve "V W" OUTS: mlpv's HTTP metadata lists V and W; MODEL_INFO names the highest; a
+# request naming no version (model_id 2: echo is 0, mlp 1) gets OUTS' outputs (OUTS[0]: the highest's),
+# one naming each version those of its own (OUTS[i]), over UDP and HTTP
+versions_serve() {
+	local vs=$1 outs=($2) out i=0 v
+	out=$(ip netns exec "$BW_SRV_NS" python3 -c '
+import json, urllib.request
+print(" ".join(json.load(urllib.request.urlopen("http://127.0.0.1:8000/v2/models/mlpv", timeout=5))["versions"]))')
+	[ "$out" = "$vs" ] || bw_fail "mlpv's HTTP metadata lists versions '$out', not '$vs'"
+	out=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" info --model mlpv 2>&1)
+	echo "$out" | grep -q "^version: ${vs##* }$" || bw_fail "mlpv's MODEL_INFO does not say version ${vs##* }: $out"
+	out=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model 2 --tensor "input=$WORK/in/input.npy" \
+		--expect "$WORK/out${outs[0]}" --quiet 2>&1 | tail -n 1)
+	echo "$out" | grep -q "ok=1 errors=0" || bw_fail "mlpv naming no version: not version ${vs##* }'s outputs: $out"
+	for v in $vs; do
+		i=$((i + 1))
+		out=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model $(( (v << 16) + 2 )) \
+			--tensor "input=$WORK/in/input.npy" --expect "$WORK/out${outs[$i]}" --quiet 2>&1 | tail -n 1)
+		echo "$out" | grep -q "ok=1 errors=0" || bw_fail "mlpv version $v: not its outputs: $out"
+		out=$(ip netns exec "$BW_SRV_NS" python3 - "$v" "$WORK/in/input.npy" "$WORK/out${outs[$i]}/logits.npy" <<'PY'
+import json, sys, urllib.request
+import numpy as np
+x = np.load(sys.argv[2]).astype(np.float32)
+body = json.dumps({"inputs": [{"name": "input", "datatype": "FP32", "shape": list(x.shape),
+                               "data": x.ravel().tolist()}]}).encode()
+r = urllib.request.Request("http://127.0.0.1:8000/v2/models/mlpv/versions/%s/infer" % sys.argv[1], data=body,
+                           headers={"Content-Type": "application/json"})
+reply = json.load(urllib.request.urlopen(r, timeout=10))
+got = np.array(reply["outputs"][0]["data"], dtype=np.float32).reshape(np.load(sys.argv[3]).shape)
+print("ok" if np.array_equal(got, np.load(sys.argv[3])) else "differs by %g" % np.abs(got - np.load(sys.argv[3])).max())
+PY
+)
+		[ "$out" = ok ] || bw_fail "mlpv version $v over HTTP: its outputs $out"
+	done
+	echo "  mlpv serves versions $vs: each answers its own outputs (UDP and HTTP), no version named gets ${vs##* }'s"
+}
+
 # serves: VERSION -> the fixed input's reply equals that version's outputs, MODEL_INFO and the HTTP
 # metadata name it
 serves() {
@@ -102,21 +147,34 @@ echo "== the MLP from $REPO (version_policy latest), bwload at $RATE/s meanwhile
 # reload failing them); on a host whose control threads have CPUs of their own, no stall is expected.
 bw_daemon_start "$BATCHWIRE" --model mlp="$WORK/repo/mlp" --model-opt mlp.max_batch_size=8 \
 	--model-opt mlp.allowed_batch_sizes=1,2,4,8 --model-opt mlp.batch_timeout_micros=200 \
-	--model-opt mlp.max_enqueued_batches=${RELOAD_QUEUE:-1000}
+	--model-opt mlp.max_enqueued_batches=${RELOAD_QUEUE:-1000} --model mlpv="$VREPO" \
+	--model-opt mlpv.version_policy="latest 2" --model-opt mlpv.max_batch_size=8
 grep -q "model 'mlp' (id 1) version 1 from $REPO/1/model.onnx" "$BW_LOG" ||
 	bw_fail "the start-up line does not name version 1: $(grep "model 'mlp'" "$BW_LOG")"
 serves 1
+versions_serve "1 2" "2 1 2"
 
 bw_cli "$BWLOAD" --socket --server "$BW_SERVER_IP" --mtu "$BW_MTU" --count "$COUNT" --rate "$RATE" --quiet \
 	--mix "model=mlp" >"$WORK/load.out" 2>&1 &
 load=$!
 sleep 1
 
-# 1. a new version, and SIGHUP
+# 1. a new version, and SIGHUP (mlpv's version 3 too: version 1's file again)
 mkdir -p "$REPO/2" && cp "$WORK/v2.onnx" "$REPO/2/model.onnx"
+mkdir -p "$VREPO/3" && cp "$MODELS/mlp.onnx" "$VREPO/3/model.onnx"
 kill -HUP "$BW_DAEMON_PID"
 wait_version 2
 serves 2
+for _ in $(seq 200); do
+	grep -q "model 'mlpv': version 3 serves" "$BW_LOG" && break
+	sleep 0.1
+done
+versions_serve "2 3" "1 2 1"
+bw_telemetry "/batchwire/model,mlpv/2" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["/batchwire/model"]
+sys.exit(0 if m["version"] == 2 and sorted(m["versions_served"]) == [2, 3] else 1)' ||
+	bw_fail "/batchwire/model,mlpv/2 is not version 2's of [2, 3]: $(bw_telemetry "/batchwire/model,mlpv/2")"
 out=$(bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model $(( (1 << 16) + 1 )) --rows 1 2>&1)
 echo "$out" | grep -q "serves version 2, not version 1" || bw_fail "a request naming version 1 was not refused: $out"
 echo "  a request naming version 1: $(echo "$out" | grep -o "model 'mlp' serves version 2, not version 1")"
