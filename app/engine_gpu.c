@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_lcore.h>
@@ -47,22 +48,40 @@ struct gpu_service {
 	char lost_why[GPU_ERR_MAX];
 };
 
-/* A model's GPU side (app_model.priv): the program, compiled and loaded once. */
+/* A model's GPU side (app_model.priv): the serving version's program, compiled and loaded once. */
 struct gpu_model {
 	struct gpu_host_program prog;
+	struct rt_model *graph_spec;    /* a reloaded version's graph, which its compiled program names
+					 * nodes from; NULL: the first version's, in app_model.spec */
+	struct gpu_model *before;       /* the version before, until every lcore let go of it */
 };
 
-/* A model on one polling lcore (the channel's executor instance): written by that lcore only. */
+/* An executor and its stream: a version's on one lcore. A reload hands the new one to the lcore in
+ * it, and the lcore hands the old one back in it once its launches are done. */
+struct gpu_swap {
+	struct gpu_executor *gpu;
+	struct gpu_stream *stream;
+};
+
+/* A model on one polling lcore (the channel's executor instance): written by that lcore only, but
+ * for the hand-overs of a reload (pending, retired). */
 struct gpu_channel {
 	struct app_model *model;
 	struct app_lcore *lcore;
-	struct gpu_executor *gpu;       /* made on the lcore's own thread (gpu_lcore_start) */
+	struct gpu_executor *gpu;       /* made on the lcore's own thread (gpu_lcore_start), or by a reload */
 	struct gpu_stream *stream;      /* this (lcore, model)'s own: a long batch of another model on
 					 * the lcore does not hold this one's behind it */
+	struct gpu_swap *pending;       /* a reload's new version, for the lcore to take between batches */
+	struct gpu_swap *draining;      /* the version before, finishing its launches (the lcore's) */
+	struct gpu_swap *retired;       /* that one once done, for the reload to free */
+	struct gpu_executor_stats freed; /* counters of the executors freed since start-up */
 	struct app_exec_stats stats;
 	uint64_t progress_tsc;          /* last completion, or last health check */
 	uint64_t health_checks;
 };
+
+/* Telemetry reads channels' executors and programs; a reload frees them under it. */
+static pthread_mutex_t g_gpu_tel_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct gpu_service g_gpu;
 
@@ -121,6 +140,23 @@ static int gpu_health(const void *ctx __rte_unused, char *why, size_t cap)
  * graph launched. A launch that fails completes its batch with INTERNAL (from the completion poller)
  * and has the device asked whether it is lost.
  */
+/*
+ * (hot path, once per reload) A new version published: batches launched from here on go to its
+ * executor; the old one finishes what it has in flight (gpu_poll), then goes back to the reload.
+ */
+static void gpu_swap_take(struct gpu_channel *gc)
+{
+	struct gpu_swap *next = __atomic_load_n(&gc->pending, __ATOMIC_ACQUIRE), was = { gc->gpu, gc->stream };
+
+	if (gc->draining != NULL)
+		return; /* the reload waits for the one before to be retired: never here */
+	gc->gpu = next->gpu;
+	gc->stream = next->stream;
+	*next = was;
+	gc->draining = next;
+	__atomic_store_n(&gc->pending, NULL, __ATOMIC_RELEASE);
+}
+
 static int gpu_submit(void *ctx, struct bw_batch *batch)
 {
 	struct gpu_channel *gc = ctx;
@@ -128,6 +164,8 @@ static int gpu_submit(void *ctx, struct bw_batch *batch)
 	const char *why;
 	int rc;
 
+	if (unlikely(__atomic_load_n(&gc->pending, __ATOMIC_RELAXED) != NULL))
+		gpu_swap_take(gc);
 	if (unlikely(gpu_lost()))
 		return -ENODEV; /* UNAVAILABLE, as the model now is */
 	batch->started_tsc = plat_tsc_now();
@@ -193,16 +231,41 @@ static void gpu_stall_check(struct gpu_channel *gc, unsigned int completed)
 }
 
 /* (hot) This lcore's finished launches of one model; all of them at once when the device is lost. */
+/* (hot) The version before a reload: its last launches, then back to the reload once none is left. */
+static unsigned int gpu_drain_poll(struct gpu_channel *gc, struct gpu_poll_ctx *p, unsigned int max)
+{
+	struct gpu_executor *old = gc->draining->gpu;
+	unsigned int n = 0;
+
+	if (gpu_executor_in_flight(old) > 0)
+		n = unlikely(gpu_lost()) ? gpu_executor_fail_all(old, gpu_batch_done, p, "the GPU is unhealthy: the "
+								 "batch's launch will never finish")
+					 : gpu_executor_poll(old, gpu_batch_done, p, max);
+	if (gpu_executor_in_flight(old) == 0) {
+		__atomic_store_n(&gc->retired, gc->draining, __ATOMIC_RELEASE);
+		gc->draining = NULL;
+	}
+	return n;
+}
+
+/* (hot) This lcore's finished launches of one model; all of them at once when the device is lost. */
 static unsigned int gpu_poll(void *ctx, bw_completion_fn done, void *arg, unsigned int max)
 {
 	struct gpu_channel *gc = ctx;
 	struct gpu_poll_ctx p = {gc, done, arg};
-	unsigned int n;
+	unsigned int n = 0;
 
+	if (unlikely(__atomic_load_n(&gc->pending, __ATOMIC_RELAXED) != NULL))
+		gpu_swap_take(gc);
+	if (unlikely(gc->draining != NULL)) {
+		n = gpu_drain_poll(gc, &p, max);
+		if (n >= max)
+			return n;
+	}
 	if (unlikely(gpu_lost()) && gpu_executor_in_flight(gc->gpu) > 0)
-		return gpu_executor_fail_all(gc->gpu, gpu_batch_done, &p,
-					     "the GPU is unhealthy: the batch's launch will never finish");
-	n = gpu_executor_poll(gc->gpu, gpu_batch_done, &p, max);
+		return n + gpu_executor_fail_all(gc->gpu, gpu_batch_done, &p,
+						 "the GPU is unhealthy: the batch's launch will never finish");
+	n += gpu_executor_poll(gc->gpu, gpu_batch_done, &p, max - n);
 	gpu_stall_check(gc, n);
 	return n;
 }
@@ -243,32 +306,68 @@ static int gpu_lcore_start(void *ctx, char *err, size_t cap)
 	return 0;
 }
 
-/* After the lcore stopped launching, on the main thread: the executor, then its stream (what was
- * queued on it finishes first). */
+/* An executor, then its stream (what was queued on it finishes first); its counters kept in freed. */
+static void gpu_swap_free(struct gpu_swap *sw, struct gpu_executor_stats *freed)
+{
+	struct gpu_executor_stats gs = {0};
+
+	if (sw->gpu != NULL) {
+		gpu_executor_stats(sw->gpu, &gs);
+		freed->launched += gs.launched;
+		freed->completed += gs.completed;
+		freed->faulted += gs.faulted;
+		freed->launch_errors += gs.launch_errors;
+		gpu_executor_destroy(sw->gpu);
+	}
+	if (sw->stream != NULL)
+		g_gpu.hd.ops->stream_destroy(sw->stream);
+	sw->gpu = NULL;
+	sw->stream = NULL;
+}
+
+/* After the lcore stopped launching, on the main thread: the executor and its stream, and those of
+ * a reload the server stopped in the middle of. */
 static void gpu_lcore_stop(void *ctx)
 {
 	struct gpu_channel *gc = ctx;
+	struct gpu_swap live = { gc->gpu, gc->stream };
+	struct gpu_swap *others[] = { gc->pending, gc->draining, gc->retired };
 
-	gpu_executor_destroy(gc->gpu);
-	if (gc->stream != NULL)
-		g_gpu.hd.ops->stream_destroy(gc->stream);
+	pthread_mutex_lock(&g_gpu_tel_lock);
+	gpu_swap_free(&live, &gc->freed);
+	for (unsigned int i = 0; i < RTE_DIM(others); i++) {
+		if (others[i] != NULL) {
+			gpu_swap_free(others[i], &gc->freed);
+			rte_free(others[i]);
+		}
+	}
 	rte_free(gc);
+	pthread_mutex_unlock(&g_gpu_tel_lock);
 }
 
+/* Telemetry's: under g_gpu_tel_lock (app_engine.model_telemetry and the channel stats) */
 static void gpu_stats(const void *ctx, bw_stat_fn add, void *sink)
 {
 	const struct gpu_channel *gc = ctx;
 	struct gpu_executor_stats gs = {0};
 
-	if (gc->gpu == NULL)
+	pthread_mutex_lock(&g_gpu_tel_lock);
+	if (gc->gpu == NULL) {
+		pthread_mutex_unlock(&g_gpu_tel_lock);
 		return;
+	}
 	gpu_executor_stats(gc->gpu, &gs);
+	gs.launched += gc->freed.launched;
+	gs.completed += gc->freed.completed;
+	gs.faulted += gc->freed.faulted;
+	gs.launch_errors += gc->freed.launch_errors;
 	add(sink, "gpu_launched", gs.launched);
 	add(sink, "gpu_completed", gs.completed);
 	add(sink, "gpu_faulted", gs.faulted);
 	add(sink, "gpu_launch_errors", gs.launch_errors);
 	add(sink, "gpu_in_flight", gpu_executor_in_flight(gc->gpu));
 	add(sink, "gpu_stall_health_checks", gc->health_checks);
+	pthread_mutex_unlock(&g_gpu_tel_lock);
 }
 
 static const struct bw_executor_ops gpu_executor = {
@@ -368,13 +467,26 @@ static void gpu_fini(void)
 	memset(&g_gpu, 0, sizeof(g_gpu));
 }
 
+/* One version's program, and its graph when a reload loaded it (the first version's is m->spec's). */
+static void gpu_version_free(struct gpu_model *gm)
+{
+	gpu_host_program_unload(&g_gpu.hd, &gm->prog);
+	if (gm->graph_spec != NULL) {
+		rt_model_fini(gm->graph_spec);
+		rte_free(gm->graph_spec);
+	}
+	rte_free(gm);
+}
+
 static void gpu_model_free(struct app_model *m)
 {
 	struct gpu_model *gm = gpu_of(m);
 
-	if (gm != NULL) {
-		gpu_host_program_unload(&g_gpu.hd, &gm->prog);
-		rte_free(gm);
+	while (gm != NULL) {
+		struct gpu_model *before = gm->before;
+
+		gpu_version_free(gm);
+		gm = before;
 	}
 	m->priv = NULL;
 	rt_model_fini(&m->spec);
@@ -420,9 +532,10 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 	for (uint32_t i = 0; i < gm->prog.compiled->prog.nb_sizes; i++)
 		arena += gm->prog.compiled->prog.sizes[i].arena_bytes;
 	app_reply_layout(m);
-	PLAT_LOG(INFO, app, "model '%s' (id %u) from %s on GPU %d (%s), %s, %s, %s launch: %u inputs, %u outputs, %u "
-		 "nodes, %u device ops at size %" PRId64 ", %u batch sizes up to %" PRId64 ", %u slots each per polling "
-		 "lcore (%zu KiB of device arenas per lcore), %zu KiB of constants", m->spec.name, m->spec.id, mc->path,
+	PLAT_LOG(INFO, app, "model '%s' (id %u) version %u from %s on GPU %d (%s), %s, %s, %s launch: %u inputs, %u "
+		 "outputs, %u nodes, %u device ops at size %" PRId64 ", %u batch sizes up to %" PRId64 ", %u slots each per "
+		 "polling lcore (%zu KiB of device arenas per lcore), %zu KiB of constants", m->spec.name, m->spec.id,
+		 m->version, mc->path,
 		 g_gpu.hd.index, g_gpu.hd.info.name, gpu_precision_name(mc->precision),
 		 gpu_layout_name(gm->prog.compiled->layout), gpu_launch_mode_name(mc->launch_mode), m->spec.num_inputs,
 		 m->spec.num_outputs, m->spec.graph->num_nodes,
@@ -430,6 +543,219 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 		 sizes[o->num_allowed_batch_sizes - 1], o->num_allowed_batch_sizes,
 		 sizes[o->num_allowed_batch_sizes - 1], mc->slots, arena * mc->slots / 1024,
 		 gm->prog.compiled->prog.const_bytes / 1024);
+	return 0;
+}
+
+/* ---- reloads ------------------------------------------------------------------------------------ */
+
+#define GPU_RELOAD_TAKE_NS (10ull * 1000000000ull)  /* the lcores' taking the new version, at most */
+#define GPU_RELOAD_DRAIN_NS (30ull * 1000000000ull) /* the old version's last launches, at most */
+
+static uint64_t gpu_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The polling lcores' channels of m whose executor runs (every polling lcore's, once serving). */
+static unsigned int gpu_channels_of(const struct app_model *m, struct gpu_channel **chs)
+{
+	unsigned int n = 0;
+
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct app_lcore *al = &app_lcores[l];
+		unsigned int nb = __atomic_load_n(&al->nb_channels, __ATOMIC_ACQUIRE);
+		struct gpu_channel *gc;
+
+		if (m->spec.id >= nb || al->channels[m->spec.id].executor.ops != &gpu_executor)
+			continue;
+		gc = al->channels[m->spec.id].executor.ctx;
+		if (gc != NULL && gc->gpu != NULL)
+			chs[n++] = gc;
+	}
+	return n;
+}
+
+/* A new version's program: the file loaded, checked against the served tensors, compiled, loaded on
+ * the device. \return it, or NULL with why and errno. */
+static struct gpu_model *gpu_version_load(struct app_model *m, const char *file, char *why, size_t cap)
+{
+	const struct bat_options *o = &m->cfg.batching;
+	int64_t sizes[BAT_ALLOWED_SIZES_MAX];
+	struct gpu_model *gm = rte_zmalloc("bw_gpu_model", sizeof(*gm), RTE_CACHE_LINE_SIZE);
+	int ret;
+
+	if (gm != NULL)
+		gm->graph_spec = rte_zmalloc("bw_gpu_version", sizeof(*gm->graph_spec), RTE_CACHE_LINE_SIZE);
+	if (gm == NULL || gm->graph_spec == NULL) {
+		snprintf(why, cap, "out of memory");
+		rte_free(gm);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = rt_onnx_model_load(gm->graph_spec, m->spec.id, m->spec.name, file, RT_DEVICE_GPU, NULL, NULL, why,
+					 cap);
+	if (ret == 0)
+		ret = app_model_signature_check(&m->spec, gm->graph_spec, why, cap);
+	for (unsigned int i = 0; ret == 0 && i < o->num_allowed_batch_sizes; i++)
+		sizes[i] = o->allowed_batch_sizes[i];
+	if (ret == 0)
+		ret = gpu_host_program_load(&g_gpu.hd, gm->graph_spec->graph, sizes, o->num_allowed_batch_sizes,
+					    &(struct gpu_compile_options){ m->cfg.precision, m->cfg.layout }, &gm->prog, why,
+					    cap);
+	if (ret != 0) {
+		gpu_version_free(gm);
+		errno = -ret;
+		return NULL;
+	}
+	return gm;
+}
+
+/*
+ * On the reload thread: the new version compiled and loaded on the device beside the served one,
+ * and for each polling lcore an executor of it on a stream of its own, its graphs captured here (a
+ * CUDA graph runs on whichever stream it is launched into, from whichever thread). Each lcore takes
+ * its new executor between batches (gpu_swap_take) and hands the old one back once its launches
+ * are done; then the old program goes. The lcores never wait for any of it.
+ */
+static int gpu_model_reload(struct app_model *m, const char *file, uint32_t version, char *why, size_t cap)
+{
+	static struct gpu_channel *chs[RTE_MAX_LCORE];
+	static struct gpu_swap *swaps[RTE_MAX_LCORE];
+	static bool came_back[RTE_MAX_LCORE]; /* static: one reload at a time (app_reload_mutex) */
+	struct gpu_executor_stats unused = {0};
+	struct gpu_model *gm, *old = gpu_of(m);
+	unsigned int n = gpu_channels_of(m, chs), taken = 0, back = 0;
+	uint64_t deadline;
+	int ret = 0;
+
+	if (gpu_lost()) {
+		snprintf(why, cap, "its GPU is unhealthy (%s)", gpu_lost_why());
+		return -ENODEV;
+	}
+	gm = gpu_version_load(m, file, why, cap);
+	if (gm == NULL)
+		return -errno;
+	for (unsigned int c = 0; c < n && ret == 0; c++) {
+		char inner[GPU_ERR_MAX * 2];
+
+		swaps[c] = rte_zmalloc("bw_gpu_swap", sizeof(*swaps[c]), RTE_CACHE_LINE_SIZE);
+		ret = swaps[c] != NULL ? g_gpu.hd.ops->stream_create(g_gpu.hd.dev, &swaps[c]->stream, inner, sizeof(inner))
+				       : -ENOMEM;
+		if (ret == 0) {
+			swaps[c]->gpu = gpu_executor_create(g_gpu.hd.ops, g_gpu.hd.dev, gm->prog.loaded, gm->prog.compiled,
+							    swaps[c]->stream, m->cfg.slots, m->cfg.launch_mode, inner,
+							    sizeof(inner));
+			ret = swaps[c]->gpu != NULL ? 0 : -errno;
+		} else if (swaps[c] != NULL) {
+			swaps[c]->stream = NULL;
+		}
+		if (ret != 0) {
+			snprintf(why, cap, "lcore %u's executor of it on GPU %d: %s", chs[c]->lcore->lcore_id, g_gpu.hd.index,
+				 ret == -ENOMEM && swaps[c] == NULL ? "out of memory" : inner);
+			for (unsigned int k = 0; k <= c; k++) {
+				if (swaps[k] != NULL) {
+					gpu_swap_free(swaps[k], &unused);
+					rte_free(swaps[k]);
+				}
+			}
+			gpu_version_free(gm);
+			return ret;
+		}
+	}
+	/* published at once: each lcore takes its own at its next batch or poll */
+	for (unsigned int c = 0; c < n; c++)
+		__atomic_store_n(&chs[c]->pending, swaps[c], __ATOMIC_RELEASE);
+	deadline = gpu_wall_ns() + GPU_RELOAD_TAKE_NS;
+	while (taken < n) {
+		taken = 0;
+		for (unsigned int c = 0; c < n; c++)
+			taken += __atomic_load_n(&chs[c]->pending, __ATOMIC_ACQUIRE) == NULL;
+		if (taken == n)
+			break;
+		if (taken == 0 && gpu_wall_ns() > deadline) {
+			/* no lcore took it: taken back, nothing changed; else some did, and the others will */
+			for (unsigned int c = 0; c < n; c++) {
+				struct gpu_swap *mine = swaps[c];
+
+				came_back[c] = __atomic_compare_exchange_n(&chs[c]->pending, &mine, NULL, false,
+									   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+				back += came_back[c];
+			}
+			if (back == n) {
+				for (unsigned int c = 0; c < n; c++) {
+					gpu_swap_free(swaps[c], &unused);
+					rte_free(swaps[c]);
+				}
+				gpu_version_free(gm);
+				snprintf(why, cap, "no polling lcore took the new version within %llu s (lcore %u first)",
+					 GPU_RELOAD_TAKE_NS / 1000000000ull, chs[0]->lcore->lcore_id);
+				return -ETIMEDOUT;
+			}
+			/* one was taken meanwhile: the rest go back out, and this waits for them too */
+			for (unsigned int c = 0; c < n; c++)
+				if (came_back[c])
+					__atomic_store_n(&chs[c]->pending, swaps[c], __ATOMIC_RELEASE);
+			back = 0;
+			deadline = UINT64_MAX;
+		}
+		if (app_reloads_stopping()) {
+			/* what was not taken comes back; an lcore that took it runs it until the model goes */
+			for (unsigned int c = 0; c < n; c++) {
+				struct gpu_swap *mine = swaps[c];
+
+				if (__atomic_compare_exchange_n(&chs[c]->pending, &mine, NULL, false, __ATOMIC_ACQ_REL,
+								__ATOMIC_ACQUIRE)) {
+					gpu_swap_free(swaps[c], &unused);
+					rte_free(swaps[c]);
+					back++;
+				}
+			}
+			if (back == n) {
+				gpu_version_free(gm);
+			} else {
+				pthread_mutex_lock(&g_gpu_tel_lock);
+				gm->before = old;
+				m->priv = gm;
+				pthread_mutex_unlock(&g_gpu_tel_lock);
+			}
+			snprintf(why, cap, "the server is stopping");
+			return -ESHUTDOWN;
+		}
+		usleep(200);
+	}
+	/* switched: every batch launched from here on runs on the new version */
+	pthread_mutex_lock(&g_gpu_tel_lock);
+	gm->before = old;
+	m->priv = gm;
+	pthread_mutex_unlock(&g_gpu_tel_lock);
+	__atomic_store_n(&m->version, version, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->spec.version, version, __ATOMIC_RELEASE);
+	deadline = gpu_wall_ns() + GPU_RELOAD_DRAIN_NS;
+	for (unsigned int c = 0; c < n; c++) {
+		while (__atomic_load_n(&chs[c]->retired, __ATOMIC_ACQUIRE) == NULL) {
+			if (gpu_wall_ns() > deadline || app_reloads_stopping()) {
+				snprintf(why, cap, "version %u serves, but the old one still had launches in flight after %llu "
+					 "s: it is freed with the model", version, GPU_RELOAD_DRAIN_NS / 1000000000ull);
+				return 0;
+			}
+			usleep(200);
+		}
+	}
+	pthread_mutex_lock(&g_gpu_tel_lock);
+	for (unsigned int c = 0; c < n; c++) {
+		struct gpu_swap *done = chs[c]->retired;
+
+		gpu_swap_free(done, &chs[c]->freed);
+		rte_free(done);
+		__atomic_store_n(&chs[c]->retired, NULL, __ATOMIC_RELEASE);
+	}
+	gm->before = NULL;
+	gpu_version_free(old);
+	pthread_mutex_unlock(&g_gpu_tel_lock);
+	why[0] = '\0';
 	return 0;
 }
 
@@ -575,9 +901,11 @@ static void gpu_model_telemetry(const struct app_model *m, struct rte_tel_data *
 	rte_tel_data_add_dict_u64(d, "slots", m->cfg.slots);
 	rte_tel_data_add_dict_u64(d, "available", gpu_lost() ? 0 : 1);
 	rte_tel_data_add_dict_string(d, "precision", gpu_precision_name(m->cfg.precision));
+	pthread_mutex_lock(&g_gpu_tel_lock); /* a reload frees programs and executors under it */
 	rte_tel_data_add_dict_string(d, "layout", gpu_layout_name(gpu_of(m)->prog.compiled->layout));
 	rte_tel_data_add_dict_string(d, "launch_mode", gpu_launch_mode_name(m->cfg.launch_mode));
 	launches_telemetry(m, d);
+	pthread_mutex_unlock(&g_gpu_tel_lock);
 }
 
 /* /batchwire/gpu: the device the models with device = gpu run on, and whether it is healthy. */
@@ -630,6 +958,7 @@ const struct app_engine app_engine_gpu = {
 	.fini = gpu_fini,
 	.model_create = gpu_model_create,
 	.model_free = gpu_model_free,
+	.model_reload = gpu_model_reload,
 	.channel_init = gpu_channel_init,
 	.memory_register = gpu_memory_register,
 	.exec_stats = gpu_exec_stats,

@@ -292,7 +292,7 @@ static int model_reload(struct app_model *m, uint32_t pick, char *line, size_t c
 	if (m->engine->model_reload == NULL) {
 		snprintf(line, cap, "model '%s': not reloaded: %s", m->spec.name,
 			 app_model_is_echo(&m->cfg) ? "the built-in echo model has no versions"
-						    : "a device = gpu model cannot be reloaded yet; restart to change it");
+						    : "its engine cannot reload a model; restart to change it");
 		return -ENOTSUP;
 	}
 	ret = version_pick(m, pick, &version, file, sizeof(file), why, sizeof(why));
@@ -488,6 +488,6 @@ static int models_reload(const char *name, char *out, size_t cap)
 		return -ENOENT;
 	}
 	if (found == 0)
-		out_line(out, cap, off, "no model to reload (only echo and device = gpu models are configured)");
+		out_line(out, cap, off, "no model to reload (only the built-in echo model is configured)");
 	return ret;
 }

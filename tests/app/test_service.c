@@ -1563,8 +1563,6 @@ static void test_reload(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "the built-in echo model has no versions"));
 	CU_ASSERT_EQUAL(app_models_reload("nope", out, sizeof(out)), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "no model named 'nope'"));
-	CU_ASSERT_EQUAL(app_models_reload("mlpg", out, sizeof(out)), -ENOTSUP);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "a device = gpu model cannot be reloaded yet"));
 }
 
 /* 5b. The versions of a directory (Triton's layout) and the policy's choice; the tensors a new
@@ -1746,6 +1744,90 @@ static void test_versions_served(void)
 	CU_ASSERT_EQUAL(version_link(1), 0);
 }
 
+/* Runs the poller named name until cond holds or T_WAIT_US passes. \return cond's last value. */
+static bool poller_run_until(const char *name, bool (*cond)(void))
+{
+	uint64_t end = plat_tsc_now() + plat_us_to_tsc(T_WAIT_US);
+
+	while (!cond() && plat_tsc_now() < end) {
+		for (unsigned int i = 0; i < g_nb_pollers; i++)
+			if (strcmp(g_pollers[i].name, name) == 0)
+				g_pollers[i].poll(g_pollers[i].arg);
+	}
+	return cond();
+}
+
+static bool gpu_one_in_flight(void)
+{
+	return gpu_executor_in_flight(gpu_channel_of(g_id_gpu)->gpu) == 1;
+}
+
+static bool gpu_swap_published(void)
+{
+	return __atomic_load_n(&gpu_channel_of(g_id_gpu)->pending, __ATOMIC_ACQUIRE) != NULL;
+}
+
+/*
+ * 5e. A GPU model reloaded (its file again) with a batch in flight on the old version: the reload
+ * thread compiles and loads the new program and makes this lcore's executor of it; the lcore takes
+ * it at its next poll, finishes the old one's launch (answered with the runtime's logits), hands
+ * the old one back, and the next batch runs on the new one. The launch counters carry over.
+ */
+static void test_gpu_reload(void)
+{
+	static float a[MLP_IN], b[MLP_IN], ref_a[MLP_OUT], ref_b[MLP_OUT];
+	const float *rows_a[1] = { a }, *rows_b[1] = { b };
+	struct gpu_channel *gc = gpu_channel_of(g_id_gpu);
+	struct app_model *m = g_svc.models[g_id_gpu];
+	struct gpu_executor *before = gc->gpu;
+	const struct gpu_model *prog_before = gpu_of(m);
+	struct reload_run r = { .name = "mlpg" };
+	struct gpu_executor_stats es;
+	struct frame *fa, *fb;
+	pthread_t t;
+
+	NEED_SERVICE();
+	rows_fill(a, MLP_IN, 91);
+	rows_fill(b, MLP_IN, 92);
+	ref_run(&g_ref_mlp, 1, rows_a, ref_a);
+	ref_run(&g_ref_mlp, 1, rows_b, ref_b);
+	gpu_executor_stats(before, &es);
+	fa = infer_rows_add(g_id_gpu, 1, a);
+	inject(fa);
+	rx_once();
+	/* its window closes and it launches; its completion is not polled yet */
+	CU_ASSERT_FATAL(poller_run_until("batch_windows", gpu_one_in_flight));
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, reload_run_thread, &r) == 0);
+	while (!gpu_swap_published() && !__atomic_load_n(&r.done, __ATOMIC_ACQUIRE))
+		usleep(100);
+	CU_ASSERT_FATAL(gpu_swap_published());
+	CU_ASSERT_PTR_EQUAL(gc->gpu, before); /* nothing changes on the lcore until it polls */
+	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
+		pollers_turn();
+		tx_take();
+	}
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(r.ret, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "model 'mlpg': version 1 serves (from "));
+	CU_ASSERT(gc->gpu != NULL && gc->gpu != before);
+	CU_ASSERT(gc->pending == NULL && gc->draining == NULL && gc->retired == NULL);
+	CU_ASSERT(gpu_of(m) != prog_before && gpu_of(m)->before == NULL && gpu_of(m)->graph_spec != NULL);
+	CU_ASSERT_EQUAL(m->reloads, 1);
+	/* the old version's launch, delivered by the old executor before it went */
+	CU_ASSERT_EQUAL(gc->freed.launched, es.launched + 1);
+	CU_ASSERT_EQUAL(gc->freed.completed, es.completed + 1);
+	CU_ASSERT_FATAL(replies_wait(1));
+	LOGITS_NEAR(fa, 1, ref_a);
+	replies_free();
+	fb = infer_rows_add(g_id_gpu, 1, b);
+	inject_all();
+	CU_ASSERT_FATAL(replies_wait(1));
+	LOGITS_NEAR(fb, 1, ref_b);
+	gpu_executor_stats(gc->gpu, &es);
+	CU_ASSERT_EQUAL(es.launched, 1);
+	CU_ASSERT_EQUAL(gpu_executor_in_flight(gc->gpu), 0);
+}
+
 /* 6. Drain, and the books balance: every request answered, nothing queued or in flight. */
 static void test_drain_balance(void)
 {
@@ -1875,6 +1957,7 @@ static CU_TestInfo g_serve_tests[] = {
 	{ "GPU (fake): rows 1,2 padded to 4, gathered from and scattered into the mbufs", test_gpu_padded },
 	{ "GPU (fake): two models on one lcore, a stream each, both answered", test_gpu_two_models },
 	{ "GPU (fake): a refused launch fails its batch INTERNAL, the next one is served", test_gpu_launch_refused },
+	{ "GPU (fake): reloaded with a batch in flight, the old executor drained, the next on the new", test_gpu_reload },
 	{ "GPU (fake): the device lost, its model UNAVAILABLE, the CPU models served", test_gpu_lost },
 	{ "drain: nothing left, the counters balance", test_drain_balance },
 	CU_TEST_INFO_NULL,

@@ -10,6 +10,8 @@
 #   - 3 clients at once on mlpg (batches of several requests, padded);
 #   - /batchwire/gpu (healthy, regions registered) and /batchwire/model,mlpg balance: every batch
 #     launched, completed, none failed or in flight;
+#   - mlpg reloaded (telemetry) while 3 clients send: every request answered, a reply after it
+#     bwrun's, the launch counters carried over the executors the reload replaced;
 #   - SIGTERM stops it with exit 0.
 # First, without namespaces: with the CUDA module and no device (these machines), start-up stops with
 # exit 1 and one line saying why, before serving anything (BW_EXPECT_GPU=1 on a host with a GPU skips
@@ -130,6 +132,39 @@ print(f"  mlpg: batch sizes {m['sizes']}, padding rows {m['padding_rows']}, laun
       f"{m['exec_compute_us']} us over {m['batches']} batches (the fake runs on the CPU: not a timing)")
 ok &= any(int(size) > 1 for size in m["sizes"])
 sys.exit(0 if ok else 1)
+PY
+
+echo "== a reload of mlpg (its file again) while 3 clients send to it"
+for c in 1 2 3; do
+	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlpg --count "$CLIENT_REQUESTS" --quiet \
+		>"$WORK/reload_client_$c.log" 2>&1 &
+done
+sleep 0.2
+out=$(bw_telemetry "/batchwire/reload,mlpg")
+echo "$out" | grep -q '"status": "ok"' || bw_fail "the GPU model's reload failed: $out"
+echo "  $(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["/batchwire/reload"]["lines"][0])')"
+wait $(jobs -p | grep -vx "$BW_DAEMON_PID")
+for c in 1 2 3; do
+	grep -q "ok=$CLIENT_REQUESTS errors=0 timeouts=0" "$WORK/reload_client_$c.log" ||
+		bw_fail "client $c lost requests during the reload: $(tail -n 1 "$WORK/reload_client_$c.log")"
+done
+echo "  3 clients, ${CLIENT_REQUESTS} requests each: every one answered OK across the reload"
+mkdir -p "$WORK/after"
+bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlpg --tensor "input=$WORK/in_0.npy" --quiet \
+	--output-dir "$WORK/after" >/dev/null 2>&1 || bw_fail "a request after the reload failed"
+echo "/batchwire/model,mlpg" | dpdk-telemetry.py -f "$BW_PREFIX" 2>/dev/null | grep -F '"/batchwire/model"' |
+	tail -n 1 >"$WORK/model.json"
+python3 - "$WORK" <<'PY' || bw_fail "after the reload: the reply or the counters are wrong"
+import json, sys, numpy as np
+work = sys.argv[1]
+ref = np.load(f"{work}/bwrun/logits.npy")[0]
+got = np.load(f"{work}/after/logits.npy")[0]
+err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+m = json.load(open(f"{work}/model.json"))["/batchwire/model"]
+print(f"  after it: a reply within {err:.2g} of bwrun's; reloads {m['reloads']}; launched {m['gpu_launched']}, "
+      f"completed {m['gpu_completed']} of {m['batches']} batches; in flight {m['gpu_in_flight']}")
+ok = err <= 1e-4 and m["reloads"] == 1 and m["gpu_launched"] == m["gpu_completed"] == m["batches"]
+sys.exit(0 if ok and m["gpu_in_flight"] == 0 and m["failed"] == 0 else 1)
 PY
 
 echo "== stopping batchwire (SIGTERM)"
