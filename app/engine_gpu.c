@@ -595,8 +595,7 @@ static struct gpu_model *gpu_version_load(struct app_model *m, const char *file,
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = rt_onnx_model_load(gm->graph_spec, m->spec.id, m->spec.name, file, RT_DEVICE_GPU, NULL, NULL, why,
-					 cap);
+	ret = rt_onnx_model_load(gm->graph_spec, m->spec.id, m->spec.name, file, RT_DEVICE_GPU, NULL, NULL, why, cap);
 	if (ret == 0)
 		ret = app_model_signature_check(&m->spec, gm->graph_spec, why, cap);
 	for (unsigned int i = 0; ret == 0 && i < o->num_allowed_batch_sizes; i++)
