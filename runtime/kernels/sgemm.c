@@ -176,6 +176,42 @@ SG_TARGET static void pack_b_matrix(const struct rt_sg_b *b, int64_t k0, int64_t
 	}
 }
 
+/* Images side by side (rt_sg_gemm_images): column j of the GEMM is column j % cols of image j / cols. */
+struct sg_images {
+	int64_t cols;
+	int64_t x_stride, c_stride; /* floats from one image's B (C, z) to the next's */
+};
+
+/* pack_b_matrix's panels over images side by side: a panel's columns may come from two images. */
+SG_TARGET static void pack_b_images(const struct rt_sg_b *b, const struct sg_images *im, int64_t k0, int64_t kc,
+				    int64_t j0, int64_t nc, int64_t nr, float *bp)
+{
+	for (int64_t j = 0; j < nc; j += nr, bp += kc * nr) {
+		int64_t w = nc - j < nr ? nc - j : nr;
+
+		for (int64_t done = 0; done < nr;) {
+			int64_t col = j0 + j + done, cc = col % im->cols, len;
+			const float *src;
+
+			if (done >= w) {
+				for (int64_t kk = 0; kk < kc; kk++)
+					for (int64_t jj = done; jj < nr; jj++)
+						bp[kk * nr + jj] = 0.0f;
+				break;
+			}
+			len = im->cols - cc < w - done ? im->cols - cc : w - done;
+			src = b->x + (col / im->cols) * im->x_stride + k0 * b->ldb + cc;
+			for (int64_t kk = 0; kk < kc; kk++, src += b->ldb) {
+				float *d = bp + kk * nr + done;
+
+				for (int64_t jj = 0; jj < len; jj++)
+					d[jj] = src[jj];
+			}
+			done += len;
+		}
+	}
+}
+
 #define PACK_RUNS_MAX 3 /* rows 3 or more columns wide: 8 lanes touch at most 3 of them */
 #define PACK_GROUP 16   /* columns the im2col packer makes at once */
 
@@ -816,8 +852,52 @@ SG512_TARGET static void pack_a_rows_8(const float *a, int64_t lda, int64_t m, i
 
 /* ---- the driver ---------------------------------------------------------------------------------- */
 
-void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c, int64_t ldc,
-		const struct rt_sg_epilogue *ep, float *bbuf)
+#define SG_TILE_MAX (SG512_MR * SG512_NR) /* the largest tile of any path */
+
+/*
+ * A tile of images side by side whose columns cross from one image into the next: C (and z) staged
+ * through buffers in the tile's own layout (ldc nr_p), the kernel run on them, C written back to
+ * each image's part. \param j  the tile's first column of the whole GEMM
+ */
+static void tile_across_images(const struct sg_path *sp, const struct sg_images *im, int64_t kc, const float *a,
+			       const float *b, float *c, const float *z, int64_t i, int64_t j, int64_t mr, int64_t nr,
+			       struct tile_out *t)
+{
+	float ct[SG_TILE_MAX] __attribute__((aligned(64))), zt[SG_TILE_MAX] __attribute__((aligned(64)));
+	int64_t nr_p = sp->nr;
+
+	for (int pass = 0; pass < 3; pass++) {
+		/* 0: C and z into the buffers; (the kernel between); 2: the buffer back into C */
+		if (pass == 1) {
+			if (t->z != NULL)
+				t->z = zt;
+			sp->kernel(kc, a, b, ct, nr_p, mr, nr, t);
+			continue;
+		}
+		for (int64_t off = 0; off < nr;) {
+			int64_t col = j + off, cc = col % im->cols, len = im->cols - cc < nr - off ? im->cols - cc : nr - off;
+			int64_t at = (col / im->cols) * im->c_stride + i * im->cols + cc;
+
+			for (int64_t r = 0; r < mr; r++) {
+				float *cr = c + at + r * im->cols, *tr = ct + r * nr_p + off;
+
+				if (pass == 2) {
+					memcpy(cr, tr, (size_t)len * sizeof(float));
+					continue;
+				}
+				if (!t->first)
+					memcpy(tr, cr, (size_t)len * sizeof(float));
+				if (t->z != NULL && t->last)
+					memcpy(zt + r * nr_p + off, z + at + r * im->cols, (size_t)len * sizeof(float));
+			}
+			off += len;
+		}
+	}
+}
+
+/* rt_sg_gemm over one matrix (im NULL) or images side by side (ldc: each image's cols). */
+static void sg_gemm_run(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b,
+			const struct sg_images *im, float *c, int64_t ldc, const struct rt_sg_epilogue *ep, float *bbuf)
 {
 	const struct sg_path *sp = sg_path();
 	int64_t mr_p = sp->mr, nr_p = sp->nr, mp = panels(sp, m), kcb = k_block(sp, k), ib = RT_SG_MC / mr_p;
@@ -831,7 +911,9 @@ void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct r
 			int64_t kc = k - k0 < kcb ? k - k0 : kcb;
 			const float *apk = ap + k0 * mp * mr_p;
 
-			if (kc > 0)
+			if (kc > 0 && im != NULL)
+				pack_b_images(b, im, k0, kc, j0, nc, nr_p, bbuf);
+			else if (kc > 0)
 				(b->conv != NULL ? pack_b_im2col : pack_b_matrix)(b, k0, kc, j0, nc, nr_p, bbuf);
 			for (int64_t i0 = 0; i0 < mp; i0 += ib) {
 				int64_t iend = i0 + ib < mp ? i0 + ib : mp;
@@ -847,9 +929,23 @@ void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct r
 							.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
 							.z = ep->z != NULL ? ep->z + i * ldc + j : NULL,
 						};
+						int64_t at = i * ldc + j;
 
-						sp->kernel(kc, apk + ip * kc * mr_p, bbuf + jp * kc * nr_p, c + i * ldc + j, ldc,
-							   mr, nr, &t);
+						if (im != NULL) {
+							int64_t cc = j % im->cols;
+
+							if (cc + nr > im->cols) {
+								t.z = ep->z;
+								tile_across_images(sp, im, kc, apk + ip * kc * mr_p,
+										   bbuf + jp * kc * nr_p, c, ep->z, i, j, mr,
+										   nr, &t);
+								continue;
+							}
+							at = (j / im->cols) * im->c_stride + i * ldc + cc;
+							t.z = ep->z != NULL ? ep->z + at : NULL;
+						}
+						sp->kernel(kc, apk + ip * kc * mr_p, bbuf + jp * kc * nr_p, c + at, ldc, mr, nr,
+							   &t);
 					}
 				}
 			}
@@ -857,6 +953,27 @@ void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct r
 				break;
 		}
 	}
+}
+
+void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c, int64_t ldc,
+		const struct rt_sg_epilogue *ep, float *bbuf)
+{
+	sg_gemm_run(m, n, k, ap, b, NULL, c, ldc, ep, bbuf);
+}
+
+void rt_sg_gemm_images(int64_t m, int64_t cols, int64_t images, int64_t k, const float *ap, const struct rt_sg_b *b,
+		       int64_t x_image_stride, float *c, int64_t c_image_stride, const struct rt_sg_epilogue *ep,
+		       float *bbuf)
+{
+	const struct sg_images im = { cols, x_image_stride, c_image_stride };
+
+	if (cols > 0)
+		sg_gemm_run(m, cols * images, k, ap, b, &im, c, cols, ep, bbuf);
+}
+
+int64_t rt_sg_tile_cols(void)
+{
+	return sg_path()->nr;
 }
 
 /* ---- the weights on the right: FusedGemm --------------------------------------------------------- */

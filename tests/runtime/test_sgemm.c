@@ -536,6 +536,69 @@ static void test_bf16_rounding(void)
 	}
 }
 
+/*
+ * Images side by side against rt_sg_gemm per image: the same sums in the same order, so equal bit
+ * for bit, for images whose columns cross tiles (49, 7, 33, 1, 100 against 16 or 32) with every
+ * epilogue, one k block and several; and nothing written between or past the images' outputs.
+ */
+static int check_images(int64_t m, int64_t cols, int64_t images, int64_t k, const struct rt_k_act_spec *act,
+			bool bias, bool z)
+{
+	const int64_t guard = 40, x_stride = k * cols + 5, c_stride = m * cols + guard; /* gaps between images */
+	float *w = rand_floats((size_t)(m * k)), *x = rand_floats((size_t)(images * x_stride));
+	float *zz = rand_floats((size_t)(images * c_stride)), *rb = rand_floats((size_t)m);
+	float *c = rand_floats((size_t)(images * c_stride + guard)), *ref = malloc(sizeof(float) * (size_t)(m * cols));
+	float *wp = rand_floats(rt_sg_packed_floats(m, k)), *scratch = rand_floats(rt_sg_scratch_floats(images * cols, k));
+	float *before = malloc(sizeof(float) * (size_t)(images * c_stride + guard));
+	struct rt_sg_b src = { .x = x, .ldb = cols };
+	struct rt_sg_epilogue ep = { .row_bias = bias ? rb : NULL, .z = z ? zz : NULL, .act = *act };
+	int bad = 0;
+
+	CU_ASSERT_FATAL(ref != NULL && before != NULL);
+	memcpy(before, c, sizeof(float) * (size_t)(images * c_stride + guard));
+	rt_sg_pack_a(w, k, m, k, wp);
+	rt_sg_gemm_images(m, cols, images, k, wp, &src, x_stride, c, c_stride, &ep, scratch);
+	for (int64_t i = 0; i < images && bad == 0; i++) {
+		struct rt_sg_b one = { .x = x + i * x_stride, .ldb = cols };
+		struct rt_sg_epilogue ep1 = { .row_bias = ep.row_bias, .z = z ? zz + i * c_stride : NULL, .act = *act };
+
+		rt_sg_gemm(m, cols, k, wp, &one, ref, cols, &ep1, scratch);
+		if (memcmp(ref, c + i * c_stride, sizeof(float) * (size_t)(m * cols)) != 0) {
+			printf("\n  images side by side: m %lld cols %lld images %lld k %lld act %d: image %lld differs from "
+			       "rt_sg_gemm's\n", (long long)m, (long long)cols, (long long)images, (long long)k,
+			       (int)act->kind, (long long)i);
+			bad = 1;
+		}
+		if (memcmp(before + i * c_stride + m * cols, c + i * c_stride + m * cols, sizeof(float) * (size_t)guard)) {
+			printf("\n  images side by side: m %lld cols %lld images %lld k %lld: written past image %lld\n",
+			       (long long)m, (long long)cols, (long long)images, (long long)k, (long long)i);
+			bad = 1;
+		}
+	}
+	free(w), free(x), free(zz), free(rb), free(c), free(ref), free(wp), free(scratch), free(before);
+	return bad;
+}
+
+static void test_images(void)
+{
+	static const int64_t ms[] = { 1, 7, 8, 17, 64 };
+	static const int64_t cols[] = { 1, 7, 33, 49, 100 };
+	static const int64_t images[] = { 1, 2, 3, 8 };
+	static const int64_t ks[] = { 1, 64, 577 };
+	int bad = 0, n = 0;
+
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+		for (size_t j = 0; j < sizeof(cols) / sizeof(cols[0]); j++)
+			for (size_t b = 0; b < sizeof(images) / sizeof(images[0]); b++)
+				for (size_t l = 0; l < sizeof(ks) / sizeof(ks[0]); l++, n++)
+					bad += check_images(ms[i], cols[j], images[b], ks[l], &g_acts[n % NUM_ACTS], n % 2 == 0,
+							    n % 3 != 0);
+	/* ResNet-50's last stage at batch 8: 512 -> 2048 at 7 x 7 with the residual, and 2048 -> 512 */
+	bad += check_images(2048, 49, 8, 512, &g_acts[1], true, true);
+	bad += check_images(512, 49, 8, 2048, &g_acts[1], true, false);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 int main(void)
 {
 	int status = isa_level_check();
@@ -543,6 +606,7 @@ int main(void)
 		{"W.B: every tile and block remainder, each epilogue", test_apacked_edges},
 		{"W.B: ResNet-50's and Winograd's shapes", test_apacked_model_shapes},
 		{"W.B from an image: the convolution packer's geometries", test_conv_packer},
+		{"W.B over images side by side: rt_sg_gemm's per image, bit for bit", test_images},
 		{"A.W: every tile and block remainder, alpha, bias, each activation", test_bpacked_edges},
 		{"A.W: the transformer's and the MLP's shapes", test_bpacked_model_shapes},
 		{"bf16 A.W on AMX tiles: every remainder", test_bf16_edges},
