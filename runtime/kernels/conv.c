@@ -376,14 +376,14 @@ RT_K_INFER(fused_conv)
 }
 
 /*
- * A batch of 1x1 convolutions whose images leave the last tile of columns part empty (7 x 7 = 49
+ * A batch of convolutions whose images leave the last tile of columns part empty (7 x 7 = 49
  * outputs against tiles of 32: a quarter of ResNet-50's last stage computed on zeros) runs as one
  * GEMM with the images side by side, their columns filling each other's tiles. (A last tile of half
  * the columns wastes nothing: the kernels run it at half width.)
  */
 static bool conv_images_side_by_side(const struct conv_plan *p, bool bf16)
 {
-	return !bf16 && p->direct && p->group == 1 && p->n > 1 && p->out_size % (rt_sg_tile_cols() / 2) != 0;
+	return !bf16 && p->group == 1 && p->n > 1 && p->out_size % (rt_sg_tile_cols() / 2) != 0;
 }
 
 RT_K_SCRATCH(fused_conv)
@@ -405,8 +405,9 @@ RT_K_SCRATCH(fused_conv)
 		return rt_dc_scratch_bytes(&p.w, p.c);
 	if (rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
 		return rt_bf16_apacked_scratch_bytes(p.out_size, p.cg * p.ksize);
-	return rt_sg_scratch_floats(conv_images_side_by_side(&p, false) ? p.n * p.out_size : p.out_size,
-				    p.cg * p.ksize) * sizeof(float);
+	if (conv_images_side_by_side(&p, false))
+		return rt_sg_images_scratch_floats(p.out_size, p.n, p.cg * p.ksize) * sizeof(float);
+	return rt_sg_scratch_floats(p.out_size, p.cg * p.ksize) * sizeof(float);
 }
 
 /* Per image and group, one rt_sg_gemm: B packed from the image, the epilogue on the tiles. */
@@ -439,7 +440,7 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 	k = p.cg * p.ksize;
 	bf16 = rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
 	if (conv_images_side_by_side(&p, bf16)) {
-		struct rt_sg_b src = { .x = x, .ldb = p.in_size };
+		struct rt_sg_b src = { .x = x, .ldb = p.in_size, .conv = p.direct ? NULL : &p.w };
 		struct rt_sg_epilogue ep = { .row_bias = bias, .z = z, .act = *act };
 
 		rt_sg_gemm_images(p.m, p.out_size, p.n, k, wp, &src, p.c * p.in_size, y, p.m * p.out_size, &ep, bbuf);

@@ -528,6 +528,52 @@ SG_TARGET static void pack_b_im2col(const struct rt_sg_b *b, int64_t k0, int64_t
 	}
 }
 
+/*
+ * pack_b_im2col's panels over images side by side: the panels inside one image are packed from it
+ * in place, in one call (the packer sets up each of its kc rows once a call); one whose columns
+ * cross into the next image has each image's part packed into stage (one panel, zeros past the
+ * part) and its columns copied into place.
+ */
+static void pack_b_images_im2col(const struct rt_sg_b *b, const struct sg_images *im, int64_t k0, int64_t kc,
+				 int64_t j0, int64_t nc, int64_t nr, float *bp, float *stage)
+{
+	for (int64_t j = 0; j < nc;) {
+		int64_t w = nc - j < nr ? nc - j : nr, col = j0 + j, cc = col % im->cols;
+		int64_t whole = (im->cols - cc) / nr, left = (nc - j + nr - 1) / nr;
+		struct rt_sg_b one = *b;
+
+		one.x = b->x + (col / im->cols) * im->x_stride;
+		if (whole > 0 || cc + w <= im->cols) {
+			/* panels inside this image, up to its last whole one (or the block's end) */
+			int64_t p = whole < left ? whole : left, cols;
+
+			p = p > 0 ? p : 1;
+			cols = p * nr < nc - j ? p * nr : nc - j;
+			pack_b_im2col(&one, k0, kc, cc, cols, nr, bp);
+			j += p * nr;
+			bp += p * kc * nr;
+			continue;
+		}
+		for (int64_t done = 0; done < w;) {
+			int64_t len;
+
+			col = j0 + j + done;
+			cc = col % im->cols;
+			len = im->cols - cc < w - done ? im->cols - cc : w - done;
+			one.x = b->x + (col / im->cols) * im->x_stride;
+			pack_b_im2col(&one, k0, kc, cc, len, nr, stage);
+			for (int64_t kk = 0; kk < kc; kk++)
+				memcpy(bp + kk * nr + done, stage + kk * nr, (size_t)len * sizeof(float));
+			done += len;
+		}
+		for (int64_t kk = 0; kk < kc; kk++)
+			for (int64_t jj = w; jj < nr; jj++)
+				bp[kk * nr + jj] = 0.0f;
+		j += nr;
+		bp += kc * nr;
+	}
+}
+
 void rt_sg_pack_b_block(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr,
 			float *bp)
 {
@@ -911,7 +957,9 @@ static void sg_gemm_run(int64_t m, int64_t n, int64_t k, const float *ap, const 
 			int64_t kc = k - k0 < kcb ? k - k0 : kcb;
 			const float *apk = ap + k0 * mp * mr_p;
 
-			if (kc > 0 && im != NULL)
+			if (kc > 0 && im != NULL && b->conv != NULL)
+				pack_b_images_im2col(b, im, k0, kc, j0, nc, nr_p, bbuf, bbuf + rt_sg_scratch_floats(n, k));
+			else if (kc > 0 && im != NULL)
 				pack_b_images(b, im, k0, kc, j0, nc, nr_p, bbuf);
 			else if (kc > 0)
 				(b->conv != NULL ? pack_b_im2col : pack_b_matrix)(b, k0, kc, j0, nc, nr_p, bbuf);
@@ -969,6 +1017,13 @@ void rt_sg_gemm_images(int64_t m, int64_t cols, int64_t images, int64_t k, const
 
 	if (cols > 0)
 		sg_gemm_run(m, cols * images, k, ap, b, &im, c, cols, ep, bbuf);
+}
+
+size_t rt_sg_images_scratch_floats(int64_t cols, int64_t images, int64_t k)
+{
+	const struct sg_path *sp = sg_path();
+
+	return rt_sg_scratch_floats(cols * images, k) + (size_t)(k_block(sp, k) * sp->nr);
 }
 
 int64_t rt_sg_tile_cols(void)

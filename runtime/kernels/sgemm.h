@@ -73,16 +73,20 @@ void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct r
 		const struct rt_sg_epilogue *ep, float *bbuf);
 
 /**
- * C = epilogue(A . B) for images side by side: B is `images` row-major [k, cols] matrices (b->conv
- * NULL), image i's at b->x + i * x_image_stride, and C's (and the epilogue's z) at c + i *
- * c_image_stride, each [m, cols]. One GEMM of images * cols columns, so an image whose columns do not
- * fill the last tile (7 x 7 = 49 against 32 a tile) shares it with the next image's instead of
- * zeros; the sums are the same, in the same order, as rt_sg_gemm's per image. bbuf holds
- * rt_sg_scratch_floats(images * cols, k) floats. Allocates nothing.
+ * C = epilogue(A . B) for images side by side: B is `images` of what rt_sg_gemm takes (row-major
+ * [k, cols] matrices, or images of b->conv's geometry with cols outputs), image i's at b->x + i *
+ * x_image_stride, and C's (and the epilogue's z) at c + i * c_image_stride, each [m, cols]. One GEMM
+ * of images * cols columns, so an image whose columns do not fill the last tile (7 x 7 = 49 against
+ * 32 a tile) shares it with the next image's instead of zeros; the sums are the same, in the same
+ * order, as rt_sg_gemm's per image. bbuf holds rt_sg_images_scratch_floats(cols, images, k) floats.
+ * Allocates nothing.
  */
 void rt_sg_gemm_images(int64_t m, int64_t cols, int64_t images, int64_t k, const float *ap, const struct rt_sg_b *b,
 		       int64_t x_image_stride, float *c, int64_t c_image_stride, const struct rt_sg_epilogue *ep,
 		       float *bbuf);
+
+/** Floats of scratch rt_sg_gemm_images needs. */
+size_t rt_sg_images_scratch_floats(int64_t cols, int64_t images, int64_t k);
 
 /** Columns of B per micro-kernel tile on the path chosen (16 or 32). */
 int64_t rt_sg_tile_cols(void);

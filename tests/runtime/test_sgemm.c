@@ -541,16 +541,17 @@ static void test_bf16_rounding(void)
  * for bit, for images whose columns cross tiles (49, 7, 33, 1, 100 against 16 or 32) with every
  * epilogue, one k block and several; and nothing written between or past the images' outputs.
  */
-static int check_images(int64_t m, int64_t cols, int64_t images, int64_t k, const struct rt_k_act_spec *act,
-			bool bias, bool z)
+static int check_images_in(int64_t m, int64_t cols, int64_t images, int64_t k, const struct rt_k_act_spec *act,
+			   bool bias, bool z, const struct rt_k_window *win, int64_t in_floats)
 {
-	const int64_t guard = 40, x_stride = k * cols + 5, c_stride = m * cols + guard; /* gaps between images */
+	const int64_t guard = 40, x_stride = in_floats + 5, c_stride = m * cols + guard; /* gaps between images */
 	float *w = rand_floats((size_t)(m * k)), *x = rand_floats((size_t)(images * x_stride));
 	float *zz = rand_floats((size_t)(images * c_stride)), *rb = rand_floats((size_t)m);
 	float *c = rand_floats((size_t)(images * c_stride + guard)), *ref = malloc(sizeof(float) * (size_t)(m * cols));
-	float *wp = rand_floats(rt_sg_packed_floats(m, k)), *scratch = rand_floats(rt_sg_scratch_floats(images * cols, k));
+	float *wp = rand_floats(rt_sg_packed_floats(m, k));
+	float *scratch = rand_floats(rt_sg_images_scratch_floats(cols, images, k));
 	float *before = malloc(sizeof(float) * (size_t)(images * c_stride + guard));
-	struct rt_sg_b src = { .x = x, .ldb = cols };
+	struct rt_sg_b src = { .x = x, .ldb = win != NULL ? win->in[0] * win->in[1] : cols, .conv = win };
 	struct rt_sg_epilogue ep = { .row_bias = bias ? rb : NULL, .z = z ? zz : NULL, .act = *act };
 	int bad = 0;
 
@@ -559,7 +560,7 @@ static int check_images(int64_t m, int64_t cols, int64_t images, int64_t k, cons
 	rt_sg_pack_a(w, k, m, k, wp);
 	rt_sg_gemm_images(m, cols, images, k, wp, &src, x_stride, c, c_stride, &ep, scratch);
 	for (int64_t i = 0; i < images && bad == 0; i++) {
-		struct rt_sg_b one = { .x = x + i * x_stride, .ldb = cols };
+		struct rt_sg_b one = { .x = x + i * x_stride, .ldb = src.ldb, .conv = win };
 		struct rt_sg_epilogue ep1 = { .row_bias = ep.row_bias, .z = z ? zz + i * c_stride : NULL, .act = *act };
 
 		rt_sg_gemm(m, cols, k, wp, &one, ref, cols, &ep1, scratch);
@@ -579,6 +580,25 @@ static int check_images(int64_t m, int64_t cols, int64_t images, int64_t k, cons
 	return bad;
 }
 
+static int check_images(int64_t m, int64_t cols, int64_t images, int64_t k, const struct rt_k_act_spec *act,
+			bool bias, bool z)
+{
+	return check_images_in(m, cols, images, k, act, bias, z, NULL, k * cols);
+}
+
+/* Images of a convolution's geometry side by side (B packed through im2col). */
+static int check_images_conv(int64_t m, int64_t cin, int64_t h, int64_t kh, int64_t stride, int64_t pad,
+			     int64_t images, const struct rt_k_act_spec *act)
+{
+	struct rt_k_window win = { .nsp = 2 };
+	int64_t o = (h + 2 * pad - kh) / stride + 1;
+
+	win.in[0] = win.in[1] = h, win.out[0] = win.out[1] = o, win.kernel[0] = win.kernel[1] = kh;
+	win.stride[0] = win.stride[1] = stride, win.pad_begin[0] = win.pad_begin[1] = pad;
+	win.pad_end[0] = win.pad_end[1] = pad, win.dilation[0] = win.dilation[1] = 1;
+	return check_images_in(m, o * o, images, cin * kh * kh, act, true, images % 2 == 0, &win, cin * h * h);
+}
+
 static void test_images(void)
 {
 	static const int64_t ms[] = { 1, 7, 8, 17, 64 };
@@ -596,6 +616,13 @@ static void test_images(void)
 	/* ResNet-50's last stage at batch 8: 512 -> 2048 at 7 x 7 with the residual, and 2048 -> 512 */
 	bad += check_images(2048, 49, 8, 512, &g_acts[1], true, true);
 	bad += check_images(512, 49, 8, 2048, &g_acts[1], true, false);
+	/* through im2col: ResNet-50's strided convs into 7 x 7 and 14 x 14, odd sizes, "same" 3x3 */
+	bad += check_images_conv(64, 32, 14, 3, 2, 1, 4, &g_acts[1]);   /* 3x3 s2 -> 7x7 */
+	bad += check_images_conv(40, 48, 13, 1, 2, 0, 3, &g_acts[0]);   /* 1x1 s2 -> 7x7 */
+	bad += check_images_conv(17, 8, 28, 3, 2, 1, 2, &g_acts[2]);    /* 3x3 s2 -> 14x14 */
+	bad += check_images_conv(9, 5, 7, 3, 1, 1, 5, &g_acts[3]);      /* 3x3 s1 same: the masked packer */
+	bad += check_images_conv(33, 70, 9, 3, 2, 0, 8, &g_acts[4]);    /* k 630: three k blocks */
+	bad += check_images_conv(8, 3, 5, 5, 1, 2, 3, &g_acts[1]);      /* 25 columns: every panel crosses */
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
