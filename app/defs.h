@@ -142,7 +142,7 @@ struct app_model {
 
 /**
  * (hot) Which model serves version want of m (m the registered one): 0 names none, and gets the
- * highest served. eturn that model, or NULL when no version want is served.
+ * highest served. \return that model, or NULL when no version want is served.
  */
 static inline struct app_model *app_model_version(struct app_model *m, uint32_t want)
 {
@@ -165,7 +165,7 @@ static inline bool app_model_is_named(const struct app_model *m)
 	return m->served == NULL || m->served->member[0] == m;
 }
 
-/** The versions m (the registered one) serves, ascending, as "2, 3". eturn what snprintf does. */
+/** The versions m (the registered one) serves, ascending, as "2, 3". \return what snprintf does. */
 int app_model_versions_format(const struct app_model *m, char *buf, size_t cap);
 
 /* One model on one polling lcore. */
@@ -221,7 +221,10 @@ void app_lcores_stop(void);
 int app_version_resolve(const struct app_model_config *mc, const char *source, uint32_t *version, char *file,
 			size_t file_cap, char *why, size_t why_cap);
 
-/** The versions source holds, ascending (a file: 1). \return how many (at most max), or a negative errno. */
+/**
+ * The highest max versions source holds, ascending, whatever order its directory lists them in (a
+ * file: 1). \return how many (at most max), or a negative errno.
+ */
 int app_versions_list(const char *source, uint32_t *versions, unsigned int max);
 
 /** Whether a new version serves the same tensors as the model's (names, dtypes, shapes, index bounds).

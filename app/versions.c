@@ -63,17 +63,27 @@ int app_versions_list(const char *source, uint32_t *versions, unsigned int max)
 	d = opendir(source);
 	if (d == NULL)
 		return -errno;
-	while ((e = readdir(d)) != NULL && n < max) {
+	/* the highest max of them, whatever order the directory lists them in: kept ascending, the
+	 * lowest dropped when a higher one comes and the list is full */
+	while ((e = readdir(d)) != NULL) {
 		uint32_t v = entry_version(e->d_name);
+		unsigned int at;
 
-		if (v == 0)
+		if (v == 0 || max == 0 || (n == max && v <= versions[0]))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s/" APP_VERSION_FILE, source, e->d_name);
-		if (is_file(file))
-			versions[n++] = v;
+		if (!is_file(file))
+			continue;
+		if (n == max) {
+			memmove(versions, versions + 1, (size_t)(n - 1) * sizeof(*versions));
+			n--;
+		}
+		for (at = n; at > 0 && versions[at - 1] > v; at--)
+			versions[at] = versions[at - 1];
+		versions[at] = v;
+		n++;
 	}
 	closedir(d);
-	qsort(versions, n, sizeof(*versions), cmp_u32);
 	return (int)n;
 }
 
@@ -105,7 +115,10 @@ int app_version_resolve(const struct app_model_config *mc, const char *source, u
 		}
 		return 0;
 	}
-	for (int i = 0; i < n && off < sizeof(have); i++)
+	if (n > 8)
+		snprintf(have, sizeof(have), "%d versions from %u to %u%s", n, versions[0], versions[n - 1],
+			 n == APP_VERSIONS_MAX ? " and lower ones" : "");
+	for (int i = 0; n <= 8 && i < n && off < sizeof(have); i++)
 		off += (size_t)snprintf(have + off, sizeof(have) - off, "%s%u", i > 0 ? ", " : "", versions[i]);
 	if (n == 0) {
 		snprintf(why, why_cap, "%s holds no version: expected subdirectories 1, 2, ... each with "
@@ -115,11 +128,11 @@ int app_version_resolve(const struct app_model_config *mc, const char *source, u
 	if (want == 0) {
 		*version = versions[n - 1];
 	} else {
-		int i = 0;
+		char path[APP_PATH_MAX + 32];
 
-		while (i < n && versions[i] != want)
-			i++;
-		if (i == n) {
+		/* looked for itself: the list holds the highest APP_VERSIONS_MAX only */
+		snprintf(path, sizeof(path), "%s/%u/" APP_VERSION_FILE, source, want);
+		if (!is_file(path)) {
 			snprintf(why, why_cap, "version_policy specific %u: %s has no %u/" APP_VERSION_FILE " (it has %s)",
 				 want, source, want, have);
 			return -ENOENT;

@@ -1612,6 +1612,44 @@ static void test_versions(void)
 	}
 	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "holds no version"));
+
+	/* more versions than a list holds (made in an order of their own): the highest kept, ascending;
+	 * latest the highest; specific N found below them too */
+	{
+		uint32_t many[APP_VERSIONS_MAX];
+		const unsigned int count = APP_VERSIONS_MAX + 6;
+
+		for (unsigned int i = 0; i < count; i++) {
+			unsigned int ver = (i * 37) % count + 1; /* 37 is prime to 70: each of 1..70 once */
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%u", dir, ver);
+			CU_ASSERT_FATAL(mkdir(path, 0700) == 0);
+			snprintf(path, sizeof(path), "%s/%u/model.onnx", dir, ver);
+			f = fopen(path, "w");
+			CU_ASSERT_FATAL(f != NULL);
+			fclose(f);
+		}
+		CU_ASSERT_EQUAL(app_versions_list(dir, many, APP_VERSIONS_MAX), APP_VERSIONS_MAX);
+		for (unsigned int i = 0; i < APP_VERSIONS_MAX; i++)
+			CU_ASSERT_EQUAL(many[i], count - APP_VERSIONS_MAX + 1 + i);
+		mc.version_specific = 0;
+		CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(v, count);
+		mc.version_specific = 3;
+		CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(v, 3);
+		mc.version_specific = count + 1;
+		CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, "has no 71/model.onnx (it has 64 versions from 7 to 70 and lower ones)"));
+		mc.version_specific = 0;
+		for (unsigned int ver = 1; ver <= count; ver++) {
+			snprintf(path, sizeof(path), "%s/%u/model.onnx", dir, ver);
+			unlink(path);
+			snprintf(path, sizeof(path), "%s/%u", dir, ver);
+			rmdir(path);
+		}
+	}
 	rmdir(dir);
 
 	CU_ASSERT_EQUAL(app_model_signature_check(&served, &fresh, why, sizeof(why)), 0);
