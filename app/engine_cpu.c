@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_lcore.h>
@@ -551,15 +550,7 @@ static int cpu_model_create(struct app_model *m, FILE *err)
 
 /* ---- reload ------------------------------------------------------------------------------------- */
 
-#define CPU_RELOAD_WAIT_NS (30ull * 1000000000ull) /* for the owner to switch, the old version to drain */
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#define CPU_RELOAD_WAIT_S 30ull /* for the owner to switch, the old version to drain */
 
 /*
  * On the reload thread (app_models_reload): the new version made beside the live one, published
@@ -579,9 +570,9 @@ static int cpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 		return -errno;
 	load_report(m, v, &rep, file);
 	__atomic_store_n(&cm->pending, v, __ATOMIC_RELEASE);
-	deadline = wall_ns() + CPU_RELOAD_WAIT_NS;
+	deadline = plat_tsc_now() + plat_us_to_tsc(CPU_RELOAD_WAIT_S * 1000000ull);
 	while (__atomic_load_n(&cm->pending, __ATOMIC_ACQUIRE) != NULL) {
-		if (wall_ns() > deadline || app_reloads_stopping()) {
+		if (plat_tsc_now() > deadline || app_reloads_stopping()) {
 			struct cpu_version *mine = v;
 
 			/* the owner never came: take it back, unless it is taking it now */
@@ -590,7 +581,7 @@ static int cpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 				version_free(v);
 				snprintf(why, cap, app_reloads_stopping() ? "the server is stopping" :
 					 "the model's owner worker (lcore %u) did not take the new version within %llu s",
-					 m->cfg.workers[0], CPU_RELOAD_WAIT_NS / 1000000000ull);
+					 m->cfg.workers[0], CPU_RELOAD_WAIT_S);
 				return -ETIMEDOUT;
 			}
 		}
@@ -600,16 +591,16 @@ static int cpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 	__atomic_store_n(&m->version, version, __ATOMIC_RELEASE);
 	__atomic_store_n(&m->spec.version, version, __ATOMIC_RELEASE);
 	while ((done = __atomic_load_n(&cm->retired, __ATOMIC_ACQUIRE)) == NULL) {
-		if (wall_ns() > deadline || app_reloads_stopping()) {
+		if (plat_tsc_now() > deadline || app_reloads_stopping()) {
 			snprintf(why, cap, "version %u serves, but the old one still had batches in flight after %llu s: "
-				 "it is freed with the model", version, CPU_RELOAD_WAIT_NS / 1000000000ull);
+				 "it is freed with the model", version, CPU_RELOAD_WAIT_S);
 			return 0;
 		}
 		usleep(200);
 	}
 	token = rte_rcu_qsbr_start(cm->qsbr);
 	while (rte_rcu_qsbr_check(cm->qsbr, token, false) == 0) {
-		if (wall_ns() > deadline || app_reloads_stopping()) {
+		if (plat_tsc_now() > deadline || app_reloads_stopping()) {
 			snprintf(why, cap, "version %u serves; a worker did not poll since the switch, so the old "
 				 "version is freed with the model", version);
 			return 0;

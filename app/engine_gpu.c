@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_lcore.h>
@@ -548,16 +547,8 @@ static int gpu_model_create(struct app_model *m, FILE *err)
 
 /* ---- reloads ------------------------------------------------------------------------------------ */
 
-#define GPU_RELOAD_TAKE_NS (10ull * 1000000000ull)  /* the lcores' taking the new version, at most */
-#define GPU_RELOAD_DRAIN_NS (30ull * 1000000000ull) /* the old version's last launches, at most */
-
-static uint64_t gpu_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#define GPU_RELOAD_TAKE_S 10ull  /* the lcores' taking the new version, at most */
+#define GPU_RELOAD_DRAIN_S 30ull /* the old version's last launches, at most */
 
 /* The polling lcores' channels of m whose executor runs (every polling lcore's, once serving). */
 static unsigned int gpu_channels_of(const struct app_model *m, struct gpu_channel **chs)
@@ -667,14 +658,14 @@ static int gpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 	/* published at once: each lcore takes its own at its next batch or poll */
 	for (unsigned int c = 0; c < n; c++)
 		__atomic_store_n(&chs[c]->pending, swaps[c], __ATOMIC_RELEASE);
-	deadline = gpu_wall_ns() + GPU_RELOAD_TAKE_NS;
+	deadline = plat_tsc_now() + plat_us_to_tsc(GPU_RELOAD_TAKE_S * 1000000ull);
 	while (taken < n) {
 		taken = 0;
 		for (unsigned int c = 0; c < n; c++)
 			taken += __atomic_load_n(&chs[c]->pending, __ATOMIC_ACQUIRE) == NULL;
 		if (taken == n)
 			break;
-		if (taken == 0 && gpu_wall_ns() > deadline) {
+		if (taken == 0 && plat_tsc_now() > deadline) {
 			/* no lcore took it: taken back, nothing changed; else some did, and the others will */
 			for (unsigned int c = 0; c < n; c++) {
 				struct gpu_swap *mine = swaps[c];
@@ -690,7 +681,7 @@ static int gpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 				}
 				gpu_version_free(gm);
 				snprintf(why, cap, "no polling lcore took the new version within %llu s (lcore %u first)",
-					 GPU_RELOAD_TAKE_NS / 1000000000ull, chs[0]->lcore->lcore_id);
+					 GPU_RELOAD_TAKE_S, chs[0]->lcore->lcore_id);
 				return -ETIMEDOUT;
 			}
 			/* one was taken meanwhile: the rest go back out, and this waits for them too */
@@ -732,12 +723,12 @@ static int gpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 	pthread_mutex_unlock(&g_gpu_tel_lock);
 	__atomic_store_n(&m->version, version, __ATOMIC_RELEASE);
 	__atomic_store_n(&m->spec.version, version, __ATOMIC_RELEASE);
-	deadline = gpu_wall_ns() + GPU_RELOAD_DRAIN_NS;
+	deadline = plat_tsc_now() + plat_us_to_tsc(GPU_RELOAD_DRAIN_S * 1000000ull);
 	for (unsigned int c = 0; c < n; c++) {
 		while (__atomic_load_n(&chs[c]->retired, __ATOMIC_ACQUIRE) == NULL) {
-			if (gpu_wall_ns() > deadline || app_reloads_stopping()) {
+			if (plat_tsc_now() > deadline || app_reloads_stopping()) {
 				snprintf(why, cap, "version %u serves, but the old one still had launches in flight after %llu "
-					 "s: it is freed with the model", version, GPU_RELOAD_DRAIN_NS / 1000000000ull);
+					 "s: it is freed with the model", version, GPU_RELOAD_DRAIN_S);
 				return 0;
 			}
 			usleep(200);
