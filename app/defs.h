@@ -165,7 +165,10 @@ static inline bool app_model_is_named(const struct app_model *m)
 	return m->served == NULL || m->served->member[0] == m;
 }
 
-/** The versions m (the registered one) serves, ascending, as "2, 3". \return what snprintf does. */
+/** The versions m (the registered one) serves, ascending, into v (APP_VERSIONS_SERVED_MAX room). \return how many. */
+unsigned int app_model_versions(const struct app_model *m, uint32_t *v);
+
+/** The same as "2, 3". \return what snprintf does. */
 int app_model_versions_format(const struct app_model *m, char *buf, size_t cap);
 
 /* One model on one polling lcore. */
@@ -214,12 +217,12 @@ void app_lcores_stop(void);
 #define APP_VERSIONS_MAX 64 /* versions of a directory listed in telemetry and the repository index */
 
 /**
- * The version a model's configuration selects from source (a file: version 1; a directory: its
- * numbered subdirectories N holding model.onnx, Triton's layout, the highest for version_policy
- * latest, N for specific N): its number and file. \return 0, or a negative errno with why.
+ * Version want of source (a file: version 1; a directory: its numbered subdirectories N holding
+ * model.onnx, Triton's layout), want 0 naming the highest (version_policy latest; specific N: N):
+ * its number and file. \return 0, or a negative errno with why.
  */
-int app_version_resolve(const struct app_model_config *mc, const char *source, uint32_t *version, char *file,
-			size_t file_cap, char *why, size_t why_cap);
+int app_version_resolve(const char *source, uint32_t want, uint32_t *version, char *file, size_t file_cap, char *why,
+			size_t why_cap);
 
 /**
  * The highest max versions source holds, ascending, whatever order its directory lists them in (a

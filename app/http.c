@@ -379,12 +379,16 @@ static json_t *model_json(const struct app_model *named, const struct app_model 
 {
 	const struct rt_model *spec = &m->spec;
 	json_t *versions = json_array();
-	char served[64], *v, *save = NULL;
+	uint32_t served[APP_VERSIONS_SERVED_MAX];
+	unsigned int n = app_model_versions(named, served);
 
-	app_model_versions_format(named, served, sizeof(served));
-	for (v = strtok_r(served, ", ", &save); v != NULL; v = strtok_r(NULL, ", ", &save))
-		json_array_append_new(versions, json_string(strcmp(v, "0") == 0 ? "1" : v));
-	/* (echo has no versions, but KServe clients expect one listed: "1") */
+	for (unsigned int i = 0; i < n; i++) {
+		char v[16];
+
+		/* echo has no versions (0), but KServe clients expect one listed: "1" */
+		snprintf(v, sizeof(v), "%u", RTE_MAX(1u, served[i]));
+		json_array_append_new(versions, json_string(v));
+	}
 	return json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", spec->name, "versions", versions, "platform",
 			 m->engine->kind[0] == 'e' ? "batchwire_echo" : "onnx", "inputs",
 			 tensors_json(spec->inputs, spec->num_inputs, spec->max_batch_size > 0), "outputs",

@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -68,25 +67,12 @@ static void model_free(struct app_model *m)
 	rte_free(m);
 }
 
-/* A version chosen (pick != 0) rather than the policy's: that version's file of m->source. */
+/* Version pick of m's source, or (pick 0) the one its policy selects. */
 static int version_pick(const struct app_model *m, uint32_t pick, uint32_t *version, char *file, size_t file_cap,
 			char *why, size_t why_cap)
 {
-	struct app_model_config *one;
-	int ret;
-
-	if (pick == 0)
-		return app_version_resolve(&m->cfg, m->source, version, file, file_cap, why, why_cap);
-	one = malloc(sizeof(*one)); /* a model's configuration has a path or two: too large for a stack */
-	if (one == NULL) {
-		snprintf(why, why_cap, "out of memory");
-		return -ENOMEM;
-	}
-	*one = m->cfg;
-	one->version_specific = pick;
-	ret = app_version_resolve(one, m->source, version, file, file_cap, why, why_cap);
-	free(one);
-	return ret;
+	return app_version_resolve(m->source, pick != 0 ? pick : m->cfg.version_specific, version, file, file_cap, why,
+				   why_cap);
 }
 
 /* One model (pick 0: the version its policy selects; else version pick, a member of a set of versions

@@ -261,12 +261,13 @@ static void versions_add(const struct app_model *m, struct rte_tel_data *d)
 		return;
 	if (m->served != NULL) {
 		struct rte_tel_data *served = rte_tel_data_alloc();
+		uint32_t v[APP_VERSIONS_SERVED_MAX];
+		unsigned int n = app_model_versions(m, v);
 
 		if (served != NULL) {
 			rte_tel_data_start_array(served, RTE_TEL_U64_VAL);
-			for (unsigned int i = 0; i < m->served->nb; i++)
-				rte_tel_data_add_array_u64(served, __atomic_load_n(&m->served->member[i]->version,
-										__ATOMIC_ACQUIRE));
+			for (unsigned int i = 0; i < n; i++)
+				rte_tel_data_add_array_u64(served, v[i]);
 			if (rte_tel_data_add_dict_container(d, "versions_served", served, 0) != 0)
 				rte_tel_data_free(served);
 		}

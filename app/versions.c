@@ -87,10 +87,10 @@ int app_versions_list(const char *source, uint32_t *versions, unsigned int max)
 	return (int)n;
 }
 
-int app_version_resolve(const struct app_model_config *mc, const char *source, uint32_t *version, char *file,
-			size_t file_cap, char *why, size_t why_cap)
+int app_version_resolve(const char *source, uint32_t want, uint32_t *version, char *file, size_t file_cap, char *why,
+			size_t why_cap)
 {
-	uint32_t versions[APP_VERSIONS_MAX], want = mc->version_specific;
+	uint32_t versions[APP_VERSIONS_MAX];
 	char have[160] = "";
 	size_t off = 0;
 	int n = app_versions_list(source, versions, APP_VERSIONS_MAX);
@@ -197,19 +197,26 @@ int app_model_signature_check(const struct rt_model *served, const struct rt_mod
 	return ret;
 }
 
-int app_model_versions_format(const struct app_model *m, char *buf, size_t cap)
+unsigned int app_model_versions(const struct app_model *m, uint32_t *v)
 {
-	uint32_t v[APP_VERSIONS_SERVED_MAX];
 	unsigned int n = 0;
-	size_t off = 0;
 
 	if (m->served == NULL) {
 		v[n++] = __atomic_load_n(&m->version, __ATOMIC_ACQUIRE);
-	} else {
-		for (unsigned int i = 0; i < m->served->nb; i++)
-			v[n++] = __atomic_load_n(&m->served->member[i]->version, __ATOMIC_ACQUIRE);
-		qsort(v, n, sizeof(v[0]), cmp_u32);
+		return n;
 	}
+	for (unsigned int i = 0; i < m->served->nb; i++)
+		v[n++] = __atomic_load_n(&m->served->member[i]->version, __ATOMIC_ACQUIRE);
+	qsort(v, n, sizeof(v[0]), cmp_u32);
+	return n;
+}
+
+int app_model_versions_format(const struct app_model *m, char *buf, size_t cap)
+{
+	uint32_t v[APP_VERSIONS_SERVED_MAX];
+	unsigned int n = app_model_versions(m, v);
+	size_t off = 0;
+
 	if (cap > 0)
 		buf[0] = '\0';
 	for (unsigned int i = 0; i < n && off < cap; i++)
