@@ -275,6 +275,15 @@ static void rows_fill(float *rows, unsigned int n, uint32_t seed)
 	}
 }
 
+/* One MLP row from seed, and the runtime's batch-1 logits for it. */
+static void row_and_ref(float *row, float *ref, uint32_t seed)
+{
+	const float *rows[1] = { row };
+
+	rows_fill(row, MLP_IN, seed);
+	ref_run(&g_ref_mlp, 1, rows, ref);
+}
+
 /* ---- the port, the lcore and the service --------------------------------------------------------- */
 
 static struct rte_ring *g_rx_ring, *g_tx_ring;
@@ -850,10 +859,28 @@ static void test_setup(void)
 	} while (0)
 
 /* 1. MODEL_INFO by name. */
+/* MODEL_INFO for name, answered at RX (step 4: no poller but RX and a flush). \return its frame. */
+static struct frame *model_info_send(const char *name)
+{
+	static uint8_t name_padded[1024]; /* zeros after it: no reply larger than its request */
+	struct frame *f = &g_f[0];
+
+	memset(name_padded, 0, sizeof(name_padded));
+	snprintf((char *)name_padded, sizeof(name_padded), "%s", name);
+	msg_init(&g_m, BW_OP_MODEL_INFO, BW_MODEL_ID_ANY);
+	msg_body_set(&g_m, name_padded, sizeof(name_padded));
+	frame_msg(f, &g_m);
+	f_eth(f)->dst_addr = g_lc.mac;
+	g_nb_f = 1;
+	inject(f);
+	rx_once();
+	return f;
+}
+
 static void test_model_info(void)
 {
 	static const uint32_t sizes[] = { 1, 2, 4 };
-	struct frame *f = &g_f[0];
+	struct frame *f;
 	const struct bw_hdr *h;
 	struct bw_model_info info;
 	struct bw_tensor_desc d;
@@ -861,15 +888,7 @@ static void test_model_info(void)
 	uint32_t off, got_sizes[3];
 
 	NEED_SERVICE();
-	static const uint8_t name_padded[1024] = "mlp"; /* zeros after it: no reply larger than its request */
-
-	msg_init(&g_m, BW_OP_MODEL_INFO, BW_MODEL_ID_ANY);
-	msg_body_set(&g_m, name_padded, sizeof(name_padded));
-	frame_msg(f, &g_m);
-	f_eth(f)->dst_addr = g_lc.mac;
-	g_nb_f = 1;
-	inject(f);
-	rx_once(); /* answered at step 4: no poller but RX and a flush */
+	f = model_info_send("mlp");
 	h = REPLY(f, BW_STATUS_OK);
 	if (h == NULL)
 		return;
@@ -1340,15 +1359,12 @@ static void test_gpu_padded(void)
 static void test_gpu_two_models(void)
 {
 	static float a[MLP_IN], b[MLP_IN], ref_a[MLP_OUT], ref_b[MLP_OUT];
-	const float *rows_a[1] = { a }, *rows_b[1] = { b };
 	struct frame *fa, *fb;
 
 	NEED_SERVICE();
 	replies_free();
-	rows_fill(a, MLP_IN, 63);
-	rows_fill(b, MLP_IN, 64);
-	ref_run(&g_ref_mlp, 1, rows_a, ref_a);
-	ref_run(&g_ref_mlp, 1, rows_b, ref_b);
+	row_and_ref(a, ref_a, 63);
+	row_and_ref(b, ref_b, 64);
 	fa = infer_rows_add(g_id_gpu, 1, a);
 	fb = infer_rows_add(g_id_gpu2, 1, b);
 	inject_all();
@@ -1525,7 +1541,6 @@ static void reload_drive(struct reload_run *r)
 static void test_reload(void)
 {
 	static float a[MLP_IN], b[MLP_IN], ref_a[MLP_OUT], ref_b[MLP_OUT];
-	const float *rows_a[1] = { a }, *rows_b[1] = { b };
 	struct app_model *m = g_svc.models[g_id_mlp];
 	struct cpu_model *cm = cpu_of(m);
 	const struct cpu_version *before = cm->live;
@@ -1535,10 +1550,8 @@ static void test_reload(void)
 
 	NEED_SERVICE();
 	replies_free();
-	rows_fill(a, MLP_IN, 71);
-	rows_fill(b, MLP_IN, 72);
-	ref_run(&g_ref_mlp, 1, rows_a, ref_a);
-	ref_run(&g_ref_mlp, 1, rows_b, ref_b);
+	row_and_ref(a, ref_a, 71);
+	row_and_ref(b, ref_b, 72);
 	CU_ASSERT_EQUAL(m->version, 1);
 	fa = infer_rows_add(g_id_mlp, 1, a);
 	inject(fa);
@@ -1588,20 +1601,20 @@ static void test_versions(void)
 	}
 	CU_ASSERT_EQUAL(app_versions_list(dir, list, RTE_DIM(list)), 2);
 	CU_ASSERT(list[0] == 1 && list[1] == 3);
-	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(app_version_resolve(dir, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(v, 3);
 	snprintf(path, sizeof(path), "%s/3/model.onnx", dir);
 	CU_ASSERT_STRING_EQUAL(file, path);
 	mc.version_specific = 1;
-	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(app_version_resolve(dir, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(v, 1);
 	mc.version_specific = 2;
-	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+	CU_ASSERT_EQUAL(app_version_resolve(dir, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "has no 2/model.onnx (it has 1, 3)"));
 	/* one file is version 1, and only 1 */
-	CU_ASSERT_EQUAL(app_version_resolve(&mc, path, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+	CU_ASSERT_EQUAL(app_version_resolve(path, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
 	mc.version_specific = 0;
-	CU_ASSERT_EQUAL(app_version_resolve(&mc, path, &v, file, sizeof(file), why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(app_version_resolve(path, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(v, 1);
 	CU_ASSERT_EQUAL(app_versions_list(path, list, RTE_DIM(list)), 1);
 	for (unsigned int i = 0; i < RTE_DIM(entries); i++) {
@@ -1610,7 +1623,7 @@ static void test_versions(void)
 		snprintf(path, sizeof(path), "%s/%s", dir, entries[i]);
 		rmdir(path);
 	}
-	CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+	CU_ASSERT_EQUAL(app_version_resolve(dir, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "holds no version"));
 
 	/* more versions than a list holds (made in an order of their own): the highest kept, ascending;
@@ -1634,13 +1647,13 @@ static void test_versions(void)
 		for (unsigned int i = 0; i < APP_VERSIONS_MAX; i++)
 			CU_ASSERT_EQUAL(many[i], count - APP_VERSIONS_MAX + 1 + i);
 		mc.version_specific = 0;
-		CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(app_version_resolve(dir, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), 0);
 		CU_ASSERT_EQUAL(v, count);
 		mc.version_specific = 3;
-		CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(app_version_resolve(dir, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), 0);
 		CU_ASSERT_EQUAL(v, 3);
 		mc.version_specific = count + 1;
-		CU_ASSERT_EQUAL(app_version_resolve(&mc, dir, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
+		CU_ASSERT_EQUAL(app_version_resolve(dir, mc.version_specific, &v, file, sizeof(file), why, sizeof(why)), -ENOENT);
 		CU_ASSERT_PTR_NOT_NULL(strstr(why, "has no 71/model.onnx (it has 64 versions from 7 to 70 and lower ones)"));
 		mc.version_specific = 0;
 		for (unsigned int ver = 1; ver <= count; ver++) {
@@ -1668,18 +1681,10 @@ static void test_versions(void)
 /* MODEL_INFO of mlpv by name: the registered id, the version a request naming none gets. */
 static void versions_info_at(uint32_t version, const char *file, int line)
 {
-	static const uint8_t name_padded[1024] = "mlpv";
-	struct frame *f = &g_f[0];
+	struct frame *f = model_info_send("mlpv");
 	struct bw_model_info info;
 	const struct bw_hdr *h;
 
-	msg_init(&g_m, BW_OP_MODEL_INFO, BW_MODEL_ID_ANY);
-	msg_body_set(&g_m, name_padded, sizeof(name_padded));
-	frame_msg(f, &g_m);
-	f_eth(f)->dst_addr = g_lc.mac;
-	g_nb_f = 1;
-	inject(f);
-	rx_once();
 	h = reply_at(f, BW_STATUS_OK, file, line);
 	if (h == NULL)
 		return;
@@ -1694,11 +1699,9 @@ static void versions_info_at(uint32_t version, const char *file, int line)
 static void versioned_infer_at(uint32_t want, const char *file, int line)
 {
 	static float a[MLP_IN], ref[MLP_OUT];
-	const float *rows[1] = { a };
 	struct frame *f;
 
-	rows_fill(a, MLP_IN, 80 + want);
-	ref_run(&g_ref_mlp, 1, rows, ref);
+	row_and_ref(a, ref, 80 + want);
 	f = infer_rows_add(g_id_v2 | (want << BW_MODEL_ID_VERSION_SHIFT), 1, a);
 	inject_all();
 	t_check(replies_wait(1), file, line, "no reply to a request naming version %u", want);
@@ -1814,7 +1817,6 @@ static bool gpu_swap_published(void)
 static void test_gpu_reload(void)
 {
 	static float a[MLP_IN], b[MLP_IN], ref_a[MLP_OUT], ref_b[MLP_OUT];
-	const float *rows_a[1] = { a }, *rows_b[1] = { b };
 	struct gpu_channel *gc = gpu_channel_of(g_id_gpu);
 	struct app_model *m = g_svc.models[g_id_gpu];
 	struct gpu_executor *before = gc->gpu;
@@ -1825,10 +1827,8 @@ static void test_gpu_reload(void)
 	pthread_t t;
 
 	NEED_SERVICE();
-	rows_fill(a, MLP_IN, 91);
-	rows_fill(b, MLP_IN, 92);
-	ref_run(&g_ref_mlp, 1, rows_a, ref_a);
-	ref_run(&g_ref_mlp, 1, rows_b, ref_b);
+	row_and_ref(a, ref_a, 91);
+	row_and_ref(b, ref_b, 92);
 	gpu_executor_stats(before, &es);
 	fa = infer_rows_add(g_id_gpu, 1, a);
 	inject(fa);

@@ -63,12 +63,7 @@ start() {
 		--lcores "0@$cpu" --vdev "net_af_packet0,iface=$ifc,$BW_AF_PACKET_ARGS" -- --ip "$ip" --mtu "$BW_MTU" \
 		"${MODEL_ARGS[@]}" >"$log" 2>&1 &
 	LAST_PID=$!
-	for _ in $(seq 100); do
-		grep -q "serving on" "$log" && return 0
-		kill -0 "$LAST_PID" 2>/dev/null || bw_fail "$name exited during start-up: $(tail -n 3 "$log")"
-		sleep 0.2
-	done
-	bw_fail "$name did not start within 20 s"
+	bw_wait_serving "$LAST_PID" "$log" "$name"
 }
 # run COUNT OUT: bwcli over both hosts, in the background; sets RUN_PID
 run() {

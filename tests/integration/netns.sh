@@ -102,12 +102,18 @@ bw_daemon_start() {
 		--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- \
 		--ip "$BW_SERVER_IP" --mtu "$BW_MTU" "$@" >"$BW_LOG" 2>&1 &
 	BW_DAEMON_PID=$!
+	bw_wait_serving "$BW_DAEMON_PID" "$BW_LOG" batchwire
+}
+
+# bw_wait_serving PID LOG NAME: until LOG says "serving on" (20 s at most); fails if PID exits first.
+bw_wait_serving() {
+	local pid=$1 log=$2 name=$3
 	for _ in $(seq 1 100); do
-		grep -q "serving on" "$BW_LOG" && return 0
-		kill -0 "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire exited during start-up: $(tail -n 3 "$BW_LOG")"
+		grep -q "serving on" "$log" && return 0
+		kill -0 "$pid" 2>/dev/null || bw_fail "$name exited during start-up: $(tail -n 3 "$log")"
 		sleep 0.2
 	done
-	bw_fail "batchwire did not start within 20 s"
+	bw_fail "$name did not start within 20 s"
 }
 
 # Stops batchwire with SIGTERM and checks it exits 0 with its summary line.
