@@ -496,7 +496,7 @@ AMX_TARGET static inline void row_put(void *c, int64_t at, bool fp32, __mmask16 
 /*
  * Rows i.. (rows of them) of the block's accumulators into the pixels they are, columns j.. (cols
  * of them): alpha, bias, Z (one 64-byte load a row), the activation, one store a row (64 bytes in
- * bf16). Gelu, which rt_act16 does not do, runs over the block in acc before the stores.
+ * bf16). Gelu, which rt_act16 does not do, is rt_gelu16_bf16 on the same registers.
  */
 AMX_TARGET static void rows_store(float *acc, int64_t i, int64_t rows, int64_t j, int64_t cols,
 				  const struct rt_bf16_grid *grid, const struct rt_bf16_epilogue *ep, void *c)
@@ -527,21 +527,13 @@ AMX_TARGET static void rows_store(float *acc, int64_t i, int64_t rows, int64_t j
 						       _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(zz, 1)), 16)));
 		}
 		if (gelu) {
-			_mm512_store_ps(acc + r * BLOCK, v0);
-			_mm512_store_ps(acc + r * BLOCK + 16, v1);
-			continue;
+			v0 = rt_gelu16_bf16(v0);
+			v1 = rt_gelu16_bf16(v1);
+		} else {
+			v0 = rt_act16(v0, &ep->act);
+			v1 = rt_act16(v1, &ep->act);
 		}
-		row_put(c, at, ep->c_fp32, m0, m1, mc, rt_act16(v0, &ep->act), rt_act16(v1, &ep->act));
-	}
-	if (!gelu)
-		return;
-	rt_gelu_bf16(acc, rows * BLOCK);
-	for (int64_t r = 0; r < rows; r++) {
-		int64_t px = dense ? i + r : grid_pixel(grid, i + r);
-
-		if (px >= 0)
-			row_put(c, px * ep->ldc + j, ep->c_fp32, m0, m1, mc, _mm512_load_ps(acc + r * BLOCK),
-				_mm512_load_ps(acc + r * BLOCK + 16));
+		row_put(c, at, ep->c_fp32, m0, m1, mc, v0, v1);
 	}
 }
 

@@ -71,14 +71,15 @@ static void test_gelu(void)
 }
 
 /*
- * The bf16 paths' GELU (act512.h: Abramowitz and Stegun's erf, |error| <= 1.5e-7, which 0.5 * x
- * scales by |x| / 2) against erf in double over [-10, 10], every tail length, and the specials.
+ * The bf16 paths' GELU (act512.h: x times a table of polynomials for Phi, absolute error 2e-7,
+ * relative 7.8e-5 in the tail above -4) against erf in double over [-10, 10], every tail length,
+ * and the specials.
  */
 __attribute__((target("avx512f"))) static void test_gelu_bf16(void)
 {
 	enum { N = 20001 };
 	static float x[N], y[N];
-	double worst = 0;
+	double worst = 0, tail = 0;
 
 	for (int i = 0; i < N; i++)
 		x[i] = -10.0f + 20.0f * (float)i / (N - 1);
@@ -88,9 +89,13 @@ __attribute__((target("avx512f"))) static void test_gelu_bf16(void)
 		double want = gelu_ref(x[i]), d = fabs(y[i] - want) / (fabs(want) + fabs(x[i]) * 1e-1 + 1e-30);
 
 		worst = d > worst ? d : worst;
+		if (x[i] >= -4.0f && x[i] < 0.0f && fabs(y[i] - want) / fabs(want) > tail)
+			tail = fabs(y[i] - want) / fabs(want);
 	}
-	printf("\n    gelu (bf16 paths): largest error %.3g of |gelu(x)| + |x| / 10\n", worst);
-	CU_ASSERT(worst < 2e-6);
+	printf("\n    gelu (bf16 paths): largest error %.3g of |gelu(x)| + |x| / 10, %.3g of gelu(x) in [-4, 0)\n",
+	       worst, tail);
+	CU_ASSERT(worst < 1e-6);
+	CU_ASSERT(tail < 2e-4); /* 2^-9, bf16's rounding, is 2e-3 */
 	for (int n = 1; n <= LEN_MAX; n++) { /* a tail leaves what follows it alone */
 		float v[LEN_MAX + 1];
 
