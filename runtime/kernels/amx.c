@@ -183,13 +183,16 @@ AMX_TARGET static void round_rows(const float *a, int64_t lda, int64_t i0, int64
 }
 
 /*
- * One 32 x 32 block of products into acc (32 x 32 fp32, row-major): A's two 16-row tiles from a0
- * and a1, rows a_stride bytes apart, the next 32 of k a_step values on; B's two 16-column VNNI
+ * One 32 x 32 block of products into acc (32 rows of fp32, ldacc apart): A's two 16-row tiles from
+ * a0 and a1, rows a_stride bytes apart, the next 32 of k a_step values on; B's two 16-column VNNI
  * tiles from b0 and b1, 1 KiB each, the next 32 of k a tile on.
  */
 AMX_TARGET static inline void tiles_2x2(const uint16_t *a0, const uint16_t *a1, int64_t a_step, int64_t a_stride,
-					const uint16_t *b0, const uint16_t *b1, int64_t kblocks, float *acc)
+					const uint16_t *b0, const uint16_t *b1, int64_t kblocks, float *acc,
+					int64_t ldacc)
 {
+	int64_t acc_stride = ldacc * (int64_t)sizeof(float);
+
 	_tile_zero(0);
 	_tile_zero(1);
 	_tile_zero(2);
@@ -204,10 +207,10 @@ AMX_TARGET static inline void tiles_2x2(const uint16_t *a0, const uint16_t *a1, 
 		_tile_dpbf16ps(2, 5, 6);
 		_tile_dpbf16ps(3, 5, 7);
 	}
-	_tile_stored(0, acc, BLOCK * sizeof(float));
-	_tile_stored(1, acc + 16, BLOCK * sizeof(float));
-	_tile_stored(2, acc + 16 * BLOCK, BLOCK * sizeof(float));
-	_tile_stored(3, acc + 16 * BLOCK + 16, BLOCK * sizeof(float));
+	_tile_stored(0, acc, acc_stride);
+	_tile_stored(1, acc + 16, acc_stride);
+	_tile_stored(2, acc + 16 * ldacc, acc_stride);
+	_tile_stored(3, acc + 16 * ldacc + 16, acc_stride);
 	__asm__ volatile("" ::: "memory"); /* acc was written behind the compiler's back */
 }
 
@@ -406,7 +409,7 @@ AMX_TARGET static inline void c_block(const uint16_t *a0, const uint16_t *bb, in
 {
 	/* W's tiles are contiguous like B's: the next k block a tile on, rows 64 bytes apart */
 	tiles_2x2(a0, a0 + kblocks * W_TILE_ELEMS, W_TILE_ELEMS, TILE_K * sizeof(uint16_t), bb,
-		  bb + kblocks * W_TILE_ELEMS, kblocks, acc);
+		  bb + kblocks * W_TILE_ELEMS, kblocks, acc, BLOCK);
 	block_store_rows(acc, rows, nc, c, ldc, row_bias, z, act);
 }
 
@@ -681,6 +684,88 @@ AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_row
 		}
 	}
 	rows_finish(&pending, n, grid, ep, c);
+	_tile_release();
+}
+
+/* ---- attention ----------------------------------------------------------------------------------- */
+
+/* The parts of rt_bf16_attention's scratch, each 64-byte aligned: Q's block rounded (32 x dp bf16),
+ * its scores (32 x np fp32), their exponentials (32 x np bf16), the rows' 1 / sum. */
+struct attn_scratch {
+	uint16_t *q, *p;
+	float *s, *inv;
+};
+
+static size_t attn_parts(int64_t n, int64_t d, void *base, struct attn_scratch *parts)
+{
+	size_t np = (size_t)round_up(n, BLOCK), dp = (size_t)round_up(d, TILE_K);
+	size_t q = BLOCK * dp * 2, s = BLOCK * np * 4, p = BLOCK * np * 2, inv = BLOCK * 4;
+
+	if (parts != NULL) {
+		parts->q = base;
+		parts->s = (float *)((char *)base + q);
+		parts->p = (uint16_t *)((char *)parts->s + s);
+		parts->inv = (float *)((char *)parts->p + p);
+	}
+	return q + s + p + inv; /* each a multiple of 64 */
+}
+
+size_t rt_bf16_attention_scratch_bytes(int64_t n, int64_t d)
+{
+	return attn_parts(n, d, NULL, NULL);
+}
+
+/*
+ * Per block of 32 query rows: the scores' tiles (2 x 2 per 32 keys, over d) stored straight into
+ * the fp32 scores, the softmax's exponentials rounded into the context's A, then per 32 columns of
+ * V the context's tiles over every key, each row scaled by its 1 / sum as it is stored. The last
+ * block's rows past m are zeros in Q's and P's blocks, so the tiles read only what was written.
+ */
+AMX_TARGET void rt_bf16_attention(const struct rt_bf16_attention *at, void *scratch)
+{
+	float acc[BLOCK * BLOCK] __attribute__((aligned(64)));
+	int64_t np = round_up(at->n, BLOCK), dp = round_up(at->d, TILE_K);
+	int64_t kb_s = dp / TILE_K, kb_c = np / TILE_K;
+	struct attn_scratch w;
+
+	if (at->m <= 0 || at->n <= 0 || at->dv <= 0)
+		return;
+	attn_parts(at->n, at->d, scratch, &w);
+	rows_config(TILE_ROWS, TILE_ROWS);
+	for (int64_t i = 0; i < at->m; i += BLOCK) {
+		int64_t rows = at->m - i < BLOCK ? at->m - i : BLOCK;
+
+		round_rows(at->q, at->ldq, i, rows, at->d, dp, w.q);
+		if (rows < BLOCK) {
+			memset(w.q + rows * dp, 0, (size_t)((BLOCK - rows) * dp) * sizeof(uint16_t));
+			memset(w.p + rows * np, 0, (size_t)((BLOCK - rows) * np) * sizeof(uint16_t));
+		}
+		__asm__ volatile("" ::: "memory"); /* the tile loads below name no memory */
+		for (int64_t j = 0; j < np; j += BLOCK) {
+			const uint16_t *b0 = at->k_tiles + (j / TILE_ROWS) * kb_s * W_TILE_ELEMS;
+
+			tiles_2x2(w.q, w.q + TILE_ROWS * dp, TILE_K, dp * (int64_t)sizeof(uint16_t), b0,
+				  b0 + kb_s * W_TILE_ELEMS, kb_s, w.s + j, np);
+		}
+		rt_bf16_softmax_rows(w.s, np, rows, at->n, at->alpha, at->mask, w.p, np, np, at->c_alpha, w.inv);
+		__asm__ volatile("" ::: "memory");
+		for (int64_t j = 0; j < at->dv; j += BLOCK) {
+			const uint16_t *b0 = at->v_tiles + (j / TILE_ROWS) * kb_c * W_TILE_ELEMS;
+			int64_t cols = at->dv - j < BLOCK ? at->dv - j : BLOCK;
+			__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
+			__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+
+			tiles_2x2(w.p, w.p + TILE_ROWS * np, TILE_K, np * (int64_t)sizeof(uint16_t), b0,
+				  b0 + kb_c * W_TILE_ELEMS, kb_c, acc, BLOCK);
+			for (int64_t r = 0; r < rows; r++) {
+				__m512 scale = _mm512_set1_ps(w.inv[r]);
+				float *y = at->y + (i + r) * at->ldy + j;
+
+				_mm512_mask_storeu_ps(y, m0, _mm512_mul_ps(_mm512_load_ps(acc + r * BLOCK), scale));
+				_mm512_mask_storeu_ps(y + 16, m1, _mm512_mul_ps(_mm512_load_ps(acc + r * BLOCK + 16), scale));
+			}
+		}
+	}
 	_tile_release();
 }
 

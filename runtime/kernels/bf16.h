@@ -126,6 +126,46 @@ void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const
 		       const uint16_t *wp, const struct rt_bf16_epilogue *ep, void *c);
 
 /** One image NCHW fp32 [c, hw] -> NHWC bf16 [hw, c], rounded to nearest even. At the amx level. */
+/* ---- attention on the tiles ------------------------------------------------------------------------ */
+
+/*
+ * One head of attention, y = softmax(alpha * Q . Kᵀ + mask) . V * c_alpha: m query rows of depth d,
+ * n keys, dv columns of V. K and V come packed as rt_bf16_pack_b_fast packs a B (Kᵀ: d x n; V:
+ * n x dv); Q is fp32, rounded here.
+ */
+struct rt_bf16_attention {
+	int64_t m, n, d, dv;
+	const float *q;          /* m rows of d, ldq apart */
+	int64_t ldq;
+	const uint16_t *k_tiles; /* Kᵀ, d x n */
+	const uint16_t *v_tiles; /* V, n x dv */
+	const float *mask;       /* n values added to every row of the scores, or NULL */
+	float alpha, c_alpha;    /* the scores' scale, the context's */
+	float *y;                /* m rows of dv, ldy apart */
+	int64_t ldy;
+};
+
+/**
+ * Attention's softmax for the tiles: for each of rows rows of x (ldx apart), s = alpha * x + mask
+ * (n values added to every row, or NULL) and e = exp(s - max s) over its n values; e rounded to
+ * bf16 into p (rows ldp apart, zeros from n to n_pad), and inv[r] = scale / sum(e): the division
+ * of ONNX's Softmax moved past the product with V, where it is one multiply a value of the context.
+ * vecmath_avx512.c's, with the vector math's exp; AVX512-BF16 only (the amx level).
+ */
+void rt_bf16_softmax_rows(const float *x, int64_t ldx, int64_t rows, int64_t n, float alpha, const float *mask,
+			  uint16_t *p, int64_t ldp, int64_t n_pad, float scale, float *inv);
+
+/** Scratch rt_bf16_attention needs for n keys of depth d (64-byte aligned). */
+size_t rt_bf16_attention_scratch_bytes(int64_t n, int64_t d);
+
+/**
+ * The head 32 query rows at a time, each block's scores, softmax and context in L1: the scores of
+ * 32 rows go from the tiles to fp32 scratch, rt_bf16_softmax_rows makes their exponentials the
+ * bf16 A of the context's product, whose epilogue applies each row's 1 / sum. Nothing of the scores
+ * reaches the arena; allocates nothing, makes no system call.
+ */
+void rt_bf16_attention(const struct rt_bf16_attention *at, void *scratch);
+
 void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint16_t *y);
 
 /** One image NHWC bf16 [hw, c] -> NCHW fp32 [c, hw] (exact). At the amx level. */

@@ -740,12 +740,21 @@ static struct fmm_at fmm_offsets(const struct fmm_plan *p, const int64_t *idx)
 	return at;
 }
 
+/* B's strides along k and n (elements), as a plan's view gives them. */
+static void fmm_b_strides(const struct fmm_plan *p, int64_t *ks, int64_t *ns)
+{
+	*ks = p->b.strides[p->b.rank - 2];
+	*ns = p->b.strides[p->b.rank - 1];
+}
+
 /* One product: y (rows ldc apart) = alpha * a . b (+ row in every row), as how says. */
 static void fmm_product(const struct fmm_plan *p, enum fmm_how how, const float *a, const float *b, const float *row,
 			float *y, int64_t ldc, void *scratch)
 {
 	static const struct rt_k_act_spec none = { .kind = RT_K_ACT_NONE };
-	int64_t bks = p->b.strides[p->b.rank - 2], bns = p->b.strides[p->b.rank - 1];
+	int64_t bks, bns;
+
+	fmm_b_strides(p, &bks, &bns);
 
 	switch (how) {
 	case FMM_BF16:
@@ -872,6 +881,12 @@ RT_K_INFER(fused_attention)
 	return 0;
 }
 
+/* Both products on AMX's tiles: the head in one rt_bf16_attention, K and V packed for it. */
+static bool fattn_tiles(const struct fattn_plan *p)
+{
+	return p->s_how == FMM_BF16 && p->c_how == FMM_BF16;
+}
+
 RT_K_SCRATCH(fused_attention)
 {
 	struct fattn_plan p;
@@ -880,9 +895,35 @@ RT_K_SCRATCH(fused_attention)
 
 	if (fattn_setup(node, inputs, &p, err, sizeof(err)) < 0)
 		return 0;
+	if (fattn_tiles(&p))
+		return fmm_bf16_b_bytes(&p.s) + fmm_bf16_b_bytes(&p.c) + rt_bf16_attention_scratch_bytes(p.s.n, p.s.k);
 	s = fmm_scratch_bytes(&p.s, p.s_how);
 	c = fmm_scratch_bytes(&p.c, p.c_how);
 	return p.s_bytes + (s > c ? s : c);
+}
+
+/* Each head: Kᵀ and V rounded into tiles, then rt_bf16_attention (scores, softmax, context). */
+static void fattn_run_tiles(const struct fattn_plan *p, const float *q, const float *k, const float *mask,
+			    const float *v, float *y, void *scratch)
+{
+	uint16_t *k_tiles = scratch, *v_tiles = (uint16_t *)((char *)scratch + fmm_bf16_b_bytes(&p->s));
+	void *work = (char *)v_tiles + fmm_bf16_b_bytes(&p->c);
+	int64_t idx[FMM_RANK_MAX - 2] = { 0 }, count = fmm_count(&p->s), sks, sns, cks, cns;
+
+	fmm_b_strides(&p->s, &sks, &sns);
+	fmm_b_strides(&p->c, &cks, &cns);
+	for (int64_t i = 0; i < count; i++, fmm_next(&p->s, idx)) {
+		struct fmm_at s = fmm_offsets(&p->s, idx), c = fmm_offsets(&p->c, idx);
+		struct rt_bf16_attention at = {
+			.m = p->s.m, .n = p->s.n, .d = p->s.k, .dv = p->c.n, .q = q + s.a, .ldq = p->s.lda,
+			.k_tiles = k_tiles, .v_tiles = v_tiles, .mask = mask != NULL ? mask + s.c : NULL,
+			.alpha = p->s.alpha, .c_alpha = p->c.alpha, .y = y + c.y, .ldy = p->c.ldc,
+		};
+
+		rt_bf16_pack_b_fast(k + s.b, sks, sns, p->s.k, p->s.n, k_tiles);
+		rt_bf16_pack_b_fast(v + c.b, cks, cns, p->c.k, p->c.n, v_tiles);
+		rt_bf16_attention(&at, work);
+	}
 }
 
 /*
@@ -903,6 +944,10 @@ RT_K_RUN(fused_attention)
 		return rc;
 	if (scratch == NULL)
 		return bw_err(err, err_cap, -EINVAL, "FusedAttention needs scratch memory and got none");
+	if (fattn_tiles(&p)) {
+		fattn_run_tiles(&p, q, k, mask, v, y, scratch);
+		return 0;
+	}
 	count = fmm_count(&p.s);
 	for (int64_t i = 0; i < count; i++, fmm_next(&p.s, idx)) {
 		struct fmm_at s = fmm_offsets(&p.s, idx), c = fmm_offsets(&p.c, idx);

@@ -537,6 +537,105 @@ static void test_bf16_rounding(void)
 }
 
 /*
+ * One head of attention on the tiles (rt_bf16_attention) against softmax(alpha * q . kᵀ + mask) . v
+ * * c_alpha in double from q, k and v rounded as the tiles take them: the exponentials' rounding to
+ * bf16 is what is left, 2^-9 of each product, so |error| <= 4e-3 * (sum of |p v|) + 1e-5. Rows and
+ * keys past every tile and block multiple, depths past 32, operands with strides wider than the
+ * row, and nothing written between y's rows.
+ */
+static int check_attention(int64_t m, int64_t n, int64_t d, int64_t dv, bool with_mask, float c_alpha)
+{
+	int64_t ldq = d + 3, ldk = d + 5, ldv = dv + 2, ldy = dv + 7;
+	float *q = rand_floats((size_t)(m * ldq)), *k = rand_floats((size_t)(n * ldk)), *v = rand_floats((size_t)(n * ldv));
+	float *mask = rand_floats((size_t)n), *y = rand_floats((size_t)(m * ldy)), *y0 = malloc((size_t)(m * ldy) * 4);
+	uint16_t *kt = aligned_alloc(64, (rt_bf16_packed_b_elems(d, n) * 2 + 63) / 64 * 64);
+	uint16_t *vt = aligned_alloc(64, (rt_bf16_packed_b_elems(n, dv) * 2 + 63) / 64 * 64);
+	void *scratch = aligned_alloc(64, rt_bf16_attention_scratch_bytes(n, d));
+	double *sc = malloc((size_t)n * sizeof(double));
+	float alpha = 0.17f;
+	char what[160];
+	int bad = 0;
+
+	for (int64_t j = 0; j < n; j++)
+		mask[j] = j % 3 == 0 ? -10000.0f : mask[j];
+	memcpy(y0, y, (size_t)(m * ldy) * 4);
+	rt_bf16_pack_b_fast(k, 1, ldk, d, n, kt); /* kᵀ: k along a row of K, keys down */
+	rt_bf16_pack_b_fast(v, ldv, 1, n, dv, vt);
+	rt_bf16_attention(&(struct rt_bf16_attention){ .m = m, .n = n, .d = d, .dv = dv, .q = q, .ldq = ldq,
+						       .k_tiles = kt, .v_tiles = vt, .mask = with_mask ? mask : NULL,
+						       .alpha = alpha, .c_alpha = c_alpha, .y = y, .ldy = ldy },
+			  scratch);
+	snprintf(what, sizeof(what), "attention m %lld n %lld d %lld dv %lld mask %d", (long long)m, (long long)n,
+		 (long long)d, (long long)dv, with_mask);
+	for (int64_t i = 0; i < m && !bad; i++) {
+		double mx = -INFINITY, sum = 0;
+
+		for (int64_t j = 0; j < n; j++) {
+			double t = 0;
+
+			for (int64_t kk = 0; kk < d; kk++)
+				t += as_tiles(q[i * ldq + kk], true) * as_tiles(k[j * ldk + kk], true);
+			sc[j] = (double)alpha * t + (with_mask ? mask[j] : 0.0);
+			mx = sc[j] > mx ? sc[j] : mx;
+		}
+		for (int64_t j = 0; j < n; j++)
+			sum += (sc[j] = exp(sc[j] - mx));
+		for (int64_t c = 0; c < dv && !bad; c++) {
+			double want = 0, mag = 0;
+
+			for (int64_t j = 0; j < n; j++) {
+				want += sc[j] / sum * as_tiles(v[j * ldv + c], true);
+				mag += sc[j] / sum * fabs(as_tiles(v[j * ldv + c], true));
+			}
+			want *= c_alpha;
+			mag *= fabs(c_alpha);
+			if (!(fabs(y[i * ldy + c] - want) <= 4e-3 * mag + 1e-5)) {
+				printf("\n  %s: y[%lld][%lld] is %.9g, want %.9g\n", what, (long long)i, (long long)c,
+				       (double)y[i * ldy + c], want);
+				bad = 1;
+			}
+		}
+		for (int64_t c = dv; c < ldy && !bad; c++)
+			if (memcmp(&y[i * ldy + c], &y0[i * ldy + c], sizeof(float)) != 0) {
+				printf("\n  %s: y[%lld][%lld], past the row, was written\n", what, (long long)i, (long long)c);
+				bad = 1;
+			}
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(mask);
+	free(y);
+	free(y0);
+	free(kt);
+	free(vt);
+	free(scratch);
+	free(sc);
+	return bad;
+}
+
+static void test_bf16_attention(void)
+{
+	static const int64_t shapes[][4] = {
+		{ 128, 128, 32, 32 }, /* the transformer's head */
+		{ 5, 5, 4, 4 },       /* the optimizer test's */
+		{ 37, 45, 40, 48 },   /* a partial row block, keys and depth past a tile, two column blocks */
+		{ 64, 200, 64, 20 },  /* two row blocks, seven key blocks */
+		{ 33, 1, 7, 33 },     /* one key: softmax 1 */
+		{ 16, 31, 33, 17 },
+	};
+	int bad = 0;
+
+	if (!bf16_here())
+		return;
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		for (int mask = 0; mask < 2; mask++)
+			bad += check_attention(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], mask != 0,
+					       mask != 0 ? 0.5f : 1.0f);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/*
  * Images side by side against rt_sg_gemm per image: the same sums in the same order, so equal bit
  * for bit, for images whose columns cross tiles (49, 7, 33, 1, 100 against 16 or 32) with every
  * epilogue, one k block and several; and nothing written between or past the images' outputs.
@@ -641,6 +740,7 @@ int main(void)
 		{"bf16 W.B and convs on AMX tiles: remainders, shapes, geometries", test_bf16_apacked},
 		{"bf16 A.W with A read in place from bf16 rows (NHWC convs): remainders, taps, grids", test_bf16_rows},
 		{"bf16 rounding", test_bf16_rounding},
+		{"bf16 attention on AMX tiles: the transformer's head, remainders, strides", test_bf16_attention},
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
