@@ -150,9 +150,10 @@ struct rt_bf16_attention {
  * (n values added to every row, or NULL) and e = exp(s - max s) over its n values; e rounded to
  * bf16 into p (rows ldp apart, zeros from n to n_pad), and inv[r] = scale / sum(e): the division
  * of ONNX's Softmax moved past the product with V, where it is one multiply a value of the context.
+ * x is scratch: it holds s on return.
  * vecmath_avx512.c's, with the vector math's exp; AVX512-BF16 only (the amx level).
  */
-void rt_bf16_softmax_rows(const float *x, int64_t ldx, int64_t rows, int64_t n, float alpha, const float *mask,
+void rt_bf16_softmax_rows(float *x, int64_t ldx, int64_t rows, int64_t n, float alpha, const float *mask,
 			  uint16_t *p, int64_t ldp, int64_t n_pad, float scale, float *inv);
 
 /** Scratch rt_bf16_attention needs for n keys of depth d (64-byte aligned). */

@@ -37,15 +37,16 @@ const struct vm_ops rt_vm_ops_avx512 = VM_OPS(_avx512);
 #define VM_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,avx512bf16")))
 
 /*
- * rt_bf16_softmax_rows (bf16.h): two passes a row, the max of s = alpha * x + mask, then exp(s -
- * max) summed in fp32 and stored rounded (VCVTNEPS2BF16, as the tiles' A is rounded elsewhere);
- * the row's tail in masked lanes (-inf for the max, nothing stored or summed past n).
+ * rt_bf16_softmax_rows (bf16.h): two passes a row, s = alpha * x + mask (one FMA) written back
+ * over x with its max, then exp(s - max) summed in fp32 and stored rounded (VCVTNEPS2BF16, as the
+ * tiles' A is rounded elsewhere); the row's tail in masked lanes (-inf for the max, nothing stored
+ * or summed past n). x is the caller's scratch: its values are s on return.
  */
-VM_AVX512_BF16 void rt_bf16_softmax_rows(const float *x, int64_t ldx, int64_t rows, int64_t n, float alpha,
+VM_AVX512_BF16 void rt_bf16_softmax_rows(float *x, int64_t ldx, int64_t rows, int64_t n, float alpha,
 					 const float *mask, uint16_t *p, int64_t ldp, int64_t n_pad, float scale,
 					 float *inv)
 {
-	const __m512 va = _mm512_set1_ps(alpha), ninf = _mm512_set1_ps(-INFINITY);
+	const __m512 va = _mm512_set1_ps(alpha), ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
 	int64_t full = n / VL * VL;
 	__mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
 
@@ -55,28 +56,24 @@ VM_AVX512_BF16 void rt_bf16_softmax_rows(const float *x, int64_t ldx, int64_t ro
 		int64_t i;
 
 		for (i = 0; i < full; i += VL) {
-			s = _mm512_mul_ps(_mm512_loadu_ps(x + i), va);
-			vm = _mm512_max_ps(vm, mask != NULL ? _mm512_add_ps(s, _mm512_loadu_ps(mask + i)) : s);
+			s = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), va, mask != NULL ? _mm512_loadu_ps(mask + i) : zero);
+			_mm512_storeu_ps(x + i, s);
+			vm = _mm512_max_ps(vm, s);
 		}
 		if (tail != 0) {
-			s = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), va);
-			if (mask != NULL)
-				s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(tail, mask + i));
+			s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + i), va,
+					    mask != NULL ? _mm512_maskz_loadu_ps(tail, mask + i) : zero);
+			_mm512_mask_storeu_ps(x + i, tail, s);
 			vm = _mm512_max_ps(vm, _mm512_mask_mov_ps(ninf, tail, s));
 		}
 		mx = vhmax((vf)vm);
 		for (i = 0; i < full; i += VL) {
-			s = _mm512_mul_ps(_mm512_loadu_ps(x + i), va);
-			if (mask != NULL)
-				s = _mm512_add_ps(s, _mm512_loadu_ps(mask + i));
-			e = (__m512)vexp((vf)_mm512_sub_ps(s, _mm512_set1_ps(mx)));
+			e = (__m512)vexp((vf)_mm512_sub_ps(_mm512_loadu_ps(x + i), _mm512_set1_ps(mx)));
 			vs = _mm512_add_ps(vs, e);
 			_mm256_storeu_si256((void *)(p + i), (__m256i)_mm512_cvtneps_pbh(e));
 		}
 		if (tail != 0) {
-			s = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), va);
-			if (mask != NULL)
-				s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(tail, mask + i));
+			s = _mm512_maskz_loadu_ps(tail, x + i);
 			e = _mm512_maskz_mov_ps(tail, (__m512)vexp((vf)_mm512_sub_ps(s, _mm512_set1_ps(mx))));
 			vs = _mm512_add_ps(vs, e);
 			_mm256_mask_storeu_epi16(p + i, tail, (__m256i)_mm512_cvtneps_pbh(e));
