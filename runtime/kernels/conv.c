@@ -400,7 +400,7 @@ RT_K_SCRATCH(fused_conv)
 	if (conv_setup(node, ins, &p, err, sizeof(err)) < 0 || p.out_size < 0)
 		return 0;
 	if (rt_attr_int(node, "winograd", 0) != 0)
-		return rt_wg_scratch_floats(&p.w, p.m, p.c) * sizeof(float);
+		return rt_wg_scratch_floats(&p.w, p.m, p.c, rt_wg_group_images(&p.w, p.n)) * sizeof(float);
 	if (rt_attr_int(node, "direct", 0) != 0)
 		return rt_dc_scratch_bytes(&p.w, p.c);
 	if (rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
@@ -427,9 +427,7 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 	if (bbuf == NULL && p.out_size > 0)
 		return bw_err(err, err_cap, -EINVAL, "FusedConv needs scratch memory and got none");
 	if (rt_attr_int(node, "winograd", 0) != 0) {
-		for (int64_t b = 0; b < p.n; b++)
-			rt_wg_conv(&p.w, p.m, p.c, x + b * p.c * p.in_size, wp, y + b * p.m * p.out_size, bias,
-				   z != NULL ? z + b * p.m * p.out_size : NULL, act, bbuf);
+		rt_wg_conv(&p.w, p.m, p.c, p.n, x, wp, y, bias, z, act, bbuf);
 		return 0;
 	}
 	if (rt_attr_int(node, "direct", 0) != 0) {

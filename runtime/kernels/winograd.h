@@ -25,14 +25,17 @@ size_t rt_wg_packed_floats(int64_t m, int64_t c);
  */
 int rt_wg_pack_weights(const float *w, int64_t m, int64_t c, float *out);
 
-/** Floats of scratch rt_wg_conv needs for one image. */
-size_t rt_wg_scratch_floats(const struct rt_k_window *w, int64_t m, int64_t c);
+/** Images of a batch of n that rt_wg_conv puts side by side in each GEMM (1 to n). */
+int64_t rt_wg_group_images(const struct rt_k_window *w, int64_t n);
+
+/** Floats of scratch rt_wg_conv needs for a group of images images (rt_wg_group_images). */
+size_t rt_wg_scratch_floats(const struct rt_k_window *w, int64_t m, int64_t c, int64_t images);
 
 /**
- * One image: y [m][out] = act(conv(x [c][in], weights) + bias + z), z NULL or of y's shape.
- * Allocates nothing.
+ * n images: y [n][m][out] = act(conv(x [n][c][in], weights) + bias + z), z NULL or of y's shape;
+ * scratch of rt_wg_scratch_floats(w, m, c, rt_wg_group_images(w, n)) floats. Allocates nothing.
  */
-void rt_wg_conv(const struct rt_k_window *w, int64_t m, int64_t c, const float *x, const float *packed, float *y,
-		const float *bias, const float *z, const struct rt_k_act_spec *act, float *scratch);
+void rt_wg_conv(const struct rt_k_window *w, int64_t m, int64_t c, int64_t n, const float *x, const float *packed,
+		float *y, const float *bias, const float *z, const struct rt_k_act_spec *act, float *scratch);
 
 #endif /* BW_RT_KERNELS_WINOGRAD_H */

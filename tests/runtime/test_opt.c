@@ -392,12 +392,14 @@ static void test_conv_packer_paths(void)
 /*
  * Winograd F(2x2, 3x3) for 3x3 stride-1 convs of 32 channels or more: odd and even output sizes (cut
  * tiles), no padding, uneven padding, more input channels than one k block (300), a ragged panel of
- * output channels, then a 1x1 conv with a residual and LeakyRelu.
+ * output channels, then a 1x1 conv with a residual and LeakyRelu. The images of a batch share each
+ * GEMM: x's 36 tiles an image put a batch of 3 in one group, x2's 70 (14 x 20 outputs) in groups of
+ * 2 and 1.
  */
 static void test_conv_winograd(void)
 {
 	static const int64_t x[] = {-1, 300, 9, 20}, w1[] = {36, 300, 3, 3}, w2[] = {36, 36, 3, 3}, w3[] = {33, 36, 3, 3};
-	static const int64_t w4[] = {36, 33, 1, 1};
+	static const int64_t w4[] = {36, 33, 1, 1}, x2[] = {-1, 32, 14, 20}, w5[] = {40, 32, 3, 3};
 	static const int64_t pads_odd[] = {0, 1, 2, 1}, p1[] = {1, 1, 1, 1};
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
@@ -409,6 +411,10 @@ static void test_conv_winograd(void)
 	init(m, "w2", 4, w2, NULL, 0.1f, 0);
 	init(m, "w3", 4, w3, NULL, 0.2f, 0);
 	init(m, "w4", 4, w4, NULL, 0.2f, 0);
+	input(m, "x2", 4, x2);
+	init(m, "w5", 4, w5, NULL, 0.1f, 0);
+	n = onnx_build_node(m, NULL, "Conv", "x2,w5", "y2"); /* [N, 40, 14, 20] */
+	onnx_build_attr_ints(n, "pads", p1, 4);
 	onnx_build_node(m, NULL, "Conv", "x,w1", "a");  /* no padding: [N, 36, 7, 18] */
 	n = onnx_build_node(m, NULL, "Conv", "a,w2", "b"); /* pads top 0, left 1, bottom 2, right 1: [N, 36, 7, 18] */
 	onnx_build_attr_ints(n, "pads", pads_odd, 4);
@@ -419,9 +425,10 @@ static void test_conv_winograd(void)
 	n = onnx_build_node(m, NULL, "LeakyRelu", "s", "y");
 	onnx_build_attr_float(n, "alpha", 0.1f);
 	output(m, "y");
+	output(m, "y2");
 	g = check_same(m, g_batches, NB, &rep);
 	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Add+LeakyRelu"), 1);
-	CU_ASSERT_EQUAL(report_count(&rep, "3x3 Conv as Winograd F(2x2,3x3)"), rt_sg_available() ? 3 : 0);
+	CU_ASSERT_EQUAL(report_count(&rep, "3x3 Conv as Winograd F(2x2,3x3)"), rt_sg_available() ? 4 : 0);
 	rt_graph_free(g);
 }
 
