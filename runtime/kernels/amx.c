@@ -497,9 +497,10 @@ AMX_TARGET static inline void row_put(void *c, int64_t at, bool fp32, __mmask16 
 }
 
 /*
- * Rows i.. (rows of them) of the block's accumulators into the pixels they are, columns j.. (cols
- * of them): alpha, bias, Z (one 64-byte load a row), the activation, one store a row (64 bytes in
- * bf16). Gelu, which rt_act16 does not do, is rt_gelu16_bf16 on the same registers.
+ * Rows r_from..rows of the block's accumulators (the block's rows i.., grid rows i + r) into the
+ * pixels they are, columns j.. (cols of them): alpha, bias, Z (one 64-byte load a row), the
+ * activation, one store a row (64 bytes in bf16). Gelu, which rt_act16 does not do, is
+ * rt_gelu16_bf16 on the same registers.
  */
 AMX_TARGET static void rows_store(float *acc, int64_t i, int64_t r_from, int64_t rows, int64_t j, int64_t cols,
 				  const struct rt_bf16_grid *grid, const struct rt_bf16_epilogue *ep, void *c)
@@ -633,7 +634,6 @@ AMX_TARGET static void rows_config(int rows0, int rows1)
 	__asm__ volatile("ldtilecfg %0" ::"m"(cfg));
 }
 
-
 AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const struct rt_bf16_grid *grid,
 				  const uint16_t *wp, const struct rt_bf16_epilogue *ep, void *c)
 {
@@ -669,7 +669,8 @@ AMX_TARGET void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_row
 			for (int64_t j = 0; j < n; j += BLOCK) {
 				const uint16_t *w0 = wp + (j / TILE_ROWS) * kblocks * W_TILE_ELEMS;
 
-				rows_block(a, i, rows > TILE_ROWS, w0, w0 + kblocks * W_TILE_ELEMS, acc[cur], &pending, n, grid, ep, c);
+				rows_block(a, i, rows > TILE_ROWS, w0, w0 + kblocks * W_TILE_ELEMS, acc[cur], &pending, n,
+					   grid, ep, c);
 				pending = (struct rows_pending){ .i = i, .rows = rows, .j = j, .acc = acc[cur] };
 				cur ^= 1;
 			}
