@@ -125,7 +125,6 @@ struct rt_bf16_epilogue {
 void rt_bf16_gemm_rows(int64_t m, int64_t n, const struct rt_bf16_rows *a, const struct rt_bf16_grid *grid,
 		       const uint16_t *wp, const struct rt_bf16_epilogue *ep, void *c);
 
-/** One image NCHW fp32 [c, hw] -> NHWC bf16 [hw, c], rounded to nearest even. At the amx level. */
 /* ---- attention on the tiles ------------------------------------------------------------------------ */
 
 /*
@@ -167,6 +166,7 @@ size_t rt_bf16_attention_scratch_bytes(int64_t n, int64_t d);
  */
 void rt_bf16_attention(const struct rt_bf16_attention *at, void *scratch);
 
+/** One image NCHW fp32 [c, hw] -> NHWC bf16 [hw, c], rounded to nearest even. At the amx level. */
 void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint16_t *y);
 
 /** One image NHWC bf16 [hw, c] -> NCHW fp32 [c, hw] (exact). At the amx level. */
