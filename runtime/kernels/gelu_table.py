@@ -7,7 +7,10 @@ Each is a least-squares fit on 256 Chebyshev points of its interval, in double; 
 0 fit Phi's relative error (the tail keeps its digits), the others its absolute error. Then the
 kernel's own float32 steps are replayed over [-10, 10] and the largest errors printed.
 
-    python3 runtime/kernels/gelu_table.py > /tmp/table.txt   # paste between the markers
+    python3 runtime/kernels/gelu_table.py
+
+prints the body of act512.h's rt_gelu_phi_table (its error line, then five rows of 32
+coefficients), which goes after the line there that names this script.
 """
 import math
 import sys
@@ -46,7 +49,8 @@ def f32(v):
 
 
 def fma(a, b, c):
-    # a * b of two floats is exact in double; one rounding to float, as the FMA does
+    # a * b of two floats is exact in double; the sum is rounded to double, then to float, where
+    # the FMA rounds once: the same float but for rare double-rounding cases, a last bit apart
     return f32(np.float64(a) * np.float64(b) + np.float64(c))
 
 
