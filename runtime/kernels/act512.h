@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Private to runtime/kernels: the activations a GEMM's epilogue applies to 16 floats in a zmm
- * register as it stores them (sgemm.c's AVX-512 micro-kernel, amx.c's block stores), the same
+ * Private to runtime/kernels: the lane masks of 16-float edges (every AVX-512 kernel's), and the
+ * activations a GEMM's epilogue applies to 16 floats in a zmm register as it stores them (sgemm.c's
+ * AVX-512 micro-kernel, amx.c's block stores), the same
  * results as rt_vm_act's for Relu, LeakyRelu and Clip (NaN: Relu gives 0, the others pass it).
  * Gelu is not in rt_act16: its callers apply rt_vm_act to the stored row, or on the bf16 paths
  * rt_gelu_bf16 (below).
@@ -12,6 +13,12 @@
 #include <immintrin.h>
 
 #include "fused.h"
+
+/* The lanes of 16 that hold one of live values (live <= 0: none): a row's edge, masked. */
+static inline __mmask16 lane_mask16(int64_t live)
+{
+	return live >= 16 ? (__mmask16)0xffff : live <= 0 ? (__mmask16)0 : (__mmask16)((1u << live) - 1);
+}
 
 __attribute__((target("avx512f"))) static inline __m512 rt_act16(__m512 v, const struct rt_k_act_spec *act)
 {

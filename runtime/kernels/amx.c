@@ -119,7 +119,7 @@ AMX_TARGET void rt_bf16_pack_b_fast(const float *w, int64_t ks, int64_t ns, int6
 	if (ns == 1) {
 		for (int64_t p = 0; p < np / TILE_ROWS; p++) {
 			int64_t left = n - p * TILE_ROWS;
-			__mmask16 mask = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+			__mmask16 mask = lane_mask16(left);
 			uint16_t *tiles = wp + p * kblocks * W_TILE_ELEMS;
 
 			for (int64_t kk = 0; kk < kp; kk += 2) {
@@ -142,8 +142,8 @@ AMX_TARGET void rt_bf16_pack_b_fast(const float *w, int64_t ks, int64_t ns, int6
 
 			for (int64_t kb = 0; kb < kblocks; kb++) {
 				int64_t left = col < n ? k - kb * TILE_K : 0;
-				__mmask16 m0 = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
-				__mmask16 m1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0;
+				__mmask16 m0 = lane_mask16(left);
+				__mmask16 m1 = lane_mask16(left - 16);
 				__m512i v = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, src + kb * TILE_K + 16),
 									 _mm512_maskz_loadu_ps(m0, src + kb * TILE_K));
 				uint16_t *t = wp + (col / TILE_ROWS * kblocks + kb) * W_TILE_ELEMS + col % TILE_ROWS * 2;
@@ -173,8 +173,8 @@ AMX_TARGET static void round_rows(const float *a, int64_t lda, int64_t i0, int64
 		for (int64_t kk = 0; kk < kp; kk += 32) {
 			const float *s = a + (i0 + r) * lda + kk;
 			int64_t left = k - kk;
-			__mmask16 lo = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
-			__mmask16 hi = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0;
+			__mmask16 lo = lane_mask16(left);
+			__mmask16 hi = lane_mask16(left - 16);
 			__m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, s + 16), _mm512_maskz_loadu_ps(lo, s));
 
 			_mm512_storeu_si512((void *)(d + kk), (__m512i)v);
@@ -335,8 +335,8 @@ AMX_TARGET static void stage_to_tiles(const float *stage, int64_t kc, int64_t k0
 AMX_TARGET static void block_store_rows(const float *acc, int64_t rows, int64_t cols, float *c, int64_t ldc,
 					const float *row_bias, const float *z, const struct rt_k_act_spec *act)
 {
-	__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-	__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+	__mmask16 m0 = lane_mask16(cols);
+	__mmask16 m1 = lane_mask16(cols - 16);
 
 	for (int64_t r = 0; r < rows; r++) {
 		float *cr = c + r * ldc;
@@ -364,7 +364,7 @@ AMX_TARGET static void round_matrix_block(const struct rt_sg_b *b, int64_t k, in
 
 	for (int p = 0; p < 2; p++) {
 		int64_t left = nc - p * TILE_ROWS;
-		__mmask16 mask = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+		__mmask16 mask = lane_mask16(left);
 		const float *col = b->x + j + p * TILE_ROWS;
 		uint16_t *tiles = bb + p * kblocks * W_TILE_ELEMS;
 
@@ -505,8 +505,8 @@ AMX_TARGET static inline void row_put(void *c, int64_t at, bool fp32, __mmask16 
 AMX_TARGET static void rows_store(float *acc, int64_t i, int64_t r_from, int64_t rows, int64_t j, int64_t cols,
 				  const struct rt_bf16_grid *grid, const struct rt_bf16_epilogue *ep, void *c)
 {
-	__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-	__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+	__mmask16 m0 = lane_mask16(cols);
+	__mmask16 m1 = lane_mask16(cols - 16);
 	__mmask32 mc = cols >= 32 ? 0xffffffffu : (__mmask32)((1u << cols) - 1);
 	__m512 va = _mm512_set1_ps(ep->alpha);
 	__m512 b0 = ep->bias != NULL ? _mm512_maskz_loadu_ps(m0, ep->bias + j) : _mm512_setzero_ps();
@@ -774,8 +774,8 @@ AMX_TARGET void rt_bf16_attention(const struct rt_bf16_attention *at, void *scra
 		for (int64_t j = 0; j < at->dv; j += BLOCK) {
 			const uint16_t *b0 = at->v_tiles + (j / TILE_ROWS) * kb_c * W_TILE_ELEMS;
 			int64_t cols = at->dv - j < BLOCK ? at->dv - j : BLOCK;
-			__mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-			__mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+			__mmask16 m0 = lane_mask16(cols);
+			__mmask16 m1 = lane_mask16(cols - 16);
 
 			tiles_2x2(w.p, w.p + TILE_ROWS * np, TILE_K, np * (int64_t)sizeof(uint16_t), b0,
 				  b0 + kb_c * W_TILE_ELEMS, kb_c, acc, BLOCK);
@@ -810,7 +810,7 @@ AMX_TARGET void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint
 	int64_t pairs = c / 2 * 2;
 
 	for (int64_t p = 0; p < hw; p += 16) {
-		__mmask16 m = hw - p >= 16 ? 0xffff : (__mmask16)((1u << (hw - p)) - 1);
+		__mmask16 m = lane_mask16(hw - p);
 
 		for (int64_t ch = 0; ch < pairs; ch += 2) {
 			__m512i words = vnni_pairs(_mm512_maskz_loadu_ps(m, x + ch * hw + p), _mm512_maskz_loadu_ps(m, x + (ch + 1) * hw + p));
@@ -830,7 +830,7 @@ AMX_TARGET void rt_bf16_nhwc_to_nchw(const uint16_t *x, int64_t c, int64_t hw, f
 	int64_t pairs = c / 2 * 2;
 
 	for (int64_t p = 0; p < hw; p += 16) {
-		__mmask16 m = hw - p >= 16 ? 0xffff : (__mmask16)((1u << (hw - p)) - 1);
+		__mmask16 m = lane_mask16(hw - p);
 
 		for (int64_t ch = 0; ch < pairs; ch += 2) {
 			__m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, pitch, x + p * c + ch, 2);

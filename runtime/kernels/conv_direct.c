@@ -117,7 +117,7 @@ DC_TARGET static void pad_image(const struct rt_k_window *w, int64_t c, const fl
 
 		for (int64_t r = 0; r < h; r++, x += wd, p += wp) {
 			for (int64_t j = 0; j < wd; j += 16) {
-				__mmask16 m = wd - j >= 16 ? 0xffff : (__mmask16)((1u << (wd - j)) - 1);
+				__mmask16 m = lane_mask16(wd - j);
 
 				_mm512_mask_storeu_ps(p + j, m, _mm512_maskz_loadu_ps(m, x + j));
 			}
@@ -192,8 +192,8 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_tile_run(const st
 		}
 	}
 	if (!late) {
-		__mmask16 m0 = t->channels >= 16 ? 0xffff : (__mmask16)((1u << t->channels) - 1);
-		__mmask16 m1 = t->channels >= 32 ? 0xffff : t->channels > 16 ? (__mmask16)((1u << (t->channels - 16)) - 1) : 0;
+		__mmask16 m0 = lane_mask16(t->channels);
+		__mmask16 m1 = lane_mask16(t->channels - 16);
 		__m512 b0 = t->bias != NULL ? _mm512_maskz_loadu_ps(m0, t->bias) : _mm512_setzero_ps();
 		__m512 b1 = t->bias != NULL && wide ? _mm512_maskz_loadu_ps(m1, t->bias + 16) : _mm512_setzero_ps();
 
@@ -267,8 +267,8 @@ struct dc_row_tile {
 DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_run(const struct dc_row_tile *t, bool wide)
 {
 	__m512 acc0[DC_ROWS], acc1[DC_ROWS];
-	__mmask16 m0 = t->pixels >= 16 ? 0xffff : (__mmask16)((1u << t->pixels) - 1);
-	__mmask16 m1 = t->pixels >= 32 ? 0xffff : t->pixels > 16 ? (__mmask16)((1u << (t->pixels - 16)) - 1) : 0;
+	__mmask16 m0 = lane_mask16(t->pixels);
+	__mmask16 m1 = lane_mask16(t->pixels - 16);
 	const float *w = t->w;
 
 #pragma GCC unroll 8
@@ -323,8 +323,8 @@ DC_TARGET static void dc_row_tile_pool(const struct dc_row_tile *t)
 	const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
 	__m512 acc[DC_POOL_CH][2][2];
-	__mmask16 m0 = t->pixels >= 16 ? 0xffff : (__mmask16)((1u << t->pixels) - 1);
-	__mmask16 m1 = t->pixels >= 32 ? 0xffff : t->pixels > 16 ? (__mmask16)((1u << (t->pixels - 16)) - 1) : 0;
+	__mmask16 m0 = lane_mask16(t->pixels);
+	__mmask16 m1 = lane_mask16(t->pixels - 16);
 	__mmask16 out = (__mmask16)((1u << (t->pixels / 2)) - 1);
 	const float *w = t->w;
 	int64_t below = t->row_stride; /* the second conv row's inputs: one padded row further */

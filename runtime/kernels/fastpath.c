@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "act512.h"
 #include "fused.h"
 #include "graph.h"
 
@@ -206,10 +207,10 @@ maxpool_row_k3s2_avx512(const float *row, float *y, int64_t first, int64_t end, 
 		int64_t left = end - ow < 16 ? end - ow : 16, in = 2 * left + 1;
 		const float *p = row + 2 * ow - pad;
 		/* the window's values for these outputs: p[0 .. 2 * left], read no further */
-		__mmask16 m0 = in >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << in) - 1);
-		__mmask16 m1 = in >= 32 ? (__mmask16)0xffff : in > 16 ? (__mmask16)((1u << (in - 16)) - 1) : 0;
-		__mmask16 n0 = in - 1 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (in - 1)) - 1);
-		__mmask16 n1 = in - 1 >= 32 ? (__mmask16)0xffff : in - 1 > 16 ? (__mmask16)((1u << (in - 17)) - 1) : 0;
+		__mmask16 m0 = lane_mask16(in);
+		__mmask16 m1 = lane_mask16(in - 16);
+		__mmask16 n0 = lane_mask16(in - 1);
+		__mmask16 n1 = lane_mask16(in - 17);
 		__m512 a = _mm512_maskz_loadu_ps(m0, p), b = _mm512_maskz_loadu_ps(m1, p + 16);
 		__m512 a1 = _mm512_maskz_loadu_ps(n0, p + 1), b1 = _mm512_maskz_loadu_ps(n1, p + 17);
 		__m512 c0 = _mm512_permutex2var_ps(a, even_idx, b), c1 = _mm512_permutex2var_ps(a, odd_idx, b);
@@ -306,8 +307,8 @@ MP512_TARGET static void maxpool2x2_wide_avx512(const struct rt_k_window *w, con
 	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
 	int64_t iw = w->in[1], in_plane = w->in[0] * iw, oh_n = w->out[0], n = w->out[1];
 	int64_t tail = n % 16 != 0 ? n % 16 : 16, tail_in = 2 * tail;
-	__mmask16 t0 = tail_in >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << tail_in) - 1);
-	__mmask16 t1 = tail_in >= 32 ? (__mmask16)0xffff : tail_in > 16 ? (__mmask16)((1u << (tail_in - 16)) - 1) : 0;
+	__mmask16 t0 = lane_mask16(tail_in);
+	__mmask16 t1 = lane_mask16(tail_in - 16);
 	__mmask16 ts = (__mmask16)((1u << tail) - 1);
 
 	for (int64_t p = 0; p < planes; p++) {

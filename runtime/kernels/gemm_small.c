@@ -22,6 +22,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
+#include "act512.h"
 #include "graph.h"
 #include "sgemm.h"
 
@@ -124,11 +125,6 @@ GS_TARGET static void gemm_small_f32_avx2(int64_t m, int64_t n, int64_t k, float
 #define GS_512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define GS_512_MR 8
 #define GS_512_NR 32 /* two AVX-512 registers of floats */
-
-GS_512_TARGET static inline __mmask16 lane_mask16(int64_t live)
-{
-	return live >= 16 ? (__mmask16)0xffff : live <= 0 ? (__mmask16)0 : (__mmask16)((1u << live) - 1);
-}
 
 /* As tile_avx2, mr x 32 (mr 8, 4 or 2): at 8, 16 accumulators of the 32 registers, 16 FMAs per 2
  * loads and 8 broadcasts. */

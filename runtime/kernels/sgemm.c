@@ -772,8 +772,8 @@ SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *
 	__m512 acc0[SG512_MR], acc1[SG512_MR];
 	float tile[SG512_MR * SG512_NR] __attribute__((aligned(64)));
 	bool gelu = t->last && t->act->kind == RT_K_ACT_GELU;
-	__mmask16 m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1);
-	__mmask16 m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+	__mmask16 m0 = lane_mask16(nr);
+	__mmask16 m1 = lane_mask16(nr - 16);
 
 #pragma GCC unroll 8
 	for (int r = 0; r < SG512_MR; r++)
