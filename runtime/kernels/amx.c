@@ -781,10 +781,10 @@ AMX_TARGET void rt_bf16_attention(const struct rt_bf16_attention *at, void *scra
 				  b0 + kb_c * W_TILE_ELEMS, kb_c, acc, BLOCK);
 			for (int64_t r = 0; r < rows; r++) {
 				__m512 scale = _mm512_set1_ps(w.inv[r]);
-				float *y = at->y + (i + r) * at->ldy + j;
 
-				_mm512_mask_storeu_ps(y, m0, _mm512_mul_ps(_mm512_load_ps(acc + r * BLOCK), scale));
-				_mm512_mask_storeu_ps(y + 16, m1, _mm512_mul_ps(_mm512_load_ps(acc + r * BLOCK + 16), scale));
+				row_put(at->y, (i + r) * at->ldy + j, true, m0, m1, 0,
+					_mm512_mul_ps(_mm512_load_ps(acc + r * BLOCK), scale),
+					_mm512_mul_ps(_mm512_load_ps(acc + r * BLOCK + 16), scale));
 			}
 		}
 	}
