@@ -333,8 +333,8 @@ RT_K_INFER(fused_conv)
 				      "tiles)", RT_DC_PIXELS, RT_DC_ROWS);
 		if (direct != 0 && (bf16 || rt_attr_int(node, "winograd", 0) != 0 || !rt_dc_available() ||
 				    !rt_dc_applies((enum rt_dc_tiles)direct, p.w.nsp, p.group, p.cg * p.ksize, p.w.stride)))
-			return bw_err(err, err_cap, -ENOTSUP, "attribute 'direct' needs the CPU kernels at the avx512 "
-				      "level and an ungrouped 2-D fp32 conv at most %d deep (row tiles: stride 1)",
+			return bw_err(err, err_cap, -ENOTSUP, "attribute 'direct' needs the CPU kernels at the avx2 "
+				      "level or above and an ungrouped 2-D fp32 conv at most %d deep (row tiles: stride 1)",
 				      RT_DC_K_MAX);
 		if (direct != 0 && (p.w.in[0] + p.w.pad_begin[0] + p.w.pad_end[0]) * (p.w.in[1] + p.w.pad_begin[1] +
 			       p.w.pad_end[1]) * p.c > INT32_MAX / 2)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * 2-D convolutions of little depth (k = input channels x taps <= RT_DC_K_MAX) on AVX-512, with
- * output pixels as the GEMM's rows and output channels as its columns, the image read in place.
+ * 2-D convolutions of little depth (k = input channels x taps <= RT_DC_K_MAX) on AVX-512 and on
+ * AVX2, with output pixels as the GEMM's rows and output channels as its columns, the image read in
+ * place.
  *
  * Why: sgemm.c's im2col GEMM puts output channels on the tile's rows and pixels on its 32 columns,
  * so its B panels are the im2col matrix, packed from the image for every image: on the small CNN's
@@ -19,20 +20,34 @@
  * to NCHW's channel-major rows through 8 x 8 transposes: four per tile, about 100 shuffles against
  * 16 k FMAs, the bias and activation applied before (per channel they are one vector across a row)
  * unless a residual must be added first.
+ *
+ * On AVX2 (16 ymm registers, no masks, no embedded broadcasts) the tiles are smaller and the weights
+ * are packed the same way, so that the optimizer's layout does not depend on the level: a pixel tile
+ * is 6 pixels x 16 channels (half a packed block; 12 accumulators, sgemm.c's 6x16 shape, 2 loads
+ * and 6 broadcasts per 12 FMAs), stored through the same transposes with two rows empty; a row tile
+ * 4 channels x 16 pixels, a pooled one 2 channels x two conv rows x 16 pixels. A table of the two
+ * paths (struct dc_path) is chosen from rt_cpu_isa_active(), once per call.
  */
 #include <immintrin.h>
 #include <string.h>
 
+#include "act256.h"
 #include "act512.h"
 #include "conv_direct.h"
 
 #define DC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+#define DC2_TARGET __attribute__((target("avx2,fma")))
 #define DC_ROWS 8  /* pixels per tile */
 #define DC_COLS 32 /* output channels per tile and per block of the packed weights */
+#define DC2_PIXELS 6          /* AVX2: pixels per pixel tile */
+#define DC2_CHANNELS 16       /* AVX2: output channels per pixel tile, half a packed block */
+#define DC2_ROW_PIXELS 16     /* AVX2: pixels per row tile, pooled or not */
+#define DC2_ROW_CHANNELS 4    /* AVX2: output channels per row tile */
+#define DC2_POOL_CHANNELS 2   /* AVX2: output channels per pooled row tile */
 
 bool rt_dc_available(void)
 {
-	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX512;
+	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX2;
 }
 
 bool rt_dc_applies(enum rt_dc_tiles tiles, int nsp, int64_t group, int64_t k, const int64_t *strides)
@@ -105,7 +120,7 @@ size_t rt_dc_scratch_bytes(const struct rt_k_window *w, int64_t c)
  * is one masked load and store per 16 floats: the CNN's rows are 14 and 28 floats, where a memcpy
  * and two memsets a row cost more than the copy.
  */
-DC_TARGET static void pad_image(const struct rt_k_window *w, int64_t c, const float *x, float *xp, bool border)
+DC_TARGET static void pad_image_avx512(const struct rt_k_window *w, int64_t c, const float *x, float *xp, bool border)
 {
 	int64_t hp = padded_h(w), wp = padded_w(w), h = w->in[0], wd = w->in[1];
 	int64_t first = w->pad_begin[0] * wp + w->pad_begin[1];
@@ -125,8 +140,24 @@ DC_TARGET static void pad_image(const struct rt_k_window *w, int64_t c, const fl
 	}
 }
 
+/* pad_image_avx512 without masks: a row is a copy (rows of 14 or 28 floats: a memcpy each). */
+static void pad_image_avx2(const struct rt_k_window *w, int64_t c, const float *x, float *xp, bool border)
+{
+	int64_t hp = padded_h(w), wp = padded_w(w), h = w->in[0], wd = w->in[1];
+	int64_t first = w->pad_begin[0] * wp + w->pad_begin[1];
+
+	if (border)
+		memset(xp, 0, (size_t)(c * hp * wp) * sizeof(float));
+	for (int64_t ch = 0; ch < c; ch++) {
+		float *p = xp + ch * hp * wp + first;
+
+		for (int64_t r = 0; r < h; r++, x += wd, p += wp)
+			memcpy(p, x, (size_t)wd * sizeof(float));
+	}
+}
+
 /* Rows (pixels) r and channels of a tile, in and out of registers: 8 x 8 floats. */
-DC_TARGET static inline void transpose8(__m256 v[8])
+__attribute__((target("avx2"))) static inline void transpose8(__m256 v[8])
 {
 	__m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
 	__m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
@@ -148,7 +179,7 @@ DC_TARGET static inline void transpose8(__m256 v[8])
 }
 
 struct dc_tile {
-	const float *rows[DC_ROWS]; /* each pixel's window corner in the (padded) image */
+	const float *rows[DC_ROWS]; /* each pixel's window corner in the (padded) image (6 on AVX2) */
 	const int32_t *off;         /* k offsets from a corner */
 	int64_t k;
 	const float *w;             /* the block's packed weights, k x DC_COLS */
@@ -156,7 +187,7 @@ struct dc_tile {
 	const float *z;             /* y's shape, at the block's first channel and the tile's first pixel */
 	float *y;                   /* likewise */
 	int64_t plane;              /* floats between two channels of y and z */
-	int64_t pixels, channels;   /* of the tile's 8 x 32 that are the output's */
+	int64_t pixels, channels;   /* of the tile's 8 x 32 (AVX2: 6 x 16) that are the output's */
 	const struct rt_k_act_spec *act;
 };
 
@@ -261,7 +292,7 @@ struct dc_row_tile {
 	int64_t plane, pixels, channels;
 	const struct rt_k_act_spec *act;
 	int64_t row_stride;  /* pooled tiles: floats between two conv rows' inputs */
-	int64_t first;       /* pooled tiles: the panel's first channel this tile computes */
+	int64_t first;       /* the panel's first channel this tile computes (0 for AVX-512's unpooled) */
 };
 
 DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_run(const struct dc_row_tile *t, bool wide)
@@ -349,7 +380,7 @@ DC_TARGET static void dc_row_tile_pool(const struct dc_row_tile *t)
 	}
 #pragma GCC unroll 4
 	for (int c = 0; c < DC_POOL_CH; c++) {
-		__m512 bias = _mm512_set1_ps(t->bias != NULL ? t->bias[t->first + c] : 0.0f);
+		__m512 bias = _mm512_set1_ps(t->bias != NULL && t->first + c < t->channels ? t->bias[t->first + c] : 0.0f);
 		__m512 r00 = rt_act16(_mm512_add_ps(acc[c][0][0], bias), t->act);
 		__m512 r01 = rt_act16(_mm512_add_ps(acc[c][0][1], bias), t->act);
 		__m512 r10 = rt_act16(_mm512_add_ps(acc[c][1][0], bias), t->act);
@@ -374,23 +405,307 @@ DC_TARGET static void dc_row_tile16(const struct dc_row_tile *t)
 	dc_row_tile_run(t, false);
 }
 
-static void dc_conv_pixels(const struct rt_k_window *w, int64_t m, const float *img, int64_t wp, const int32_t *off,
-			   int64_t k, const float *packed, float *y, const float *bias, const float *z,
-			   const struct rt_k_act_spec *act)
+DC_TARGET static void dc_tile_avx512(const struct dc_tile *t)
+{
+	(t->channels > 16 ? dc_tile32 : dc_tile16)(t);
+}
+
+DC_TARGET static void dc_row_tile_avx512(const struct dc_row_tile *t)
+{
+	(t->pixels > 16 ? dc_row_tile32 : dc_row_tile16)(t);
+}
+
+/* ---- AVX2 ---------------------------------------------------------------------------------------- */
+
+/*
+ * The first n (0..8) floats of v to p, in whole 16-, 8- and 4-byte stores: vmaskmovps's store form
+ * is microcoded on AMD's cores (a dozen cycles or more), and a 6-pixel tile stores 16 rows.
+ */
+DC2_TARGET static inline void store_first(float *p, __m256 v, int64_t n)
+{
+	__m128 part = _mm256_castps256_ps128(v);
+
+	if (n >= 8) {
+		_mm256_storeu_ps(p, v);
+		return;
+	}
+	if (n >= 4) {
+		_mm_storeu_ps(p, part);
+		part = _mm256_extractf128_ps(v, 1);
+		p += 4;
+		n -= 4;
+	}
+	if (n >= 2) {
+		_mm_storel_pi((__m64 *)(void *)p, part);
+		part = _mm_movehl_ps(part, part);
+		p += 2;
+		n -= 2;
+	}
+	if (n >= 1)
+		_mm_store_ss(p, part);
+}
+
+/*
+ * A pixel tile: 6 pixels x 16 channels (wide) or 8, t->w at the half block's first channel (rows of
+ * DC_COLS floats). The pixels past t->pixels repeat pixel 0 and are not stored.
+ */
+DC2_TARGET static inline __attribute__((always_inline)) void dc2_tile_run(const struct dc_tile *t, bool wide)
+{
+	__m256 acc0[DC2_PIXELS], acc1[DC2_PIXELS];
+	const float *rows[DC2_PIXELS];
+	const float *w = t->w;
+	bool late = t->z != NULL; /* the residual goes in before the bias-and-activation */
+	__m256i live = lane_mask8(t->pixels); /* the residual's pixels */
+
+#pragma GCC unroll 6
+	for (int r = 0; r < DC2_PIXELS; r++) {
+		acc0[r] = acc1[r] = _mm256_setzero_ps();
+		rows[r] = t->rows[r];
+	}
+#pragma GCC unroll 2
+	for (int64_t i = 0; i < t->k; i++, w += DC_COLS) {
+		int32_t o = t->off[i];
+		__m256 w0 = _mm256_loadu_ps(w), w1 = wide ? _mm256_loadu_ps(w + 8) : w0;
+
+#pragma GCC unroll 6
+		for (int r = 0; r < DC2_PIXELS; r++) {
+			__m256 a = _mm256_broadcast_ss(rows[r] + o);
+
+			acc0[r] = _mm256_fmadd_ps(a, w0, acc0[r]);
+			if (wide)
+				acc1[r] = _mm256_fmadd_ps(a, w1, acc1[r]);
+		}
+	}
+	if (!late) {
+		__m256 b0 = t->bias != NULL ? _mm256_maskload_ps(t->bias, lane_mask8(t->channels)) : _mm256_setzero_ps();
+		__m256 b1 = t->bias != NULL && wide ? _mm256_maskload_ps(t->bias + 8, lane_mask8(t->channels - 8)) :
+						      _mm256_setzero_ps();
+
+#pragma GCC unroll 6
+		for (int r = 0; r < DC2_PIXELS; r++) {
+			acc0[r] = rt_act8(_mm256_add_ps(acc0[r], b0), t->act);
+			if (wide)
+				acc1[r] = rt_act8(_mm256_add_ps(acc1[r], b1), t->act);
+		}
+	}
+	/* two (one) groups of 8 channels: pixel-major in, one row of 6 pixels per channel out */
+	for (int grp = 0; grp < (wide ? 2 : 1); grp++) {
+		__m256 v[8];
+
+#pragma GCC unroll 6
+		for (int r = 0; r < DC2_PIXELS; r++)
+			v[r] = grp == 0 ? acc0[r] : acc1[r];
+		v[6] = v[7] = _mm256_setzero_ps();
+		transpose8(v);
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++) {
+			int64_t ch = grp * 8 + j;
+			__m256 o = v[j];
+
+			if (ch >= t->channels)
+				break;
+			if (late) {
+				o = _mm256_add_ps(o, _mm256_maskload_ps(t->z + ch * t->plane, live));
+				if (t->bias != NULL)
+					o = _mm256_add_ps(o, _mm256_set1_ps(t->bias[ch]));
+				o = rt_act8(o, t->act);
+			}
+			store_first(t->y + ch * t->plane, o, t->pixels);
+		}
+	}
+}
+
+DC2_TARGET static void dc_tile_avx2(const struct dc_tile *t)
+{
+	if (t->channels > 8)
+		dc2_tile_run(t, true);
+	else
+		dc2_tile_run(t, false);
+}
+
+/* b's 8 floats, or the first live of them (the rest 0) when masked. */
+DC2_TARGET static inline __m256 dc2_load(const float *b, bool masked, __m256i live)
+{
+	return masked ? _mm256_maskload_ps(b, live) : _mm256_loadu_ps(b);
+}
+
+/*
+ * A row tile: 4 channels (from t->first) x 16 pixels (wide) or 8; masked: the pixels past t->pixels
+ * are neither loaded nor stored (a whole tile reads no further than its last pixel's window).
+ */
+DC2_TARGET static inline __attribute__((always_inline)) void dc2_row_tile_run(const struct dc_row_tile *t, bool wide,
+									  bool masked)
+{
+	__m256 acc0[DC2_ROW_CHANNELS], acc1[DC2_ROW_CHANNELS];
+	__m256i m0 = lane_mask8(t->pixels), m1 = lane_mask8(t->pixels - 8);
+	const float *w = t->w + t->first;
+
+#pragma GCC unroll 4
+	for (int r = 0; r < DC2_ROW_CHANNELS; r++)
+		acc0[r] = acc1[r] = _mm256_setzero_ps();
+	for (int64_t i = 0; i < t->k; i++, w += DC_ROWS) {
+		const float *b = t->b + t->off[i];
+		__m256 b0 = dc2_load(b, masked, m0), b1 = wide ? dc2_load(b + 8, masked, m1) : b0;
+
+#pragma GCC unroll 4
+		for (int r = 0; r < DC2_ROW_CHANNELS; r++) {
+			__m256 a = _mm256_broadcast_ss(w + r);
+
+			acc0[r] = _mm256_fmadd_ps(a, b0, acc0[r]);
+			if (wide)
+				acc1[r] = _mm256_fmadd_ps(a, b1, acc1[r]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < DC2_ROW_CHANNELS; r++) {
+		int64_t ch = t->first + r;
+		__m256 v0 = acc0[r], v1 = acc1[r];
+		float *y = t->y + ch * t->plane;
+
+		if (ch >= t->channels)
+			break;
+		if (t->bias != NULL) {
+			v0 = _mm256_add_ps(v0, _mm256_set1_ps(t->bias[ch]));
+			v1 = _mm256_add_ps(v1, _mm256_set1_ps(t->bias[ch]));
+		}
+		if (t->z != NULL) {
+			v0 = _mm256_add_ps(v0, dc2_load(t->z + ch * t->plane, masked, m0));
+			if (wide)
+				v1 = _mm256_add_ps(v1, dc2_load(t->z + ch * t->plane + 8, masked, m1));
+		}
+		v0 = rt_act8(v0, t->act);
+		v1 = rt_act8(v1, t->act);
+		if (masked) {
+			store_first(y, v0, t->pixels);
+			if (wide)
+				store_first(y + 8, v1, t->pixels - 8);
+		} else {
+			_mm256_storeu_ps(y, v0);
+			if (wide)
+				_mm256_storeu_ps(y + 8, v1);
+		}
+	}
+}
+
+DC2_TARGET static void dc_row_tile_avx2(const struct dc_row_tile *t)
+{
+	if (t->pixels == DC2_ROW_PIXELS)
+		dc2_row_tile_run(t, true, false);
+	else if (t->pixels > 8)
+		dc2_row_tile_run(t, true, true);
+	else if (t->pixels == 8)
+		dc2_row_tile_run(t, false, false);
+	else
+		dc2_row_tile_run(t, false, true);
+}
+
+/*
+ * dc_row_tile_pool on AVX2: 2 channels (from t->first) x two conv rows x up to 16 pixels, pooled
+ * into a row of up to 8. The column pairs' maxima: the even and the odd lanes of the two vectors,
+ * gathered by one shuffle within each 128-bit half and one permute of 64-bit pairs across them.
+ */
+DC2_TARGET static inline __attribute__((always_inline)) void dc2_row_tile_pool_run(const struct dc_row_tile *t,
+										   bool masked)
+{
+	__m256 acc[DC2_POOL_CHANNELS][2][2];
+	__m256i m0 = lane_mask8(t->pixels), m1 = lane_mask8(t->pixels - 8);
+	const float *w = t->w + t->first;
+	int64_t below = t->row_stride; /* the second conv row's inputs: one padded row further */
+
+#pragma GCC unroll 2
+	for (int c = 0; c < DC2_POOL_CHANNELS; c++)
+		acc[c][0][0] = acc[c][0][1] = acc[c][1][0] = acc[c][1][1] = _mm256_setzero_ps();
+	for (int64_t i = 0; i < t->k; i++, w += DC_ROWS) {
+		const float *b = t->b + t->off[i];
+		__m256 b00 = dc2_load(b, masked, m0), b01 = dc2_load(b + 8, masked, m1);
+		__m256 b10 = dc2_load(b + below, masked, m0), b11 = dc2_load(b + below + 8, masked, m1);
+
+#pragma GCC unroll 2
+		for (int c = 0; c < DC2_POOL_CHANNELS; c++) {
+			__m256 a = _mm256_broadcast_ss(w + c);
+
+			acc[c][0][0] = _mm256_fmadd_ps(a, b00, acc[c][0][0]);
+			acc[c][0][1] = _mm256_fmadd_ps(a, b01, acc[c][0][1]);
+			acc[c][1][0] = _mm256_fmadd_ps(a, b10, acc[c][1][0]);
+			acc[c][1][1] = _mm256_fmadd_ps(a, b11, acc[c][1][1]);
+		}
+	}
+#pragma GCC unroll 2
+	for (int c = 0; c < DC2_POOL_CHANNELS; c++) {
+		int64_t ch = t->first + c;
+		__m256 bias = _mm256_set1_ps(t->bias != NULL && ch < t->channels ? t->bias[ch] : 0.0f);
+		__m256 r00 = rt_act8(_mm256_add_ps(acc[c][0][0], bias), t->act);
+		__m256 r01 = rt_act8(_mm256_add_ps(acc[c][0][1], bias), t->act);
+		__m256 r10 = rt_act8(_mm256_add_ps(acc[c][1][0], bias), t->act);
+		__m256 r11 = rt_act8(_mm256_add_ps(acc[c][1][1], bias), t->act);
+		/* MaxPool's order: the later row against the first, then the odd column against the even */
+		__m256 v0 = _mm256_max_ps(r10, r00), v1 = _mm256_max_ps(r11, r01);
+		__m256 even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(v0, v1, 0x88)), 0xd8));
+		__m256 odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(v0, v1, 0xdd)), 0xd8));
+		__m256 m = _mm256_max_ps(odd, even);
+
+		if (ch >= t->channels)
+			break;
+		if (masked)
+			store_first(t->y + ch * t->plane, m, t->pixels / 2);
+		else
+			_mm256_storeu_ps(t->y + ch * t->plane, m);
+	}
+}
+
+DC2_TARGET static void dc_row_tile_pool_avx2(const struct dc_row_tile *t)
+{
+	if (t->pixels == DC2_ROW_PIXELS)
+		dc2_row_tile_pool_run(t, false);
+	else
+		dc2_row_tile_pool_run(t, true);
+}
+
+/* ---- the paths ----------------------------------------------------------------------------------- */
+
+/* What an instruction set's tiles are: the loops below cut the output by these sizes. */
+struct dc_path {
+	void (*pad)(const struct rt_k_window *w, int64_t c, const float *x, float *xp, bool border);
+	void (*pixel_tile)(const struct dc_tile *t);
+	int tile_pixels, tile_channels;           /* a pixel tile's (channels: DC_COLS or a half block) */
+	void (*row_tile)(const struct dc_row_tile *t);
+	int row_pixels, row_channels;             /* a row tile's (channels: of a DC_ROWS block) */
+	void (*pool_tile)(const struct dc_row_tile *t);
+	int pool_pixels, pool_channels;           /* conv pixels along a row, channels of a pooled tile */
+};
+
+static const struct dc_path g_dc_avx512 = {
+	pad_image_avx512, dc_tile_avx512, DC_ROWS, DC_COLS, dc_row_tile_avx512, 32, DC_ROWS,
+	dc_row_tile_pool, 32, DC_POOL_CH,
+};
+static const struct dc_path g_dc_avx2 = {
+	pad_image_avx2, dc_tile_avx2, DC2_PIXELS, DC2_CHANNELS, dc_row_tile_avx2, DC2_ROW_PIXELS, DC2_ROW_CHANNELS,
+	dc_row_tile_pool_avx2, DC2_ROW_PIXELS, DC2_POOL_CHANNELS,
+};
+
+static const struct dc_path *dc_path(void)
+{
+	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX512 ? &g_dc_avx512 : &g_dc_avx2;
+}
+
+static void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+			   int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y, const float *bias,
+			   const float *z, const struct rt_k_act_spec *act)
 {
 	int64_t ow_n = w->out[1], plane = w->out[0] * ow_n;
 
-	for (int64_t blk = 0; blk * DC_COLS < m; blk++) {
+	for (int64_t c0 = 0; c0 < m; c0 += dp->tile_channels) {
+		int64_t blk = c0 / DC_COLS;
 		struct dc_tile t = {
-			.off = off, .k = k, .w = packed + blk * k * DC_COLS, .plane = plane, .act = act,
-			.bias = bias != NULL ? bias + blk * DC_COLS : NULL,
-			.channels = m - blk * DC_COLS < DC_COLS ? m - blk * DC_COLS : DC_COLS,
+			.off = off, .k = k, .w = packed + blk * k * DC_COLS + (c0 - blk * DC_COLS), .plane = plane,
+			.act = act, .bias = bias != NULL ? bias + c0 : NULL,
+			.channels = m - c0 < dp->tile_channels ? m - c0 : dp->tile_channels,
 		};
 		int64_t oh = 0, ow = 0; /* the next tile's first pixel */
 
-		for (int64_t p0 = 0; p0 < plane; p0 += DC_ROWS) {
-			t.pixels = plane - p0 < DC_ROWS ? plane - p0 : DC_ROWS;
-			for (int r = 0; r < DC_ROWS; r++) {
+		for (int64_t p0 = 0; p0 < plane; p0 += dp->tile_pixels) {
+			t.pixels = plane - p0 < dp->tile_pixels ? plane - p0 : dp->tile_pixels;
+			for (int r = 0; r < dp->tile_pixels; r++) {
 				if (r < t.pixels) {
 					t.rows[r] = img + oh * w->stride[0] * wp + ow * w->stride[1];
 					if (++ow == ow_n) {
@@ -401,18 +716,19 @@ static void dc_conv_pixels(const struct rt_k_window *w, int64_t m, const float *
 					t.rows[r] = t.rows[0];
 				}
 			}
-			t.y = y + blk * DC_COLS * plane + p0;
-			t.z = z != NULL ? z + blk * DC_COLS * plane + p0 : NULL;
-			(t.channels > 16 ? dc_tile32 : dc_tile16)(&t);
+			t.y = y + c0 * plane + p0;
+			t.z = z != NULL ? z + c0 * plane + p0 : NULL;
+			dp->pixel_tile(&t);
 		}
 	}
 }
 
 /* Row tiles and a 2x2 stride-2 MaxPool: y is the pooled output [m][oh/2][ow/2]. */
-static void dc_conv_rows_pool(const struct rt_k_window *w, int64_t m, const float *img, int64_t wp, const int32_t *off,
-			      int64_t k, const float *packed, float *y, const float *bias, const struct rt_k_act_spec *act)
+static void dc_conv_rows_pool(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+			      int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y,
+			      const float *bias, const struct rt_k_act_spec *act)
 {
-	int64_t ph_n = w->out[0] / 2, pw_n = w->out[1] / 2, plane = ph_n * pw_n;
+	int64_t ph_n = w->out[0] / 2, pw_n = w->out[1] / 2, plane = ph_n * pw_n, per = dp->pool_pixels / 2;
 
 	for (int64_t blk = 0; blk * DC_ROWS < m; blk++) {
 		struct dc_row_tile t = {
@@ -421,22 +737,22 @@ static void dc_conv_rows_pool(const struct rt_k_window *w, int64_t m, const floa
 			.channels = m - blk * DC_ROWS < DC_ROWS ? m - blk * DC_ROWS : DC_ROWS,
 		};
 
-		for (t.first = 0; t.first < t.channels; t.first += DC_POOL_CH) {
+		for (t.first = 0; t.first < t.channels; t.first += dp->pool_channels) {
 			for (int64_t ph = 0; ph < ph_n; ph++) {
-				for (int64_t pw = 0; pw < pw_n; pw += 16) {
-					t.pixels = 2 * (pw_n - pw < 16 ? pw_n - pw : 16);
+				for (int64_t pw = 0; pw < pw_n; pw += per) {
+					t.pixels = 2 * (pw_n - pw < per ? pw_n - pw : per);
 					t.b = img + 2 * ph * wp + 2 * pw;
 					t.y = y + blk * DC_ROWS * plane + ph * pw_n + pw;
-					dc_row_tile_pool(&t);
+					dp->pool_tile(&t);
 				}
 			}
 		}
 	}
 }
 
-static void dc_conv_rows(const struct rt_k_window *w, int64_t m, const float *img, int64_t wp, const int32_t *off,
-			 int64_t k, const float *packed, float *y, const float *bias, const float *z,
-			 const struct rt_k_act_spec *act)
+static void dc_conv_rows(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+			 int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y, const float *bias,
+			 const float *z, const struct rt_k_act_spec *act)
 {
 	int64_t oh_n = w->out[0], ow_n = w->out[1], plane = oh_n * ow_n;
 
@@ -446,16 +762,17 @@ static void dc_conv_rows(const struct rt_k_window *w, int64_t m, const float *im
 			.bias = bias != NULL ? bias + blk * DC_ROWS : NULL,
 			.channels = m - blk * DC_ROWS < DC_ROWS ? m - blk * DC_ROWS : DC_ROWS,
 		};
+		int64_t at = blk * DC_ROWS * plane;
 
-		for (int64_t oh = 0; oh < oh_n; oh++) {
-			for (int64_t ow = 0; ow < ow_n; ow += 32) {
-				int64_t at = blk * DC_ROWS * plane + oh * ow_n + ow;
-
-				t.pixels = ow_n - ow < 32 ? ow_n - ow : 32;
-				t.b = img + oh * wp + ow;
-				t.y = y + at;
-				t.z = z != NULL ? z + at : NULL;
-				(t.pixels > 16 ? dc_row_tile32 : dc_row_tile16)(&t);
+		for (t.first = 0; t.first < t.channels; t.first += dp->row_channels) {
+			for (int64_t oh = 0; oh < oh_n; oh++) {
+				for (int64_t ow = 0; ow < ow_n; ow += dp->row_pixels) {
+					t.pixels = ow_n - ow < dp->row_pixels ? ow_n - ow : dp->row_pixels;
+					t.b = img + oh * wp + ow;
+					t.y = y + at + oh * ow_n + ow;
+					t.z = z != NULL ? z + at + oh * ow_n + ow : NULL;
+					dp->row_tile(&t);
+				}
 			}
 		}
 	}
@@ -470,6 +787,7 @@ void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, 
 	int64_t k = k_depth(w, c), in_size = w->in[0] * w->in[1], i = 0;
 	int64_t plane = pool ? (w->out[0] / 2) * (w->out[1] / 2) : w->out[0] * w->out[1];
 	int64_t wp = has_pads(w) ? padded_w(w) : w->in[1], chan = (has_pads(w) ? padded_h(w) : w->in[0]) * wp;
+	const struct dc_path *dp = dc_path();
 
 	if (plane <= 0 || m <= 0)
 		return;
@@ -481,13 +799,13 @@ void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, 
 		const float *img = x + b * c * in_size;
 
 		if (has_pads(w)) {
-			pad_image(w, c, img, xp, b == 0);
+			dp->pad(w, c, img, xp, b == 0);
 			img = xp;
 		}
 		if (pool)
-			dc_conv_rows_pool(w, m, img, wp, off, k, packed, y + b * m * plane, bias, act);
+			dc_conv_rows_pool(dp, w, m, img, wp, off, k, packed, y + b * m * plane, bias, act);
 		else
-			(tiles == RT_DC_ROWS ? dc_conv_rows : dc_conv_pixels)(w, m, img, wp, off, k, packed,
+			(tiles == RT_DC_ROWS ? dc_conv_rows : dc_conv_pixels)(dp, w, m, img, wp, off, k, packed,
 									      y + b * m * plane, bias,
 									      z != NULL ? z + b * m * plane : NULL, act);
 	}

@@ -2,7 +2,8 @@
 /*
  * Private to runtime/kernels: 2-D convolutions of few input channels computed with output pixels as
  * the GEMM's rows and output channels as its columns, reading the image in place (conv_direct.c says
- * why and how). AVX-512 only: the optimizer packs weights for it only where rt_dc_available().
+ * why and how). AVX2 and AVX-512 (the same packed weights, each level's own tiles): the optimizer
+ * packs weights for it only where rt_dc_available().
  */
 #ifndef BW_RT_KERNELS_CONV_DIRECT_H
 #define BW_RT_KERNELS_CONV_DIRECT_H
@@ -18,11 +19,11 @@
 
 /* How the output is cut into tiles, and with it how the weights are packed ("direct" of FusedConv). */
 enum rt_dc_tiles {
-	RT_DC_PIXELS = 1, /* 8 output pixels (anywhere in the image) x 32 output channels */
-	RT_DC_ROWS = 2,   /* 8 output channels x 32 pixels along one output row: stride 1 only */
+	RT_DC_PIXELS = 1, /* 8 output pixels (anywhere in the image) x 32 output channels (AVX2: 6 x 16) */
+	RT_DC_ROWS = 2,   /* 8 output channels x 32 pixels along one output row (AVX2: 4 x 16): stride 1 only */
 };
 
-/** Whether the kernels run at AVX-512 or above (rt_cpu_isa_active): the path's only instruction set. */
+/** Whether the kernels run at AVX2 or above (rt_cpu_isa_active), the lowest level with these tiles. */
 bool rt_dc_available(void);
 
 /**

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act256.h"
 #include "act512.h"
 #include "graph.h"
 #include "sgemm.h"
@@ -591,23 +592,6 @@ void rt_sg_pack_b_block(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t
 
 /* ---- the micro-kernel ---------------------------------------------------------------------------- */
 
-SG_TARGET static inline __m256 act8(__m256 v, const struct rt_k_act_spec *act)
-{
-	switch (act->kind) {
-	case RT_K_ACT_RELU: return _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as x > 0 ? x : 0 */
-	case RT_K_ACT_LEAKY_RELU:
-		return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(act->a)),
-					_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
-	case RT_K_ACT_CLIP: {
-		__m256 hi = _mm256_set1_ps(act->b), lo = _mm256_set1_ps(act->a);
-
-		v = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
-		return _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
-	}
-	default: return v;
-	}
-}
-
 static inline float act1(float v, const struct rt_k_act_spec *act)
 {
 	switch (act->kind) {
@@ -711,8 +695,8 @@ SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, fl
 					v0 = _mm256_add_ps(v0, _mm256_loadu_ps(t->z + r * ldc));
 					v1 = _mm256_add_ps(v1, _mm256_loadu_ps(t->z + r * ldc + 8));
 				}
-				v0 = act8(v0, t->act);
-				v1 = act8(v1, t->act);
+				v0 = rt_act8(v0, t->act);
+				v1 = rt_act8(v1, t->act);
 			}
 			_mm256_storeu_ps(cr, v0);
 			_mm256_storeu_ps(cr + 8, v1);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act256.h"
 #include "winograd.h"
 
 #define WG_TARGET __attribute__((target("avx2,fma")))
@@ -179,23 +180,6 @@ WG_TARGET static void input_transform(const struct rt_k_window *w, const float *
 	}
 }
 
-WG_TARGET static inline __m256 act8(__m256 v, const struct rt_k_act_spec *act)
-{
-	switch (act->kind) {
-	case RT_K_ACT_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
-	case RT_K_ACT_LEAKY_RELU:
-		return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(act->a)),
-					_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
-	case RT_K_ACT_CLIP: {
-		__m256 hi = _mm256_set1_ps(act->b), lo = _mm256_set1_ps(act->a);
-
-		v = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
-		return _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
-	}
-	default: return v;
-	}
-}
-
 /*
  * Y = At M A per tile, for output channel o (mo: M's row o of xi 0, xi apart by ld_xi): two output
  * rows of 16 values for 8 tiles, the bias, residual and activation applied, stored where they
@@ -233,8 +217,8 @@ WG_TARGET static void output_transform(const struct rt_k_window *w, const float 
 						o0 = _mm256_add_ps(o0, _mm256_loadu_ps(z + oh * ow_n + col));
 						o1 = _mm256_add_ps(o1, _mm256_loadu_ps(z + oh * ow_n + col + 8));
 					}
-					_mm256_storeu_ps(yr, act8(o0, act));
-					_mm256_storeu_ps(yr + 8, act8(o1, act));
+					_mm256_storeu_ps(yr, rt_act8(o0, act));
+					_mm256_storeu_ps(yr + 8, rt_act8(o1, act));
 					continue;
 				}
 				{

@@ -2,10 +2,11 @@
 /*
  * Unit tests of the convolutions read in place (runtime/kernels/conv_direct.c), called directly,
  * against a double-precision reference: both tile kinds, every remainder of the output channels
- * against their blocks (8 and 32) and of the pixels against a tile's 8 and 32, pads on each side,
- * strides, dilations, one channel and many, several images (the padded image's border is written
- * for the first only), the bias, the residual and each activation; nothing written past the
- * output. meson runs it once per instruction-set level: below AVX-512 it is a SKIP with the reason.
+ * against their blocks (8 and 32) and the tiles' (AVX2: 4 and 16), of the pixels against a tile's 8
+ * and 32 (AVX2: 6 and 16), pads on each side, strides, dilations, one channel and many, several
+ * images (the padded image's border is written for the first only), the bias, the residual and
+ * each activation; nothing written past the output. meson runs it once per instruction-set level:
+ * the avx2 and avx512 levels run their own tiles, below AVX2 it is a SKIP with the reason.
  */
 #include <math.h>
 #include <stdio.h>
@@ -193,6 +194,8 @@ static void test_pixel_tiles(void)
 		{ 64, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },   /* 1x1, 15 pixels: under two tiles */
 		{ 28, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },   /* 252 deep, near RT_DC_K_MAX; 9 pixels */
 		{ 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* one pixel */
+		{ 6, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* 20 pixels: 2 past AVX2's tiles of 6 */
+		{ 3, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* 35 pixels: 5 past them */
 	};
 
 	CU_ASSERT_EQUAL(sweep(RT_DC_PIXELS, geoms, sizeof(geoms) / sizeof(geoms[0]), false), 0);
@@ -261,7 +264,7 @@ int main(void)
 	if (!rt_dc_available()) {
 		char why[128];
 
-		snprintf(why, sizeof(why), "the convolutions read in place need AVX-512; the kernels run at %s",
+		snprintf(why, sizeof(why), "the convolutions read in place need AVX2 and FMA; the kernels run at %s",
 			 rt_cpu_isa_name(rt_cpu_isa_active()));
 		return bw_cunit_skip(why);
 	}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to runtime/kernels: the activations an AVX2 kernel's epilogue applies to 8 floats in a ymm
+ * register as it stores them (sgemm.c's 6x16 micro-kernel, winograd.c's output transform,
+ * conv_direct.c's AVX2 tiles), the same results as rt_vm_act's for Relu, LeakyRelu and Clip (NaN:
+ * Relu gives 0, the others pass it), and the lane masks of 8-float edges for vmaskmov. act512.h is
+ * the AVX-512 counterpart.
+ */
+#ifndef BW_RT_KERNELS_ACT256_H
+#define BW_RT_KERNELS_ACT256_H
+
+#include <immintrin.h>
+
+#include "fused.h"
+
+__attribute__((target("avx2"))) static inline __m256 rt_act8(__m256 v, const struct rt_k_act_spec *act)
+{
+	switch (act->kind) {
+	case RT_K_ACT_RELU: return _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as x > 0 ? x : 0 */
+	case RT_K_ACT_LEAKY_RELU:
+		return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(act->a)),
+					_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+	case RT_K_ACT_CLIP: {
+		__m256 hi = _mm256_set1_ps(act->b), lo = _mm256_set1_ps(act->a);
+
+		v = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+		return _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+	}
+	default: return v;
+	}
+}
+
+/* The lanes of 8 that hold one of live values (live <= 0: none), as vmaskmov's mask: sign bits set. */
+__attribute__((target("avx2"))) static inline __m256i lane_mask8(int64_t live)
+{
+	int32_t n = live >= 8 ? 8 : live <= 0 ? 0 : (int32_t)live;
+
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+#endif /* BW_RT_KERNELS_ACT256_H */
