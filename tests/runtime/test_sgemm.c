@@ -309,8 +309,9 @@ static int check_bpacked(int64_t m, int64_t n, int64_t k, const struct rt_k_act_
 
 static void check_bpacked_edges(bool bf16)
 {
-	/* rows across tiles (6, 8, 16, 32) and RT_SG_MC_ROWS / RT_BF16_ROWS_BLOCK; k across 32, 256, 384 */
-	static const int64_t ms[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 193, 257 };
+	/* rows across tiles (6, 8, 16, 32; AVX2's 4-row tail panels: every remainder past 6, with and
+	 * without whole panels before) and RT_SG_MC_ROWS / RT_BF16_ROWS_BLOCK; k across 32, 256, 384 */
+	static const int64_t ms[] = { 1, 2, 3, 4, 7, 8, 9, 14, 15, 16, 17, 31, 33, 193, 257 };
 	static const int64_t ns[] = { 1, 5, 15, 16, 17, 31, 32, 33, 47, 100 };
 	static const int64_t ks[] = { 0, 1, 2, 31, 32, 33, 255, 257, 385 };
 	int bad = 0;
