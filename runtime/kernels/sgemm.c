@@ -34,6 +34,7 @@
  * optimizer packs nothing (the conv kernel keeps the OpenBLAS path).
  */
 #include <immintrin.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,22 @@
 #include "act512.h"
 #include "graph.h"
 #include "sgemm.h"
+/* vecmath.h's GELU at AVX2's width, for the 6x16 tiles' epilogue: its helpers built for AVX2 and FMA,
+ * as vecmath.c's x86-64-v3 variant (the same bits), and callable with ymm values (clang refuses a
+ * 32-byte vector passed to a function without AVX, even one always inlined) */
+#define VL 8
+#ifdef __clang__ /* (the fuzzers build the runtime's sources with clang) */
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+#include "vecmath.h"
+#ifdef __clang__
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 
 #define SG_TARGET __attribute__((target("avx2,fma")))
 #define SG512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
@@ -629,6 +646,8 @@ SG_TARGET static inline __attribute__((always_inline)) void tile_store_avx2(cons
 									  const struct tile_out *t)
 {
 	if (mr == rows && nr == RT_SG_NR) {
+		__m256 out[2 * RT_SG_MR];
+
 		for (int r = 0; r < rows; r++) {
 			float *cr = c + r * ldc;
 			__m256 v0 = acc[2 * r], v1 = acc[2 * r + 1];
@@ -659,10 +678,19 @@ SG_TARGET static inline __attribute__((always_inline)) void tile_store_avx2(cons
 				v0 = rt_act8(v0, t->act);
 				v1 = rt_act8(v1, t->act);
 			}
-			_mm256_storeu_ps(cr, v0);
-			_mm256_storeu_ps(cr + 8, v1);
-			if (t->last && t->act->kind == RT_K_ACT_GELU)
-				rt_vm_act(cr, RT_SG_NR, t->act); /* while the row is in L1 */
+			out[2 * r] = v0;
+			out[2 * r + 1] = v1;
+		}
+		if (t->last && t->act->kind == RT_K_ACT_GELU) {
+			/* the tile's 2 x rows vectors side by side: independent chains, where a row at a time
+			 * waits on each erf's polynomial and exp in turn (vecmath.h's vgelu: rt_vm_act's bits) */
+#pragma GCC unroll 12
+			for (int i = 0; i < 2 * rows; i++)
+				out[i] = (__m256)vgelu((vf)out[i]);
+		}
+		for (int r = 0; r < rows; r++) {
+			_mm256_storeu_ps(c + r * ldc, out[2 * r]);
+			_mm256_storeu_ps(c + r * ldc + 8, out[2 * r + 1]);
 		}
 		return;
 	}

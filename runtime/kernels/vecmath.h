@@ -8,7 +8,8 @@
  * exp, erf and the activations; only the order of a row's sums (softmax, layernorm) differs with the
  * width, by a rounding or two.
  *
- * Private to those two files: the bodies are static, so each includer gets its own copy.
+ * Private to those two files, and to sgemm.c, whose AVX2 tiles apply vgelu to their registers (the
+ * same bits as rt_vm_act's): the bodies are static, so each includer gets its own copy.
  */
 #ifndef BW_RUNTIME_KERNELS_VECMATH_H
 #define BW_RUNTIME_KERNELS_VECMATH_H
