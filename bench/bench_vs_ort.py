@@ -4,7 +4,7 @@
 
     bench_vs_ort.py --bwrun BUILD/app/bwrun --models BUILD/models [--models-list mlp,cnn,...]
                     [--batches 1,8,32] [--rounds N] [--reps-scale X] [--work DIR]
-                    [--no-openvino] [--no-bf16]
+                    [--no-openvino] [--no-bf16] [--cpu N|last|none]
 
 (or `meson compile -C BUILD bench-vs-ort`, which builds bwrun and the models first.)
 
@@ -31,8 +31,10 @@ largest |difference| over the largest |output|). Elsewhere those columns read na
 measured that the CPU cannot run. bench/bf16_accuracy.py measures bf16's error and top-1 agreement
 over many inputs.
 
-Both warm up first. On a shared machine a neighbour's load can fall on one side's process and not
-the other's, so the two alternate: --rounds (default 3) pairs of processes, ours then ORT's, and
+Both warm up first. Every measured process runs on one CPU (--cpu, default the last this script may
+use; 'none' leaves it to the scheduler): on a shared VM one vCPU can be a third slower than the
+other for minutes. A neighbour's load can still fall on one side's process and not the other's,
+so the two alternate: --rounds (default 3) pairs of processes, ours then ORT's, and
 each side's figure is the median of its rounds' medians. Each output is compared: max abs error and max rel error, the latter
 |ours - ort| / max(|ort|, 1e-3) (so that outputs near 0 do not divide by nothing). The table
 gives the medians and ours / ORT; the last line is machine-readable:
@@ -225,6 +227,28 @@ def errors(ours_dir, ort_dir, names, ours_safe=True):
     return max_abs, max_rel, max_scaled
 
 
+def pin_cpu(ap, spec):
+    """Pins this process, and so every process it starts, to one CPU (returned), or to none ('none').
+
+    On a shared VM one vCPU can run a third slower than the other for minutes (seen on a 2-core AMD EPYC
+    guest: the small CNN at batch 8 took 417-433 us on CPU 0 against 290-430 on CPU 1, in alternating
+    runs): left to the scheduler, the two sides of a ratio may land on different ones."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if spec == "none":
+        return None
+    if spec == "last":
+        cpu = allowed[-1]
+    else:
+        try:
+            cpu = int(spec)
+        except ValueError:
+            ap.error(f"--cpu {spec}: not a CPU number, 'last' or 'none'")
+        if cpu not in allowed:
+            ap.error(f"--cpu {spec}: not one of the CPUs this process may use ({allowed})")
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bwrun", help="path to the bwrun executable")
@@ -236,6 +260,9 @@ def main():
     ap.add_argument("--work", help="directory for inputs and outputs (default: a temporary one)")
     ap.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out")
     ap.add_argument("--no-bf16", action="store_true", help="leave the bf16 columns out")
+    ap.add_argument("--cpu", default="last",
+                    help="the CPU every measured process runs on: a number, 'last' (default: the highest "
+                         "this script may use) or 'none' (left to the scheduler)")
     # the other runtimes' own processes
     ap.add_argument("--worker", choices=["ort", "ov"], help=argparse.SUPPRESS)
     ap.add_argument("--ov-precision", default="f32", help=argparse.SUPPRESS)
@@ -256,6 +283,7 @@ def main():
 
     import onnxruntime
 
+    pinned = pin_cpu(ap, args.cpu)
     openvino_version = None
     if not args.no_openvino:
         try:
@@ -274,7 +302,8 @@ def main():
     print(f"batchwire (bwrun, 1 worker) vs onnxruntime {onnxruntime.__version__} (CPU EP, 1 intra-op and 1 "
           f"inter-op thread, sequential, ORT_ENABLE_ALL) and OpenVINO {openvino_version or 'na'} (CPU, 1 "
           f"inference thread, 1 stream, latency hint); median of {args.rounds} alternating rounds' medians "
-          f"(runs: rounds x timed runs per round); errors against onnxruntime's; work dir {work}", flush=True)
+          f"(runs: rounds x timed runs per round); errors against onnxruntime's; work dir {work}; "
+          f"{'every process on CPU ' + str(pinned) if pinned is not None else 'processes not pinned'}", flush=True)
     if not bf16:
         print("bf16: " + ("left out (--no-bf16)" if args.no_bf16 else
                           f"na: batchwire's kernels run at {kernels.split()[0]}, not amx"))
