@@ -27,8 +27,8 @@
  * tiles (fewer than 6 rows or 16 columns) go through a 6 x 16 buffer on the stack. FusedGemm's rows
  * of activations that 6-row panels would leave part empty go to 4-row panels (kernel_4x16): a
  * batch of 8 is 4 + 4 rows, not 6 + 2 computed as 12 (the MLP at batch 8 on an AMD EPYC: 631 ->
- * 452-478 us). The AVX-512 one
- * (kernel_avx512) is the same shape at twice the width and a third more rows, with masked edges.
+ * 452-478 us). The AVX-512 one (kernel_avx512) is the same shape at twice the width and a third
+ * more rows, with masked edges.
  * The path (struct sg_path) is chosen from rt_cpu_isa_active(), once per process (isa.c), so that
  * the layouts packed at load and the kernels agree; below AVX2 rt_sg_available() is false and the
  * optimizer packs nothing (the conv kernel keeps the OpenBLAS path).
