@@ -22,6 +22,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
+#include "act256.h"
 #include "act512.h"
 #include "graph.h"
 #include "sgemm.h"
@@ -39,12 +40,6 @@ static inline int64_t min64(int64_t a, int64_t b)
 
 /* ---- AVX2 and FMA -------------------------------------------------------------------------------- */
 
-GS_TARGET static inline __m256i lane_mask(int64_t live)
-{
-	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(live < 0 ? 0 : live)),
-				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* One tile: rows a[0..mr) (repeats past the edge), columns j..j+w of B and C; full: w == GS_NR. mr
  * is a constant at each call (GS_MR, 4 or 2), so the loops unroll into registers and a row edge
  * computes at most one row more than it stores. */
@@ -54,7 +49,7 @@ GS_TARGET static inline __attribute__((always_inline)) void tile_avx2(const floa
 								      float beta, bool full)
 {
 	__m256 acc[GS_MR][2];
-	__m256i m0 = full ? _mm256_set1_epi32(-1) : lane_mask(w), m1 = full ? m0 : lane_mask(w - 8);
+	__m256i m0 = full ? _mm256_set1_epi32(-1) : lane_mask8(w), m1 = full ? m0 : lane_mask8(w - 8);
 	__m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
 
 #pragma GCC unroll 6
