@@ -277,8 +277,8 @@ RT_K_RUN(conv)
 
 /*
  * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group (with
- * "winograd" 1 as well, transformed for winograd.c first; with "direct" instead, packed for
- * conv_direct.c's tiles of that enum rt_dc_tiles, and with "pool" 1 a 2x2, stride-2 MaxPool folded
+ * "winograd" 2 or 4 as well, transformed for winograd.c's F(2x2, 3x3) or F(4x4, 3x3) first; with
+ * "direct" instead, packed for conv_direct.c's tiles of that enum rt_dc_tiles, and with "pool" 1 a 2x2, stride-2 MaxPool folded
  * into its row tiles: the output is the pooled one); with 2 (precision bf16), rounded into
  * AMX's tiles for amx.c, per group. "weight_shape" gives the ONNX shape
  * [M, C/group, kH, kW] they came from: what the geometry is read from. The inputs are then seen
@@ -322,16 +322,19 @@ RT_K_INFER(fused_conv)
 		if ((rc = conv_setup(node, ins, &p, err, err_cap)) < 0)
 			return rc;
 		bool bf16 = rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
-		int64_t direct = rt_attr_int(node, "direct", 0);
+		int64_t direct = rt_attr_int(node, "direct", 0), wg_tile = rt_attr_int(node, "winograd", 0);
 
+		if (wg_tile != 0 && !rt_wg_tile_valid(wg_tile))
+			return bw_err(err, err_cap, -EINVAL, "attribute 'winograd' must be 2 (F(2x2,3x3)) or 4 "
+				      "(F(4x4,3x3))");
 		want = bf16 ? (size_t)p.group * rt_bf16_packed_a_elems(p.mg, p.cg * p.ksize) :
-		       rt_attr_int(node, "winograd", 0) != 0 ? rt_wg_packed_floats(p.m, p.c) :
+		       wg_tile != 0 ? rt_wg_packed_floats((int)wg_tile, p.m, p.c) :
 		       direct != 0 ? rt_dc_packed_floats((enum rt_dc_tiles)direct, p.m, p.cg * p.ksize) :
 		       (size_t)p.group * rt_sg_packed_floats(p.mg, p.cg * p.ksize);
 		if (direct != 0 && direct != RT_DC_PIXELS && direct != RT_DC_ROWS)
 			return bw_err(err, err_cap, -EINVAL, "attribute 'direct' must be %d (pixel tiles) or %d (row "
 				      "tiles)", RT_DC_PIXELS, RT_DC_ROWS);
-		if (direct != 0 && (bf16 || rt_attr_int(node, "winograd", 0) != 0 || !rt_dc_available() ||
+		if (direct != 0 && (bf16 || wg_tile != 0 || !rt_dc_available() ||
 				    !rt_dc_applies((enum rt_dc_tiles)direct, p.w.nsp, p.group, p.cg * p.ksize, p.w.stride)))
 			return bw_err(err, err_cap, -ENOTSUP, "attribute 'direct' needs the CPU kernels at the avx2 "
 				      "level or above and an ungrouped 2-D fp32 conv at most %d deep (row tiles: stride 1)",
@@ -347,10 +350,10 @@ RT_K_INFER(fused_conv)
 			outputs[0].dims[2] = p.w.out[0] / 2;
 			outputs[0].dims[3] = p.w.out[1] / 2;
 		}
-		if (bf16 && (rt_attr_int(node, "winograd", 0) != 0 || !rt_bf16_available()))
+		if (bf16 && (wg_tile != 0 || !rt_bf16_available()))
 			return bw_err(err, err_cap, -ENOTSUP, "bf16 packed weights need the CPU kernels at the amx "
 				      "level, and no Winograd");
-		if (rt_attr_int(node, "winograd", 0) != 0 && !rt_wg_applies(&p.w, p.group))
+		if (wg_tile != 0 && !rt_wg_applies(&p.w, p.group))
 			return bw_err(err, err_cap, -EINVAL, "attribute 'winograd' needs a 3x3, stride-1, ungrouped conv");
 		if (!rt_sg_available())
 			return bw_err(err, err_cap, -ENOTSUP, "packed weights need AVX2 and FMA");
@@ -399,8 +402,11 @@ RT_K_SCRATCH(fused_conv)
 		return rt_k_conv_scratch(node, ins, outputs);
 	if (conv_setup(node, ins, &p, err, sizeof(err)) < 0 || p.out_size < 0)
 		return 0;
-	if (rt_attr_int(node, "winograd", 0) != 0)
-		return rt_wg_scratch_floats(&p.w, p.m, p.c, rt_wg_group_images(&p.w, p.n)) * sizeof(float);
+	if (rt_wg_tile_valid(rt_attr_int(node, "winograd", 0))) {
+		int tile = (int)rt_attr_int(node, "winograd", 0);
+
+		return rt_wg_scratch_floats(tile, &p.w, p.m, p.c, rt_wg_group_images(tile, &p.w, p.n)) * sizeof(float);
+	}
 	if (rt_attr_int(node, "direct", 0) != 0)
 		return rt_dc_scratch_bytes(&p.w, p.c);
 	if (rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
@@ -427,7 +433,7 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 	if (bbuf == NULL && p.out_size > 0)
 		return bw_err(err, err_cap, -EINVAL, "FusedConv needs scratch memory and got none");
 	if (rt_attr_int(node, "winograd", 0) != 0) {
-		rt_wg_conv(&p.w, p.m, p.c, p.n, x, wp, y, bias, z, act, bbuf);
+		rt_wg_conv((int)rt_attr_int(node, "winograd", 0), &p.w, p.m, p.c, p.n, x, wp, y, bias, z, act, bbuf);
 		return 0;
 	}
 	if (rt_attr_int(node, "direct", 0) != 0) {

@@ -143,13 +143,16 @@ RT_K_SCRATCH(fast_maxpool)
  * taken first and replaced only by a greater one, as the reference kernel does: a NaN there stays,
  * a NaN elsewhere is passed over. A window wholly in the padding gives -inf.
  */
-static int64_t maxpool_row_k3s2_avx512(const float *row, float *y, int64_t first, int64_t end, int64_t pad);
+typedef int64_t maxpool_row_k3s2_fn(const float *row, float *y, int64_t first, int64_t end, int64_t pad);
+static maxpool_row_k3s2_fn maxpool_row_k3s2_avx512, maxpool_row_k3s2_avx2;
 
 static void maxpool_plane(const struct rt_k_window *w, const float *x, float *y, float *row)
 {
 	int64_t ih = w->in[0], iw = w->in[1];
 	/* the outputs whose 3-wide, stride-2 windows lie wholly inside the row: vectorized below */
-	bool k3s2 = w->kernel[1] == 3 && w->stride[1] == 2 && rt_cpu_isa_active() >= RT_CPU_ISA_AVX512;
+	maxpool_row_k3s2_fn *k3s2 = w->kernel[1] != 3 || w->stride[1] != 2 ? NULL :
+				    rt_cpu_isa_active() >= RT_CPU_ISA_AVX512 ? maxpool_row_k3s2_avx512 :
+				    rt_cpu_isa_active() >= RT_CPU_ISA_AVX2 ? maxpool_row_k3s2_avx2 : NULL;
 	int64_t in_first = (w->pad_begin[1] + 1) / 2;
 	int64_t in_end = iw - 3 + w->pad_begin[1] < 0 ? 0 : (iw - 3 + w->pad_begin[1]) / 2 + 1;
 
@@ -172,12 +175,14 @@ static void maxpool_plane(const struct rt_k_window *w, const float *x, float *y,
 			int64_t ws = ow * w->stride[1] - w->pad_begin[1], w0 = ws < 0 ? 0 : ws, w1 = ws + w->kernel[1];
 			float m;
 
-			if (k3s2 && h0 < h1 && ow == in_first && in_first < in_end) {
-				int64_t done = maxpool_row_k3s2_avx512(row, y, in_first, in_end, w->pad_begin[1]);
+			if (k3s2 != NULL && h0 < h1 && ow == in_first && in_first < in_end) {
+				int64_t done = k3s2(row, y, in_first, in_end, w->pad_begin[1]);
 
-				ow += done - 1;
-				y += done - 1;
-				continue;
+				if (done > 0) {
+					ow += done - 1;
+					y += done - 1;
+					continue;
+				}
 			}
 			w1 = w1 < iw ? w1 : iw;
 			if (h0 >= h1 || w0 >= w1) {
@@ -220,6 +225,34 @@ maxpool_row_k3s2_avx512(const float *row, float *y, int64_t first, int64_t end, 
 				      _mm512_max_ps(c2, _mm512_max_ps(c1, c0)));
 	}
 	return end - first;
+}
+
+/*
+ * The same at AVX2's width: 8 outputs a vector from 17 values (the even and odd ones of p[0..15],
+ * and the odd ones of p[1..16]: the next even), whole vectors only, no masked loads (microcoded on
+ * AMD's cores). \return the outputs done, a multiple of 8: the caller's loop does the rest. ResNet-50's
+ * stem pool at batch 1 on an AMD EPYC: 1.0-1.4 ms on that loop alone.
+ */
+__attribute__((target("avx2"))) static int64_t maxpool_row_k3s2_avx2(const float *row, float *y, int64_t first,
+								      int64_t end, int64_t pad)
+{
+	int64_t ow;
+
+	for (ow = first; ow + 8 <= end; ow += 8) {
+		const float *p = row + 2 * ow - pad;
+		__m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+		__m256 lo1 = _mm256_loadu_ps(p + 1), hi1 = _mm256_loadu_ps(p + 9);
+		/* in-lane shuffles pick each lane's evens (odds); the 64-bit permute puts the lanes in order */
+		__m256 c0 = _mm256_castpd_ps(_mm256_permute4x64_pd(
+			_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0))), _MM_SHUFFLE(3, 1, 2, 0)));
+		__m256 c1 = _mm256_castpd_ps(_mm256_permute4x64_pd(
+			_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
+		__m256 c2 = _mm256_castpd_ps(_mm256_permute4x64_pd(
+			_mm256_castps_pd(_mm256_shuffle_ps(lo1, hi1, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
+
+		_mm256_storeu_ps(y + (ow - first), _mm256_max_ps(c2, _mm256_max_ps(c1, c0)));
+	}
+	return ow - first;
 }
 
 /*

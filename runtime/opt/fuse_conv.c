@@ -271,7 +271,8 @@ static bool all_ones(const struct rt_node *conv, const char *name)
 /* What pack_weights made. */
 enum conv_packing {
 	CONV_PACKED = 1, /* for sgemm.c's im2col GEMM */
-	CONV_WINOGRAD,   /* transformed for winograd.c */
+	CONV_WINOGRAD,   /* transformed for winograd.c's F(2x2, 3x3) */
+	CONV_WINOGRAD_F4, /* for its F(4x4, 3x3) */
 	CONV_DIRECT_PIXELS, /* in blocks of 32 output channels for conv_direct.c's pixel tiles */
 	CONV_DIRECT_ROWS,   /* in panels of 8 output channels for its row tiles */
 	CONV_BF16,       /* rounded into AMX's tiles for amx.c's GEMM (precision bf16) */
@@ -389,8 +390,8 @@ static enum rt_dc_tiles direct_tiles(const struct opt_ctx *c, const struct rt_no
 
 /*
  * A 3x3, stride-1, undilated, ungrouped conv of OPT_WINOGRAD_CHANNELS_MIN input channels or more
- * goes to winograd.c's F(2x2, 3x3): its weights are transformed and packed per tile position
- * (\return CONV_WINOGRAD); any other 2-D conv to the im2col GEMM (CONV_PACKED); at precision bf16,
+ * goes to winograd.c, in the form rt_wg_choose_tile picks for its output: its weights are
+ * transformed and packed per tile position (\return CONV_WINOGRAD or CONV_WINOGRAD_F4); any other 2-D conv to the im2col GEMM (CONV_PACKED); at precision bf16,
  * every one to AMX's (CONV_BF16).
  */
 static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *packed, int64_t *shape)
@@ -398,8 +399,10 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	const struct rt_node *conv = &c->g->nodes[ci];
 	const struct rt_tensor wt = c->g->values[w].tensor; /* a copy: values move on adding one */
 	int64_t group = rt_attr_int(conv, "group", 1), k, mg, per, total;
+	const struct rt_tensor *y = opt_shape(c, conv->outputs[0]);
 	enum rt_dc_tiles tiles;
 	bool winograd, direct;
+	int wg_tile;
 	float *ap;
 
 	*packed = RT_VALUE_NONE;
@@ -413,16 +416,17 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 		return pack_weights_bf16(c, conv, &wt, group, packed);
 	winograd = group == 1 && wt.dims[2] == 3 && wt.dims[3] == 3 && all_ones(conv, "strides") &&
 		   all_ones(conv, "dilations") && wt.dims[1] >= OPT_WINOGRAD_CHANNELS_MIN;
+	wg_tile = y != NULL && y->rank == 4 ? rt_wg_choose_tile(y->dims[2], y->dims[3]) : rt_wg_choose_tile(0, 0);
 	k = wt.dims[1] * wt.dims[2] * wt.dims[3];
 	tiles = winograd ? 0 : direct_tiles(c, conv, &wt, group, k);
 	direct = tiles != 0;
 	mg = wt.dims[0] / group;
 	per = (int64_t)rt_sg_packed_floats(mg, k);
-	total = winograd ? (int64_t)rt_wg_packed_floats(wt.dims[0], wt.dims[1]) :
+	total = winograd ? (int64_t)rt_wg_packed_floats(wg_tile, wt.dims[0], wt.dims[1]) :
 		direct ? (int64_t)rt_dc_packed_floats(tiles, wt.dims[0], k) : per * group;
 	if ((ap = opt_alloc_floats(total)) == NULL)
 		return opt_error(c, -ENOMEM, "out of memory");
-	if (winograd && rt_wg_pack_weights(wt.data, wt.dims[0], wt.dims[1], ap) != 0) {
+	if (winograd && rt_wg_pack_weights(wg_tile, wt.data, wt.dims[0], wt.dims[1], ap) != 0) {
 		free(ap);
 		return opt_error(c, -ENOMEM, "out of memory");
 	}
@@ -433,12 +437,14 @@ static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *pack
 	*packed = opt_add_initializer(c, conv->name, "W_packed", BW_DTYPE_FLOAT, 1, &total, ap);
 	if (*packed < 0)
 		return *packed;
-	return winograd ? CONV_WINOGRAD : !direct ? CONV_PACKED :
+	if (winograd)
+		return wg_tile == 4 ? CONV_WINOGRAD_F4 : CONV_WINOGRAD;
+	return !direct ? CONV_PACKED :
 	       tiles == RT_DC_ROWS ? CONV_DIRECT_ROWS : CONV_DIRECT_PIXELS;
 }
 
 static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt, uint32_t *packed_count,
-		    uint32_t *winograd_count, uint32_t *direct_count)
+		    uint32_t winograd_count[2], uint32_t *direct_count)
 {
 	struct rt_graph *g = c->g;
 	const struct rt_node *conv = &g->nodes[ci];
@@ -446,8 +452,8 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 	int32_t last = mt->act >= 0 ? mt->act : mt->add >= 0 ? mt->add : mt->bn >= 0 ? mt->bn : (int32_t)ci;
 	int64_t shape[4];
 	enum rt_dc_tiles direct;
-	bool winograd, bf16, nhwc;
-	int rc;
+	bool bf16, nhwc;
+	int rc, wg_tile;
 
 	if (conv->num_inputs > 2)
 		in[2] = conv->inputs[2];
@@ -457,7 +463,7 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 		return rc;
 	if (rc == 0 && mt->bn < 0 && mt->add < 0 && mt->act < 0)
 		return 0; /* nothing fused, nothing packed: the Conv kernel does the same */
-	winograd = rc == CONV_WINOGRAD;
+	wg_tile = rc == CONV_WINOGRAD ? 2 : rc == CONV_WINOGRAD_F4 ? 4 : 0;
 	direct = rc == CONV_DIRECT_PIXELS ? RT_DC_PIXELS : rc == CONV_DIRECT_ROWS ? RT_DC_ROWS : 0;
 	bf16 = rc == CONV_BF16;
 	nhwc = rc == CONV_BF16_NHWC;
@@ -480,10 +486,11 @@ static int fuse_one(struct opt_ctx *c, uint32_t ci, const struct conv_match *mt,
 
 		if (opt_attr_ints(n, "weight_shape", shape, 4) != 0 ||
 		    (!nhwc && opt_attr_int(n, "packed_weights", bf16 ? RT_K_PACKED_BF16 : RT_K_PACKED_FP32) != 0) ||
-		    (winograd && opt_attr_int(n, "winograd", 1) != 0) ||
+		    (wg_tile != 0 && opt_attr_int(n, "winograd", wg_tile) != 0) ||
 		    (direct != 0 && opt_attr_int(n, "direct", direct) != 0))
 			return opt_error(c, -ENOMEM, "out of memory");
-		*winograd_count += winograd;
+		winograd_count[0] += wg_tile == 2;
+		winograd_count[1] += wg_tile == 4;
 		*direct_count += direct != 0;
 	}
 	return 0;
@@ -548,7 +555,7 @@ static int fuse_pools(struct opt_ctx *c, uint32_t *count)
 int opt_fuse_conv(struct opt_ctx *c)
 {
 	struct rt_graph *g = c->g;
-	uint32_t as_gemm = 0, packed = 0, winograd = 0, direct = 0;
+	uint32_t as_gemm = 0, packed = 0, winograd[2] = { 0, 0 }, direct = 0;
 	int rc = opt_index(c);
 
 	for (uint32_t n = 0; rc == 0 && n < g->num_nodes; n++) {
@@ -566,13 +573,14 @@ int opt_fuse_conv(struct opt_ctx *c)
 		b_const = conv->num_inputs < 3 || conv->inputs[2] == RT_VALUE_NONE ||
 			  float_const(c, conv->inputs[2], -1);
 		match(c, n, w_const && b_const, w_const ? g->values[conv->inputs[1]].tensor.dims[0] : -1, &mt);
-		rc = fuse_one(c, n, &mt, &packed, &winograd, &direct);
+		rc = fuse_one(c, n, &mt, &packed, winograd, &direct);
 	}
 	opt_report(c, "1x1 Conv as GEMM", as_gemm);
 	opt_report(c, "weights pre-packed", packed);
 	if (c->precision == RT_PRECISION_BF16)
 		opt_report(c, RT_OPT_KIND_BF16, packed);
-	opt_report(c, "3x3 Conv as Winograd F(2x2,3x3)", winograd);
+	opt_report(c, "3x3 Conv as Winograd F(2x2,3x3)", winograd[0]);
+	opt_report(c, "3x3 Conv as Winograd F(4x4,3x3)", winograd[1]);
 	opt_report(c, "Conv read in place (direct tiles)", direct);
 	if (rc == 0) {
 		uint32_t pools = 0;

@@ -390,16 +390,19 @@ static void test_conv_packer_paths(void)
 }
 
 /*
- * Winograd F(2x2, 3x3) for 3x3 stride-1 convs of 32 channels or more: odd and even output sizes (cut
- * tiles), no padding, uneven padding, more input channels than one k block (300), a ragged panel of
- * output channels, then a 1x1 conv with a residual and LeakyRelu. The images of a batch share each
- * GEMM: x's 36 tiles an image put a batch of 3 in one group, x2's 70 (14 x 20 outputs) in groups of
- * 2 and 1.
+ * Winograd for 3x3 stride-1 convs of 32 channels or more, F(2x2, 3x3) where an image gives
+ * F(4x4, 3x3) fewer than 16 tiles and F(4x4) from there: odd and even output sizes (cut tiles), no
+ * padding, uneven padding, more input channels than one k block (300), a ragged panel of output
+ * channels, rows of tiles shorter than the transforms' 8 and longer (10: 8 + 2), then a residual
+ * and an activation on each form's output. The images of a batch share each GEMM: x's 36 tiles of
+ * 2 an image put a batch of 3 in one group, x2's 20 tiles of 4 (14 x 20 outputs) too, x3's 80 (30
+ * x 37) go in groups of 2 and 1.
  */
 static void test_conv_winograd(void)
 {
 	static const int64_t x[] = {-1, 300, 9, 20}, w1[] = {36, 300, 3, 3}, w2[] = {36, 36, 3, 3}, w3[] = {33, 36, 3, 3};
 	static const int64_t w4[] = {36, 33, 1, 1}, x2[] = {-1, 32, 14, 20}, w5[] = {40, 32, 3, 3};
+	static const int64_t x3[] = {-1, 40, 30, 37}, w6[] = {48, 40, 3, 3}, w7[] = {48, 48, 3, 3};
 	static const int64_t pads_odd[] = {0, 1, 2, 1}, p1[] = {1, 1, 1, 1};
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
@@ -413,6 +416,9 @@ static void test_conv_winograd(void)
 	init(m, "w4", 4, w4, NULL, 0.2f, 0);
 	input(m, "x2", 4, x2);
 	init(m, "w5", 4, w5, NULL, 0.1f, 0);
+	input(m, "x3", 4, x3);
+	init(m, "w6", 4, w6, NULL, 0.1f, 0);
+	init(m, "w7", 4, w7, NULL, 0.1f, 0);
 	n = onnx_build_node(m, NULL, "Conv", "x2,w5", "y2"); /* [N, 40, 14, 20] */
 	onnx_build_attr_ints(n, "pads", p1, 4);
 	onnx_build_node(m, NULL, "Conv", "x,w1", "a");  /* no padding: [N, 36, 7, 18] */
@@ -424,11 +430,20 @@ static void test_conv_winograd(void)
 	onnx_build_node(m, NULL, "Add", "d,a", "s");
 	n = onnx_build_node(m, NULL, "LeakyRelu", "s", "y");
 	onnx_build_attr_float(n, "alpha", 0.1f);
+	n = onnx_build_node(m, NULL, "Conv", "x3,w6", "e"); /* uneven padding: [N, 48, 30, 37] */
+	onnx_build_attr_ints(n, "pads", pads_odd, 4);
+	n = onnx_build_node(m, NULL, "Conv", "e,w7", "f");
+	onnx_build_attr_ints(n, "pads", p1, 4);
+	onnx_build_node(m, NULL, "Add", "f,e", "h");
+	onnx_build_node(m, NULL, "Relu", "h", "y3");
 	output(m, "y");
 	output(m, "y2");
+	output(m, "y3");
 	g = check_same(m, g_batches, NB, &rep);
 	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Add+LeakyRelu"), 1);
-	CU_ASSERT_EQUAL(report_count(&rep, "3x3 Conv as Winograd F(2x2,3x3)"), rt_sg_available() ? 4 : 0);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Add+Relu"), 1);
+	CU_ASSERT_EQUAL(report_count(&rep, "3x3 Conv as Winograd F(2x2,3x3)"), rt_sg_available() ? 3 : 0);
+	CU_ASSERT_EQUAL(report_count(&rep, "3x3 Conv as Winograd F(4x4,3x3)"), rt_sg_available() ? 3 : 0);
 	rt_graph_free(g);
 }
 
@@ -1006,8 +1021,9 @@ static void test_maxpool_2x2(void)
 
 /*
  * 3x3 stride-2 MaxPool (ResNet's stem pool): the outputs whose windows lie wholly inside a row are
- * vectorized at AVX-512, the others and rows under the padding are not; widths from one column
- * (no window inside) to more than 16 outputs, pads 0 and 1, odd and even sizes.
+ * vectorized at AVX2 (whole vectors of 8) and AVX-512 (16, masked), the others and rows under the
+ * padding are not; widths from one column (no window inside) to more than 16 outputs, pads 0 and
+ * 1, odd and even sizes.
  */
 static void test_maxpool_3x3s2(void)
 {
@@ -1306,7 +1322,7 @@ int main(void)
 		{"Conv+BatchNormalization+Add+Relu (residual)", test_conv_bn_add_relu},
 		{"Conv geometry (stride, pads, dilation, groups), LeakyRelu, Clip", test_conv_geometry_acts},
 		{"packed conv B packer: wide, narrow, stride 2, 7x7 stem", test_conv_packer_paths},
-		{"3x3 stride-1 convs by Winograd F(2x2,3x3)", test_conv_winograd},
+		{"3x3 stride-1 convs by Winograd F(2x2,3x3) and F(4x4,3x3)", test_conv_winograd},
 		{"FusedConv without packed weights (OpenBLAS path)", test_conv_unpacked},
 		{"BatchNormalization after a Conv read twice: unchanged", test_conv_bn_second_reader},
 		{"non-constant BN, broadcasting Add: unchanged", test_conv_not_fusable},
