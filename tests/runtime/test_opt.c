@@ -1001,12 +1001,15 @@ static void test_same_width_packer(void)
 /*
  * 2x2 stride-2 MaxPool rows: odd sizes (the last row and column left out), rows of more than one
  * vector of outputs (70 wide: 35 outputs), one output wide, rows of at most 8 outputs (two to a
- * vector at AVX-512: 8 exactly, 7 as the CNN's, an odd number of output rows); with ceil_mode on an
- * odd size the last window is partial and the general path runs instead.
+ * vector at AVX-512: 8 exactly, 7 as the CNN's, an odd number of output rows); at AVX2 a row's
+ * last part vector overlaps the one before it: 4 to 7 outputs (two vectors of 4), 11 and 35 (8 and
+ * an overlapping 8). With ceil_mode on an odd size the last window is partial and the general path
+ * runs instead.
  */
 static void test_maxpool_2x2(void)
 {
-	static const int64_t sizes[][2] = {{7, 9}, {4, 70}, {2, 2}, {3, 33}, {10, 64}, {6, 16}, {14, 14}, {5, 15}};
+	static const int64_t sizes[][2] = {{7, 9}, {4, 70}, {2, 2}, {3, 33}, {10, 64}, {6, 16}, {14, 14}, {5, 15},
+					   {3, 12}, {5, 22}, {2, 10}};
 	Onnx__ModelProto *m;
 
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
