@@ -278,8 +278,8 @@ RT_K_RUN(conv)
 /*
  * With "packed_weights" 1, input W is the weights packed for sgemm.c at load, per group (with
  * "winograd" 2 or 4 as well, transformed for winograd.c's F(2x2, 3x3) or F(4x4, 3x3) first; with
- * "direct" instead, packed for conv_direct.c's tiles of that enum rt_dc_tiles, and with "pool" 1 a 2x2, stride-2 MaxPool folded
- * into its row tiles: the output is the pooled one); with 2 (precision bf16), rounded into
+ * "direct" instead, packed for conv_direct.c's tiles of that enum rt_dc_tiles, and with "pool" 1 a
+ * 2x2, stride-2 MaxPool folded into its tiles: the output is the pooled one); with 2 (precision bf16), rounded into
  * AMX's tiles for amx.c, per group. "weight_shape" gives the ONNX shape
  * [M, C/group, kH, kW] they came from: what the geometry is read from. The inputs are then seen
  * with W's tensor rebuilt from that shape (data NULL).
@@ -343,10 +343,12 @@ RT_K_INFER(fused_conv)
 			       p.w.pad_end[1]) * p.c > INT32_MAX / 2)
 			return bw_err(err, err_cap, -ENOTSUP, "attribute 'direct' needs a padded image under 2^30 values");
 		if (rt_attr_int(node, "pool", 0) != 0) {
-			/* a 2x2, stride-2 MaxPool folded in: conv_direct.c's row tiles, no residual */
-			if (direct != RT_DC_ROWS || rt_k_has_input(node, inputs, 3) || p.w.out[0] < 2 || p.w.out[1] < 2)
-				return bw_err(err, err_cap, -EINVAL, "attribute 'pool' needs row tiles (direct %d), no "
-					      "input 'Z', and an output of 2x2 or more", RT_DC_ROWS);
+			/* a 2x2, stride-2 MaxPool folded in: conv_direct.c's tiles where they take it, no residual */
+			if (direct == 0 || !rt_dc_pool_applies((enum rt_dc_tiles)direct) ||
+			    rt_k_has_input(node, inputs, 3) || p.w.out[0] < 2 || p.w.out[1] < 2)
+				return bw_err(err, err_cap, -EINVAL, "attribute 'pool' needs direct tiles that take a pool "
+					      "at this level (row tiles; pixel tiles at avx2), no input 'Z', and an "
+					      "output of 2x2 or more");
 			outputs[0].dims[2] = p.w.out[0] / 2;
 			outputs[0].dims[3] = p.w.out[1] / 2;
 		}

@@ -25,8 +25,10 @@
  * are packed the same way, so that the optimizer's layout does not depend on the level: a pixel tile
  * is 6 pixels x 16 channels (half a packed block; 12 accumulators, sgemm.c's 6x16 shape, 2 loads
  * and 6 broadcasts per 12 FMAs), stored through the same transposes with two rows empty; a row tile
- * 4 channels x 16 pixels, a pooled one 2 channels x two conv rows x 16 pixels. A table of the two
- * paths (struct dc_path) is chosen from rt_cpu_isa_active(), once per call.
+ * 4 channels x 16 pixels, a pooled one 2 channels x two conv rows x 16 pixels; and a 2x2 pool is
+ * folded into pixel tiles too, a tile per pooled pixel (its window's four conv pixels x 16
+ * channels). A table of the two paths (struct dc_path) is chosen from rt_cpu_isa_active(), once
+ * per call.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -523,6 +525,62 @@ DC2_TARGET static void dc_tile_avx2(const struct dc_tile *t)
 		dc2_tile_run(t, false);
 }
 
+/*
+ * A pooled pixel tile: one pixel of a 2x2, stride-2 MaxPool's output x 16 channels (wide) or 8. Its
+ * window's four conv pixels (t->rows[0..3]: top left, top right, bottom left, bottom right) are the
+ * tile's rows: 8 accumulators, 2 loads and 4 broadcasts per 8 FMAs. Each is activated, then pooled
+ * in MaxPool's order (the later row against the first, then the odd column against the even: the
+ * unfused kernels' bits), and one float a channel is stored: no transposes, and the conv's output,
+ * four times the pool's, is never written.
+ */
+DC2_TARGET static inline __attribute__((always_inline)) void dc2_pool_tile_run(const struct dc_tile *t, bool wide)
+{
+	__m256 acc0[4], acc1[4];
+	const float *w = t->w;
+	float out[DC2_CHANNELS];
+
+#pragma GCC unroll 4
+	for (int r = 0; r < 4; r++)
+		acc0[r] = acc1[r] = _mm256_setzero_ps();
+#pragma GCC unroll 2
+	for (int64_t i = 0; i < t->k; i++, w += DC_COLS) {
+		int32_t o = t->off[i];
+		__m256 w0 = _mm256_loadu_ps(w), w1 = wide ? _mm256_loadu_ps(w + 8) : w0;
+
+#pragma GCC unroll 4
+		for (int r = 0; r < 4; r++) {
+			__m256 a = _mm256_broadcast_ss(t->rows[r] + o);
+
+			acc0[r] = _mm256_fmadd_ps(a, w0, acc0[r]);
+			if (wide)
+				acc1[r] = _mm256_fmadd_ps(a, w1, acc1[r]);
+		}
+	}
+	{
+		__m256 b0 = t->bias != NULL ? _mm256_maskload_ps(t->bias, lane_mask8(t->channels)) : _mm256_setzero_ps();
+		__m256 b1 = t->bias != NULL && wide ? _mm256_maskload_ps(t->bias + 8, lane_mask8(t->channels - 8)) :
+						      _mm256_setzero_ps();
+
+#pragma GCC unroll 4
+		for (int r = 0; r < 4; r++) {
+			acc0[r] = rt_act8(_mm256_add_ps(acc0[r], b0), t->act);
+			acc1[r] = rt_act8(_mm256_add_ps(acc1[r], b1), t->act);
+		}
+		_mm256_storeu_ps(out, _mm256_max_ps(_mm256_max_ps(acc0[3], acc0[1]), _mm256_max_ps(acc0[2], acc0[0])));
+		_mm256_storeu_ps(out + 8, _mm256_max_ps(_mm256_max_ps(acc1[3], acc1[1]), _mm256_max_ps(acc1[2], acc1[0])));
+	}
+	for (int64_t ch = 0; ch < t->channels; ch++)
+		t->y[ch * t->plane] = out[ch];
+}
+
+DC2_TARGET static void dc_pool_tile_avx2(const struct dc_tile *t)
+{
+	if (t->channels > 8)
+		dc2_pool_tile_run(t, true);
+	else
+		dc2_pool_tile_run(t, false);
+}
+
 /* b's 8 floats, or the first live of them (the rest 0) when masked. */
 DC2_TARGET static inline __m256 dc2_load(const float *b, bool masked, __m256i live)
 {
@@ -672,20 +730,27 @@ struct dc_path {
 	int row_pixels, row_channels;             /* a row tile's (channels: of a DC_ROWS block) */
 	void (*pool_tile)(const struct dc_row_tile *t);
 	int pool_pixels, pool_channels;           /* conv pixels along a row, channels of a pooled tile */
+	void (*pool_pixel_tile)(const struct dc_tile *t); /* NULL: pixel tiles take no pool at this level */
+	int pool_pixel_channels;                  /* channels of a pooled pixel tile (a half block) */
 };
 
 static const struct dc_path g_dc_avx512 = {
 	pad_image_avx512, dc_tile_avx512, DC_ROWS, DC_COLS, dc_row_tile_avx512, 32, DC_ROWS,
-	dc_row_tile_pool, 32, DC_POOL_CH,
+	dc_row_tile_pool, 32, DC_POOL_CH, NULL, 0,
 };
 static const struct dc_path g_dc_avx2 = {
 	pad_image_avx2, dc_tile_avx2, DC2_PIXELS, DC2_CHANNELS, dc_row_tile_avx2, DC2_ROW_PIXELS, DC2_ROW_CHANNELS,
-	dc_row_tile_pool_avx2, DC2_ROW_PIXELS, DC2_POOL_CHANNELS,
+	dc_row_tile_pool_avx2, DC2_ROW_PIXELS, DC2_POOL_CHANNELS, dc_pool_tile_avx2, DC2_CHANNELS,
 };
 
 static const struct dc_path *dc_path(void)
 {
 	return rt_cpu_isa_active() >= RT_CPU_ISA_AVX512 ? &g_dc_avx512 : &g_dc_avx2;
+}
+
+bool rt_dc_pool_applies(enum rt_dc_tiles tiles)
+{
+	return rt_dc_available() && (tiles == RT_DC_ROWS || (tiles == RT_DC_PIXELS && dc_path()->pool_pixel_tile != NULL));
 }
 
 static void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
@@ -719,6 +784,37 @@ static void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w
 			t.y = y + c0 * plane + p0;
 			t.z = z != NULL ? z + c0 * plane + p0 : NULL;
 			dp->pixel_tile(&t);
+		}
+	}
+}
+
+/* Pixel tiles and a 2x2 stride-2 MaxPool: a tile per pooled pixel; y is [m][oh/2][ow/2]. */
+static void dc_conv_pixels_pool(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+				int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y,
+				const float *bias, const struct rt_k_act_spec *act)
+{
+	int64_t ph_n = w->out[0] / 2, pw_n = w->out[1] / 2, plane = ph_n * pw_n;
+	int64_t down = w->stride[0] * wp, right = w->stride[1];
+
+	for (int64_t c0 = 0; c0 < m; c0 += dp->pool_pixel_channels) {
+		int64_t blk = c0 / DC_COLS;
+		struct dc_tile t = {
+			.off = off, .k = k, .w = packed + blk * k * DC_COLS + (c0 - blk * DC_COLS), .plane = plane,
+			.act = act, .bias = bias != NULL ? bias + c0 : NULL,
+			.channels = m - c0 < dp->pool_pixel_channels ? m - c0 : dp->pool_pixel_channels,
+		};
+
+		for (int64_t ph = 0; ph < ph_n; ph++) {
+			for (int64_t pw = 0; pw < pw_n; pw++) {
+				const float *corner = img + 2 * ph * down + 2 * pw * right;
+
+				t.rows[0] = corner;
+				t.rows[1] = corner + right;
+				t.rows[2] = corner + down;
+				t.rows[3] = corner + down + right;
+				t.y = y + c0 * plane + ph * pw_n + pw;
+				dp->pool_pixel_tile(&t);
+			}
 		}
 	}
 }
@@ -803,7 +899,8 @@ void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, 
 			img = xp;
 		}
 		if (pool)
-			dc_conv_rows_pool(dp, w, m, img, wp, off, k, packed, y + b * m * plane, bias, act);
+			(tiles == RT_DC_ROWS ? dc_conv_rows_pool : dc_conv_pixels_pool)(dp, w, m, img, wp, off, k, packed,
+											 y + b * m * plane, bias, act);
 		else
 			(tiles == RT_DC_ROWS ? dc_conv_rows : dc_conv_pixels)(dp, w, m, img, wp, off, k, packed,
 									      y + b * m * plane, bias,

@@ -42,9 +42,16 @@ void rt_dc_pack_weights(enum rt_dc_tiles tiles, const float *w, int64_t m, int64
 size_t rt_dc_scratch_bytes(const struct rt_k_window *w, int64_t c);
 
 /**
+ * Whether rt_dc_conv takes a 2x2, stride-2 MaxPool into these tiles at the active level: row tiles
+ * from AVX2 up, pixel tiles at AVX2 (the AVX-512 path has no pooled pixel tile).
+ */
+bool rt_dc_pool_applies(enum rt_dc_tiles tiles);
+
+/**
  * n images: y [n][m][out] = act(conv(x [n][c][in], weights) + bias + z), bias and z NULL or as in
- * FusedConv, z of y's shape. With pool (RT_DC_ROWS only, z NULL), y is that output through a 2x2,
- * stride-2 MaxPool, [n][m][oh/2][ow/2]. Allocates nothing; scratch holds rt_dc_scratch_bytes.
+ * FusedConv, z of y's shape. With pool (where rt_dc_pool_applies(tiles), z NULL), y is that output
+ * through a 2x2, stride-2 MaxPool, [n][m][oh/2][ow/2]. Allocates nothing; scratch holds
+ * rt_dc_scratch_bytes.
  */
 void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, int64_t m, int64_t c,
 		const float *x, const float *packed, float *y, const float *bias, const float *z,

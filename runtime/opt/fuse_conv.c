@@ -523,9 +523,10 @@ static bool maxpool_2x2(const struct opt_ctx *c, int32_t n)
 }
 
 /*
- * A FusedConv on conv_direct.c's row tiles whose only reader is a 2x2, stride-2 MaxPool takes the
- * pool into its tiles (attribute "pool"): the conv's output (4x the pool's) is never stored. The
- * small CNN's first conv: conv1 and pool1 at batch 32, 93 + 36 us apart.
+ * A FusedConv on conv_direct.c's tiles whose only reader is a 2x2, stride-2 MaxPool takes the pool
+ * into its tiles (attribute "pool"), where the level's tiles take one (rt_dc_pool_applies): the
+ * conv's output (4x the pool's) is never stored. The small CNN's first conv: conv1 and pool1 at
+ * batch 32, 93 + 36 us apart.
  */
 static int fuse_pools(struct opt_ctx *c, uint32_t *count)
 {
@@ -536,7 +537,8 @@ static int fuse_pools(struct opt_ctx *c, uint32_t *count)
 		const struct rt_node *conv = &g->nodes[n];
 		int32_t in[4], r;
 
-		if (!opt_is_ours(c, (int32_t)n, "FusedConv") || rt_attr_int(conv, "direct", 0) != RT_DC_ROWS ||
+		if (!opt_is_ours(c, (int32_t)n, "FusedConv") || rt_attr_int(conv, "direct", 0) == 0 ||
+		    !rt_dc_pool_applies((enum rt_dc_tiles)rt_attr_int(conv, "direct", 0)) ||
 		    conv->num_inputs > 4 || (conv->num_inputs == 4 && conv->inputs[3] != RT_VALUE_NONE) ||
 		    conv->num_outputs != 1)
 			continue;

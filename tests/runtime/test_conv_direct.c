@@ -230,6 +230,32 @@ static void test_row_tiles_pooled(void)
 	CU_ASSERT_EQUAL(sweep(RT_DC_ROWS, geoms, sizeof(geoms) / sizeof(geoms[0]), true), 0);
 }
 
+/*
+ * Pixel tiles with the 2x2 MaxPool folded in, one tile a pooled pixel (AVX2; the AVX-512 path has no
+ * such tile and must say so): the small CNN's second conv and pool, odd sizes, strides and a
+ * dilation, one window, channel remainders against the tile's 16 and 8 and the blocks' 32.
+ */
+static void test_pixel_tiles_pooled(void)
+{
+	static const struct geom geoms[] = {
+		{ 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 }, /* the small CNN's second conv and pool */
+		{ 3, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* 7x9: an odd row and column left out */
+		{ 5, 10, 13, 3, 2, 2, 1, 2, 1, 1, 0, 2, 1 },  /* asymmetric pads, strides, a dilation */
+		{ 28, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },   /* 252 deep */
+		{ 2, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* one window */
+	};
+
+	if (rt_cpu_isa_active() >= RT_CPU_ISA_AVX512) {
+		printf("\n    (pixel tiles take no pool at %s: checked that they say so)\n",
+		       rt_cpu_isa_name(rt_cpu_isa_active()));
+		CU_ASSERT_FALSE(rt_dc_pool_applies(RT_DC_PIXELS));
+		CU_ASSERT_TRUE(rt_dc_pool_applies(RT_DC_ROWS));
+		return;
+	}
+	CU_ASSERT_TRUE_FATAL(rt_dc_pool_applies(RT_DC_PIXELS));
+	CU_ASSERT_EQUAL(sweep(RT_DC_PIXELS, geoms, sizeof(geoms) / sizeof(geoms[0]), true), 0);
+}
+
 static void test_applies(void)
 {
 	int64_t one[2] = { 1, 1 }, two[2] = { 2, 2 };
@@ -251,6 +277,7 @@ int main(void)
 		{"pixel tiles: channel and pixel remainders, pads, strides, dilations, epilogues", test_pixel_tiles},
 		{"row tiles: channel and row remainders, pads, dilations, epilogues", test_row_tiles},
 		{"row tiles with a 2x2 MaxPool: odd sizes, long rows, channel remainders", test_row_tiles_pooled},
+		{"pixel tiles with a 2x2 MaxPool: odd sizes, strides, channel remainders", test_pixel_tiles_pooled},
 		{"which convs, and the packed sizes", test_applies},
 		CU_TEST_INFO_NULL,
 	};
