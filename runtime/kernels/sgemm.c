@@ -1136,13 +1136,25 @@ void rt_sg_pack_b_strided(const float *b, int64_t ks, int64_t ns, int64_t k, int
 
 		for (int64_t p = 0; p < np; p++) {
 			float *dst = bp + k0 * np * nr + p * kc * nr;
+			int64_t live = n - p * nr < nr ? n - p * nr : nr;
 
-			for (int64_t kk = 0; kk < kc; kk++) {
-				for (int64_t j = 0; j < nr; j++) {
-					int64_t col = p * nr + j;
+			if (live < nr)
+				memset(dst, 0, (size_t)(kc * nr) * sizeof(float));
+			/* along whichever of B's dims is contiguous, so the reads are (attention's Kᵀ: ks 1) */
+			if (ks == 1 && ns != 1) {
+				for (int64_t j = 0; j < live; j++) {
+					const float *src = b + k0 + (p * nr + j) * ns;
 
-					dst[kk * nr + j] = col < n ? b[(k0 + kk) * ks + col * ns] : 0.0f;
+					for (int64_t kk = 0; kk < kc; kk++)
+						dst[kk * nr + j] = src[kk];
 				}
+				continue;
+			}
+			for (int64_t kk = 0; kk < kc; kk++) {
+				const float *src = b + (k0 + kk) * ks + p * nr * ns;
+
+				for (int64_t j = 0; j < live; j++)
+					dst[kk * nr + j] = src[j * ns];
 			}
 		}
 	}
