@@ -364,6 +364,7 @@ static void test_conv_geometry_acts(void)
 static void test_conv_packer_paths(void)
 {
 	static const int64_t x[] = {-1, 3, 20, 70}, w7[] = {8, 3, 7, 7}, w3[] = {6, 8, 3, 3}, w1[] = {5, 6, 1, 1};
+	static const int64_t x2[] = {-1, 32, 9, 15}, w32[] = {7, 32, 3, 3}, p_odd[] = {1, 1, 0, 2};
 	static const int64_t s2[] = {2, 2}, p3[] = {3, 3, 3, 3}, p1[] = {1, 1, 1, 1};
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
@@ -382,9 +383,23 @@ static void test_conv_packer_paths(void)
 	n = onnx_build_node(m, NULL, "Conv", "b,w1", "c"); /* 1x1 stride 2: [N, 5, 5, 18] */
 	onnx_build_attr_ints(n, "strides", s2, 2);
 	onnx_build_node(m, NULL, "Relu", "c", "y");
+	/*
+	 * 3x3 stride 2, 288 deep (past the direct tiles: the im2col GEMM), outputs 8 wide: every group
+	 * of 16 columns crosses output rows (the packer's gathers), with even and uneven pads around
+	 */
+	input(m, "x2", 4, x2);
+	init(m, "w32", 4, w32, NULL, 0.1f, 0);
+	n = onnx_build_node(m, NULL, "Conv", "x2,w32", "y2"); /* [N, 7, 5, 8] */
+	onnx_build_attr_ints(n, "strides", s2, 2);
+	onnx_build_attr_ints(n, "pads", p1, 4);
+	n = onnx_build_node(m, NULL, "Conv", "x2,w32", "y3"); /* pads 1 1 0 2: [N, 7, 4, 8] */
+	onnx_build_attr_ints(n, "strides", s2, 2);
+	onnx_build_attr_ints(n, "pads", p_odd, 4);
 	output(m, "y");
+	output(m, "y2");
+	output(m, "y3");
 	g = check_same(m, g_batches, NB, &rep);
-	CU_ASSERT_EQUAL(count_op(g, "Conv") + count_op(g, "FusedConv"), 3);
+	CU_ASSERT_EQUAL(count_op(g, "Conv") + count_op(g, "FusedConv"), 5);
 	CU_ASSERT_EQUAL(report_count(&rep, "Conv+Relu"), 1);
 	rt_graph_free(g);
 }
@@ -1327,7 +1342,7 @@ int main(void)
 		{"Conv+BatchNormalization+Relu -> FusedConv", test_conv_bn_relu},
 		{"Conv+BatchNormalization+Add+Relu (residual)", test_conv_bn_add_relu},
 		{"Conv geometry (stride, pads, dilation, groups), LeakyRelu, Clip", test_conv_geometry_acts},
-		{"packed conv B packer: wide, narrow, stride 2, 7x7 stem", test_conv_packer_paths},
+		{"packed conv B packer: wide, narrow, stride 2 (in a row and across rows), 7x7 stem", test_conv_packer_paths},
 		{"3x3 stride-1 convs by Winograd F(2x2,3x3) and F(4x4,3x3)", test_conv_winograd},
 		{"FusedConv without packed weights (OpenBLAS path)", test_conv_unpacked},
 		{"BatchNormalization after a Conv read twice: unchanged", test_conv_bn_second_reader},
