@@ -167,12 +167,28 @@ static int64_t prow_len(const struct wg_form *f, const struct rt_k_window *w)
 	return f->tile * tiles_across(f, w->out[1]) + (f->tile == 4 ? 32 : 18);
 }
 
+/*
+ * F(4x4) on an output 13 to 16 wide (ResNet-50's 14 x 14) has rows of 4 tiles: half of each 8-tile
+ * vector of its transforms. There each vector takes two tile rows, lane 0 the first's 4 tiles and
+ * lane 1 the next's (adjacent in V and M, a row being 4 tiles), from 10 padded input rows.
+ */
+static bool paired_rows(const struct wg_form *f, const struct rt_k_window *w)
+{
+	return f->tile == 4 && tiles_across(f, w->out[1]) == 4;
+}
+
+/* Padded input rows the scratch holds: a patch's, or two tile rows' where rows are paired. */
+static int64_t prow_rows(const struct wg_form *f)
+{
+	return f->tile == 4 ? f->alpha + f->tile : f->alpha;
+}
+
 size_t rt_wg_scratch_floats(int tile, const struct rt_k_window *w, int64_t m, int64_t c, int64_t images)
 {
 	const struct wg_form *f = form(tile);
 	int64_t tp = tiles_padded(f, w, images);
 
-	return (size_t)(positions(f) * (c + m) * tp + f->alpha * prow_len(f, w)) +
+	return (size_t)(positions(f) * (c + m) * tp + prow_rows(f) * prow_len(f, w)) +
 	       rt_sg_scratch_floats(images * image_tiles(f, w), c);
 }
 
@@ -236,14 +252,15 @@ WG_TARGET static inline void store_outputs(float *yr, const float *zr, const __m
 }
 
 /*
- * The input rows of tile row th: a rows from 'step * th' on, zero-padded left by pad_begin and
- * right to plen; input column ic lands at prow index ic + pad_begin (past plen it is unused).
+ * The input rows of tile row th and on: rows rows from 'tile * th', zero-padded left by pad_begin
+ * and right to plen; input column ic lands at prow index ic + pad_begin (past plen it is unused).
  */
-static void pad_rows(const struct wg_form *f, const struct rt_k_window *w, const float *x, int64_t th, float *prow)
+static void pad_rows(const struct wg_form *f, const struct rt_k_window *w, const float *x, int64_t th, int rows,
+		     float *prow)
 {
 	int64_t plen = prow_len(f, w);
 
-	for (int r = 0; r < f->alpha; r++) {
+	for (int r = 0; r < rows; r++) {
 		int64_t ih = f->tile * th - w->pad_begin[0] + r, lo = w->pad_begin[1], n = w->in[1];
 		float *pr = prow + r * plen;
 
@@ -277,7 +294,7 @@ WG_TARGET static void input_f2(const struct wg_form *f, const struct rt_k_window
 	int64_t th_n = tiles_across(f, w->out[0]), tw_n = tiles_across(f, w->out[1]), plen = prow_len(f, w);
 
 	for (int64_t th = 0; th < th_n; th++) {
-		pad_rows(f, w, x, th, prow);
+		pad_rows(f, w, x, th, f->alpha, prow);
 		for (int64_t tw = 0; tw < tw_n; tw += 8) {
 			__m256 d[4][4], e[4][4];
 			int64_t t0 = th * tw_n + tw;
@@ -391,21 +408,25 @@ WG_TARGET static void input_f4(const struct wg_form *f, const struct rt_k_window
 			       int64_t ld_xi, float *prow)
 {
 	int64_t th_n = tiles_across(f, w->out[0]), tw_n = tiles_across(f, w->out[1]), plen = prow_len(f, w);
+	bool paired = paired_rows(f, w);
 
-	for (int64_t th = 0; th < th_n; th++) {
-		pad_rows(f, w, x, th, prow);
+	for (int64_t th = 0; th < th_n; th += paired ? 2 : 1) {
+		pad_rows(f, w, x, th, paired ? 10 : 6, prow);
 		for (int64_t tw = 0; tw < tw_n; tw += 8) {
 			__m256 e[6][6], col[6], vt[6];
 			int64_t t0 = th * tw_n + tw;
 
 			for (int r = 0; r < 6; r++) {
-				/* d[r][j] of tiles tw..tw+7: p[4t + j]; lane 0 tiles 0-3, lane 1 tiles 4-7 */
-				const float *p = prow + r * plen + 4 * tw;
-				__m256 r1 = load_lanes(p + 4, p + 20), r2 = load_lanes(p + 8, p + 24);
-				__m256 r3 = load_lanes(p + 12, p + 28), d[8];
+				/*
+				 * d[r][j] of tiles tw..tw+7: p[4t + j]; lane 0 tiles 0-3, lane 1 tiles 4-7 (paired:
+				 * the next tile row's 0-3, its patch rows 4 input rows down)
+				 */
+				const float *p = prow + r * plen + 4 * tw, *q = paired ? p + 4 * plen : p + 16;
+				__m256 r1 = load_lanes(p + 4, q + 4), r2 = load_lanes(p + 8, q + 8);
+				__m256 r3 = load_lanes(p + 12, q + 12), d[8];
 
-				transpose_lanes(load_lanes(p, p + 16), r1, r2, r3, d);
-				transpose_lanes(r1, r2, r3, load_lanes(p + 16, p + 32), d + 4);
+				transpose_lanes(load_lanes(p, q), r1, r2, r3, d);
+				transpose_lanes(r1, r2, r3, load_lanes(p + 16, q + 16), d + 4);
 				/* d B: the row's six columns */
 				bt6(d, e[r]);
 			}
@@ -425,9 +446,10 @@ WG_TARGET static void output_f4(const struct rt_k_window *w, const float *mo, in
 				const float *z, float *y, const struct rt_k_act_spec *act)
 {
 	int64_t oh_n = w->out[0], ow_n = w->out[1], th_n = (oh_n + 3) / 4, tw_n = (ow_n + 3) / 4;
+	bool paired = tw_n == 4; /* paired_rows: lane 1 is the next tile row's */
 	__m256 bv = _mm256_set1_ps(bias);
 
-	for (int64_t th = 0; th < th_n; th++) {
+	for (int64_t th = 0; th < th_n; th += paired ? 2 : 1) {
 		for (int64_t tw = 0; tw < tw_n; tw += 8) {
 			__m256 s[4][6], col[6], row[4];
 			int64_t t0 = th * tw_n + tw;
@@ -455,6 +477,14 @@ WG_TARGET static void output_f4(const struct rt_k_window *w, const float *mo, in
 				o[1] = _mm256_add_ps(_mm256_permute2f128_ps(q[2], q[3], 0x20), bv);
 				o[2] = _mm256_add_ps(_mm256_permute2f128_ps(q[0], q[1], 0x31), bv);
 				o[3] = _mm256_add_ps(_mm256_permute2f128_ps(q[2], q[3], 0x31), bv);
+				if (paired) {
+					/* o[0..1]: row oh's 16 (tiles 0-3), o[2..3]: the next tile row's, 4 rows down */
+					store_outputs(y + oh * ow_n, z != NULL ? z + oh * ow_n : NULL, o, 2, ow_n, act);
+					if (oh + 4 < oh_n)
+						store_outputs(y + (oh + 4) * ow_n, z != NULL ? z + (oh + 4) * ow_n : NULL, o + 2,
+							      2, ow_n, act);
+					continue;
+				}
 				store_outputs(y + oh * ow_n + c0, z != NULL ? z + oh * ow_n + c0 : NULL, o, 4, count, act);
 			}
 		}
@@ -514,7 +544,7 @@ WG_TARGET void rt_wg_conv(int tile, const struct rt_k_window *w, int64_t m, int6
 	int64_t group = rt_wg_group_images(tile, w, n), tp = tiles_padded(f, w, group);
 	int64_t in_image = c * w->in[0] * w->in[1], out_image = m * w->out[0] * w->out[1];
 	float *v = scratch, *mbuf = v + positions(f) * c * tp, *prow = mbuf + positions(f) * m * tp;
-	float *bbuf = prow + f->alpha * prow_len(f, w);
+	float *bbuf = prow + prow_rows(f) * prow_len(f, w);
 
 	for (int64_t b = 0; b < n; b += group) {
 		int64_t images = n - b < group ? n - b : group;

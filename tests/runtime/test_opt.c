@@ -462,6 +462,41 @@ static void test_conv_winograd(void)
 	rt_graph_free(g);
 }
 
+/*
+ * F(4x4, 3x3) on outputs 13 to 16 wide: rows of 4 tiles, whose transforms take two tile rows a
+ * vector. 14 x 14 (ResNet-50's third stage: 4 tile rows), 18 x 13 (5: the last pair's second row
+ * past the output), with a residual and an activation; batches of 3 share a GEMM (16 and 20 tiles
+ * an image), so a last pair's second row runs into the next image's tiles.
+ */
+static void test_conv_winograd_paired_rows(void)
+{
+	static const int64_t x4[] = {-1, 32, 14, 14}, x5[] = {-1, 32, 18, 13}, w[] = {40, 32, 3, 3};
+	static const int64_t w2[] = {40, 40, 3, 3}, p1[] = {1, 1, 1, 1};
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x4", 4, x4);
+	input(m, "x5", 4, x5);
+	init(m, "w", 4, w, NULL, 0.1f, 0);
+	init(m, "w2", 4, w2, NULL, 0.1f, 0);
+	n = onnx_build_node(m, NULL, "Conv", "x4,w", "c4"); /* [N, 40, 14, 14] */
+	onnx_build_attr_ints(n, "pads", p1, 4);
+	onnx_build_node(m, NULL, "Relu", "c4", "y4");
+	n = onnx_build_node(m, NULL, "Conv", "x5,w", "c5"); /* [N, 40, 18, 13] */
+	onnx_build_attr_ints(n, "pads", p1, 4);
+	n = onnx_build_node(m, NULL, "Conv", "c5,w2", "d5");
+	onnx_build_attr_ints(n, "pads", p1, 4);
+	onnx_build_node(m, NULL, "Add", "d5,c5", "s5");
+	onnx_build_node(m, NULL, "Relu", "s5", "y5");
+	output(m, "y4");
+	output(m, "y5");
+	g = check_same(m, g_batches, NB, &rep);
+	CU_ASSERT_EQUAL(report_count(&rep, "3x3 Conv as Winograd F(4x4,3x3)"), rt_sg_available() ? 3 : 0);
+	rt_graph_free(g);
+}
+
 /* Weights that are an input: nothing to pack, the OpenBLAS path with the residual and activation. */
 static void test_conv_unpacked(void)
 {
@@ -1344,6 +1379,7 @@ int main(void)
 		{"Conv geometry (stride, pads, dilation, groups), LeakyRelu, Clip", test_conv_geometry_acts},
 		{"packed conv B packer: wide, narrow, stride 2 (in a row and across rows), 7x7 stem", test_conv_packer_paths},
 		{"3x3 stride-1 convs by Winograd F(2x2,3x3) and F(4x4,3x3)", test_conv_winograd},
+		{"Winograd F(4x4,3x3) on rows of 4 tiles, two tile rows a vector", test_conv_winograd_paired_rows},
 		{"FusedConv without packed weights (OpenBLAS path)", test_conv_unpacked},
 		{"BatchNormalization after a Conv read twice: unchanged", test_conv_bn_second_reader},
 		{"non-constant BN, broadcasting Add: unchanged", test_conv_not_fusable},
