@@ -391,8 +391,8 @@ static enum rt_dc_tiles direct_tiles(const struct opt_ctx *c, const struct rt_no
 /*
  * A 3x3, stride-1, undilated, ungrouped conv of OPT_WINOGRAD_CHANNELS_MIN input channels or more
  * goes to winograd.c, in the form rt_wg_choose_tile picks for its output: its weights are
- * transformed and packed per tile position (\return CONV_WINOGRAD or CONV_WINOGRAD_F4); any other 2-D conv to the im2col GEMM (CONV_PACKED); at precision bf16,
- * every one to AMX's (CONV_BF16).
+ * transformed and packed per tile position (\return CONV_WINOGRAD or CONV_WINOGRAD_F4); any other
+ * 2-D conv to the im2col GEMM (CONV_PACKED); at precision bf16, every one to AMX's (CONV_BF16).
  */
 static int pack_weights(struct opt_ctx *c, uint32_t ci, int32_t w, int32_t *packed, int64_t *shape)
 {
