@@ -30,6 +30,17 @@ __attribute__((target("avx2"))) static inline __m256 rt_act8(__m256 v, const str
 	}
 }
 
+/* rt_act8's activation on one float: the kernels' scalar edges. */
+static inline float rt_act1(float v, const struct rt_k_act_spec *act)
+{
+	switch (act->kind) {
+	case RT_K_ACT_RELU: return v > 0.0f ? v : 0.0f;
+	case RT_K_ACT_LEAKY_RELU: return v < 0.0f ? v * act->a : v;
+	case RT_K_ACT_CLIP: return v < act->a ? act->a : v > act->b ? act->b : v;
+	default: return v;
+	}
+}
+
 /* The lanes of 8 that hold one of live values (live <= 0: none), as vmaskmov's mask: sign bits set. */
 __attribute__((target("avx2"))) static inline __m256i lane_mask8(int64_t live)
 {

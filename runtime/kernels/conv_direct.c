@@ -753,6 +753,18 @@ bool rt_dc_pool_applies(enum rt_dc_tiles tiles)
 	return rt_dc_available() && (tiles == RT_DC_ROWS || (tiles == RT_DC_PIXELS && dc_path()->pool_pixel_tile != NULL));
 }
 
+/* A pixel tile's fields for the per channels from channel c0 of m (its packed weights' half block). */
+static struct dc_tile pixel_tile_at(int64_t c0, int64_t per, int64_t m, const int32_t *off, int64_t k,
+				    const float *packed, int64_t plane, const float *bias, const struct rt_k_act_spec *act)
+{
+	int64_t blk = c0 / DC_COLS;
+
+	return (struct dc_tile){
+		.off = off, .k = k, .w = packed + blk * k * DC_COLS + (c0 - blk * DC_COLS), .plane = plane,
+		.act = act, .bias = bias != NULL ? bias + c0 : NULL, .channels = m - c0 < per ? m - c0 : per,
+	};
+}
+
 static void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
 			   int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y, const float *bias,
 			   const float *z, const struct rt_k_act_spec *act)
@@ -760,12 +772,7 @@ static void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w
 	int64_t ow_n = w->out[1], plane = w->out[0] * ow_n;
 
 	for (int64_t c0 = 0; c0 < m; c0 += dp->tile_channels) {
-		int64_t blk = c0 / DC_COLS;
-		struct dc_tile t = {
-			.off = off, .k = k, .w = packed + blk * k * DC_COLS + (c0 - blk * DC_COLS), .plane = plane,
-			.act = act, .bias = bias != NULL ? bias + c0 : NULL,
-			.channels = m - c0 < dp->tile_channels ? m - c0 : dp->tile_channels,
-		};
+		struct dc_tile t = pixel_tile_at(c0, dp->tile_channels, m, off, k, packed, plane, bias, act);
 		int64_t oh = 0, ow = 0; /* the next tile's first pixel */
 
 		for (int64_t p0 = 0; p0 < plane; p0 += dp->tile_pixels) {
@@ -797,12 +804,7 @@ static void dc_conv_pixels_pool(const struct dc_path *dp, const struct rt_k_wind
 	int64_t down = w->stride[0] * wp, right = w->stride[1];
 
 	for (int64_t c0 = 0; c0 < m; c0 += dp->pool_pixel_channels) {
-		int64_t blk = c0 / DC_COLS;
-		struct dc_tile t = {
-			.off = off, .k = k, .w = packed + blk * k * DC_COLS + (c0 - blk * DC_COLS), .plane = plane,
-			.act = act, .bias = bias != NULL ? bias + c0 : NULL,
-			.channels = m - c0 < dp->pool_pixel_channels ? m - c0 : dp->pool_pixel_channels,
-		};
+		struct dc_tile t = pixel_tile_at(c0, dp->pool_pixel_channels, m, off, k, packed, plane, bias, act);
 
 		for (int64_t ph = 0; ph < ph_n; ph++) {
 			for (int64_t pw = 0; pw < pw_n; pw++) {

@@ -618,16 +618,6 @@ void rt_sg_pack_b_block(const struct rt_sg_b *b, int64_t k0, int64_t kc, int64_t
 
 /* ---- the micro-kernel ---------------------------------------------------------------------------- */
 
-static inline float act1(float v, const struct rt_k_act_spec *act)
-{
-	switch (act->kind) {
-	case RT_K_ACT_RELU: return v > 0.0f ? v : 0.0f;
-	case RT_K_ACT_LEAKY_RELU: return v < 0.0f ? v * act->a : v;
-	case RT_K_ACT_CLIP: return v < act->a ? act->a : v > act->b ? act->b : v;
-	default: return v;
-	}
-}
-
 struct tile_out {
 	bool first, last;          /* C not written yet / k's last block: apply the epilogue */
 	float alpha;               /* scales the product (the last block's sum), before the biases */
@@ -713,7 +703,7 @@ SG_TARGET static inline __attribute__((always_inline)) void tile_store_avx2(cons
 						v += t->col_bias[j];
 					if (t->z != NULL)
 						v += t->z[r * ldc + j];
-					v = act1(v, t->act);
+					v = rt_act1(v, t->act);
 				}
 				c[r * ldc + j] = v;
 			}

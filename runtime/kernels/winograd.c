@@ -215,17 +215,6 @@ int rt_wg_choose_tile(int64_t out_h, int64_t out_w)
 	return tiles_across(f4, out_h) * tiles_across(f4, out_w) >= 16 ? 4 : 2;
 }
 
-/* The activation on one float, as rt_act8 does it on 8. */
-static inline float act1(float v, const struct rt_k_act_spec *act)
-{
-	switch (act->kind) {
-	case RT_K_ACT_RELU: return v > 0.0f ? v : 0.0f;
-	case RT_K_ACT_LEAKY_RELU: return v < 0.0f ? v * act->a : v;
-	case RT_K_ACT_CLIP: return v < act->a ? act->a : v > act->b ? act->b : v;
-	default: return v;
-	}
-}
-
 /*
  * A tile row's outputs for one output row: nv vectors of 8 (bias already added), count of them
  * inside the output; plus the residual zr (or NULL), the activation, stored at yr.
@@ -248,7 +237,7 @@ WG_TARGET static inline void store_outputs(float *yr, const float *zr, const __m
 	for (int i = 0; i < nv; i++)
 		_mm256_storeu_ps(tmp + 8 * i, o[i]);
 	for (int64_t k = 0; k < count; k++)
-		yr[k] = act1(tmp[k] + (zr != NULL ? zr[k] : 0.0f), act);
+		yr[k] = rt_act1(tmp[k] + (zr != NULL ? zr[k] : 0.0f), act);
 }
 
 /*
