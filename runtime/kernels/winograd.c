@@ -435,7 +435,7 @@ WG_TARGET static void output_f4(const struct rt_k_window *w, const float *mo, in
 				const float *z, float *y, const struct rt_k_act_spec *act)
 {
 	int64_t oh_n = w->out[0], ow_n = w->out[1], th_n = (oh_n + 3) / 4, tw_n = (ow_n + 3) / 4;
-	bool paired = tw_n == 4; /* paired_rows: lane 1 is the next tile row's */
+	bool paired = paired_rows(form(4), w); /* lane 1: the next tile row's */
 	__m256 bv = _mm256_set1_ps(bias);
 
 	for (int64_t th = 0; th < th_n; th += paired ? 2 : 1) {
