@@ -46,8 +46,8 @@ __attribute__((target("avx512f"))) static inline __m512 rt_act16(__m512 v, const
  * form and an exp takes 31. The tail below 0 was fitted to Phi's relative error (7.8e-5 of the
  * value above x = -4), the rest to its absolute error (2e-7); below -6 Phi is taken as 0 (it is
  * 1e-9 there), above 5.99 as Phi(5.99), 1 to within 2e-7. +inf gives +inf;
- * -inf and NaN give NaN, as rt_vm_act does. gelu_table.py makes the table and replays these steps
- * in float32 against erf in double.
+ * -inf and NaN give NaN, as rt_vm_act does. gelu_table.py (bf16) makes the table and replays these
+ * steps in float32 against erf in double.
  */
 #define RT_GELU_INTERVALS 32
 #define RT_GELU_WIDTH 0.375f

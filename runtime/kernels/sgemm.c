@@ -673,7 +673,7 @@ SG_TARGET static inline __attribute__((always_inline)) void tile_store_avx2(cons
 		}
 		if (t->last && t->act->kind == RT_K_ACT_GELU) {
 			/* the tile's 2 x rows vectors side by side: independent chains, where a row at a time
-			 * waits on each erf's polynomial and exp in turn (vecmath.h's vgelu: rt_vm_act's bits) */
+			 * waits on each lookup and polynomial in turn (vecmath.h's vgelu: rt_vm_act's bits) */
 #pragma GCC unroll 12
 			for (int i = 0; i < 2 * rows; i++)
 				out[i] = (__m256)vgelu((vf)out[i]);

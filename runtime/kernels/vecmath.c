@@ -10,7 +10,8 @@
  * degree-6 polynomial), erf is x * P(x^2) below 0.921875 and 1 - exp(Q(|x|)) above it (P and Q
  * fitted to erf and log(erfc) in double; the largest error against erf over [-6, 6] is 2e-7
  * relative below the split, 8e-8 absolute above it), and erf(x) is +-1 from 3.925 on, where erfc is
- * below half a float ulp of 1.
+ * below half a float ulp of 1. GELU is not erf's: x times the normal tail from a table of
+ * polynomials looked up by a permute (vecmath.h's vgelu says why and how close).
  *
  * Why GCC vector types: one source (vecmath.h) serves every x86-64. Each entry point is compiled
  * three times: here at 8 lanes for x86-64-v3 (AVX2 and FMA: the 8 lanes are one register) and for
