@@ -176,8 +176,8 @@ static int64_t chunk_choose(const struct rt_graph *g, int64_t batch, const int64
 	if (whole.plan == NULL)
 		return -EINVAL;
 	if (rt_plan_arena_bytes(whole.plan) <= arena_min) {
-		snprintf(report, report_cap, "batch %" PRId64 ": whole (its arena of %zu KiB fits in L2)", batch,
-			 rt_plan_arena_bytes(whole.plan) >> 10);
+		snprintf(report, report_cap, "batch %" PRId64 ": whole (its arena of %zu KiB is at most %zu KiB: not timed)",
+			 batch, rt_plan_arena_bytes(whole.plan) >> 10, arena_min >> 10);
 		trial_free(&whole);
 		return batch;
 	}
