@@ -34,10 +34,15 @@ over many inputs.
 Both warm up first. Every measured process runs on one CPU (--cpu, default the last this script may
 use; 'none' leaves it to the scheduler): on a shared VM one vCPU can be a third slower than the
 other for minutes. A neighbour's load can still fall on one side's process and not the other's,
-so the two alternate: --rounds (default 3) pairs of processes, ours then ORT's, and
-each side's figure is the median of its rounds' medians. Each output is compared: max abs error and max rel error, the latter
+so the two alternate: --rounds (default 3) pairs of processes, ours then ORT's (then OpenVINO's),
+three times as many where a round's timed runs take under a second (the MLP, the CNN, the
+transformer at 1: CHEAP), and each side's figure is the median of its rounds' medians. Each ratio
+is the median of the rounds' own ratios (ours / ORT in the same round, seconds apart), not the
+ratio of the two medians: this host's speed drifts by up to 2x over minutes, which a round's pair
+shares, and a burst on a neighbour that hits one process spoils one round's ratio, not the median
+of nine. Each output is compared: max abs error and max rel error, the latter
 |ours - ort| / max(|ort|, 1e-3) (so that outputs near 0 do not divide by nothing). The table
-gives the medians and ours / ORT; the last line is machine-readable:
+gives the medians and the ratios; the last line is machine-readable:
 
     mlp_b1_vs_ort=<x> resnet50_b1_vs_ort=<x> transformer_b1_vs_ort=<x> worst_vs_ort=<x>
     resnet50_b1_bf16_vs_ov=<x> transformer_b1_bf16_vs_ov=<x>
@@ -76,6 +81,9 @@ REPS = {
     ("minilm", 1): (3, 30), ("minilm", 8): (1, 8), ("minilm", 32): (1, 3),
     ("resnet50", 1): (2, 15), ("resnet50", 8): (1, 5), ("resnet50", 32): (1, 3),
 }
+# Cases whose round (each side's timed runs) takes under a second: CHEAP_ROUNDS x --rounds rounds.
+CHEAP = {("mlp", 1), ("mlp", 8), ("mlp", 32), ("cnn", 1), ("cnn", 8), ("cnn", 32), ("minilm", 1)}
+CHEAP_ROUNDS = 3
 
 
 def ort_session(path):
@@ -302,7 +310,8 @@ def main():
     print(f"batchwire (bwrun, 1 worker) vs onnxruntime {onnxruntime.__version__} (CPU EP, 1 intra-op and 1 "
           f"inter-op thread, sequential, ORT_ENABLE_ALL) and OpenVINO {openvino_version or 'na'} (CPU, 1 "
           f"inference thread, 1 stream, latency hint); median of {args.rounds} alternating rounds' medians "
-          f"(runs: rounds x timed runs per round); errors against onnxruntime's; work dir {work}; "
+          f"({args.rounds * CHEAP_ROUNDS} for the cheap cases; runs: rounds x timed runs per round; ratios: "
+          f"the median of the rounds' ratios); errors against onnxruntime's; work dir {work}; "
           f"{'every process on CPU ' + str(pinned) if pinned is not None else 'processes not pinned'}", flush=True)
     if not bf16:
         print("bf16: " + ("left out (--no-bf16)" if args.no_bf16 else
@@ -313,6 +322,10 @@ def main():
     print(header)
     print("-" * len(header), flush=True)
     ratios, bf16_ratios = {}, {}
+
+    def paired(ours, theirs):
+        """The median of the rounds' ratios, each round's two figures measured seconds apart."""
+        return float(np.median(np.array(ours) / np.array(theirs))) if ours and theirs else None
 
     def fmt(x, spec):
         return format(x, spec) if x is not None else "na"
@@ -328,7 +341,7 @@ def main():
             inputs = os.path.join(case, "inputs")
             files, outputs = make_inputs(path, b, inputs, rng)
             t = {"bw": [], "ort": [], "ov": [], "bw16": [], "ov16": []}
-            for _ in range(max(1, args.rounds)):
+            for _ in range(max(1, args.rounds) * (CHEAP_ROUNDS if (m, b) in CHEAP else 1)):
                 t["bw"].append(run_bwrun(args.bwrun, path, b, files, os.path.join(case, "batchwire"), warm,
                                          reps)["median_us"])
                 t["ort"].append(run_worker("ort", path, inputs, os.path.join(case, "ort"), warm, reps)["median_us"])
@@ -347,10 +360,10 @@ def main():
                 rel16 = errors(os.path.join(case, "batchwire_bf16"), os.path.join(case, "ort"), outputs)[2]
             if med["ov16"] is not None:
                 ov_rel16 = errors(os.path.join(case, "ov_bf16"), os.path.join(case, "ort"), outputs, False)[2]
-            ratios[(m, b)] = med["bw"] / med["ort"]
-            vs_ov = med["bw"] / med["ov"] if med["ov"] else None
-            if med["bw16"] is not None and med["ov16"]:
-                bf16_ratios[(m, b)] = med["bw16"] / med["ov16"]
+            ratios[(m, b)] = paired(t["bw"], t["ort"])
+            vs_ov = paired(t["bw"], t["ov"])
+            if t["bw16"] and t["ov16"]:
+                bf16_ratios[(m, b)] = paired(t["bw16"], t["ov16"])
             print(f"{LABEL[m]:<12} {b:>5} {len(t['bw'])}x{reps:<5} {med['bw']:>11.1f} {med['ort']:>11.1f} "
                   f"{fmt(med['ov'], '>11.1f'):>11} {ratios[(m, b)]:>7.3f} {fmt(vs_ov, '>6.3f'):>6} {max_rel:>11.3g} "
                   f"{fmt(med['bw16'], '>11.1f'):>11} {fmt(med['ov16'], '>11.1f'):>11} "
