@@ -922,12 +922,6 @@ SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *
 	}
 }
 
-/*
- * The AVX-512 path's activations into its 8-row panels: 8 rows x 8 k at a time through an 8 x 8
- * transpose in ymm registers (the panel is k-major: each k's 8 rows side by side), instead of one
- * float at a time at a stride of 8 (2 ms of the transformer's 27 at batch 1). A panel with rows
- * past m takes the plain loop below.
- */
 /* The 8 x 8 transpose of r (8 rows of 8 floats): c[j] is column j. */
 SG_TARGET static inline __attribute__((always_inline)) void transpose8(const __m256 r[8], __m256 c[8])
 {
@@ -950,6 +944,12 @@ SG_TARGET static inline __attribute__((always_inline)) void transpose8(const __m
 	c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/*
+ * The AVX-512 path's activations into its 8-row panels: 8 rows x 8 k at a time through an 8 x 8
+ * transpose in ymm registers (the panel is k-major: each k's 8 rows side by side), instead of one
+ * float at a time at a stride of 8 (2 ms of the transformer's 27 at batch 1). A panel with rows
+ * past m takes the plain loop below.
+ */
 SG512_TARGET static void pack_a_rows_8(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0,
 				       int64_t kc, float *abuf)
 {
