@@ -52,8 +52,8 @@ lacks AMX or OpenVINO is not there). The CPU model (lscpu) and the kernels' leve
 (bwrun's report) are printed first.
 
 "transformer" is the MiniLM-shaped encoder (minilm.onnx). Repetitions are bounded per model and
-batch size (REPS) so the whole run stays well under 10 minutes on a 2-core VM; --reps-scale
-multiplies them.
+batch size (REPS), and with them the whole run: 11 minutes on the 2-core AMD EPYC VM with
+OpenVINO's column (655 and 672 s), less without it; --reps-scale multiplies them.
 """
 
 import argparse
@@ -73,8 +73,7 @@ SEED = 20261129
 REL_FLOOR = 1e-3
 
 # (warm-up, timed) runs per model, batch size and round: about a second of timed runs where that is
-# cheap, at least 3 where one run takes seconds (ResNet-50 at 32 is ~4 s a run here). With the
-# default 3 rounds the whole benchmark takes about 4 minutes on the 2-core VM.
+# cheap, at least 3 where one run takes seconds (ResNet-50 at 32 is ~4 s a run here).
 REPS = {
     ("mlp", 1): (50, 500), ("mlp", 8): (20, 300), ("mlp", 32): (20, 200),
     ("cnn", 1): (20, 300), ("cnn", 8): (10, 100), ("cnn", 32): (5, 50),
