@@ -158,28 +158,6 @@ static void pad_image_avx2(const struct rt_k_window *w, int64_t c, const float *
 	}
 }
 
-/* Rows (pixels) r and channels of a tile, in and out of registers: 8 x 8 floats. */
-__attribute__((target("avx2"))) static inline void transpose8(__m256 v[8])
-{
-	__m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-	__m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-	__m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
-	__m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-
-	v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-	v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-	v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-	v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-	v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-	v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-	v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-	v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 struct dc_tile {
 	const float *rows[DC_ROWS]; /* each pixel's window corner in the (padded) image (6 on AVX2) */
 	const int32_t *off;         /* k offsets from a corner */
@@ -247,7 +225,7 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_tile_run(const st
 
 			v[r] = grp % 2 == 0 ? _mm512_castps512_ps256(a) : _mm512_extractf32x8_ps(a, 1);
 		}
-		transpose8(v);
+		rt_transpose8(v);
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
 			int64_t ch = grp * 8 + j;
@@ -498,7 +476,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_tile_run(const 
 		for (int r = 0; r < DC2_PIXELS; r++)
 			v[r] = grp == 0 ? acc0[r] : acc1[r];
 		v[6] = v[7] = _mm256_setzero_ps();
-		transpose8(v);
+		rt_transpose8(v);
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
 			int64_t ch = grp * 8 + j;

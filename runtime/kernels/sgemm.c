@@ -922,28 +922,6 @@ SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *
 	}
 }
 
-/* The 8 x 8 transpose of r (8 rows of 8 floats): c[j] is column j. */
-SG_TARGET static inline __attribute__((always_inline)) void transpose8(const __m256 r[8], __m256 c[8])
-{
-	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-
-	c[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-	c[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-	c[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-	c[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-	c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-	c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-	c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-	c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 /*
  * The AVX-512 path's activations into its 8-row panels: 8 rows x 8 k at a time through an 8 x 8
  * transpose in ymm registers (the panel is k-major: each k's 8 rows side by side), instead of one
@@ -964,15 +942,15 @@ SG512_TARGET static void pack_a_rows_8(const float *a, int64_t lda, int64_t m, i
 			continue;
 		}
 		for (; kk + 8 <= kc; kk += 8) {
-			__m256 r[8], c[8];
+			__m256 v[8];
 
 #pragma GCC unroll 8
 			for (int i = 0; i < 8; i++)
-				r[i] = _mm256_loadu_ps(src + i * lda + kk);
-			transpose8(r, c);
+				v[i] = _mm256_loadu_ps(src + i * lda + kk);
+			rt_transpose8(v);
 #pragma GCC unroll 8
 			for (int j = 0; j < 8; j++)
-				_mm256_storeu_ps(abuf + (kk + j) * SG512_MR, c[j]);
+				_mm256_storeu_ps(abuf + (kk + j) * SG512_MR, v[j]);
 		}
 		for (; kk < kc; kk++)
 			for (int64_t r = 0; r < SG512_MR; r++)
@@ -995,19 +973,19 @@ SG_TARGET static inline __attribute__((always_inline)) void pack_a_rows_mr(const
 		int64_t rows = m - (i0 + p * mr), kk = 0;
 
 		for (; rows >= mr && kk + 8 <= kc; kk += 8) {
-			__m256 r[8], c[8];
+			__m256 v[8];
 
 #pragma GCC unroll 8
 			for (int i = 0; i < 8; i++)
-				r[i] = i < mr ? _mm256_loadu_ps(src + i * lda + kk) : _mm256_setzero_ps();
-			transpose8(r, c);
+				v[i] = i < mr ? _mm256_loadu_ps(src + i * lda + kk) : _mm256_setzero_ps();
+			rt_transpose8(v);
 #pragma GCC unroll 8
 			for (int j = 0; j < 8; j++) {
 				float *d = abuf + (kk + j) * mr;
 
-				_mm_storeu_ps(d, _mm256_castps256_ps128(c[j]));
+				_mm_storeu_ps(d, _mm256_castps256_ps128(v[j]));
 				if (mr == 6)
-					_mm_storel_pi((__m64 *)(void *)(d + 4), _mm256_extractf128_ps(c[j], 1));
+					_mm_storel_pi((__m64 *)(void *)(d + 4), _mm256_extractf128_ps(v[j], 1));
 			}
 		}
 		for (; kk < kc; kk++)
