@@ -4,8 +4,7 @@
  * register as it stores them (sgemm.c's 6x16 micro-kernel, winograd.c's output transform,
  * conv_direct.c's AVX2 tiles), the same results as rt_vm_act's for Relu, LeakyRelu and Clip (NaN:
  * Relu gives 0, the others pass it), the lane masks of 8-float edges for vmaskmov, and an 8 x 8
- * transpose. act512.h is
- * the AVX-512 counterpart.
+ * transpose. act512.h is the AVX-512 counterpart.
  */
 #ifndef BW_RT_KERNELS_ACT256_H
 #define BW_RT_KERNELS_ACT256_H

@@ -43,7 +43,7 @@ static double gelu_ref(double x)
  * GELU against erf in double, over [-10, 10]: x times vecmath.h's Phi, a table of polynomials for
  * the normal tail fitted to its relative error (gelu_table.py fp32 replays the float steps: 1.6e-7
  * of |gelu(x)| + |x| / 10, the rounding of the product at large |x| included, and 1.9e-5 of
- * gelu(x) itself in [-4, 0), where 1 + erf used to cancel to 4.7e-4 there).
+ * gelu(x) itself in (-4, 0), where 1 + erf used to cancel to 4.7e-4).
  */
 static void test_gelu(void)
 {
