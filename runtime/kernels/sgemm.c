@@ -923,46 +923,11 @@ SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *
 }
 
 /*
- * The AVX-512 path's activations into its 8-row panels: 8 rows x 8 k at a time through an 8 x 8
- * transpose in ymm registers (the panel is k-major: each k's 8 rows side by side), instead of one
- * float at a time at a stride of 8 (2 ms of the transformer's 27 at batch 1). A panel with rows
- * past m takes the plain loop below.
- */
-SG512_TARGET static void pack_a_rows_8(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0,
-				       int64_t kc, float *abuf)
-{
-	for (int64_t p = 0; p * SG512_MR < mc; p++, abuf += kc * SG512_MR) {
-		const float *src = a + (i0 + p * SG512_MR) * lda + k0;
-		int64_t rows = m - (i0 + p * SG512_MR), kk = 0;
-
-		if (rows < SG512_MR) {
-			for (int64_t r = 0; r < SG512_MR; r++)
-				for (kk = 0; kk < kc; kk++)
-					abuf[kk * SG512_MR + r] = r < rows ? src[r * lda + kk] : 0.0f;
-			continue;
-		}
-		for (; kk + 8 <= kc; kk += 8) {
-			__m256 v[8];
-
-#pragma GCC unroll 8
-			for (int i = 0; i < 8; i++)
-				v[i] = _mm256_loadu_ps(src + i * lda + kk);
-			rt_transpose8(v);
-#pragma GCC unroll 8
-			for (int j = 0; j < 8; j++)
-				_mm256_storeu_ps(abuf + (kk + j) * SG512_MR, v[j]);
-		}
-		for (; kk < kc; kk++)
-			for (int64_t r = 0; r < SG512_MR; r++)
-				abuf[kk * SG512_MR + r] = src[r * lda + kk];
-	}
-}
-
-/*
- * The AVX2 path's row panels (mr = 6, or SG_TAIL_MR = 4) of activations, packed per call by
- * rt_sg_gemm_bpacked: 8 k of each row at a time through an 8 x 8 transpose (rows past mr, and past
- * m, zero), a k's mr floats stored as 4 (+ 2). A float at a time, this packing took 9 % of the
- * transformer's FFN-down GEMM (K = 1536: A packed in four k blocks) on an AMD EPYC.
+ * Activations into row panels of mr = 8 (AVX-512), 6 or SG_TAIL_MR = 4 (AVX2), packed per call by
+ * rt_sg_gemm_bpacked: 8 k of each row at a time through an 8 x 8 transpose in ymm registers (rows
+ * past mr zero), a k's mr floats stored as 8, 4 + 2 or 4; a panel with rows past m takes the plain
+ * loop. A float at a time, this packing took 2 ms of the transformer's 27 at batch 1 on a Sapphire
+ * Rapids core (8 rows) and 9 % of its FFN-down GEMM (K = 1536, 6 rows) on an AMD EPYC.
  */
 SG_TARGET static inline __attribute__((always_inline)) void pack_a_rows_mr(const float *a, int64_t lda, int64_t m,
 									    int64_t i0, int64_t mc, int64_t k0,
@@ -983,6 +948,10 @@ SG_TARGET static inline __attribute__((always_inline)) void pack_a_rows_mr(const
 			for (int j = 0; j < 8; j++) {
 				float *d = abuf + (kk + j) * mr;
 
+				if (mr == 8) {
+					_mm256_storeu_ps(d, v[j]);
+					continue;
+				}
 				_mm_storeu_ps(d, _mm256_castps256_ps128(v[j]));
 				if (mr == 6)
 					_mm_storel_pi((__m64 *)(void *)(d + 4), _mm256_extractf128_ps(v[j], 1));
@@ -992,6 +961,12 @@ SG_TARGET static inline __attribute__((always_inline)) void pack_a_rows_mr(const
 			for (int64_t r = 0; r < mr; r++)
 				abuf[kk * mr + r] = r < rows ? src[r * lda + kk] : 0.0f;
 	}
+}
+
+SG_TARGET static void pack_a_rows_8(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0,
+				    int64_t kc, float *abuf)
+{
+	pack_a_rows_mr(a, lda, m, i0, mc, k0, kc, SG512_MR, abuf);
 }
 
 SG_TARGET static void pack_a_rows_6(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0,
@@ -1204,32 +1179,13 @@ static int64_t row_block(const struct sg_path *sp, int64_t m)
 	return mc < RT_SG_MC_ROWS ? mc : RT_SG_MC_ROWS;
 }
 
-/* Rows i0..i0+mc, k0..k0+kc of row-major a into mr-row panels (rows past m zero). */
+/* Rows i0..i0+mc, k0..k0+kc of row-major a into mr-row panels (rows past m zero); mr is a path's tile
+ * rows or its tail's (8, 6 or 4), and every path with packed kernels has AVX2. */
 static void pack_a_rows(const float *a, int64_t lda, int64_t m, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
 			int64_t mr, float *abuf)
 {
-	if (mr == SG512_MR && rt_cpu_isa_active() >= RT_CPU_ISA_AVX512) {
-		pack_a_rows_8(a, lda, m, i0, mc, k0, kc, abuf);
-		return;
-	}
-	if (mr == RT_SG_MR || mr == SG_TAIL_MR) { /* the AVX2 path's: the packed kernels need AVX2 */
-		(mr == RT_SG_MR ? pack_a_rows_6 : pack_a_rows_4)(a, lda, m, i0, mc, k0, kc, abuf);
-		return;
-	}
-	for (int64_t p = 0; p * mr < mc; p++, abuf += kc * mr) {
-		for (int64_t r = 0; r < mr; r++) {
-			int64_t row = i0 + p * mr + r;
-			const float *src = a + row * lda + k0;
-
-			if (row >= m) {
-				for (int64_t kk = 0; kk < kc; kk++)
-					abuf[kk * mr + r] = 0.0f;
-				continue;
-			}
-			for (int64_t kk = 0; kk < kc; kk++)
-				abuf[kk * mr + r] = src[kk];
-		}
-	}
+	(mr == SG512_MR ? pack_a_rows_8 : mr == RT_SG_MR ? pack_a_rows_6 : pack_a_rows_4)(a, lda, m, i0, mc, k0, kc,
+											   abuf);
 }
 
 /*
