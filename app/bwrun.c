@@ -332,8 +332,6 @@ static int cmp_step_desc(const void *a, const void *b, void *us)
 	return x > y ? -1 : x < y;
 }
 
-#define PROFILE_TOP 12
-
 /* The ops' shares of the timed runs' time, and the slowest steps, per run. */
 static void print_profile(const struct runner *r, const struct opts *o)
 {
@@ -368,7 +366,7 @@ static void print_profile(const struct runner *r, const struct opts *o)
 		printf("profile  op %-24s x%-4u %10.1f us  %5.1f%%\n", ops[k], op_count[k], op_us[k] / o->repeat,
 		       total > 0 ? 100.0 * op_us[k] / total : 0.0);
 	qsort_r(order, steps, sizeof(*order), cmp_step_desc, r->step_us);
-	for (uint32_t i = 0; i < steps && i < PROFILE_TOP; i++) {
+	for (uint32_t i = 0; i < steps && (o->profile_steps == 0 || i < o->profile_steps); i++) {
 		struct rt_plan_step_info info;
 		const struct rt_node *n;
 

@@ -55,6 +55,7 @@ struct opts {
 	unsigned int repeat, warmup, workers;
 	bool optimize;
 	bool profile;                   /* --profile: per-step times of the timed runs */
+	uint32_t profile_steps;         /* --profile-steps: the slowest steps listed, 0 every one */
 	int64_t chunk;                  /* --chunk: 0 auto (measured), -1 off, else rows a run */
 	bool gpu;                       /* --device gpu */
 	const char *gpu_module;         /* NULL: libbwgpu.so where the loader looks; "fake": the fake device */

@@ -25,6 +25,8 @@ static void usage(FILE *f)
 		"                       rows when the batch's arena passes 1 MiB, as the daemon does\n"
 		"  --profile            time every step of the timed runs: the ops' shares and the slowest\n"
 		"                       steps (cpu, one worker; the timing adds two clock reads a step)\n"
+		"  --profile-steps N    with --profile, how many of the slowest steps to list (default 12;\n"
+		"                       0: every step)\n"
 		"  --device cpu|gpu     where the model runs (default cpu); gpu: the GPU executor, the time is\n"
 		"                       launch to completion seen, gather and scatter included\n"
 		"  --gpu-module PATH    the device module for --device gpu (default: libbwgpu.so beside bwrun or\n"
@@ -64,7 +66,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_BATCH = 256, OPT_INPUT, OPT_SEED, OPT_SAVE_INPUTS, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_WARMUP,
 	       OPT_WORKERS, OPT_NO_OPTIMIZE, OPT_DEVICE, OPT_GPU_MODULE, OPT_GPU_INDEX, OPT_PRECISION, OPT_LAUNCH_MODE,
-	       OPT_LAYOUT, OPT_PROFILE, OPT_CHUNK };
+	       OPT_LAYOUT, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_CHUNK };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "input", required_argument, NULL, OPT_INPUT },
@@ -82,15 +84,18 @@ void parse_args(int argc, char **argv, struct opts *o)
 		{ "launch-mode", required_argument, NULL, OPT_LAUNCH_MODE },
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "profile", no_argument, NULL, OPT_PROFILE },
+		{ "profile-steps", required_argument, NULL, OPT_PROFILE_STEPS },
 		{ "chunk", required_argument, NULL, OPT_CHUNK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool gpu_only = false; /* an option only --device gpu takes was given */
 	bool chunk_given = false;
+	bool profile_steps_given = false;
 	int c, rc;
 
-	*o = (struct opts){ .batch = 1, .seed = BW_INPUT_SEED_DEFAULT, .repeat = 1, .workers = 1, .optimize = true };
+	*o = (struct opts){ .batch = 1, .seed = BW_INPUT_SEED_DEFAULT, .repeat = 1, .workers = 1, .optimize = true,
+			     .profile_steps = 12 };
 	opterr = 0; /* our own one-line messages */
 	/* The leading ':' tells a missing argument (':') from an unknown option ('?'). */
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -168,6 +173,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_PROFILE:
 			o->profile = true;
 			break;
+		case OPT_PROFILE_STEPS:
+			o->profile_steps = (uint32_t)parse_uint("--profile-steps", optarg, 0, UINT32_MAX);
+			profile_steps_given = true;
+			break;
 		case OPT_CHUNK:
 			if (strcmp(optarg, "auto") == 0)
 				o->chunk = 0;
@@ -208,6 +217,8 @@ void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (o->profile && (o->gpu || o->workers != 1))
 		die("--profile times the steps of one plan run on this thread: not with --device gpu or --workers");
+	if (profile_steps_given && !o->profile)
+		die("--profile-steps says how many steps --profile lists: give --profile too");
 	if (o->gpu && chunk_given)
 		die("--chunk is the CPU runtime's: --device gpu runs a batch whole");
 	if (o->chunk > 0 && o->batch % o->chunk != 0)

@@ -27,6 +27,9 @@ BWRUN=$3
 MODELS=$4
 REQUESTS=${REQUESTS:-24}
 CLIENT_REQUESTS=${CLIENT_REQUESTS:-100}
+# Each one-request step gets its own limit, so that a hang fails naming its step (and the EXIT trap
+# removes the namespaces) rather than running into meson's timeout, whose SIGKILL leaves them behind.
+STEP_TIMEOUT=${STEP_TIMEOUT:-30}
 
 [ -f "$MODELS/mlp.onnx" ] || bw_skip "$MODELS/mlp.onnx is missing (the models/ targets need python3 with onnx and numpy)"
 python3 -c 'import numpy' 2>/dev/null || bw_skip "python3 cannot import numpy"
@@ -66,13 +69,16 @@ PY
 echo "== $REQUESTS distinct inputs to mlpg, one request each, compared with bwrun on the CPU"
 for i in $(seq 0 $((REQUESTS - 1))); do
 	mkdir -p "$WORK/reply_$i"
-	bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" infer --model mlpg --tensor "input=$WORK/in_$i.npy" --quiet \
-		--output-dir "$WORK/reply_$i" >"$WORK/cli_$i.log" 2>&1 ||
-		bw_fail "request $i failed: $(tail -n 2 "$WORK/cli_$i.log")"
+	timeout -k 5 "$STEP_TIMEOUT" ip netns exec "$BW_CLI_NS" "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" \
+		infer --model mlpg --tensor "input=$WORK/in_$i.npy" --quiet --output-dir "$WORK/reply_$i" \
+		>"$WORK/cli_$i.log" 2>&1
+	rc=$?
+	[ "$rc" -eq 124 ] && bw_fail "request $i did not end within $STEP_TIMEOUT s: $(tail -n 2 "$WORK/cli_$i.log")"
+	[ "$rc" -eq 0 ] || bw_fail "request $i failed (exit $rc): $(tail -n 2 "$WORK/cli_$i.log")"
 done
 mkdir -p "$WORK/bwrun"
-"$BWRUN" --batch "$REQUESTS" --input "input=$WORK/all.npy" --output-dir "$WORK/bwrun" "$MODELS/mlp.onnx" \
-	>"$WORK/bwrun.log" 2>&1 || bw_fail "bwrun failed: $(tail -n 3 "$WORK/bwrun.log")"
+timeout -k 5 "$STEP_TIMEOUT" "$BWRUN" --batch "$REQUESTS" --input "input=$WORK/all.npy" --output-dir "$WORK/bwrun" \
+	"$MODELS/mlp.onnx" >"$WORK/bwrun.log" 2>&1 || bw_fail "bwrun failed or did not end within $STEP_TIMEOUT s: $(tail -n 3 "$WORK/bwrun.log")"
 python3 - "$WORK" "$REQUESTS" <<'PY' || bw_fail "mlpg's replies differ from bwrun's outputs"
 import sys, numpy as np
 work, n = sys.argv[1], int(sys.argv[2])
