@@ -28,7 +28,8 @@
  * 4 channels x 16 pixels, a pooled one 2 channels x two conv rows x 16 pixels; and a 2x2 pool is
  * folded into pixel tiles too, a tile per pooled pixel (its window's four conv pixels x 16
  * channels). A table of the two paths (struct dc_path) is chosen from rt_cpu_isa_active(), once
- * per call.
+ * per call; each path's entry is the loops over images and tiles compiled for it, its tiles
+ * inlined (no call per tile).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -244,12 +245,12 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_tile_run(const st
 	}
 }
 
-DC_TARGET static void dc_tile32(const struct dc_tile *t)
+DC_TARGET static inline __attribute__((always_inline)) void dc_tile32(const struct dc_tile *t)
 {
 	dc_tile_run(t, true);
 }
 
-DC_TARGET static void dc_tile16(const struct dc_tile *t)
+DC_TARGET static inline __attribute__((always_inline)) void dc_tile16(const struct dc_tile *t)
 {
 	dc_tile_run(t, false);
 }
@@ -329,7 +330,7 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_run(cons
  */
 #define DC_POOL_CH 4
 
-DC_TARGET static void dc_row_tile_pool(const struct dc_row_tile *t)
+DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_pool(const struct dc_row_tile *t)
 {
 	const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
@@ -375,24 +376,30 @@ DC_TARGET static void dc_row_tile_pool(const struct dc_row_tile *t)
 	}
 }
 
-DC_TARGET static void dc_row_tile32(const struct dc_row_tile *t)
+DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile32(const struct dc_row_tile *t)
 {
 	dc_row_tile_run(t, true);
 }
 
-DC_TARGET static void dc_row_tile16(const struct dc_row_tile *t)
+DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile16(const struct dc_row_tile *t)
 {
 	dc_row_tile_run(t, false);
 }
 
-DC_TARGET static void dc_tile_avx512(const struct dc_tile *t)
+DC_TARGET static inline __attribute__((always_inline)) void dc_tile_avx512(const struct dc_tile *t)
 {
-	(t->channels > 16 ? dc_tile32 : dc_tile16)(t);
+	if (t->channels > 16)
+		dc_tile32(t);
+	else
+		dc_tile16(t);
 }
 
-DC_TARGET static void dc_row_tile_avx512(const struct dc_row_tile *t)
+DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_avx512(const struct dc_row_tile *t)
 {
-	(t->pixels > 16 ? dc_row_tile32 : dc_row_tile16)(t);
+	if (t->pixels > 16)
+		dc_row_tile32(t);
+	else
+		dc_row_tile16(t);
 }
 
 /* ---- AVX2 ---------------------------------------------------------------------------------------- */
@@ -495,7 +502,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_tile_run(const 
 	}
 }
 
-DC2_TARGET static void dc_tile_avx2(const struct dc_tile *t)
+DC2_TARGET static inline __attribute__((always_inline)) void dc_tile_avx2(const struct dc_tile *t)
 {
 	if (t->channels > 8)
 		dc2_tile_run(t, true);
@@ -551,7 +558,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_pool_tile_run(c
 		t->y[ch * t->plane] = out[ch];
 }
 
-DC2_TARGET static void dc_pool_tile_avx2(const struct dc_tile *t)
+DC2_TARGET static inline __attribute__((always_inline)) void dc_pool_tile_avx2(const struct dc_tile *t)
 {
 	if (t->channels > 8)
 		dc2_pool_tile_run(t, true);
@@ -623,7 +630,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_row_tile_run(co
 	}
 }
 
-DC2_TARGET static void dc_row_tile_avx2(const struct dc_row_tile *t)
+DC2_TARGET static inline __attribute__((always_inline)) void dc_row_tile_avx2(const struct dc_row_tile *t)
 {
 	if (t->pixels == DC2_ROW_PIXELS)
 		dc2_row_tile_run(t, true, false);
@@ -689,7 +696,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_row_tile_pool_r
 	}
 }
 
-DC2_TARGET static void dc_row_tile_pool_avx2(const struct dc_row_tile *t)
+DC2_TARGET static inline __attribute__((always_inline)) void dc_row_tile_pool_avx2(const struct dc_row_tile *t)
 {
 	if (t->pixels == DC2_ROW_PIXELS)
 		dc2_row_tile_pool_run(t, false);
@@ -699,8 +706,24 @@ DC2_TARGET static void dc_row_tile_pool_avx2(const struct dc_row_tile *t)
 
 /* ---- the paths ----------------------------------------------------------------------------------- */
 
-/* What an instruction set's tiles are: the loops below cut the output by these sizes. */
+/* One call's arguments, which every image's loops share (rt_dc_conv's). */
+struct dc_conv_args {
+	const struct rt_k_window *w;
+	enum rt_dc_tiles tiles;
+	bool pool, pads;
+	int64_t n, m, c, k, wp, in_size, plane;
+	const float *x, *packed, *bias, *z;
+	float *y, *xp;
+	const int32_t *off;
+	const struct rt_k_act_spec *act;
+};
+
+/*
+ * What an instruction set's tiles are: the loops below cut the output by these sizes, and conv is
+ * those loops compiled for it with its tiles inlined (dc_conv_images).
+ */
 struct dc_path {
+	void (*conv)(const struct dc_conv_args *a);
 	void (*pad)(const struct rt_k_window *w, int64_t c, const float *x, float *xp, bool border);
 	void (*pixel_tile)(const struct dc_tile *t);
 	int tile_pixels, tile_channels;           /* a pixel tile's (channels: DC_COLS or a half block) */
@@ -712,12 +735,15 @@ struct dc_path {
 	int pool_pixel_channels;                  /* channels of a pooled pixel tile (a half block) */
 };
 
+DC_TARGET static void dc_conv_avx512(const struct dc_conv_args *a);
+DC2_TARGET static void dc_conv_avx2(const struct dc_conv_args *a);
+
 static const struct dc_path g_dc_avx512 = {
-	pad_image_avx512, dc_tile_avx512, DC_ROWS, DC_COLS, dc_row_tile_avx512, 32, DC_ROWS,
+	dc_conv_avx512, pad_image_avx512, dc_tile_avx512, DC_ROWS, DC_COLS, dc_row_tile_avx512, 32, DC_ROWS,
 	dc_row_tile_pool, 32, DC_POOL_CH, NULL, 0,
 };
 static const struct dc_path g_dc_avx2 = {
-	pad_image_avx2, dc_tile_avx2, DC2_PIXELS, DC2_CHANNELS, dc_row_tile_avx2, DC2_ROW_PIXELS, DC2_ROW_CHANNELS,
+	dc_conv_avx2, pad_image_avx2, dc_tile_avx2, DC2_PIXELS, DC2_CHANNELS, dc_row_tile_avx2, DC2_ROW_PIXELS, DC2_ROW_CHANNELS,
 	dc_row_tile_pool_avx2, DC2_ROW_PIXELS, DC2_POOL_CHANNELS, dc_pool_tile_avx2, DC2_CHANNELS,
 };
 
@@ -743,7 +769,7 @@ static struct dc_tile pixel_tile_at(int64_t c0, int64_t per, int64_t m, const in
 	};
 }
 
-static void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+static inline __attribute__((always_inline)) void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
 			   int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y, const float *bias,
 			   const float *z, const struct rt_k_act_spec *act)
 {
@@ -774,7 +800,7 @@ static void dc_conv_pixels(const struct dc_path *dp, const struct rt_k_window *w
 }
 
 /* Pixel tiles and a 2x2 stride-2 MaxPool: a tile per pooled pixel; y is [m][oh/2][ow/2]. */
-static void dc_conv_pixels_pool(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+static inline __attribute__((always_inline)) void dc_conv_pixels_pool(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
 				int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y,
 				const float *bias, const struct rt_k_act_spec *act)
 {
@@ -800,7 +826,7 @@ static void dc_conv_pixels_pool(const struct dc_path *dp, const struct rt_k_wind
 }
 
 /* Row tiles and a 2x2 stride-2 MaxPool: y is the pooled output [m][oh/2][ow/2]. */
-static void dc_conv_rows_pool(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+static inline __attribute__((always_inline)) void dc_conv_rows_pool(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
 			      int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y,
 			      const float *bias, const struct rt_k_act_spec *act)
 {
@@ -826,7 +852,7 @@ static void dc_conv_rows_pool(const struct dc_path *dp, const struct rt_k_window
 	}
 }
 
-static void dc_conv_rows(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
+static inline __attribute__((always_inline)) void dc_conv_rows(const struct dc_path *dp, const struct rt_k_window *w, int64_t m, const float *img,
 			 int64_t wp, const int32_t *off, int64_t k, const float *packed, float *y, const float *bias,
 			 const float *z, const struct rt_k_act_spec *act)
 {
@@ -854,36 +880,62 @@ static void dc_conv_rows(const struct dc_path *dp, const struct rt_k_window *w, 
 	}
 }
 
+/*
+ * The batch, image by image, through the path's loops. Compiled once per instruction set with its
+ * table a constant (dc_conv_avx2, dc_conv_avx512), so that each tile is inlined into its loop: a
+ * call through the table per tile cost the small CNN's first conv (9 k steps a tile) 8 % and its
+ * second 6 % on an AMD EPYC (batch 32: 170 -> 156 and 690 -> 648 us).
+ */
+static inline __attribute__((always_inline)) void dc_conv_images(const struct dc_path *dp, const struct dc_conv_args *a)
+{
+	for (int64_t b = 0; b < a->n; b++) {
+		const float *img = a->x + b * a->c * a->in_size, *z = a->z != NULL ? a->z + b * a->m * a->plane : NULL;
+		float *y = a->y + b * a->m * a->plane;
+
+		if (a->pads) {
+			dp->pad(a->w, a->c, img, a->xp, b == 0);
+			img = a->xp;
+		}
+		if (a->pool && a->tiles == RT_DC_ROWS)
+			dc_conv_rows_pool(dp, a->w, a->m, img, a->wp, a->off, a->k, a->packed, y, a->bias, a->act);
+		else if (a->pool && dp->pool_pixel_tile != NULL) /* rt_dc_pool_applies: no other pooled form */
+			dc_conv_pixels_pool(dp, a->w, a->m, img, a->wp, a->off, a->k, a->packed, y, a->bias, a->act);
+		else if (a->tiles == RT_DC_ROWS)
+			dc_conv_rows(dp, a->w, a->m, img, a->wp, a->off, a->k, a->packed, y, a->bias, z, a->act);
+		else
+			dc_conv_pixels(dp, a->w, a->m, img, a->wp, a->off, a->k, a->packed, y, a->bias, z, a->act);
+	}
+}
+
+DC_TARGET static void dc_conv_avx512(const struct dc_conv_args *a)
+{
+	dc_conv_images(&g_dc_avx512, a);
+}
+
+DC2_TARGET static void dc_conv_avx2(const struct dc_conv_args *a)
+{
+	dc_conv_images(&g_dc_avx2, a);
+}
+
 void rt_dc_conv(enum rt_dc_tiles tiles, const struct rt_k_window *w, int64_t n, int64_t m, int64_t c,
 		const float *x, const float *packed, float *y, const float *bias, const float *z,
 		const struct rt_k_act_spec *act, bool pool, void *scratch)
 {
 	int32_t *off = scratch;
-	float *xp = (float *)(void *)((char *)scratch + (size_t)RT_DC_K_MAX * sizeof(int32_t));
-	int64_t k = k_depth(w, c), in_size = w->in[0] * w->in[1], i = 0;
-	int64_t plane = pool ? (w->out[0] / 2) * (w->out[1] / 2) : w->out[0] * w->out[1];
-	int64_t wp = has_pads(w) ? padded_w(w) : w->in[1], chan = (has_pads(w) ? padded_h(w) : w->in[0]) * wp;
-	const struct dc_path *dp = dc_path();
+	int64_t wp = has_pads(w) ? padded_w(w) : w->in[1], chan = (has_pads(w) ? padded_h(w) : w->in[0]) * wp, i = 0;
+	struct dc_conv_args a = {
+		.w = w, .tiles = tiles, .pool = pool, .pads = has_pads(w), .n = n, .m = m, .c = c, .k = k_depth(w, c),
+		.wp = wp, .in_size = w->in[0] * w->in[1],
+		.plane = pool ? (w->out[0] / 2) * (w->out[1] / 2) : w->out[0] * w->out[1],
+		.x = x, .packed = packed, .bias = bias, .z = z, .y = y,
+		.xp = (float *)(void *)((char *)scratch + (size_t)RT_DC_K_MAX * sizeof(int32_t)), .off = off, .act = act,
+	};
 
-	if (plane <= 0 || m <= 0)
+	if (a.plane <= 0 || m <= 0)
 		return;
 	for (int64_t ch = 0; ch < c; ch++)
 		for (int64_t ki = 0; ki < w->kernel[0]; ki++)
 			for (int64_t kj = 0; kj < w->kernel[1]; kj++)
 				off[i++] = (int32_t)(ch * chan + ki * w->dilation[0] * wp + kj * w->dilation[1]);
-	for (int64_t b = 0; b < n; b++) {
-		const float *img = x + b * c * in_size;
-
-		if (has_pads(w)) {
-			dp->pad(w, c, img, xp, b == 0);
-			img = xp;
-		}
-		if (pool)
-			(tiles == RT_DC_ROWS ? dc_conv_rows_pool : dc_conv_pixels_pool)(dp, w, m, img, wp, off, k, packed,
-											 y + b * m * plane, bias, act);
-		else
-			(tiles == RT_DC_ROWS ? dc_conv_rows : dc_conv_pixels)(dp, w, m, img, wp, off, k, packed,
-									      y + b * m * plane, bias,
-									      z != NULL ? z + b * m * plane : NULL, act);
-	}
+	dc_path()->conv(&a);
 }
