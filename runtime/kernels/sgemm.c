@@ -69,6 +69,11 @@ struct tile_out;
 typedef void sg_kernel_fn(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr, int64_t nr,
 			  const struct tile_out *t);
 
+struct sg_images;
+/* The convolutions' driver (sg_gemm_body) compiled for a path, its micro-kernel inlined. */
+typedef void sg_run_fn(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b,
+		       const struct sg_images *im, float *c, int64_t ldc, const struct rt_sg_epilogue *ep, float *bbuf);
+
 /*
  * What a path fixes: its tile, and with it the layout of every packed operand (weights packed at
  * load included), and its k blocks. The path is the instruction set's (rt_cpu_isa_active), chosen
@@ -80,6 +85,7 @@ struct sg_path {
 	int mr, nr;       /* the tile: rows of A per panel, columns of B per panel */
 	int64_t kc, kc_b; /* most k per block: convolutions (A packed at load), FusedGemm (B packed at load) */
 	sg_kernel_fn *kernel;
+	sg_run_fn *run;   /* rt_sg_gemm and rt_sg_gemm_images: the driver with kernel inlined */
 	int tail_mr;      /* rt_sg_gemm_bpacked: rows of the panels that take a block's last rows, or 0 */
 	sg_kernel_fn *tail_kernel;
 };
@@ -87,6 +93,7 @@ struct sg_path {
 #define SG_TAIL_MR 4 /* AVX2's tail panels: 8 rows as 4 + 4 */
 
 static sg_kernel_fn kernel_6x16, kernel_4x16, kernel_avx512;
+static sg_run_fn sg_gemm_avx2, sg_gemm_avx512;
 
 /*
  * AVX2: 6 x 16, two ymm per row, 12 accumulators. AVX-512: 8 x 32, two zmm per row, 16
@@ -94,9 +101,11 @@ static sg_kernel_fn kernel_6x16, kernel_4x16, kernel_avx512;
  * SPR's 48 KiB L1 with an A panel beside it, which FusedGemm's 384-deep block (48 KiB) would not.
  */
 static const struct sg_path g_sg_avx2 = {
-	"avx2 6x16", RT_SG_MR, RT_SG_NR, RT_SG_KC, RT_SG_KC_B, kernel_6x16, SG_TAIL_MR, kernel_4x16,
+	"avx2 6x16", RT_SG_MR, RT_SG_NR, RT_SG_KC, RT_SG_KC_B, kernel_6x16, sg_gemm_avx2, SG_TAIL_MR, kernel_4x16,
 };
-static const struct sg_path g_sg_avx512 = { "avx512 8x32", 8, 32, RT_SG_KC, RT_SG_KC, kernel_avx512, 0, NULL };
+static const struct sg_path g_sg_avx512 = {
+	"avx512 8x32", 8, 32, RT_SG_KC, RT_SG_KC, kernel_avx512, sg_gemm_avx512, 0, NULL,
+};
 
 static const struct sg_path *sg_path(void)
 {
@@ -713,7 +722,7 @@ SG_TARGET static inline __attribute__((always_inline)) void tile_store_avx2(cons
 	}
 }
 
-SG_TARGET static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+SG_TARGET static inline __attribute__((always_inline)) void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
 				  int64_t nr, const struct tile_out *t)
 {
 	__m256 acc[2 * RT_SG_MR];
@@ -832,7 +841,7 @@ SG_TARGET static void kernel_4x16(int64_t kc, const float *a, const float *b, fl
  * FMAs as {1to16} operands). A panel of 16 columns or fewer computes its left half only. Edges need
  * no buffer: the columns past nr are masked off C's loads and stores, the rows past mr not stored.
  */
-SG512_TARGET static void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+SG512_TARGET static inline __attribute__((always_inline)) void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
 				       int64_t nr, const struct tile_out *t)
 {
 	__m512 acc0[SG512_MR], acc1[SG512_MR];
@@ -990,7 +999,7 @@ SG_TARGET static void pack_a_rows_4(const float *a, int64_t lda, int64_t m, int6
  * through buffers in the tile's own layout (ldc nr_p), the kernel run on them, C written back to
  * each image's part. \param j  the tile's first column of the whole GEMM
  */
-static void tile_across_images(const struct sg_path *sp, const struct sg_images *im, int64_t kc, const float *a,
+static inline __attribute__((always_inline)) void tile_across_images(const struct sg_path *sp, const struct sg_images *im, int64_t kc, const float *a,
 			       const float *b, float *c, const float *z, int64_t i, int64_t j, int64_t mr, int64_t nr,
 			       struct tile_out *t)
 {
@@ -1027,10 +1036,11 @@ static void tile_across_images(const struct sg_path *sp, const struct sg_images 
 }
 
 /* rt_sg_gemm over one matrix (im NULL) or images side by side (ldc: each image's cols). */
-static void sg_gemm_run(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b,
-			const struct sg_images *im, float *c, int64_t ldc, const struct rt_sg_epilogue *ep, float *bbuf)
+static inline __attribute__((always_inline)) void sg_gemm_body(const struct sg_path *sp, int64_t m, int64_t n,
+								int64_t k, const float *ap, const struct rt_sg_b *b,
+								const struct sg_images *im, float *c, int64_t ldc,
+								const struct rt_sg_epilogue *ep, float *bbuf)
 {
-	const struct sg_path *sp = sg_path();
 	int64_t mr_p = sp->mr, nr_p = sp->nr, mp = panels(sp, m), kcb = k_block(sp, k), ib = RT_SG_MC / mr_p;
 
 	if (m <= 0 || n <= 0)
@@ -1088,10 +1098,30 @@ static void sg_gemm_run(int64_t m, int64_t n, int64_t k, const float *ap, const 
 	}
 }
 
+/*
+ * The driver once per path, its table a constant, so that the micro-kernel is inlined into the
+ * tile loop rather than called through the table per tile (a 64-deep tile is about 150 ns): the
+ * 1x1 convs of ResNet-50's shapes 1-3 % faster alone on an AMD EPYC, the model's per-step minima
+ * 2.6 % lower.
+ */
+SG_TARGET static void sg_gemm_avx2(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b,
+				   const struct sg_images *im, float *c, int64_t ldc, const struct rt_sg_epilogue *ep,
+				   float *bbuf)
+{
+	sg_gemm_body(&g_sg_avx2, m, n, k, ap, b, im, c, ldc, ep, bbuf);
+}
+
+SG512_TARGET static void sg_gemm_avx512(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b,
+					const struct sg_images *im, float *c, int64_t ldc, const struct rt_sg_epilogue *ep,
+					float *bbuf)
+{
+	sg_gemm_body(&g_sg_avx512, m, n, k, ap, b, im, c, ldc, ep, bbuf);
+}
+
 void rt_sg_gemm(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b, float *c, int64_t ldc,
 		const struct rt_sg_epilogue *ep, float *bbuf)
 {
-	sg_gemm_run(m, n, k, ap, b, NULL, c, ldc, ep, bbuf);
+	sg_path()->run(m, n, k, ap, b, NULL, c, ldc, ep, bbuf);
 }
 
 void rt_sg_gemm_images(int64_t m, int64_t cols, int64_t images, int64_t k, const float *ap, const struct rt_sg_b *b,
@@ -1101,7 +1131,7 @@ void rt_sg_gemm_images(int64_t m, int64_t cols, int64_t images, int64_t k, const
 	const struct sg_images im = { cols, x_image_stride, c_image_stride };
 
 	if (cols > 0)
-		sg_gemm_run(m, cols * images, k, ap, b, &im, c, cols, ep, bbuf);
+		sg_path()->run(m, cols * images, k, ap, b, &im, c, cols, ep, bbuf);
 }
 
 size_t rt_sg_images_scratch_floats(int64_t cols, int64_t images, int64_t k)
