@@ -69,6 +69,16 @@ struct tile_out;
 typedef void sg_kernel_fn(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr, int64_t nr,
 			  const struct tile_out *t);
 
+/*
+ * The last column panel of a block when it is at most SG_NARROW_MAX wide, for cnt <= SG_NARROW_ROWS
+ * row panels at once (a_stride floats apart): C's tiles c[p] (mr[p] rows), their epilogues t[p].
+ */
+typedef void sg_narrow_fn(int64_t kc, const float *a, int64_t a_stride, int cnt, const float *b, int64_t nr,
+			  float *const *c, int64_t ldc, const int64_t *mr, const struct tile_out *t);
+
+#define SG_NARROW_MAX 4  /* columns */
+#define SG_NARROW_ROWS 8 /* row panels a call */
+
 struct sg_images;
 /* The convolutions' driver (sg_gemm_body) compiled for a path, its micro-kernel inlined. */
 typedef void sg_run_fn(int64_t m, int64_t n, int64_t k, const float *ap, const struct rt_sg_b *b,
@@ -88,11 +98,13 @@ struct sg_path {
 	sg_run_fn *run;   /* rt_sg_gemm and rt_sg_gemm_images: the driver with kernel inlined */
 	int tail_mr;      /* rt_sg_gemm_bpacked: rows of the panels that take a block's last rows, or 0 */
 	sg_kernel_fn *tail_kernel;
+	sg_narrow_fn *narrow; /* the convolutions' narrow last column panel, or NULL: the kernel's */
 };
 
 #define SG_TAIL_MR 4 /* AVX2's tail panels: 8 rows as 4 + 4 */
 
 static sg_kernel_fn kernel_6x16, kernel_4x16, kernel_avx512;
+static sg_narrow_fn narrow_avx2;
 static sg_run_fn sg_gemm_avx2, sg_gemm_avx512;
 
 /*
@@ -102,9 +114,10 @@ static sg_run_fn sg_gemm_avx2, sg_gemm_avx512;
  */
 static const struct sg_path g_sg_avx2 = {
 	"avx2 6x16", RT_SG_MR, RT_SG_NR, RT_SG_KC, RT_SG_KC_B, kernel_6x16, sg_gemm_avx2, SG_TAIL_MR, kernel_4x16,
+	narrow_avx2,
 };
 static const struct sg_path g_sg_avx512 = {
-	"avx512 8x32", 8, 32, RT_SG_KC, RT_SG_KC, kernel_avx512, sg_gemm_avx512, 0, NULL,
+	"avx512 8x32", 8, 32, RT_SG_KC, RT_SG_KC, kernel_avx512, sg_gemm_avx512, 0, NULL, NULL,
 };
 
 static const struct sg_path *sg_path(void)
@@ -738,8 +751,9 @@ SG_TARGET static inline __attribute__((always_inline)) void kernel_6x16(int64_t 
 
 	if (nr <= RT_SG_NR / 2) {
 		/*
-		 * A panel of 8 columns or fewer (the last of N = 49: 7x7 outputs) computes its left half
-		 * only: half the FMAs, at 6 chains for 8 in flight, rather than 16 columns for 1.
+		 * A panel of 8 columns or fewer computes its left half only: half the FMAs, at 6 chains
+		 * for 8 in flight, rather than 16 columns for 1 (the convolutions' driver gives those of
+		 * 4 columns or fewer to narrow_avx2 instead).
 		 */
 		__m256 c00 = _mm256_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00;
 
@@ -790,6 +804,105 @@ SG_TARGET static inline __attribute__((always_inline)) void kernel_6x16(int64_t 
 		acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
 	}
 	tile_store_avx2(acc, RT_SG_MR, c, ldc, mr, nr, t);
+}
+
+/*
+ * The narrow last panel (1 to SG_NARROW_MAX columns: the last of N = 49, 7x7 outputs, is 1 wide, of
+ * N = 196 4) for g row panels at once: the 6 rows of a panel in the lanes, per k step one A load a
+ * panel and NC broadcasts of B, NC FMAs a panel where the 8-column half of the tile takes 6. Each
+ * sum is still one chain over k in order, as in the tile, so an image alone gets the bits it gets
+ * side by side in a batch; the g panels' g x NC chains (8, or 6 at 3 columns) cover the FMA's
+ * latency. The A load of 8 lanes reads 2 values of the next k step, ignored; the last k step's is
+ * masked, as nothing may follow the panel. The A panels come from L2: the driver runs this after
+ * the row block's whole column panels.
+ */
+SG_TARGET static inline __attribute__((always_inline)) void narrow_group(int64_t kc, const float *a, int64_t a_stride,
+									const float *b, const int g, const int nc,
+									float *const *c, int64_t ldc, const int64_t *mr,
+									const struct tile_out *t)
+{
+	const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+	__m256 s[SG_NARROW_ROWS][SG_NARROW_MAX];
+	int64_t k = 0;
+
+#pragma GCC unroll 8
+	for (int p = 0; p < SG_NARROW_ROWS; p++) {
+#pragma GCC unroll 4
+		for (int j = 0; j < SG_NARROW_MAX; j++)
+			s[p][j] = _mm256_setzero_ps();
+	}
+	for (; k + 1 < kc; k++) {
+#pragma GCC unroll 8
+		for (int p = 0; p < g; p++) {
+			const __m256 av = _mm256_loadu_ps(a + p * a_stride + k * RT_SG_MR);
+
+#pragma GCC unroll 4
+			for (int j = 0; j < nc; j++)
+				s[p][j] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + k * RT_SG_NR + j), s[p][j]);
+		}
+	}
+	for (; k < kc; k++) {
+#pragma GCC unroll 8
+		for (int p = 0; p < g; p++) {
+			const __m256 av = _mm256_maskload_ps(a + p * a_stride + k * RT_SG_MR, six);
+
+#pragma GCC unroll 4
+			for (int j = 0; j < nc; j++)
+				s[p][j] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + k * RT_SG_NR + j), s[p][j]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int p = 0; p < g; p++) {
+		__m256 v[8], acc[2 * RT_SG_MR];
+
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++)
+			v[j] = j < nc ? s[p][j < SG_NARROW_MAX ? j : 0] : _mm256_setzero_ps();
+		rt_transpose8(v); /* v[r]: row r's columns */
+#pragma GCC unroll 6
+		for (int r = 0; r < RT_SG_MR; r++) {
+			acc[2 * r] = v[r];
+			acc[2 * r + 1] = _mm256_setzero_ps();
+		}
+		tile_store_avx2(acc, RT_SG_MR, c[p], ldc, mr[p], nc, &t[p]);
+	}
+}
+
+/* narrow_group with the columns and the group's size constants: 8 chains where the panels allow. */
+SG_TARGET static inline __attribute__((always_inline)) void narrow_cols(int64_t kc, const float *a, int64_t a_stride,
+								       int cnt, const float *b, const int nc, float *const *c,
+								       int64_t ldc, const int64_t *mr, const struct tile_out *t)
+{
+	const int g = nc <= 2 ? 8 / nc : 2;
+	int p = 0;
+
+	for (; p + g <= cnt; p += g)
+		narrow_group(kc, a + p * a_stride, a_stride, b, g, nc, c + p, ldc, mr + p, t + p);
+	for (int h = g / 2; h >= 1; h /= 2) {
+		if (p + h <= cnt) {
+			narrow_group(kc, a + p * a_stride, a_stride, b, h, nc, c + p, ldc, mr + p, t + p);
+			p += h;
+		}
+	}
+}
+
+SG_TARGET static void narrow_avx2(int64_t kc, const float *a, int64_t a_stride, int cnt, const float *b, int64_t nr,
+				  float *const *c, int64_t ldc, const int64_t *mr, const struct tile_out *t)
+{
+	switch (nr) {
+	case 1:
+		narrow_cols(kc, a, a_stride, cnt, b, 1, c, ldc, mr, t);
+		break;
+	case 2:
+		narrow_cols(kc, a, a_stride, cnt, b, 2, c, ldc, mr, t);
+		break;
+	case 3:
+		narrow_cols(kc, a, a_stride, cnt, b, 3, c, ldc, mr, t);
+		break;
+	default:
+		narrow_cols(kc, a, a_stride, cnt, b, 4, c, ldc, mr, t);
+		break;
+	}
 }
 
 /*
@@ -1069,6 +1182,12 @@ static inline __attribute__((always_inline)) void sg_gemm_body(const struct sg_p
 				pack_b_images(b, im, k0, kc, j0, nc, nr_p, bbuf);
 			else if (kc > 0)
 				(b->conv != NULL ? pack_b_im2col : pack_b_matrix)(b, k0, kc, j0, nc, nr_p, bbuf);
+			/* the block's last column panel, taken by sp->narrow when it is narrow (and in one image) */
+			int64_t jp_last = (nc - 1) / nr_p, j_last = j0 + jp_last * nr_p, w_last = nc - jp_last * nr_p;
+			bool narrow = sp->narrow != NULL && w_last <= SG_NARROW_MAX &&
+				      (im == NULL || j_last % im->cols + w_last <= im->cols);
+			int64_t jp_end = narrow ? jp_last : jp_last + 1;
+
 			for (int64_t i0 = 0; i0 < mp; i0 += ib) {
 				int64_t iend = i0 + ib < mp ? i0 + ib : mp;
 
@@ -1076,7 +1195,7 @@ static inline __attribute__((always_inline)) void sg_gemm_body(const struct sg_p
 				for (int64_t ip = i0; ip < iend; ip++) {
 					int64_t i = ip * mr_p, mr = m - i < mr_p ? m - i : mr_p;
 
-					for (int64_t jp = 0; jp * nr_p < nc; jp++) {
+					for (int64_t jp = 0; jp < jp_end; jp++) {
 						int64_t j = j0 + jp * nr_p, nr = n - j < nr_p ? n - j : nr_p;
 						struct tile_out t = {
 							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act, .alpha = 1.0f,
@@ -1101,6 +1220,28 @@ static inline __attribute__((always_inline)) void sg_gemm_body(const struct sg_p
 						sp->kernel(kc, apk + ip * kc * mr_p, bbuf + jp * kc * nr_p, c + at, ldc, mr, nr,
 							   &t);
 					}
+				}
+				for (int64_t ip = i0; narrow && ip < iend; ip += SG_NARROW_ROWS) {
+					int cnt = iend - ip < SG_NARROW_ROWS ? (int)(iend - ip) : SG_NARROW_ROWS;
+					float *cs[SG_NARROW_ROWS];
+					int64_t mrs[SG_NARROW_ROWS];
+					struct tile_out ts[SG_NARROW_ROWS];
+
+					for (int p = 0; p < cnt; p++) {
+						int64_t i = (ip + p) * mr_p;
+						int64_t at = im != NULL ? (j_last / im->cols) * im->c_stride + i * ldc + j_last % im->cols
+									: i * ldc + j_last;
+
+						mrs[p] = m - i < mr_p ? m - i : mr_p;
+						cs[p] = c + at;
+						ts[p] = (struct tile_out){
+							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act, .alpha = 1.0f,
+							.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
+							.z = ep->z != NULL ? ep->z + at : NULL,
+						};
+					}
+					sp->narrow(kc, apk + ip * kc * mr_p, kc * mr_p, cnt, bbuf + jp_last * kc * nr_p, w_last,
+						   cs, ldc, mrs, ts);
 				}
 			}
 			if (k == 0)
