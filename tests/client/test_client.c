@@ -882,20 +882,25 @@ static void server_stop(struct loop_server *s)
 	close(s->fd);
 }
 
-static struct bwc *open_loopback(uint16_t port, uint32_t timeout_ms, uint32_t retries)
+static struct bwc *open_host(const char *host, uint16_t port, uint32_t timeout_ms, uint32_t retries)
 {
 	struct bwc_opts o;
 	int err = 0;
 	struct bwc *c;
 
 	bwc_opts_init(&o);
-	o.host = "127.0.0.1";
+	o.host = host;
 	o.port = port;
 	o.timeout_ms = timeout_ms;
 	o.retries = retries;
 	c = bwc_open(&o, &err);
 	CU_ASSERT_EQUAL(err, 0);
 	return c;
+}
+
+static struct bwc *open_loopback(uint16_t port, uint32_t timeout_ms, uint32_t retries)
+{
+	return open_host("127.0.0.1", port, timeout_ms, retries);
 }
 
 /* Turns a request into its reply in place: the reply bit, a status, a new body. */
@@ -1043,27 +1048,36 @@ static void test_loopback_model_info_by_name(void)
 
 static void test_loopback_no_server(void)
 {
-	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/*
+	 * A port that nobody listens on: bind one, note it, close it. On 127.0.0.1 a fake server of a
+	 * test running beside this one (meson runs them in parallel) may be given the freed port at
+	 * once and answer; an address of 127/8 that no test binds leaves only a wildcard socket to
+	 * take it.
+	 */
+	static const char *const no_server_host = "127.83.41.7";
+	struct sockaddr_in addr = { .sin_family = AF_INET };
 	socklen_t alen = sizeof(addr);
 	uint64_t rtt_ns;
 	struct bwc *c;
 	int fd;
 
-	/* A port that nobody listens on: bind one, note it, close it. The kernel answers with ICMP
-	 * port unreachable, which must still end in -ETIMEDOUT, not a spin or another error. */
+	CU_ASSERT_FATAL(inet_pton(AF_INET, no_server_host, &addr.sin_addr) == 1);
+	/* The kernel answers with ICMP port unreachable, which must still end in -ETIMEDOUT, not a
+	 * spin or another error. */
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
 	CU_ASSERT_FATAL(getsockname(fd, (struct sockaddr *)&addr, &alen) == 0);
 	close(fd);
-	c = open_loopback(ntohs(addr.sin_port), 50, 2);
+	c = open_host(no_server_host, ntohs(addr.sin_port), 50, 2);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_EQUAL(bwc_ping(c, "x", 1, &rtt_ns), -ETIMEDOUT);
 	CU_ASSERT(strlen(bwc_last_error(c)) > 0);
 	bwc_close(c);
 
-	/* A server that reads nothing: a black hole, no ICMP. */
+	/* A server that reads nothing: a black hole, no ICMP (it holds its port: no race). */
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	addr.sin_port = 0;
 	CU_ASSERT_FATAL(bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
 	CU_ASSERT_FATAL(getsockname(fd, (struct sockaddr *)&addr, &alen) == 0);
