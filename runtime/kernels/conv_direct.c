@@ -38,6 +38,17 @@
 #include "act512.h"
 #include "conv_direct.h"
 
+/*
+ * The tiles, which each path's loops call through the path's table: forced inline, so that the
+ * call (direct once the table is a constant) is inlined into the loop. Not at -Og (BW_OPT_DEBUG,
+ * meson.build), where GCC would refuse to build them.
+ */
+#ifdef BW_OPT_DEBUG
+#define DC_TILE_INLINE static inline
+#else
+#define DC_TILE_INLINE static inline __attribute__((always_inline))
+#endif
+
 #define DC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
 #define DC2_TARGET __attribute__((target("avx2,fma")))
 #define DC_ROWS 8  /* pixels per tile */
@@ -330,7 +341,7 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_run(cons
  */
 #define DC_POOL_CH 4
 
-DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_pool(const struct dc_row_tile *t)
+DC_TARGET DC_TILE_INLINE void dc_row_tile_pool(const struct dc_row_tile *t)
 {
 	const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 	const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
@@ -386,7 +397,7 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile16(const 
 	dc_row_tile_run(t, false);
 }
 
-DC_TARGET static inline __attribute__((always_inline)) void dc_tile_avx512(const struct dc_tile *t)
+DC_TARGET DC_TILE_INLINE void dc_tile_avx512(const struct dc_tile *t)
 {
 	if (t->channels > 16)
 		dc_tile32(t);
@@ -394,7 +405,7 @@ DC_TARGET static inline __attribute__((always_inline)) void dc_tile_avx512(const
 		dc_tile16(t);
 }
 
-DC_TARGET static inline __attribute__((always_inline)) void dc_row_tile_avx512(const struct dc_row_tile *t)
+DC_TARGET DC_TILE_INLINE void dc_row_tile_avx512(const struct dc_row_tile *t)
 {
 	if (t->pixels > 16)
 		dc_row_tile32(t);
@@ -502,7 +513,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_tile_run(const 
 	}
 }
 
-DC2_TARGET static inline __attribute__((always_inline)) void dc_tile_avx2(const struct dc_tile *t)
+DC2_TARGET DC_TILE_INLINE void dc_tile_avx2(const struct dc_tile *t)
 {
 	if (t->channels > 8)
 		dc2_tile_run(t, true);
@@ -558,7 +569,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_pool_tile_run(c
 		t->y[ch * t->plane] = out[ch];
 }
 
-DC2_TARGET static inline __attribute__((always_inline)) void dc_pool_tile_avx2(const struct dc_tile *t)
+DC2_TARGET DC_TILE_INLINE void dc_pool_tile_avx2(const struct dc_tile *t)
 {
 	if (t->channels > 8)
 		dc2_pool_tile_run(t, true);
@@ -630,7 +641,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_row_tile_run(co
 	}
 }
 
-DC2_TARGET static inline __attribute__((always_inline)) void dc_row_tile_avx2(const struct dc_row_tile *t)
+DC2_TARGET DC_TILE_INLINE void dc_row_tile_avx2(const struct dc_row_tile *t)
 {
 	if (t->pixels == DC2_ROW_PIXELS)
 		dc2_row_tile_run(t, true, false);
@@ -696,7 +707,7 @@ DC2_TARGET static inline __attribute__((always_inline)) void dc2_row_tile_pool_r
 	}
 }
 
-DC2_TARGET static inline __attribute__((always_inline)) void dc_row_tile_pool_avx2(const struct dc_row_tile *t)
+DC2_TARGET DC_TILE_INLINE void dc_row_tile_pool_avx2(const struct dc_row_tile *t)
 {
 	if (t->pixels == DC2_ROW_PIXELS)
 		dc2_row_tile_pool_run(t, false);

@@ -59,6 +59,17 @@
 #pragma GCC pop_options
 #endif
 
+/*
+ * The micro-kernels, which the per-path drivers call through their path's table: forced inline, so
+ * that the call (direct once the table is a constant) is inlined into the tile loop. Not at -Og
+ * (BW_OPT_DEBUG, meson.build), where GCC would refuse to build them.
+ */
+#ifdef BW_OPT_DEBUG
+#define SG_KERNEL_INLINE static inline
+#else
+#define SG_KERNEL_INLINE static inline __attribute__((always_inline))
+#endif
+
 #define SG_TARGET __attribute__((target("avx2,fma")))
 #define SG512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
 
@@ -744,7 +755,7 @@ SG_TARGET static inline __attribute__((always_inline)) void tile_store_avx2(cons
  */
 #define SG_PF_K 32
 
-SG_TARGET static inline __attribute__((always_inline)) void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+SG_TARGET SG_KERNEL_INLINE void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
 				  int64_t nr, const struct tile_out *t)
 {
 	__m256 acc[2 * RT_SG_MR];
@@ -965,7 +976,7 @@ SG_TARGET static void kernel_4x16(int64_t kc, const float *a, const float *b, fl
  * FMAs as {1to16} operands). A panel of 16 columns or fewer computes its left half only. Edges need
  * no buffer: the columns past nr are masked off C's loads and stores, the rows past mr not stored.
  */
-SG512_TARGET static inline __attribute__((always_inline)) void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+SG512_TARGET SG_KERNEL_INLINE void kernel_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
 				       int64_t nr, const struct tile_out *t)
 {
 	__m512 acc0[SG512_MR], acc1[SG512_MR];
