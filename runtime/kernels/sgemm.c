@@ -1170,6 +1170,23 @@ static inline __attribute__((always_inline)) void tile_across_images(const struc
 	}
 }
 
+/* Where the tile at row i, column j of the GEMM starts in C (and z): in one image when im is set. */
+static inline int64_t tile_offset(const struct sg_images *im, int64_t ldc, int64_t i, int64_t j)
+{
+	return im != NULL ? (j / im->cols) * im->c_stride + i * ldc + j % im->cols : i * ldc + j;
+}
+
+/* The epilogue of a tile at row i whose C and z start at offset at. */
+static inline struct tile_out tile_out_at(const struct rt_sg_epilogue *ep, bool first, bool last, int64_t i,
+					  int64_t at)
+{
+	return (struct tile_out){
+		.first = first, .last = last, .act = &ep->act, .alpha = 1.0f,
+		.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
+		.z = ep->z != NULL ? ep->z + at : NULL,
+	};
+}
+
 /* rt_sg_gemm over one matrix (im NULL) or images side by side (ldc: each image's cols). */
 static inline __attribute__((always_inline)) void sg_gemm_body(const struct sg_path *sp, int64_t m, int64_t n,
 								int64_t k, const float *ap, const struct rt_sg_b *b,
@@ -1207,27 +1224,17 @@ static inline __attribute__((always_inline)) void sg_gemm_body(const struct sg_p
 					int64_t i = ip * mr_p, mr = m - i < mr_p ? m - i : mr_p;
 
 					for (int64_t jp = 0; jp < jp_end; jp++) {
-						int64_t j = j0 + jp * nr_p, nr = n - j < nr_p ? n - j : nr_p;
-						struct tile_out t = {
-							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act, .alpha = 1.0f,
-							.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
-							.z = ep->z != NULL ? ep->z + i * ldc + j : NULL,
-						};
-						int64_t at = i * ldc + j;
+						int64_t j = j0 + jp * nr_p, nr = n - j < nr_p ? n - j : nr_p, at;
+						struct tile_out t;
 
-						if (im != NULL) {
-							int64_t cc = j % im->cols;
-
-							if (cc + nr > im->cols) {
-								t.z = ep->z;
-								tile_across_images(sp, im, kc, apk + ip * kc * mr_p,
-										   bbuf + jp * kc * nr_p, c, ep->z, i, j, mr,
-										   nr, &t);
-								continue;
-							}
-							at = (j / im->cols) * im->c_stride + i * ldc + cc;
-							t.z = ep->z != NULL ? ep->z + at : NULL;
+						if (im != NULL && j % im->cols + nr > im->cols) {
+							t = tile_out_at(ep, k0 == 0, k0 + kc >= k, i, 0); /* z: the base */
+							tile_across_images(sp, im, kc, apk + ip * kc * mr_p, bbuf + jp * kc * nr_p,
+									   c, ep->z, i, j, mr, nr, &t);
+							continue;
 						}
+						at = tile_offset(im, ldc, i, j);
+						t = tile_out_at(ep, k0 == 0, k0 + kc >= k, i, at);
 						sp->kernel(kc, apk + ip * kc * mr_p, bbuf + jp * kc * nr_p, c + at, ldc, mr, nr,
 							   &t);
 					}
@@ -1239,17 +1246,11 @@ static inline __attribute__((always_inline)) void sg_gemm_body(const struct sg_p
 					struct tile_out ts[SG_NARROW_ROWS];
 
 					for (int p = 0; p < cnt; p++) {
-						int64_t i = (ip + p) * mr_p;
-						int64_t at = im != NULL ? (j_last / im->cols) * im->c_stride + i * ldc + j_last % im->cols
-									: i * ldc + j_last;
+						int64_t i = (ip + p) * mr_p, at = tile_offset(im, ldc, i, j_last);
 
 						mrs[p] = m - i < mr_p ? m - i : mr_p;
 						cs[p] = c + at;
-						ts[p] = (struct tile_out){
-							.first = k0 == 0, .last = k0 + kc >= k, .act = &ep->act, .alpha = 1.0f,
-							.row_bias = ep->row_bias != NULL ? ep->row_bias + i : NULL,
-							.z = ep->z != NULL ? ep->z + at : NULL,
-						};
+						ts[p] = tile_out_at(ep, k0 == 0, k0 + kc >= k, i, at);
 					}
 					sp->narrow(kc, apk + ip * kc * mr_p, kc * mr_p, cnt, bbuf + jp_last * kc * nr_p, w_last,
 						   cs, ldc, mrs, ts);
