@@ -191,40 +191,80 @@ AVX512_TARGET static inline void copy_bf16(uint16_t *dst, const uint16_t *src, i
 	}
 }
 
+/* A window row that crosses the image's left or right edge: each tap's c channels, or zeros. */
+AVX512_TARGET static void gather_edge(uint16_t *r, const uint16_t *line, int64_t ix0, int64_t kw, int64_t w, int64_t c)
+{
+	for (int64_t kx = 0; kx < kw; kx++) {
+		int64_t ix = ix0 + kx;
+
+		copy_bf16(r + kx * c, ix >= 0 && ix < w ? line + ix * c : NULL, c);
+	}
+}
+
+/* n runs of at most 32 values (mask m), from src on at step apart into rows depth apart. */
+AVX512_TARGET static inline void copy_runs(uint16_t *r, int64_t depth, const uint16_t *src, int64_t step, int64_t n,
+					   __mmask32 m)
+{
+	for (int64_t i = 0; i < n; i++, r += depth, src += step)
+		_mm512_mask_storeu_epi16(r, m, _mm512_maskz_loadu_epi16(m, src));
+}
+
 /*
  * Each output pixel's row: for every tap (ky, kx) the input pixel's c channels, or zeros in the
  * padding, then zeros up to depth. A window row wholly inside the image is one run of kw * c values
- * (the stem's 7 x 3 channels: one move).
+ * (the stem's 7 x 3 channels: one masked move). The pixels are taken an output row's run at a time,
+ * window rows outside and pixels inside, so that a window row's input line, its mask and which
+ * pixels cross an edge are worked out once per run, not per pixel and tap.
  */
 AVX512_TARGET static void gather_rows(const struct nhwc_plan *p, const uint16_t *x, int64_t first, int64_t count,
 				      uint16_t *rows)
 {
-	int64_t run = p->kw * p->c, b = first / (p->ho * p->wo), oy = first / p->wo % p->ho, ox = first % p->wo;
+	const int64_t c = p->c, kh = p->kh, kw = p->kw, h = p->h, w = p->w, ho = p->ho, wo = p->wo, depth = p->depth;
+	const int64_t sy = p->win.stride[0], sx = p->win.stride[1], pad_y = p->win.pad_begin[0], pad_x = p->win.pad_begin[1];
+	const int64_t run = kw * c, tail = depth - kh * run;
+	/* the output columns whose window rows lie wholly inside the image: inner_lo..inner_hi */
+	const int64_t inner_lo = (pad_x + sx - 1) / sx, inner_hi = w - kw + pad_x >= 0 ? (w - kw + pad_x) / sx : -1;
+	const __mmask32 run_mask = run >= 32 ? 0xffffffffu : (__mmask32)((1u << run) - 1);
+	const __mmask32 tail_mask = (__mmask32)((1ull << tail) - 1); /* depth: kh * run rounded up to 32 */
+	int64_t b = first / (ho * wo), oy = first / wo % ho, ox = first % wo;
 
-	for (int64_t q = 0; q < count; q++) {
-		uint16_t *r = rows + q * p->depth;
-		int64_t ix0 = ox * p->win.stride[1] - p->win.pad_begin[1];
+	for (int64_t q = 0; q < count;) {
+		int64_t seg = count - q < wo - ox ? count - q : wo - ox, end = ox + seg;
+		int64_t lo = inner_lo > ox ? inner_lo : ox, hi = inner_hi + 1 < end ? inner_hi + 1 : end;
+		uint16_t *first_row = rows + q * depth;
 
-		for (int64_t ky = 0; ky < p->kh; ky++, r += run) {
-			int64_t iy = oy * p->win.stride[0] + ky - p->win.pad_begin[0];
-			const uint16_t *line = iy >= 0 && iy < p->h ? x + (b * p->h + iy) * p->w * p->c : NULL;
+		for (int64_t ky = 0; ky < kh; ky++) {
+			int64_t iy = oy * sy + ky - pad_y;
+			uint16_t *r = first_row + ky * run;
 
-			if (line == NULL) {
-				copy_bf16(r, NULL, run);
-			} else if (ix0 >= 0 && ix0 + p->kw <= p->w) {
-				copy_bf16(r, line + ix0 * p->c, run);
-			} else {
-				for (int64_t kx = 0; kx < p->kw; kx++) {
-					int64_t ix = ix0 + kx;
-
-					copy_bf16(r + kx * p->c, ix >= 0 && ix < p->w ? line + ix * p->c : NULL, p->c);
-				}
+			if (iy < 0 || iy >= h) {
+				for (int64_t o = ox; o < end; o++, r += depth)
+					copy_bf16(r, NULL, run);
+				continue;
 			}
+			const uint16_t *line = x + (b * h + iy) * w * c;
+			int64_t o = ox;
+
+			for (; o < lo; o++, r += depth)
+				gather_edge(r, line, o * sx - pad_x, kw, w, c);
+			if (run <= 32) {
+				copy_runs(r, depth, line + (o * sx - pad_x) * c, sx * c, hi - o, run_mask);
+				r += (hi > o ? hi - o : 0) * depth;
+				o = hi > o ? hi : o;
+			}
+			for (; o < hi; o++, r += depth)
+				copy_bf16(r, line + (o * sx - pad_x) * c, run);
+			for (; o < end; o++, r += depth)
+				gather_edge(r, line, o * sx - pad_x, kw, w, c);
 		}
-		copy_bf16(r, NULL, p->depth - p->kh * run);
-		if (++ox == p->wo) {
+		if (tail > 0)
+			for (int64_t i = 0; i < seg; i++)
+				_mm512_mask_storeu_epi16(first_row + i * depth + kh * run, tail_mask, _mm512_setzero_si512());
+		q += seg;
+		ox = end;
+		if (ox == wo) {
 			ox = 0;
-			if (++oy == p->ho) {
+			if (++oy == ho) {
 				oy = 0;
 				b++;
 			}
