@@ -166,6 +166,22 @@ size_t rt_bf16_attention_scratch_bytes(int64_t n, int64_t d);
  */
 void rt_bf16_attention(const struct rt_bf16_attention *at, void *scratch);
 
+/**
+ * The depth k of an NHWC bf16 conv's packed weights (FusedConvNhwc's W: rt_bf16_pack_b of k x m)
+ * for c input channels, a kh x kw kernel and strides [2]: kh * kw * c, its taps (ky, kx, c) as
+ * they lie in the image, but for a stride-2 conv of at most 4 channels, which conv_nhwc.c runs as
+ * a stride-1 conv over a space-to-depth copy of its image (each 2 x 2 block of pixels one pixel of
+ * 16 channels) and whose weights follow that copy.
+ */
+int64_t rt_bf16_conv_depth(int64_t c, int64_t kh, int64_t kw, const int64_t *strides);
+
+/**
+ * w [m, c, kh, kw] (ONNX's layout) as the k x m matrix (rt_bf16_conv_depth's k) whose
+ * rt_bf16_pack_b FusedConvNhwc reads; kn holds k * m floats.
+ */
+void rt_bf16_conv_weights_kn(const float *w, int64_t m, int64_t c, int64_t kh, int64_t kw, const int64_t *strides,
+			     float *kn);
+
 /** One image NCHW fp32 [c, hw] -> NHWC bf16 [hw, c], rounded to nearest even. At the amx level. */
 void rt_bf16_nchw_to_nhwc(const float *x, int64_t c, int64_t hw, uint16_t *y);
 

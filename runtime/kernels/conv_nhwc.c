@@ -26,12 +26,61 @@
 enum nhwc_mode {
 	NHWC_DIRECT, /* 1x1, stride 1, no padding: A is X itself */
 	NHWC_PADDED, /* stride 1: a zero-padded copy of X, one offset per tap */
+	NHWC_S2D,    /* stride 2, at most 4 channels: stride 1 over a space-to-depth copy (s2d_applies) */
 	NHWC_GATHER, /* any other: im2col rows gathered into scratch */
 };
+
+/*
+ * A stride-2 conv of few channels (ResNet-50's stem: 3 channels, 7 x 7) as a stride-1 conv over a
+ * space-to-depth copy of its padded image: each 2 x 2 block of pixels one pixel of S2D_CH channels
+ * (4c of them the block's, the rest zeros), the kernel ceil(kh / 2) x ceil(kw / 2) such pixels. A
+ * row of the kernel is then kw2 * 16 values contiguous in the copy, one tap of the GEMM whose rows
+ * the tiles load in place, 16 values apart: no gathered rows (the stem's were 4 MiB an image, 320
+ * bytes a pixel, and copying them took longer than the products). It costs depth: the stem's 147
+ * become 4 x 64 = 256 (1 in 4 of the copy's channels and a row and column of the 8 x 8 kernel
+ * zero), tiles the AMX unit runs faster than the copy ran. kw2 must be even for a tap to be a whole
+ * number of 32-value tile rows.
+ */
+#define S2D_CH 16
+
+static bool s2d_applies(int64_t c, int64_t kh, int64_t kw, const int64_t *strides)
+{
+	return strides[0] == 2 && strides[1] == 2 && 4 * c <= S2D_CH && kh >= 2 && (kw + 1) / 2 % 2 == 0;
+}
+
+int64_t rt_bf16_conv_depth(int64_t c, int64_t kh, int64_t kw, const int64_t *strides)
+{
+	return s2d_applies(c, kh, kw, strides) ? (kh + 1) / 2 * ((kw + 1) / 2) * S2D_CH : kh * kw * c;
+}
+
+void rt_bf16_conv_weights_kn(const float *w, int64_t m, int64_t c, int64_t kh, int64_t kw, const int64_t *strides,
+			     float *kn)
+{
+	int64_t kw2 = (kw + 1) / 2;
+
+	if (!s2d_applies(c, kh, kw, strides)) {
+		for (int64_t o = 0; o < m; o++)
+			for (int64_t i = 0; i < c; i++)
+				for (int64_t t = 0; t < kh * kw; t++)
+					kn[(t * c + i) * m + o] = w[(o * c + i) * kh * kw + t];
+		return;
+	}
+	/* tap (ky / 2, kx / 2) of the copy, channel ((ky % 2) * 2 + kx % 2) * c + i */
+	memset(kn, 0, (size_t)(rt_bf16_conv_depth(c, kh, kw, strides) * m) * sizeof(float));
+	for (int64_t o = 0; o < m; o++)
+		for (int64_t i = 0; i < c; i++)
+			for (int64_t ky = 0; ky < kh; ky++)
+				for (int64_t kx = 0; kx < kw; kx++) {
+					int64_t kk = (ky / 2 * kw2 + kx / 2) * S2D_CH + (ky % 2 * 2 + kx % 2) * c + i;
+
+					kn[kk * m + o] = w[((o * c + i) * kh + ky) * kw + kx];
+				}
+}
 
 struct nhwc_plan {
 	int64_t n, h, w, c, m, kh, kw, ho, wo, hp, wp; /* hp x wp: the padded image */
 	int64_t depth; /* a gathered row: kh * kw * c rounded up to 32 (zeros after) */
+	int64_t kh2, kw2, hp2, wp2; /* NHWC_S2D: the kernel and the image in the copy's pixels */
 	struct rt_k_window win;
 	enum nhwc_mode mode;
 };
@@ -42,7 +91,7 @@ static int nhwc_plan(const struct rt_node *node, const struct rt_tensor *inputs,
 	const struct rt_attr *shape = rt_node_attr(node, "weight_shape");
 	const struct rt_tensor *x = &inputs[0];
 	struct rt_tensor x_nchw = { .dtype = BW_DTYPE_FLOAT, .rank = 4 };
-	int64_t group;
+	int64_t group, k;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -81,13 +130,21 @@ static int nhwc_plan(const struct rt_node *node, const struct rt_tensor *inputs,
 	p->wo = p->win.out[1];
 	if (p->ho < 1 || p->wo < 1)
 		return bw_err(err, err_cap, -EINVAL, "the output would be empty");
-	if (inputs[1].rank != 1 || rt_tensor_elems(&inputs[1]) != (int64_t)rt_bf16_packed_b_elems(p->kh * p->kw * p->c, p->m))
+	k = rt_bf16_conv_depth(p->c, p->kh, p->kw, p->win.stride);
+	if (inputs[1].rank != 1 || rt_tensor_elems(&inputs[1]) != (int64_t)rt_bf16_packed_b_elems(k, p->m))
 		return bw_err(err, err_cap, -EINVAL, "input 'W' must hold %zu packed bf16 values",
-			      rt_bf16_packed_b_elems(p->kh * p->kw * p->c, p->m));
+			      rt_bf16_packed_b_elems(k, p->m));
 	p->hp = p->h + p->win.pad_begin[0] + p->win.pad_end[0];
 	p->wp = p->w + p->win.pad_begin[1] + p->win.pad_end[1];
 	p->depth = (p->kh * p->kw * p->c + 31) / 32 * 32;
-	if (p->win.stride[0] != 1 || p->win.stride[1] != 1 || p->kh * p->kw > NHWC_TAPS_MAX || p->c % 32 != 0)
+	if (s2d_applies(p->c, p->kh, p->kw, p->win.stride)) {
+		p->mode = NHWC_S2D;
+		p->kh2 = (p->kh + 1) / 2;
+		p->kw2 = (p->kw + 1) / 2;
+		/* every tap of every output pixel inside the copy */
+		p->hp2 = (p->hp + 1) / 2 > p->ho + p->kh2 - 1 ? (p->hp + 1) / 2 : p->ho + p->kh2 - 1;
+		p->wp2 = (p->wp + 1) / 2 > p->wo + p->kw2 - 1 ? (p->wp + 1) / 2 : p->wo + p->kw2 - 1;
+	} else if (p->win.stride[0] != 1 || p->win.stride[1] != 1 || p->kh * p->kw > NHWC_TAPS_MAX || p->c % 32 != 0)
 		p->mode = NHWC_GATHER;
 	else if (p->kh == 1 && p->kw == 1 && p->hp == p->h && p->wp == p->w)
 		p->mode = NHWC_DIRECT;
@@ -135,6 +192,13 @@ static int64_t padded_images(const struct nhwc_plan *p)
 	return k < 1 ? 1 : k > p->n ? p->n : k;
 }
 
+static int64_t s2d_images(const struct nhwc_plan *p)
+{
+	int64_t per = p->hp2 * p->wp2 * S2D_CH * (int64_t)sizeof(uint16_t), k = NHWC_PART_BYTES / (per > 0 ? per : 1);
+
+	return k < 1 ? 1 : k > p->n ? p->n : k;
+}
+
 static int64_t gathered_rows(const struct nhwc_plan *p)
 {
 	int64_t rows = p->n * p->ho * p->wo, k = NHWC_PART_BYTES / (p->depth * (int64_t)sizeof(uint16_t)) / 32 * 32;
@@ -152,6 +216,7 @@ RT_K_SCRATCH(fused_conv_nhwc)
 	switch (p.mode) {
 	case NHWC_PADDED: return (size_t)(padded_images(&p) * p.hp * p.wp * p.c) * sizeof(uint16_t);
 	case NHWC_GATHER: return (size_t)(gathered_rows(&p) * p.depth) * sizeof(uint16_t);
+	case NHWC_S2D: return (size_t)(s2d_images(&p) * p.hp2 * p.wp2 * S2D_CH) * sizeof(uint16_t);
 	default: return 0;
 	}
 }
@@ -272,6 +337,46 @@ AVX512_TARGET static void gather_rows(const struct nhwc_plan *p, const uint16_t 
 	}
 }
 
+/*
+ * Images first..first+count-1 of X into their space-to-depth copies: pixel (Y, X) of a copy holds,
+ * at channel (py * 2 + px) * c + i, the padded image's pixel (2Y + py, 2X + px) channel i; zeros
+ * in the padding and in channels 4c..S2D_CH-1. A row of the block (py) is 2c values contiguous in
+ * X when both its pixels are inside: one masked move.
+ */
+AVX512_TARGET static void s2d_copy(const struct nhwc_plan *p, const uint16_t *x, int64_t first, int64_t count,
+				   uint16_t *xs)
+{
+	const int64_t c = p->c, h = p->h, w = p->w, hp2 = p->hp2, wp2 = p->wp2;
+	const int64_t top = p->win.pad_begin[0], left = p->win.pad_begin[1];
+	const __mmask8 pair = (__mmask8)((1u << (2 * c)) - 1);
+
+	memset(xs, 0, (size_t)(count * hp2 * wp2 * S2D_CH) * sizeof(uint16_t));
+	x += first * h * w * c;
+	for (int64_t b = 0; b < count; b++) {
+		for (int64_t yy = 0; yy < hp2; yy++) {
+			for (int64_t py = 0; py < 2; py++) {
+				int64_t iy = 2 * yy + py - top;
+				const uint16_t *line = x + (b * h + iy) * w * c;
+				uint16_t *d = xs + ((b * hp2 + yy) * wp2) * S2D_CH + py * 2 * c;
+
+				if (iy < 0 || iy >= h)
+					continue;
+				for (int64_t xx = 0; xx < wp2; xx++, d += S2D_CH) {
+					int64_t ix = 2 * xx - left;
+
+					if (ix >= 0 && ix + 1 < w) {
+						_mm_mask_storeu_epi16(d, pair, _mm_maskz_loadu_epi16(pair, line + ix * c));
+						continue;
+					}
+					for (int64_t px = 0; px < 2; px++)
+						if (ix + px >= 0 && ix + px < w)
+							memcpy(d + px * c, line + (ix + px) * c, (size_t)c * sizeof(uint16_t));
+				}
+			}
+		}
+	}
+}
+
 RT_K_RUN(fused_conv_nhwc)
 {
 	struct nhwc_plan p;
@@ -317,6 +422,25 @@ RT_K_RUN(fused_conv_nhwc)
 			ep.z = z != NULL ? z + out : NULL;
 			rt_bf16_gemm_rows((count - 1) * p.hp * p.wp + (p.ho - 1) * p.wp + p.wo, p.m, &a, &grid, inputs[1].data,
 					  &ep, y + out);
+		}
+		break;
+	case NHWC_S2D:
+		a.base = scratch;
+		a.row_stride = S2D_CH;
+		a.depth = p.kw2 * S2D_CH;
+		a.ntaps = (int)p.kh2;
+		for (int64_t t = 0; t < p.kh2; t++)
+			tap_off[t] = t * p.wp2 * S2D_CH;
+		/* as NHWC_PADDED, on the copy's grid: output (y, x) is its pixel (y, x) */
+		grid = (struct rt_bf16_grid){ .per_image = p.hp2 * p.wp2, .width = p.wp2, .valid_h = p.ho, .valid_w = p.wo };
+		part = s2d_images(&p);
+		for (int64_t b = 0; b < p.n; b += part) {
+			int64_t count = p.n - b < part ? p.n - b : part, out = b * p.ho * p.wo * p.m;
+
+			s2d_copy(&p, inputs[0].data, b, count, scratch);
+			ep.z = z != NULL ? z + out : NULL;
+			rt_bf16_gemm_rows((count - 1) * p.hp2 * p.wp2 + (p.ho - 1) * p.wp2 + p.wo, p.m, &a, &grid,
+					  inputs[1].data, &ep, y + out);
 		}
 		break;
 	case NHWC_GATHER:

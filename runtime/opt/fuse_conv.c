@@ -296,8 +296,8 @@ static bool bf16_applies(const struct rt_tensor *wt, int64_t group)
 
 /*
  * An ungrouped, undilated one runs on NHWC bf16 tensors (conv_nhwc.c; opt_nhwc_region wires the
- * region's tensors and edges): its weights become the GEMM's right operand, k ordered (ky, kx, c)
- * as the taps read the image. Grouped and dilated ones keep NCHW and the im2col GEMM.
+ * region's tensors and edges): its weights become the GEMM's right operand, k ordered as the taps
+ * read the image (rt_bf16_conv_weights_kn). Grouped and dilated ones keep NCHW and the im2col GEMM.
  */
 static bool nhwc_applies(const struct rt_node *conv, const struct rt_tensor *wt, int64_t group)
 {
@@ -307,8 +307,15 @@ static bool nhwc_applies(const struct rt_node *conv, const struct rt_tensor *wt,
 static int pack_weights_nhwc(struct opt_ctx *c, const struct rt_node *conv, const struct rt_tensor *wt,
 			     int32_t *packed)
 {
-	int64_t m = wt->dims[0], ch = wt->dims[1], kh = wt->dims[2], kw = wt->dims[3], k = kh * kw * ch;
-	int64_t total = (int64_t)rt_bf16_packed_b_elems(k, m);
+	int64_t strides[2] = { 1, 1 };
+	const struct rt_attr *st = rt_node_attr(conv, "strides");
+	int64_t m = wt->dims[0], ch = wt->dims[1], kh = wt->dims[2], kw = wt->dims[3], k;
+	int64_t total;
+
+	if (st != NULL && st->type == RT_ATTR_INTS && st->count == 2)
+		memcpy(strides, st->ints, sizeof(strides));
+	k = rt_bf16_conv_depth(ch, kh, kw, strides);
+	total = (int64_t)rt_bf16_packed_b_elems(k, m);
 	const float *w = wt->data;
 	float *kn = opt_alloc_floats(k * m);
 	uint16_t *wp = (uint16_t *)opt_alloc_floats((total + 1) / 2);
@@ -318,10 +325,7 @@ static int pack_weights_nhwc(struct opt_ctx *c, const struct rt_node *conv, cons
 		free(wp);
 		return opt_error(c, -ENOMEM, "out of memory");
 	}
-	for (int64_t o = 0; o < m; o++)
-		for (int64_t i = 0; i < ch; i++)
-			for (int64_t t = 0; t < kh * kw; t++)
-				kn[(t * ch + i) * m + o] = w[(o * ch + i) * kh * kw + t];
+	rt_bf16_conv_weights_kn(w, m, ch, kh, kw, strides, kn);
 	rt_bf16_pack_b(kn, m, 1, k, m, wp);
 	free(kn);
 	*packed = opt_add_initializer(c, conv->name, "W_bf16_nhwc", BW_DTYPE_BFLOAT16, 1, &total, wp);

@@ -1240,8 +1240,10 @@ static void test_bf16_handoff(void)
 
 /*
  * Precision bf16's NHWC region: ungrouped convs go to FusedConvNhwc, each of its modes once (a
- * 7x7 stride-2 stem of 3 channels on gathered rows padded to 32, a padded 3x3, a 1x1 on the image
- * itself, gathered rows for a stride-2 3x3 with a residual and for a stride-2 1x1), a MaxPool
+ * 7x7 stride-2 stem of 3 channels on a space-to-depth copy, a padded 3x3, a 1x1 on the image
+ * itself, gathered rows for a stride-2 3x3 with a residual, for a stride-2 1x1 and for a 5x5
+ * stride-2 conv of 3 channels, whose 3-pixel kernel rows leave the copy's taps short of a tile row:
+ * rows padded to 32, windows across the image's edges), a MaxPool
  * between them, output channels not a multiple of 32, rows that end inside a tile (9 x 7 images),
  * and every kind of edge: the graph input converted in, a residual made outside the region (by a
  * grouped conv, which stays NCHW) converted in, that conv's input converted out, and graph outputs
@@ -1251,9 +1253,10 @@ static void test_bf16_nhwc(void)
 {
 	static const int64_t x[] = {-1, 3, 18, 14}, w0[] = {32, 3, 7, 7}, w1[] = {64, 32, 3, 3}, w2[] = {48, 64, 1, 1};
 	static const int64_t w3[] = {32, 24, 3, 3}, w4[] = {32, 64, 3, 3}, w5[] = {40, 32, 1, 1}, b5[] = {40};
+	static const int64_t w6[] = {16, 3, 5, 5}, p2[] = {2, 2, 2, 2};
 	static const int64_t p1[] = {1, 1, 1, 1}, p3[] = {3, 3, 3, 3}, s2[] = {2, 2}, k3[] = {3, 3};
-	static const struct op_count expect[] = { {"FusedConvNhwc", 5}, {"MaxPoolNhwcBf16", 1}, {"ToNhwcBf16", 2},
-						  {"FromNhwcBf16", 3}, {"FusedConv", 1} };
+	static const struct op_count expect[] = { {"FusedConvNhwc", 6}, {"MaxPoolNhwcBf16", 1}, {"ToNhwcBf16", 2},
+						  {"FromNhwcBf16", 4}, {"FusedConv", 1} };
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
 	struct rt_graph *g;
@@ -1267,6 +1270,7 @@ static void test_bf16_nhwc(void)
 	init(m, "w4", 4, w4, NULL, 0.1f, 0);
 	init(m, "w5", 4, w5, NULL, 0.2f, 0);
 	init(m, "b5", 1, b5, NULL, 0.3f, 0);
+	init(m, "w6", 4, w6, NULL, 0.2f, 0);
 	bn_params(m, "bn", 64);
 	scalar(m, "lo", -0.4f);
 	scalar(m, "hi", 0.5f);
@@ -1274,6 +1278,9 @@ static void test_bf16_nhwc(void)
 	onnx_build_attr_ints(n, "strides", s2, 2);
 	onnx_build_attr_ints(n, "pads", p3, 4);
 	onnx_build_node(m, NULL, "Relu", "c0", "x0");
+	n = onnx_build_node(m, NULL, "Conv", "x,w6", "c6"); /* 5x5 stride 2, gathered: [N, 16, 9, 7] */
+	onnx_build_attr_ints(n, "strides", s2, 2);
+	onnx_build_attr_ints(n, "pads", p2, 4);
 	n = onnx_build_node(m, NULL, "Conv", "x0,w1", "c1"); /* padded: [N, 64, 9, 7] */
 	onnx_build_attr_ints(n, "pads", p1, 4);
 	onnx_build_node(m, NULL, "BatchNormalization", "c1,bn_scale,bn_bias,bn_mean,bn_var", "n1");
@@ -1300,10 +1307,11 @@ static void test_bf16_nhwc(void)
 	onnx_build_node(m, NULL, "Clip", "c5,lo,hi", "y");
 	output(m, "y");
 	output(m, "a");
+	output(m, "c6");
 	g = check_same_counting(m, g_batches, NB, &rep, expect, sizeof(expect) / sizeof(expect[0]));
-	CU_ASSERT_EQUAL(report_count(&rep, "Conv on NHWC bf16 tensors"), 5);
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv on NHWC bf16 tensors"), 6);
 	CU_ASSERT_EQUAL(report_count(&rep, "MaxPool on NHWC bf16 tensors"), 1);
-	CU_ASSERT_EQUAL(report_count(&rep, "NCHW <-> NHWC conversions"), 5);
+	CU_ASSERT_EQUAL(report_count(&rep, "NCHW <-> NHWC conversions"), 6);
 	rt_graph_free(g);
 }
 
