@@ -115,7 +115,7 @@ struct sg_path {
 #define SG_TAIL_MR 4 /* AVX2's tail panels: 8 rows as 4 + 4 */
 
 static sg_kernel_fn kernel_6x16, kernel_4x16, kernel_avx512;
-static sg_narrow_fn narrow_avx2;
+static sg_narrow_fn narrow_avx2, narrow_avx512;
 static sg_run_fn sg_gemm_avx2, sg_gemm_avx512;
 
 /*
@@ -128,7 +128,7 @@ static const struct sg_path g_sg_avx2 = {
 	narrow_avx2,
 };
 static const struct sg_path g_sg_avx512 = {
-	"avx512 8x32", 8, 32, RT_SG_KC, RT_SG_KC, kernel_avx512, sg_gemm_avx512, 0, NULL, NULL,
+	"avx512 8x32", 8, 32, RT_SG_KC, RT_SG_KC, kernel_avx512, sg_gemm_avx512, 0, NULL, narrow_avx512,
 };
 
 static const struct sg_path *sg_path(void)
@@ -818,19 +818,24 @@ SG_TARGET SG_KERNEL_INLINE void kernel_6x16(int64_t kc, const float *a, const fl
 }
 
 /*
- * The narrow last panel (1 to SG_NARROW_MAX columns: the last of N = 49, 7x7 outputs, is 1 wide, of
- * N = 196 4) for g row panels at once: the 6 rows of a panel in the lanes, per k step one A load a
- * panel and NC broadcasts of B, NC FMAs a panel where the 8-column half of the tile takes 6. Each
- * sum is still one chain over k in order, as in the tile, so an image alone gets the bits it gets
- * side by side in a batch; the g panels' g x NC chains (8, or 6 at 3 columns) cover the FMA's
- * latency. The A load of 8 lanes reads 2 values of the next k step, ignored; the last k step's is
- * masked, as nothing may follow the panel. The A panels come from L2: the driver runs this after
- * the row block's whole column panels.
+ * The narrow last panel (1 to SG_NARROW_MAX columns: the last of N = 49, 7x7 outputs, is 1 wide on
+ * AVX2, of N = 196 4 on either path) for g row panels at once: the rows of a panel (6 on AVX2, 8 on
+ * AVX-512) in the lanes, per k step one A load a panel and NC broadcasts of B, NC FMAs a panel
+ * where the tile's 8- or 16-column half takes 6 or 8. Each sum is still one chain over k in order,
+ * as in the tile, so an image alone gets the bits it gets side by side in a batch; the g panels'
+ * g x NC chains (8, or 6 at 3 columns) cover the FMA's latency. On AVX2 the A load of 8 lanes reads
+ * 2 values of the next k step, ignored; the last k step's is masked, as nothing may follow the
+ * panel. The A panels come from L2: the driver runs this after the row block's whole column panels.
  */
-SG_TARGET static inline __attribute__((always_inline)) void narrow_group(int64_t kc, const float *a, int64_t a_stride,
-									const float *b, const int g, const int nc,
-									float *const *c, int64_t ldc, const int64_t *mr,
-									const struct tile_out *t)
+/* A panel's narrow tile to C: v[r] holds row r's nc columns (lanes past nc zero). */
+typedef void sg_narrow_store_fn(__m256 *v, float *c, int64_t ldc, int64_t mr, int nc, const struct tile_out *t);
+
+SG_TARGET static inline __attribute__((always_inline)) void narrow_panels(int64_t kc, const float *a, int64_t a_stride,
+									 const float *b, int64_t nr_p, const int mr_p,
+									 const int g, const int nc, float *const *c,
+									 int64_t ldc, const int64_t *mr,
+									 const struct tile_out *t,
+									 sg_narrow_store_fn *store)
 {
 	const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
 	__m256 s[SG_NARROW_ROWS][SG_NARROW_MAX];
@@ -842,78 +847,106 @@ SG_TARGET static inline __attribute__((always_inline)) void narrow_group(int64_t
 		for (int j = 0; j < SG_NARROW_MAX; j++)
 			s[p][j] = _mm256_setzero_ps();
 	}
-	for (; k + 1 < kc; k++) {
+	for (; k + (mr_p < 8) < kc; k++) {
 #pragma GCC unroll 8
 		for (int p = 0; p < g; p++) {
-			const __m256 av = _mm256_loadu_ps(a + p * a_stride + k * RT_SG_MR);
+			const __m256 av = _mm256_loadu_ps(a + p * a_stride + k * mr_p);
 
 #pragma GCC unroll 4
 			for (int j = 0; j < nc; j++)
-				s[p][j] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + k * RT_SG_NR + j), s[p][j]);
+				s[p][j] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + k * nr_p + j), s[p][j]);
 		}
 	}
 	for (; k < kc; k++) {
 #pragma GCC unroll 8
 		for (int p = 0; p < g; p++) {
-			const __m256 av = _mm256_maskload_ps(a + p * a_stride + k * RT_SG_MR, six);
+			const __m256 av = _mm256_maskload_ps(a + p * a_stride + k * mr_p, six);
 
 #pragma GCC unroll 4
 			for (int j = 0; j < nc; j++)
-				s[p][j] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + k * RT_SG_NR + j), s[p][j]);
+				s[p][j] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(b + k * nr_p + j), s[p][j]);
 		}
 	}
 #pragma GCC unroll 8
 	for (int p = 0; p < g; p++) {
-		__m256 v[8], acc[2 * RT_SG_MR];
+		__m256 v[8];
 
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++)
 			v[j] = j < nc ? s[p][j < SG_NARROW_MAX ? j : 0] : _mm256_setzero_ps();
-		rt_transpose8(v); /* v[r]: row r's columns */
-#pragma GCC unroll 6
-		for (int r = 0; r < RT_SG_MR; r++) {
-			acc[2 * r] = v[r];
-			acc[2 * r + 1] = _mm256_setzero_ps();
-		}
-		tile_store_avx2(acc, RT_SG_MR, c[p], ldc, mr[p], nc, &t[p]);
+		rt_transpose8(v);
+		store(v, c[p], ldc, mr[p], nc, &t[p]);
 	}
 }
 
-/* narrow_group with the columns and the group's size constants: 8 chains where the panels allow. */
+SG_TARGET SG_KERNEL_INLINE void narrow_store(__m256 *v, float *c, int64_t ldc, int64_t mr, int nc,
+					     const struct tile_out *t)
+{
+	__m256 acc[2 * RT_SG_MR];
+
+#pragma GCC unroll 6
+	for (int r = 0; r < RT_SG_MR; r++) {
+		acc[2 * r] = v[r];
+		acc[2 * r + 1] = _mm256_setzero_ps();
+	}
+	tile_store_avx2(acc, RT_SG_MR, c, ldc, mr, nc, t);
+}
+
+SG_TARGET SG_KERNEL_INLINE void narrow_group(int64_t kc, const float *a, int64_t a_stride, const float *b, const int g,
+					     const int nc, float *const *c, int64_t ldc, const int64_t *mr,
+					     const struct tile_out *t)
+{
+	narrow_panels(kc, a, a_stride, b, RT_SG_NR, RT_SG_MR, g, nc, c, ldc, mr, t, narrow_store);
+}
+
+typedef void sg_narrow_group_fn(int64_t kc, const float *a, int64_t a_stride, const float *b, int g, int nc,
+				float *const *c, int64_t ldc, const int64_t *mr, const struct tile_out *t);
+
+/* A path's group with the columns and the group's size constants: 8 chains where the panels allow. */
 SG_TARGET static inline __attribute__((always_inline)) void narrow_cols(int64_t kc, const float *a, int64_t a_stride,
 								       int cnt, const float *b, const int nc, float *const *c,
-								       int64_t ldc, const int64_t *mr, const struct tile_out *t)
+								       int64_t ldc, const int64_t *mr, const struct tile_out *t,
+								       sg_narrow_group_fn *group)
 {
 	const int g = nc <= 2 ? 8 / nc : 2;
 	int p = 0;
 
 	for (; p + g <= cnt; p += g)
-		narrow_group(kc, a + p * a_stride, a_stride, b, g, nc, c + p, ldc, mr + p, t + p);
+		group(kc, a + p * a_stride, a_stride, b, g, nc, c + p, ldc, mr + p, t + p);
 	for (int h = g / 2; h >= 1; h /= 2) {
 		if (p + h <= cnt) {
-			narrow_group(kc, a + p * a_stride, a_stride, b, h, nc, c + p, ldc, mr + p, t + p);
+			group(kc, a + p * a_stride, a_stride, b, h, nc, c + p, ldc, mr + p, t + p);
 			p += h;
 		}
+	}
+}
+
+/* The path's narrow entry: its group (inlined, the pointer a constant) for each width. */
+SG_TARGET static inline __attribute__((always_inline)) void narrow_widths(int64_t kc, const float *a, int64_t a_stride,
+									 int cnt, const float *b, int64_t nr,
+									 float *const *c, int64_t ldc, const int64_t *mr,
+									 const struct tile_out *t, sg_narrow_group_fn *group)
+{
+	switch (nr) {
+	case 1:
+		narrow_cols(kc, a, a_stride, cnt, b, 1, c, ldc, mr, t, group);
+		break;
+	case 2:
+		narrow_cols(kc, a, a_stride, cnt, b, 2, c, ldc, mr, t, group);
+		break;
+	case 3:
+		narrow_cols(kc, a, a_stride, cnt, b, 3, c, ldc, mr, t, group);
+		break;
+	default:
+		narrow_cols(kc, a, a_stride, cnt, b, 4, c, ldc, mr, t, group);
+		break;
 	}
 }
 
 SG_TARGET static void narrow_avx2(int64_t kc, const float *a, int64_t a_stride, int cnt, const float *b, int64_t nr,
 				  float *const *c, int64_t ldc, const int64_t *mr, const struct tile_out *t)
 {
-	switch (nr) {
-	case 1:
-		narrow_cols(kc, a, a_stride, cnt, b, 1, c, ldc, mr, t);
-		break;
-	case 2:
-		narrow_cols(kc, a, a_stride, cnt, b, 2, c, ldc, mr, t);
-		break;
-	case 3:
-		narrow_cols(kc, a, a_stride, cnt, b, 3, c, ldc, mr, t);
-		break;
-	default:
-		narrow_cols(kc, a, a_stride, cnt, b, 4, c, ldc, mr, t);
-		break;
-	}
+	narrow_widths(kc, a, a_stride, cnt, b, nr, c, ldc, mr, t, narrow_group);
 }
 
 /*
@@ -1064,6 +1097,61 @@ SG512_TARGET SG_KERNEL_INLINE void kernel_avx512(int64_t kc, const float *a, con
 			_mm512_mask_storeu_ps(c + r * ldc + 16, m1, _mm512_load_ps(tile + r * SG512_NR + 16));
 		}
 	}
+}
+
+/*
+ * The narrow last panel on AVX-512 (narrow_sums): 8-row panels, a panel's rows exactly a ymm's
+ * lanes, stored with the tile's epilogue on nc masked lanes a row.
+ */
+SG512_TARGET SG_KERNEL_INLINE void narrow_store512(__m256 *v, float *c, int64_t ldc, int64_t mr, int nc,
+						   const struct tile_out *t)
+{
+	float tile[SG512_MR * 8] __attribute__((aligned(32)));
+	const __mmask8 m = (__mmask8)((1u << nc) - 1);
+	bool gelu = t->last && t->act->kind == RT_K_ACT_GELU;
+
+	for (int64_t r = 0; r < mr; r++) {
+		float *cr = c + r * ldc;
+		__m256 x = v[r];
+
+		if (!t->first)
+			x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(m, cr));
+		if (t->last) {
+			if (t->alpha != 1.0f)
+				x = _mm256_mul_ps(x, _mm256_set1_ps(t->alpha));
+			if (t->row_bias != NULL)
+				x = _mm256_add_ps(x, _mm256_set1_ps(t->row_bias[r]));
+			if (t->col_bias != NULL)
+				x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(m, t->col_bias));
+			if (t->z != NULL)
+				x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(m, t->z + r * ldc));
+			x = _mm512_castps512_ps256(rt_act16(_mm512_castps256_ps512(x), t->act));
+		}
+		if (gelu)
+			_mm256_store_ps(tile + r * 8, x);
+		else
+			_mm256_mask_storeu_ps(cr, m, x);
+	}
+	if (gelu) {
+		/* Gelu, which rt_act16 does not do: the tile at once, as kernel_avx512 does */
+		rt_vm_act(tile, mr * 8, t->act);
+		for (int64_t r = 0; r < mr; r++)
+			_mm256_mask_storeu_ps(c + r * ldc, m, _mm256_load_ps(tile + r * 8));
+	}
+}
+
+SG512_TARGET SG_KERNEL_INLINE void narrow_group512(int64_t kc, const float *a, int64_t a_stride, const float *b,
+						   const int g, const int nc, float *const *c, int64_t ldc,
+						   const int64_t *mr, const struct tile_out *t)
+{
+	narrow_panels(kc, a, a_stride, b, SG512_NR, SG512_MR, g, nc, c, ldc, mr, t, narrow_store512);
+}
+
+SG512_TARGET static void narrow_avx512(int64_t kc, const float *a, int64_t a_stride, int cnt, const float *b,
+				       int64_t nr, float *const *c, int64_t ldc, const int64_t *mr,
+				       const struct tile_out *t)
+{
+	narrow_widths(kc, a, a_stride, cnt, b, nr, c, ldc, mr, t, narrow_group512);
 }
 
 /*
