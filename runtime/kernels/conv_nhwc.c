@@ -377,6 +377,31 @@ AVX512_TARGET static void s2d_copy(const struct nhwc_plan *p, const uint16_t *x,
 	}
 }
 
+/* Makes images first..first+count-1 of X into scratch, as a mode's taps read them. */
+typedef void nhwc_copy_fn(const struct nhwc_plan *p, const uint16_t *x, int64_t first, int64_t count, uint16_t *xs);
+
+/*
+ * The batch a part of `part` images at a time: each part copied into scratch (padded, or space to
+ * depth), then the GEMM over the copy's grid, hg x wg rows an image, output pixel (y, x) at grid
+ * row (y, x); the last image's rows past its last pixel are not computed, so no tap reads past
+ * the copy.
+ */
+static void run_on_copies(const struct nhwc_plan *p, const struct rt_bf16_rows *a, int64_t hg, int64_t wg, int64_t part,
+			  nhwc_copy_fn *copy, const struct rt_tensor *inputs, const uint16_t *z,
+			  struct rt_bf16_epilogue *ep, uint16_t *y, void *scratch)
+{
+	struct rt_bf16_grid grid = { .per_image = hg * wg, .width = wg, .valid_h = p->ho, .valid_w = p->wo };
+
+	for (int64_t b = 0; b < p->n; b += part) {
+		int64_t count = p->n - b < part ? p->n - b : part, out = b * p->ho * p->wo * p->m;
+
+		copy(p, inputs[0].data, b, count, scratch);
+		ep->z = z != NULL ? z + out : NULL;
+		rt_bf16_gemm_rows((count - 1) * hg * wg + (p->ho - 1) * wg + p->wo, p->m, a, &grid, inputs[1].data, ep,
+				  y + out);
+	}
+}
+
 RT_K_RUN(fused_conv_nhwc)
 {
 	struct nhwc_plan p;
@@ -411,18 +436,7 @@ RT_K_RUN(fused_conv_nhwc)
 		for (int64_t ky = 0; ky < p.kh; ky++)
 			for (int64_t kx = 0; kx < p.kw; kx++)
 				tap_off[ky * p.kw + kx] = (ky * p.wp + kx) * p.c;
-		/* the output pixel (y, x) sits at (y, x) of the padded grid; the last image's rows past its
-		 * last pixel are not computed, so no tap reads past the copy */
-		grid = (struct rt_bf16_grid){ .per_image = p.hp * p.wp, .width = p.wp, .valid_h = p.ho, .valid_w = p.wo };
-		part = padded_images(&p);
-		for (int64_t b = 0; b < p.n; b += part) {
-			int64_t count = p.n - b < part ? p.n - b : part, out = b * p.ho * p.wo * p.m;
-
-			pad_copy(&p, inputs[0].data, b, count, scratch);
-			ep.z = z != NULL ? z + out : NULL;
-			rt_bf16_gemm_rows((count - 1) * p.hp * p.wp + (p.ho - 1) * p.wp + p.wo, p.m, &a, &grid, inputs[1].data,
-					  &ep, y + out);
-		}
+		run_on_copies(&p, &a, p.hp, p.wp, padded_images(&p), pad_copy, inputs, z, &ep, y, scratch);
 		break;
 	case NHWC_S2D:
 		a.base = scratch;
@@ -431,17 +445,7 @@ RT_K_RUN(fused_conv_nhwc)
 		a.ntaps = (int)p.kh2;
 		for (int64_t t = 0; t < p.kh2; t++)
 			tap_off[t] = t * p.wp2 * S2D_CH;
-		/* as NHWC_PADDED, on the copy's grid: output (y, x) is its pixel (y, x) */
-		grid = (struct rt_bf16_grid){ .per_image = p.hp2 * p.wp2, .width = p.wp2, .valid_h = p.ho, .valid_w = p.wo };
-		part = s2d_images(&p);
-		for (int64_t b = 0; b < p.n; b += part) {
-			int64_t count = p.n - b < part ? p.n - b : part, out = b * p.ho * p.wo * p.m;
-
-			s2d_copy(&p, inputs[0].data, b, count, scratch);
-			ep.z = z != NULL ? z + out : NULL;
-			rt_bf16_gemm_rows((count - 1) * p.hp2 * p.wp2 + (p.ho - 1) * p.wp2 + p.wo, p.m, &a, &grid,
-					  inputs[1].data, &ep, y + out);
-		}
+		run_on_copies(&p, &a, p.hp2, p.wp2, s2d_images(&p), s2d_copy, inputs, z, &ep, y, scratch);
 		break;
 	case NHWC_GATHER:
 		a.base = scratch;
