@@ -295,7 +295,9 @@ AVX512_TARGET static void gather_rows(const struct nhwc_plan *p, const uint16_t 
 
 	for (int64_t q = 0; q < count;) {
 		int64_t seg = count - q < wo - ox ? count - q : wo - ox, end = ox + seg;
-		int64_t lo = inner_lo > ox ? inner_lo : ox, hi = inner_hi + 1 < end ? inner_hi + 1 : end;
+		/* the run's pixels ox..end as edge ones below lo, inner ones lo..hi, edge ones from hi */
+		int64_t lo = inner_lo < ox ? ox : inner_lo > end ? end : inner_lo;
+		int64_t hi = inner_hi + 1 < lo ? lo : inner_hi + 1 > end ? end : inner_hi + 1;
 		uint16_t *first_row = rows + q * depth;
 
 		for (int64_t ky = 0; ky < kh; ky++) {
@@ -314,8 +316,8 @@ AVX512_TARGET static void gather_rows(const struct nhwc_plan *p, const uint16_t 
 				gather_edge(r, line, o * sx - pad_x, kw, w, c);
 			if (run <= 32) {
 				copy_runs(r, depth, line + (o * sx - pad_x) * c, sx * c, hi - o, run_mask);
-				r += (hi > o ? hi - o : 0) * depth;
-				o = hi > o ? hi : o;
+				r += (hi - o) * depth;
+				o = hi;
 			}
 			for (; o < hi; o++, r += depth)
 				copy_bf16(r, line + (o * sx - pad_x) * c, run);
@@ -356,11 +358,12 @@ AVX512_TARGET static void s2d_copy(const struct nhwc_plan *p, const uint16_t *x,
 		for (int64_t yy = 0; yy < hp2; yy++) {
 			for (int64_t py = 0; py < 2; py++) {
 				int64_t iy = 2 * yy + py - top;
-				const uint16_t *line = x + (b * h + iy) * w * c;
+				const uint16_t *line;
 				uint16_t *d = xs + ((b * hp2 + yy) * wp2) * S2D_CH + py * 2 * c;
 
 				if (iy < 0 || iy >= h)
 					continue;
+				line = x + (b * h + iy) * w * c;
 				for (int64_t xx = 0; xx < wp2; xx++, d += S2D_CH) {
 					int64_t ix = 2 * xx - left;
 

@@ -1316,6 +1316,35 @@ static void test_bf16_nhwc(void)
 }
 
 /*
+ * NHWC bf16 gathered rows made a part at a time (about 1 MiB of rows, 320 of this conv's), where a
+ * part ends one pixel into an output row whose first two pixels' windows cross the image's left
+ * edge (7x7, stride 2, padding 3: 29 outputs a row, 320 = 11 x 29 + 1), and the next part starts
+ * at that row's second pixel: 32 channels, too many for the space-to-depth copy. (Rows gathered
+ * past a part's end would land past its scratch, in the arena, and change no output: the outputs
+ * checked here are those of the rows at the parts' edges.)
+ */
+static void test_bf16_nhwc_parts(void)
+{
+	static const int64_t x[] = {-1, 32, 58, 58}, w[] = {16, 32, 7, 7}, p3[] = {3, 3, 3, 3}, s2[] = {2, 2};
+	static const struct op_count expect[] = { {"FusedConvNhwc", 1}, {"ToNhwcBf16", 1}, {"FromNhwcBf16", 1} };
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	init(m, "w", 4, w, NULL, 0.05f, 0);
+	n = onnx_build_node(m, NULL, "Conv", "x,w", "c"); /* [N, 16, 29, 29] */
+	onnx_build_attr_ints(n, "strides", s2, 2);
+	onnx_build_attr_ints(n, "pads", p3, 4);
+	onnx_build_node(m, NULL, "Relu", "c", "y");
+	output(m, "y");
+	g = check_same_counting(m, g_batches, NB, &rep, expect, sizeof(expect) / sizeof(expect[0]));
+	CU_ASSERT_EQUAL(report_count(&rep, "Conv on NHWC bf16 tensors"), 1);
+	rt_graph_free(g);
+}
+
+/*
  * Precision bf16: the fusion tests again with the optimized side at bf16 (convs, FusedGemm and the
  * attention products on AMX tiles), against the graph as loaded in fp32 within bf16's rounding,
  * with check_same's no-heap-call check; and what the report and the nodes say. Below the amx level
@@ -1358,6 +1387,7 @@ static void test_bf16(void)
 	test_matmul_add_gelu();
 	test_attention();
 	test_bf16_nhwc();
+	test_bf16_nhwc_parts();
 	test_bf16_handoff();
 	m = model_new();
 	input(m, "a", 3, a);
