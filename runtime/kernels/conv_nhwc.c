@@ -301,16 +301,16 @@ AVX512_TARGET static void gather_rows(const struct nhwc_plan *p, const uint16_t 
 		uint16_t *first_row = rows + q * depth;
 
 		for (int64_t ky = 0; ky < kh; ky++) {
-			int64_t iy = oy * sy + ky - pad_y;
+			int64_t iy = oy * sy + ky - pad_y, o = ox;
 			uint16_t *r = first_row + ky * run;
+			const uint16_t *line;
 
 			if (iy < 0 || iy >= h) {
-				for (int64_t o = ox; o < end; o++, r += depth)
+				for (; o < end; o++, r += depth)
 					copy_bf16(r, NULL, run);
 				continue;
 			}
-			const uint16_t *line = x + (b * h + iy) * w * c;
-			int64_t o = ox;
+			line = x + (b * h + iy) * w * c;
 
 			for (; o < lo; o++, r += depth)
 				gather_edge(r, line, o * sx - pad_x, kw, w, c);

@@ -309,16 +309,17 @@ static int pack_weights_nhwc(struct opt_ctx *c, const struct rt_node *conv, cons
 {
 	int64_t strides[2] = { 1, 1 };
 	const struct rt_attr *st = rt_node_attr(conv, "strides");
-	int64_t m = wt->dims[0], ch = wt->dims[1], kh = wt->dims[2], kw = wt->dims[3], k;
-	int64_t total;
+	int64_t m = wt->dims[0], ch = wt->dims[1], kh = wt->dims[2], kw = wt->dims[3], k, total;
+	const float *w = wt->data;
+	float *kn;
+	uint16_t *wp;
 
 	if (st != NULL && st->type == RT_ATTR_INTS && st->count == 2)
 		memcpy(strides, st->ints, sizeof(strides));
 	k = rt_bf16_conv_depth(ch, kh, kw, strides);
 	total = (int64_t)rt_bf16_packed_b_elems(k, m);
-	const float *w = wt->data;
-	float *kn = opt_alloc_floats(k * m);
-	uint16_t *wp = (uint16_t *)opt_alloc_floats((total + 1) / 2);
+	kn = opt_alloc_floats(k * m);
+	wp = (uint16_t *)opt_alloc_floats((total + 1) / 2);
 
 	if (kn == NULL || wp == NULL) {
 		free(kn);
