@@ -1100,7 +1100,7 @@ SG512_TARGET SG_KERNEL_INLINE void kernel_avx512(int64_t kc, const float *a, con
 }
 
 /*
- * The narrow last panel on AVX-512 (narrow_sums): 8-row panels, a panel's rows exactly a ymm's
+ * The narrow last panel on AVX-512 (narrow_panels): 8-row panels, a panel's rows exactly a ymm's
  * lanes, stored with the tile's epilogue on nc masked lanes a row.
  */
 SG512_TARGET SG_KERNEL_INLINE void narrow_store512(__m256 *v, float *c, int64_t ldc, int64_t mr, int nc,
