@@ -1005,6 +1005,43 @@ SG_TARGET static void kernel_4x16(int64_t kc, const float *a, const float *b, fl
 #define SG512_PF_K 32
 
 /*
+ * Row r of an AVX-512 tile, its two halves v0 | v1 (lanes m0 | m1), C's row at cr: C's earlier
+ * blocks added, and on k's last block alpha, the row's and the columns' biases, z and the
+ * activation (Gelu aside). The narrow panels pass m1 0: the second half loads nothing.
+ */
+SG512_TARGET static inline __attribute__((always_inline)) void row_out512(__m512 *v0, __m512 *v1, __mmask16 m0,
+									  __mmask16 m1, const struct tile_out *t, int r,
+									  int64_t ldc, const float *cr)
+{
+	if (!t->first) {
+		*v0 = _mm512_add_ps(*v0, _mm512_maskz_loadu_ps(m0, cr));
+		*v1 = _mm512_add_ps(*v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+	}
+	if (t->last) {
+		if (t->alpha != 1.0f) {
+			*v0 = _mm512_mul_ps(*v0, _mm512_set1_ps(t->alpha));
+			*v1 = _mm512_mul_ps(*v1, _mm512_set1_ps(t->alpha));
+		}
+		if (t->row_bias != NULL) {
+			__m512 bias = _mm512_set1_ps(t->row_bias[r]);
+
+			*v0 = _mm512_add_ps(*v0, bias);
+			*v1 = _mm512_add_ps(*v1, bias);
+		}
+		if (t->col_bias != NULL) {
+			*v0 = _mm512_add_ps(*v0, _mm512_maskz_loadu_ps(m0, t->col_bias));
+			*v1 = _mm512_add_ps(*v1, _mm512_maskz_loadu_ps(m1, t->col_bias + 16));
+		}
+		if (t->z != NULL) {
+			*v0 = _mm512_add_ps(*v0, _mm512_maskz_loadu_ps(m0, t->z + r * ldc));
+			*v1 = _mm512_add_ps(*v1, _mm512_maskz_loadu_ps(m1, t->z + r * ldc + 16));
+		}
+		*v0 = rt_act16(*v0, t->act);
+		*v1 = rt_act16(*v1, t->act);
+	}
+}
+
+/*
  * 8 rows x 32 columns: 16 zmm accumulators, per k two B loads and eight broadcasts (folded into the
  * FMAs as {1to16} operands). A panel of 16 columns or fewer computes its left half only. Edges need
  * no buffer: the columns past nr are masked off C's loads and stores, the rows past mr not stored.
@@ -1055,32 +1092,7 @@ SG512_TARGET SG_KERNEL_INLINE void kernel_avx512(int64_t kc, const float *a, con
 
 		if (r >= mr)
 			break;
-		if (!t->first) {
-			v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
-			v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
-		}
-		if (t->last) {
-			if (t->alpha != 1.0f) {
-				v0 = _mm512_mul_ps(v0, _mm512_set1_ps(t->alpha));
-				v1 = _mm512_mul_ps(v1, _mm512_set1_ps(t->alpha));
-			}
-			if (t->row_bias != NULL) {
-				__m512 bias = _mm512_set1_ps(t->row_bias[r]);
-
-				v0 = _mm512_add_ps(v0, bias);
-				v1 = _mm512_add_ps(v1, bias);
-			}
-			if (t->col_bias != NULL) {
-				v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, t->col_bias));
-				v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, t->col_bias + 16));
-			}
-			if (t->z != NULL) {
-				v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, t->z + r * ldc));
-				v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, t->z + r * ldc + 16));
-			}
-			v0 = rt_act16(v0, t->act);
-			v1 = rt_act16(v1, t->act);
-		}
+		row_out512(&v0, &v1, m0, m1, t, r, ldc, cr);
 		if (gelu) {
 			_mm512_store_ps(tile + r * SG512_NR, v0);
 			_mm512_store_ps(tile + r * SG512_NR + 16, v1);
@@ -1110,23 +1122,14 @@ SG512_TARGET SG_KERNEL_INLINE void narrow_store512(__m256 *v, float *c, int64_t 
 	const __mmask8 m = (__mmask8)((1u << nc) - 1);
 	bool gelu = t->last && t->act->kind == RT_K_ACT_GELU;
 
-	for (int64_t r = 0; r < mr; r++) {
+	for (int r = 0; r < mr; r++) {
 		float *cr = c + r * ldc;
-		__m256 x = v[r];
+		__m512 v0 = _mm512_castps256_ps512(v[r]), v1 = _mm512_setzero_ps();
+		__m256 x;
 
-		if (!t->first)
-			x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(m, cr));
-		if (t->last) {
-			if (t->alpha != 1.0f)
-				x = _mm256_mul_ps(x, _mm256_set1_ps(t->alpha));
-			if (t->row_bias != NULL)
-				x = _mm256_add_ps(x, _mm256_set1_ps(t->row_bias[r]));
-			if (t->col_bias != NULL)
-				x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(m, t->col_bias));
-			if (t->z != NULL)
-				x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(m, t->z + r * ldc));
-			x = _mm512_castps512_ps256(rt_act16(_mm512_castps256_ps512(x), t->act));
-		}
+		row_out512(&v0, &v1, m, 0, t, r, ldc, cr);
+		x = _mm512_castps512_ps256(v0);
+
 		if (gelu)
 			_mm256_store_ps(tile + r * 8, x);
 		else
@@ -1135,7 +1138,7 @@ SG512_TARGET SG_KERNEL_INLINE void narrow_store512(__m256 *v, float *c, int64_t 
 	if (gelu) {
 		/* Gelu, which rt_act16 does not do: the tile at once, as kernel_avx512 does */
 		rt_vm_act(tile, mr * 8, t->act);
-		for (int64_t r = 0; r < mr; r++)
+		for (int r = 0; r < mr; r++)
 			_mm256_mask_storeu_ps(c + r * ldc, m, _mm256_load_ps(tile + r * 8));
 	}
 }
