@@ -817,6 +817,9 @@ SG_TARGET SG_KERNEL_INLINE void kernel_6x16(int64_t kc, const float *a, const fl
 	tile_store_avx2(acc, RT_SG_MR, c, ldc, mr, nr, t);
 }
 
+/* A panel's narrow tile to C: v[r] holds row r's nc columns (lanes past nc zero). */
+typedef void sg_narrow_store_fn(__m256 *v, float *c, int64_t ldc, int64_t mr, int nc, const struct tile_out *t);
+
 /*
  * The narrow last panel (1 to SG_NARROW_MAX columns: the last of N = 49, 7x7 outputs, is 1 wide on
  * AVX2, of N = 196 4 on either path) for g row panels at once: the rows of a panel (6 on AVX2, 8 on
@@ -827,9 +830,6 @@ SG_TARGET SG_KERNEL_INLINE void kernel_6x16(int64_t kc, const float *a, const fl
  * 2 values of the next k step, ignored; the last k step's is masked, as nothing may follow the
  * panel. The A panels come from L2: the driver runs this after the row block's whole column panels.
  */
-/* A panel's narrow tile to C: v[r] holds row r's nc columns (lanes past nc zero). */
-typedef void sg_narrow_store_fn(__m256 *v, float *c, int64_t ldc, int64_t mr, int nc, const struct tile_out *t);
-
 SG_TARGET static inline __attribute__((always_inline)) void narrow_panels(int64_t kc, const float *a, int64_t a_stride,
 									 const float *b, int64_t nr_p, const int mr_p,
 									 const int g, const int nc, float *const *c,
