@@ -185,18 +185,22 @@ RT_K_INFER(fused_conv_nhwc)
  */
 #define NHWC_PART_BYTES (1 << 20)
 
-static int64_t padded_images(const struct nhwc_plan *p)
+/* Images a part holds when each image's copy is h x w pixels of c bf16 values: at least one. */
+static int64_t part_images(const struct nhwc_plan *p, int64_t h, int64_t w, int64_t c)
 {
-	int64_t per = p->hp * p->wp * p->c * (int64_t)sizeof(uint16_t), k = NHWC_PART_BYTES / (per > 0 ? per : 1);
+	int64_t per = h * w * c * (int64_t)sizeof(uint16_t), k = NHWC_PART_BYTES / (per > 0 ? per : 1);
 
 	return k < 1 ? 1 : k > p->n ? p->n : k;
 }
 
+static int64_t padded_images(const struct nhwc_plan *p)
+{
+	return part_images(p, p->hp, p->wp, p->c);
+}
+
 static int64_t s2d_images(const struct nhwc_plan *p)
 {
-	int64_t per = p->hp2 * p->wp2 * S2D_CH * (int64_t)sizeof(uint16_t), k = NHWC_PART_BYTES / (per > 0 ? per : 1);
-
-	return k < 1 ? 1 : k > p->n ? p->n : k;
+	return part_images(p, p->hp2, p->wp2, S2D_CH);
 }
 
 static int64_t gathered_rows(const struct nhwc_plan *p)
