@@ -105,11 +105,11 @@ void print_placement(const struct runner *r, const struct opts *o, const struct 
 			printf("       batch %" PRId64 " runs depth first: %" PRId64 " chunks of %" PRId64 " rows, through "
 			       "the plan below\n", o->batch, o->batch / r->chunk_rows, r->chunk_rows);
 	}
-	printf("plan   batch %" PRId64 ", %s: %u steps, %u nodes folded\n", r->chunk_rows,
+	printf("plan   batch %" PRId64 ", %s: %u steps, %u nodes folded, %u outputs over an input\n", r->chunk_rows,
 	       o->gpu ? "device program, one graph launch per batch" :
 	       o->workers == 1 ? "sequential layout, rt_plan_run on this thread"
 			       : "concurrent layout, multi-worker executor",
-	       st.steps, st.folded);
+	       st.steps, st.folded, st.in_place);
 	if (o->gpu)
 		return; /* the device's arena and constants are reported by setup_gpu */
 

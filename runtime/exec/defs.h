@@ -51,6 +51,8 @@ struct rt_plan_step {
 	uint32_t num_consumers;
 	uint32_t *consumers;       /* distinct steps reading its outputs, ascending */
 	bool feeds_output;         /* a graph output depends on it: its failure fails a request */
+	int32_t in_place_wanted;   /* the input the kernel lets output 0 take (rt_kernel.in_place), or -1 */
+	int32_t in_place_input;    /* the one it took (layout_arena), or -1 */
 };
 
 struct rt_plan_value {
@@ -72,6 +74,7 @@ struct rt_plan {
 	uint32_t num_steps;
 	struct rt_plan_step *steps;
 	uint32_t num_folded;
+	uint32_t num_in_place;     /* steps whose output 0 took an input's bytes */
 	size_t arena_bytes;
 	size_t descriptor_bytes;
 	size_t tensor_bytes;

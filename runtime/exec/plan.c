@@ -312,6 +312,10 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 	p->num_steps++;
 	step_of[ni] = (int32_t)(p->num_steps - 1);
 	s->scratch_bytes = k->scratch_bytes != NULL ? k->scratch_bytes(n, w->in, w->out) : 0;
+	s->in_place_wanted = k->in_place != NULL && n->num_outputs > 0 ? k->in_place(n, w->in, w->out) : -1;
+	s->in_place_input = -1;
+	if (s->in_place_wanted >= (int32_t)n->num_inputs)
+		s->in_place_wanted = -1;
 	s->scratch_total = rt_align_up(s->scratch_bytes) + omitted_bytes;
 	for (uint16_t j = 0; j < n->num_inputs; j++) {
 		struct rt_plan_operand *o = &s->operands[j];
@@ -704,7 +708,7 @@ int rt_plan_step_info(const struct rt_plan *p, uint32_t step, struct rt_plan_ste
 		.kernel = s->kernel,
 		.scratch_offset = s->scratch_total != 0 && p->layout == RT_PLAN_LAYOUT_SEQUENTIAL ? s->scratch_offset : 0,
 		.scratch_bytes = s->scratch_total, .pending_inputs = s->pending_inputs,
-		.num_consumers = s->num_consumers, .consumers = s->consumers,
+		.num_consumers = s->num_consumers, .consumers = s->consumers, .in_place_input = s->in_place_input,
 	};
 	return 0;
 }
@@ -715,6 +719,6 @@ void rt_plan_stats(const struct rt_plan *p, struct rt_plan_stats *stats)
 		.arena_bytes = p->arena_bytes, .descriptor_bytes = p->descriptor_bytes,
 		.tensor_bytes = p->tensor_bytes, .tensor_bytes_sum = p->tensor_bytes_sum,
 		.constant_bytes = p->constant_bytes, .worker_scratch_bytes = p->worker_scratch_bytes,
-		.steps = p->num_steps, .folded = p->num_folded,
+		.steps = p->num_steps, .folded = p->num_folded, .in_place = p->num_in_place,
 	};
 }

@@ -10,7 +10,8 @@
  * readers, which reachability bitsets over the steps answer; scratch then belongs to the workers,
  * not to the arena. Either way the layout is the greedy-by-size heuristic of TFLite's arena planner:
  * largest first, each at the lowest offset that clears every placed tensor it may be alive with.
- * It runs at load time, so it allocates freely.
+ * Before it, an output a kernel may write over one of its inputs (rt_kernel.in_place) joins that
+ * input's item where the input dies at that step. It runs at load time, so it allocates freely.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,9 +24,10 @@ struct arena_item {
 	size_t size;
 	int32_t birth, death;  /* sequential: node indices, both included */
 	int32_t producer;      /* concurrent: its producing step, -1 for a graph input */
-	const uint64_t *after; /* concurrent: steps that may write over it (bitset) */
+	uint64_t *after;       /* concurrent: steps that may write over it (bitset) */
 	size_t offset;
-	uint32_t id; /* tie-break, for a layout that does not depend on qsort */
+	uint32_t id;  /* tie-break, for a layout that does not depend on qsort */
+	int32_t host; /* the item whose bytes it takes (merge_in_place), or -1 */
 };
 
 static bool bit_test(const uint64_t *set, uint32_t i)
@@ -77,8 +79,10 @@ static size_t layout_items(struct arena_item *items, uint32_t count, struct aren
 		uint32_t nb_alive = 0;
 		size_t offset = 0;
 
+		if (it->host >= 0)
+			continue; /* its host's bytes */
 		for (uint32_t j = 0; j < i; j++) {
-			if (order[j]->size > 0 && items_conflict(order[j], it, layout))
+			if (order[j]->size > 0 && order[j]->host < 0 && items_conflict(order[j], it, layout))
 				alive[nb_alive++] = order[j];
 		}
 		qsort(alive, nb_alive, sizeof(alive[0]), item_cmp_offset);
@@ -124,28 +128,18 @@ static uint64_t *steps_reach(const struct rt_plan *p, uint32_t words)
  * and after every step reading it, so that whatever they produce may take its bytes. A graph input
  * has no producer (the executor writes it before any step runs); a graph output is never dead.
  */
-static int concurrent_after(const struct rt_plan *p, const int32_t *step_of, struct arena_item *items,
-			    uint32_t count, uint64_t **after_out)
+static int concurrent_after(const struct rt_plan *p, const int32_t *step_of, const uint64_t *reach, uint32_t words,
+			    const int32_t *item_of, struct arena_item *items, uint32_t count, uint64_t **after_out)
 {
 	const struct rt_graph *g = p->graph;
-	uint32_t words = (p->num_steps + 63) / 64 + 1;
-	uint64_t *reach = steps_reach(p, words);
 	uint64_t *after = calloc((size_t)count * words + 1, sizeof(uint64_t));
-	int32_t *item_of = malloc(((size_t)g->num_values + 1) * sizeof(int32_t));
 
-	if (reach == NULL || after == NULL || item_of == NULL) {
-		free(reach);
-		free(after);
-		free(item_of);
+	if (after == NULL)
 		return -ENOMEM;
-	}
-	for (uint32_t v = 0; v < g->num_values; v++)
-		item_of[v] = -1;
 	for (uint32_t i = 0; i < count; i++) {
 		const struct rt_plan_value *pv = &p->values[items[i].id];
 		uint64_t *a = after + (size_t)i * words;
 
-		item_of[items[i].id] = (int32_t)i;
 		items[i].producer = pv->birth >= 0 ? step_of[pv->birth] : -1;
 		items[i].after = a;
 		if (pv->death == (int32_t)g->num_nodes)
@@ -170,10 +164,68 @@ static int concurrent_after(const struct rt_plan *p, const int32_t *step_of, str
 				a[w] &= r[w];
 		}
 	}
-	free(reach);
-	free(item_of);
 	*after_out = after;
 	return 0;
+}
+
+/*
+ * Whether step s is where value v dies: s reads it once, and no step reads it after s. In the
+ * sequential layout s is its last reader; in the concurrent one every other step reading it runs
+ * before s in every order (s is in their reach).
+ */
+static bool dies_at(const struct rt_plan *p, uint32_t s, int32_t v, const uint64_t *reach, uint32_t words)
+{
+	const struct rt_plan_step *st = &p->steps[s];
+	unsigned int reads = 0;
+
+	for (uint16_t j = 0; j < st->num_inputs; j++)
+		reads += st->node->inputs[j] == v;
+	if (reads != 1)
+		return false;
+	if (reach == NULL)
+		return p->values[v].death == (int32_t)st->node_index;
+	for (uint32_t r = 0; r < p->num_steps; r++) {
+		const struct rt_plan_step *rt = &p->steps[r];
+
+		for (uint16_t j = 0; r != s && j < rt->num_inputs; j++) {
+			if (rt->node->inputs[j] == v && !bit_test(reach + (size_t)r * words, s))
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Outputs written over an input (rt_kernel.in_place): the output's item joins the input's host,
+ * which then lives as long as the output. Only an input some step produced (a graph input's bytes
+ * are written before the run and may be read back) that is no graph output and dies at this step;
+ * a chain (a residual block's output taken by the next block's) ends in one item.
+ */
+static void merge_in_place(struct rt_plan *p, struct arena_item *items, const int32_t *item_of, const uint64_t *reach,
+			   uint32_t words)
+{
+	const struct rt_graph *g = p->graph;
+
+	for (uint32_t s = 0; s < p->num_steps; s++) {
+		struct rt_plan_step *st = &p->steps[s];
+		int32_t z = st->in_place_wanted >= 0 ? st->node->inputs[st->in_place_wanted] : RT_VALUE_NONE;
+		int32_t y = st->num_outputs > 0 ? st->node->outputs[0] : RT_VALUE_NONE;
+		int32_t host;
+
+		if (z == RT_VALUE_NONE || y == RT_VALUE_NONE || item_of[z] < 0 || item_of[y] < 0 ||
+		    p->values[z].birth < 0 || p->values[z].death == (int32_t)g->num_nodes ||
+		    items[item_of[z]].size != items[item_of[y]].size || !dies_at(p, s, z, reach, words))
+			continue;
+		for (host = item_of[z]; items[host].host >= 0;)
+			host = items[host].host;
+		items[item_of[y]].host = host;
+		if (items[item_of[y]].death > items[host].death)
+			items[host].death = items[item_of[y]].death;
+		for (uint32_t w = 0; reach != NULL && w < words; w++)
+			items[host].after[w] &= items[item_of[y]].after[w];
+		st->in_place_input = st->in_place_wanted;
+		p->num_in_place++;
+	}
 }
 
 int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, size_t cap)
@@ -183,14 +235,18 @@ int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, size_t ca
 	struct arena_item *items = calloc(max + 1, sizeof(*items));
 	struct arena_item **order = calloc(max + 1, sizeof(*order));
 	struct arena_item **alive = calloc(max + 1, sizeof(*alive));
-	uint64_t *after = NULL;
+	int32_t *item_of = malloc(((size_t)g->num_values + 1) * sizeof(int32_t));
+	uint32_t words = (p->num_steps + 63) / 64 + 1;
+	uint64_t *after = NULL, *reach = NULL;
 	size_t descriptors = 0;
+	int rc = 0;
 
-	if (items == NULL || order == NULL || alive == NULL) {
-		free(items);
-		free(order);
-		free(alive);
-		return bw_err(err, cap, -ENOMEM, "out of memory");
+	if (p->layout == RT_PLAN_LAYOUT_CONCURRENT)
+		reach = steps_reach(p, words);
+	if (items == NULL || order == NULL || alive == NULL || item_of == NULL ||
+	    (p->layout == RT_PLAN_LAYOUT_CONCURRENT && reach == NULL)) {
+		rc = bw_err(err, cap, -ENOMEM, "out of memory");
+		goto out;
 	}
 	for (uint32_t s = 0; s < p->num_steps; s++) {
 		p->steps[s].desc_offset = descriptors;
@@ -203,18 +259,19 @@ int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, size_t ca
 	for (uint32_t v = 0; v < g->num_values; v++) {
 		const struct rt_plan_value *pv = &p->values[v];
 
+		item_of[v] = -1;
 		if (pv->placement != RT_PLACE_ARENA)
 			continue;
 		items[count] = (struct arena_item){ .size = rt_align_up(pv->nbytes), .birth = pv->birth,
-						    .death = pv->death, .id = v };
+						    .death = pv->death, .id = v, .host = -1 };
+		item_of[v] = (int32_t)count;
 		count++;
 	}
-	if (p->layout == RT_PLAN_LAYOUT_CONCURRENT && concurrent_after(p, step_of, items, count, &after) != 0) {
-		free(items);
-		free(order);
-		free(alive);
-		return bw_err(err, cap, -ENOMEM, "out of memory");
+	if (reach != NULL && concurrent_after(p, step_of, reach, words, item_of, items, count, &after) != 0) {
+		rc = bw_err(err, cap, -ENOMEM, "out of memory");
+		goto out;
 	}
+	merge_in_place(p, items, item_of, reach, words);
 	for (uint32_t s = 0; s < p->num_steps && p->layout == RT_PLAN_LAYOUT_SEQUENTIAL; s++) {
 		const struct rt_plan_step *st = &p->steps[s];
 
@@ -222,7 +279,7 @@ int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, size_t ca
 			continue;
 		items[count] = (struct arena_item){ .size = rt_align_up(st->scratch_total),
 						    .birth = (int32_t)st->node_index, .death = (int32_t)st->node_index,
-						    .id = g->num_values + s };
+						    .id = g->num_values + s, .host = -1 };
 		count++;
 	}
 	for (uint32_t i = 0; i < count; i++)
@@ -233,16 +290,19 @@ int layout_arena(struct rt_plan *p, const int32_t *step_of, char *err, size_t ca
 		p->arena_bytes = RT_PLAN_ALIGN; /* aligned_alloc(, 0) may fail; keep the arena a real one */
 
 	for (uint32_t i = 0; i < count; i++) {
-		size_t offset = p->descriptor_bytes + items[i].offset;
+		size_t offset = p->descriptor_bytes + items[items[i].host >= 0 ? items[i].host : (int32_t)i].offset;
 
 		if (items[i].id < g->num_values)
 			p->values[items[i].id].offset = offset;
 		else
 			p->steps[items[i].id - g->num_values].scratch_offset = offset;
 	}
+out:
+	free(reach);
 	free(after);
+	free(item_of);
 	free(items);
 	free(order);
 	free(alive);
-	return 0;
+	return rc;
 }

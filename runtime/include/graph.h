@@ -159,6 +159,13 @@ struct rt_kernel {
 	/* A device runtime's own description of the kernel, NULL for the CPU's: the GPU's kernels have no
 	 * run (they are never called on the host) and carry here how the node becomes device ops. */
 	const void *device_impl;
+	/**
+	 * The input whose bytes output 0 may take, or -1 (NULL: never). Only for an input of the same
+	 * size that run reads element by element, each only to compute the same element of output 0
+	 * and before writing it (a fused conv's residual). The planner places the output there where
+	 * nothing reads the input after this node (rt_plan_step_info.in_place_input).
+	 */
+	int (*in_place)(const struct rt_node *node, const struct rt_tensor *inputs, const struct rt_tensor *outputs);
 };
 
 #define RT_DTYPE_BIT(d) (UINT32_C(1) << (d))

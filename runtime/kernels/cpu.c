@@ -13,14 +13,15 @@
 
 #include "fused.h"
 
-#define K(op, lo, mask, fn) {op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, NULL, rt_k_##fn##_run, NULL}
+#define K(op, lo, mask, fn)                                                                                  \
+	{op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, NULL, rt_k_##fn##_run, NULL, NULL}
 #define KS(op, lo, mask, fn)                                                                                 \
-	{op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, rt_k_##fn##_scratch, rt_k_##fn##_run, NULL}
+	{op, "", lo, RT_K_OPSET_MAX, mask, RT_DEVICE_CPU, rt_k_##fn##_infer, rt_k_##fn##_scratch, rt_k_##fn##_run, NULL, NULL}
 
 /* batchwire's own ops (fused.h), which rt_graph_optimize writes: opset 1 of their domain, float */
 #define KB(op, fn, scratch)                                                                                  \
 	{op, RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_FLOAT), RT_DEVICE_CPU,     \
-	 rt_k_##fn##_infer, scratch, rt_k_##fn##_run, NULL}
+	 rt_k_##fn##_infer, scratch, rt_k_##fn##_run, NULL, NULL}
 
 #define F RT_K_DTYPE_FLOATS
 #define NUM RT_K_DTYPE_NUMERIC
@@ -92,7 +93,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	K("Not", 1, BOOL, not),
 	K("Clip", 6, NUM, clip),
 	K("Cast", 6, ALL, cast),
-	{"CastLike", "", 15, RT_K_OPSET_MAX, ALL, RT_DEVICE_CPU, rt_k_cast_like_infer, NULL, rt_k_cast_run, NULL},
+	{"CastLike", "", 15, RT_K_OPSET_MAX, ALL, RT_DEVICE_CPU, rt_k_cast_like_infer, NULL, rt_k_cast_run, NULL, NULL},
 	/* shape.c */
 	K("Identity", 1, ALL, identity),
 	K("Reshape", 5, ALL, reshape),
@@ -151,7 +152,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	/* select.c */
 	KS("TopK", 1, NUM, topk),
 	K("GatherND", 11, ALL, gather_nd),
-	{"Scatter", "", 9, 10, ALL, RT_DEVICE_CPU, rt_k_scatter_elements_infer, NULL, rt_k_scatter_elements_run, NULL},
+	{"Scatter", "", 9, 10, ALL, RT_DEVICE_CPU, rt_k_scatter_elements_infer, NULL, rt_k_scatter_elements_run, NULL, NULL},
 	K("ScatterElements", 11, ALL, scatter_elements),
 	K("ScatterND", 11, ALL, scatter_nd),
 	K("Compress", 9, ALL, compress),
@@ -160,7 +161,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	/* resize.c */
 	KS("Resize", 11, RT_DTYPE_BIT(BW_DTYPE_FLOAT), resize),
 	{"Upsample", "", 7, 9, RT_DTYPE_BIT(BW_DTYPE_FLOAT), RT_DEVICE_CPU, rt_k_resize_infer, rt_k_resize_scratch,
-	 rt_k_resize_run, NULL},
+	 rt_k_resize_run, NULL, NULL},
 	/* linalg.c */
 	K("MatMul", 1, F, matmul),
 	K("Gemm", 7, F, gemm),
@@ -171,7 +172,7 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	/* A in bf16 too: a FusedGemm reading one with "output_bf16" (fuse_gemm.c) */
 	{"FusedGemm", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET,
 	 RT_DTYPE_BIT(BW_DTYPE_FLOAT) | RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU, rt_k_fused_gemm_infer,
-	 rt_k_fused_gemm_scratch, rt_k_fused_gemm_run, NULL},
+	 rt_k_fused_gemm_scratch, rt_k_fused_gemm_run, NULL, NULL},
 	KB("FusedMatMul", fused_matmul, rt_k_fused_matmul_scratch),
 	KB("FusedAttention", fused_attention, rt_k_fused_attention_scratch),
 	KB("Softmax", fast_softmax, NULL),
@@ -179,12 +180,13 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	KB("MaxPool", fast_maxpool, rt_k_fast_maxpool_scratch),
 	/* conv_nhwc.c: precision bf16's region of NHWC bf16 tensors and its edges */
 	{"FusedConvNhwc", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
-	 rt_k_fused_conv_nhwc_infer, rt_k_fused_conv_nhwc_scratch, rt_k_fused_conv_nhwc_run, NULL},
+	 rt_k_fused_conv_nhwc_infer, rt_k_fused_conv_nhwc_scratch, rt_k_fused_conv_nhwc_run, NULL,
+	 rt_k_fused_conv_nhwc_in_place},
 	KB("ToNhwcBf16", to_nhwc_bf16, NULL),
 	{"MaxPoolNhwcBf16", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
-	 rt_k_maxpool_nhwc_bf16_infer, NULL, rt_k_maxpool_nhwc_bf16_run, NULL},
+	 rt_k_maxpool_nhwc_bf16_infer, NULL, rt_k_maxpool_nhwc_bf16_run, NULL, NULL},
 	{"FromNhwcBf16", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU,
-	 rt_k_from_nhwc_bf16_infer, NULL, rt_k_from_nhwc_bf16_run, NULL},
+	 rt_k_from_nhwc_bf16_infer, NULL, rt_k_from_nhwc_bf16_run, NULL, NULL},
 };
 
 int rt_cpu_kernels_register(void)

@@ -128,6 +128,9 @@ RT_K_SCRATCH(fast_maxpool);
 /* conv_nhwc.c */
 RT_K_DECLARE(fused_conv_nhwc);
 RT_K_SCRATCH(fused_conv_nhwc);
+/* Output over the residual Z (input 3), which the epilogue reads only at the element it writes. */
+int rt_k_fused_conv_nhwc_in_place(const struct rt_node *node, const struct rt_tensor *inputs,
+				  const struct rt_tensor *outputs);
 RT_K_DECLARE(to_nhwc_bf16);
 RT_K_DECLARE(from_nhwc_bf16);
 RT_K_DECLARE(maxpool_nhwc_bf16);

@@ -10,6 +10,8 @@
 
 #include <CUnit/CUnit.h>
 
+#include "exec/plan.h"
+
 /* ---- kernels of the "test" domain ------------------------------------------------------------------ */
 
 _Atomic unsigned int tk_add_runs;
@@ -66,6 +68,13 @@ static int tk_add_run(const struct rt_node *node, const struct rt_tensor *in, st
 	return 0;
 }
 
+/* TestAccumulate: y = a + b, which may take b's bytes (each b[i] read before y[i] is written). */
+static int tk_accumulate_in_place(const struct rt_node *node, const struct rt_tensor *in, const struct rt_tensor *out)
+{
+	(void)in, (void)out;
+	return node->num_inputs == 2 ? 1 : -1;
+}
+
 /* TestFail: fails, naming nothing but itself. */
 static int tk_fail_run(const struct rt_node *node, const struct rt_tensor *in, struct rt_tensor *out,
 		       void *scratch, char *err, size_t cap)
@@ -80,6 +89,9 @@ static const struct rt_kernel g_shared_kernels[] = {
 	TK_KERNEL("TestAdd", BW_DTYPE_FLOAT, tk_same_shape_infer, NULL, tk_add_run),
 	TK_KERNEL("TestFail", BW_DTYPE_FLOAT, tk_same_shape_infer, NULL, tk_fail_run),
 	TK_KERNEL("TestScratch", BW_DTYPE_FLOAT, tk_same_shape_infer, tk_scratch_bytes, tk_scratch_run),
+	{ .op_type = "TestAccumulate", .domain = "test", .opset_min = 1, .opset_max = 100,
+	  .dtypes = RT_DTYPE_BIT(BW_DTYPE_FLOAT), .device = RT_DEVICE_CPU, .infer = tk_same_shape_infer,
+	  .run = tk_add_run, .in_place = tk_accumulate_in_place },
 };
 
 int tk_register(const struct rt_kernel *own, unsigned int count)
@@ -156,4 +168,19 @@ void tg_output(struct test_graph *t, int32_t v)
 {
 	t->values[v].is_output = true;
 	t->outputs[t->g.num_outputs++] = v;
+}
+
+bool tg_in_place_pair(const struct rt_plan *p, const struct rt_graph *g, int32_t a, int32_t b)
+{
+	for (uint32_t s = 0; a >= 0 && b >= 0 && s < rt_plan_num_steps(p); s++) {
+		struct rt_plan_step_info si;
+		const struct rt_node *n;
+
+		CU_ASSERT_EQUAL_FATAL(rt_plan_step_info(p, s, &si), 0);
+		n = &g->nodes[si.node];
+		if (si.in_place_input >= 0 && ((n->inputs[si.in_place_input] == a && n->outputs[0] == b) ||
+					       (n->inputs[si.in_place_input] == b && n->outputs[0] == a)))
+			return true;
+	}
+	return false;
 }

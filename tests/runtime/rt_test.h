@@ -8,6 +8,7 @@
 #define BW_TESTS_RT_TEST_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +32,9 @@ int tk_same_shape_infer(const struct rt_node *node, const struct rt_tensor *in, 
 
 /*
  * The kernels every program here has, all float: TestAdd (y = a + b; counts its runs in tk_add_runs),
- * TestFail (fails with -EIO, "deliberate failure"; counts its runs in tk_fail_runs) and TestScratch
- * (y = 2x, after scribbling over a scratch as large as x, which must overlap nothing live).
+ * TestFail (fails with -EIO, "deliberate failure"; counts its runs in tk_fail_runs), TestScratch
+ * (y = 2x, after scribbling over a scratch as large as x, which must overlap nothing live) and
+ * TestAccumulate (y = a + b like TestAdd, whose kernel lets y take b's bytes: rt_kernel.in_place).
  */
 extern _Atomic unsigned int tk_add_runs;
 extern _Atomic unsigned int tk_fail_runs;
@@ -68,5 +70,10 @@ int32_t tg_node(struct test_graph *t, const char *op, const char *name, int32_t 
 
 /** Makes v a graph output. */
 void tg_output(struct test_graph *t, int32_t v);
+
+struct rt_plan;
+
+/** Whether a step of p wrote value b over value a, or a over b (rt_plan_step_info.in_place_input). */
+bool tg_in_place_pair(const struct rt_plan *p, const struct rt_graph *g, int32_t a, int32_t b);
 
 #endif /* BW_TESTS_RT_TEST_H */

@@ -299,6 +299,7 @@ static struct test_graph *diamond_graph(void)
  * from the step graph alone: A is dead before B is born when B's producer is reachable from A's
  * producer and from every step that reads A (a graph input has no producer; a graph output never
  * dies). Reachability is computed from the plan's consumer lists, not from the planner's bitsets.
+ * An output written over an input (in_place_input) must lie exactly on it.
  * \param overlaps  NULL: an overlap is a test failure; else where to count them (a sequential plan)
  * \return the number of pairs that had to be disjoint.
  */
@@ -368,6 +369,10 @@ static unsigned int check_concurrent_layout(const struct rt_plan *p, const struc
 			}
 			if (b_after_a || a_after_b)
 				continue;
+			if (tg_in_place_pair(p, g, (int32_t)a, (int32_t)b)) {
+				CU_ASSERT(vi[a].offset == vi[b].offset && vi[a].nbytes == vi[b].nbytes);
+				continue;
+			}
 			pairs++;
 			if (vi[a].offset + vi[a].nbytes <= vi[b].offset || vi[b].offset + vi[b].nbytes <= vi[a].offset)
 				continue;
@@ -467,6 +472,68 @@ static void test_concurrent_layout(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(conc);
 	CU_ASSERT(check_concurrent_layout(conc, &t->g, NULL) >= 4);
 	rt_plan_free(conc);
+	free(t);
+}
+
+/*
+ * Outputs over inputs in the concurrent layout: y = Acc(m, z) takes z's bytes, z's other reader m
+ * running before it in every order; y2 = Acc(x, z2) does not, z2's other reader c may run at the
+ * same time (the sequential layout, where c comes first, would take them). Two workers run it.
+ *   p = 2x; z = 2p; m = 2z; y = m + z; z2 = 2x; c = Copy(z2); y2 = x + z2; out = y + y2 + c = 17x
+ */
+static void test_concurrent_in_place(void)
+{
+	static const uint32_t rows[1] = { 3 };
+	static const int64_t sizes[] = { 3 };
+	struct test_graph *t = tg_new();
+	int32_t x = batch_input(t, "x", TEST_WIDTH);
+	int32_t p = tg_node(t, "TestAdd", "p", x, x), z = tg_node(t, "TestAdd", "z", p, p);
+	int32_t m = tg_node(t, "TestAdd", "m", z, z), y = tg_node(t, "TestAccumulate", "y", m, z);
+	int32_t z2 = tg_node(t, "TestAdd", "z2", x, x), c = tg_node(t, "TestCopy", "c", z2, -2);
+	int32_t y2 = tg_node(t, "TestAccumulate", "y2", x, z2);
+	struct rt_plan_value_info zi, yi, z2i, y2i;
+	struct rt_plan_stats st;
+	struct worker_thread w[2];
+	char err[RT_ERR_MAX];
+	_Atomic bool stop;
+	struct rt_plan *seq;
+	const struct rt_plan *conc;
+	struct rt_executor *ex;
+	struct test_batch *tb;
+
+	tg_output(t, tg_node(t, "TestAdd", "out", tg_node(t, "TestAdd", "yy", y, y2), c));
+	seq = rt_plan_create(&t->g, 3, RT_DEVICE_CPU, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(seq);
+	rt_plan_stats(seq, &st);
+	CU_ASSERT_EQUAL(st.in_place, 2);
+	rt_plan_free(seq);
+
+	ex = executor_new(&t->g, sizes, 1, 2, 1);
+	conc = rt_executor_plan(ex, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conc);
+	CU_ASSERT(check_concurrent_layout(conc, &t->g, NULL) > 10);
+	rt_plan_stats(conc, &st);
+	CU_ASSERT_EQUAL(st.in_place, 1);
+	rt_plan_value_info(conc, z, &zi);
+	rt_plan_value_info(conc, y, &yi);
+	rt_plan_value_info(conc, z2, &z2i);
+	rt_plan_value_info(conc, y2, &y2i);
+	CU_ASSERT_EQUAL(yi.offset, zi.offset);
+	CU_ASSERT_NOT_EQUAL(y2i.offset, z2i.offset);
+
+	tb = tb_new(rows, 1, 3, 1, 1, TEST_WIDTH, 0);
+	workers_start(w, 2, ex, &stop);
+	for (int round = 0; round < 4; round++) {
+		atomic_store(&tb->completions, 0);
+		CU_ASSERT_EQUAL(rt_executor_submit(ex, &tb->b), 0);
+		CU_ASSERT_EQUAL(poll_until(ex, 1, -1), 1);
+		CU_ASSERT_EQUAL(tb->status, BW_STATUS_OK);
+		for (uint32_t k = 0; k < rows[0] * TEST_WIDTH; k++)
+			CU_ASSERT_DOUBLE_EQUAL(tb->out[0][0][k], 17.0 * tb->in[0][0][k], 1e-3);
+	}
+	workers_stop(w, 2, &stop);
+	tb_free(tb);
+	rt_executor_destroy(ex);
 	free(t);
 }
 
@@ -1066,6 +1133,7 @@ static int suite_init(void)
 
 static CU_TestInfo g_layout_tests[] = {
 	{ "tensors that may be alive at once never overlap", test_concurrent_layout },
+	{ "outputs over inputs only where every other reader runs first", test_concurrent_in_place },
 	CU_TEST_INFO_NULL,
 };
 

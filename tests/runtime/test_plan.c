@@ -191,11 +191,13 @@ static void fill(float *x, int64_t n, float base)
 struct span {
 	size_t lo, hi;        /* bytes [lo, hi) */
 	int32_t birth, death; /* node indices, both included */
+	int32_t value;        /* -1: a step's scratch */
 };
 
 /*
- * Every pair of arena tensors (and node scratch areas) whose lifetimes meet must be disjoint; every
- * one lies inside the arena, after the descriptors, 64-byte aligned.
+ * Every pair of arena tensors (and node scratch areas) whose lifetimes meet must be disjoint, but an
+ * output written over an input (in_place_input), which must lie exactly there; every one lies
+ * inside the arena, after the descriptors, 64-byte aligned.
  * \return the number of pairs with meeting lifetimes that were checked.
  */
 static unsigned int check_layout(const struct rt_plan *p, const struct rt_graph *g)
@@ -213,7 +215,7 @@ static unsigned int check_layout(const struct rt_plan *p, const struct rt_graph 
 		CU_ASSERT_EQUAL_FATAL(rt_plan_value_info(p, (int32_t)v, &vi), 0);
 		if (vi.placement != RT_PLACE_ARENA || vi.nbytes == 0)
 			continue;
-		spans[count++] = (struct span){ vi.offset, vi.offset + vi.nbytes, vi.birth, vi.death };
+		spans[count++] = (struct span){ vi.offset, vi.offset + vi.nbytes, vi.birth, vi.death, (int32_t)v };
 		if (g->values[v].is_output)
 			CU_ASSERT_EQUAL(vi.death, (int32_t)g->num_nodes);
 	}
@@ -224,7 +226,7 @@ static unsigned int check_layout(const struct rt_plan *p, const struct rt_graph 
 		if (si.scratch_bytes == 0)
 			continue;
 		spans[count++] = (struct span){ si.scratch_offset, si.scratch_offset + si.scratch_bytes,
-						(int32_t)si.node, (int32_t)si.node };
+						(int32_t)si.node, (int32_t)si.node, -1 };
 	}
 	for (unsigned int i = 0; i < count; i++) {
 		CU_ASSERT(spans[i].lo >= st.descriptor_bytes);
@@ -233,6 +235,10 @@ static unsigned int check_layout(const struct rt_plan *p, const struct rt_graph 
 		for (unsigned int j = i + 1; j < count; j++) {
 			if (spans[i].birth > spans[j].death || spans[j].birth > spans[i].death)
 				continue;
+			if (tg_in_place_pair(p, g, spans[i].value, spans[j].value)) {
+				CU_ASSERT(spans[i].lo == spans[j].lo && spans[i].hi == spans[j].hi);
+				continue;
+			}
 			pairs++;
 			if (!(spans[i].hi <= spans[j].lo || spans[j].hi <= spans[i].lo)) {
 				printf("\n  overlap: [%zu,%zu) nodes %d..%d and [%zu,%zu) nodes %d..%d\n", spans[i].lo,
@@ -325,6 +331,72 @@ static void test_outputs_kept(void)
 	/* misaligned arenas are refused */
 	CU_ASSERT_EQUAL(rt_plan_run(p, (uint8_t *)arena + 8, err, sizeof(err)), -EINVAL);
 	plan_done(t, p, arena);
+}
+
+/*
+ * Outputs over inputs (rt_kernel.in_place): TestAccumulate's y takes b's bytes where b dies there,
+ * a chain of them ends in one place; not where b is read later, is a graph input or output, or is
+ * read twice by the node.
+ *   p = x + x; z = p + p; y1 = Acc(p, z); y2 = Acc(x, y1)         z -> y1 -> y2 in one place
+ *   r = x + x; u = Acc(x, r); v = r + u                          r read after: u elsewhere
+ *   w = Acc(y2, x)                                               x a graph input
+ *   o = x + x (output); q = Acc(v, o)                            o a graph output
+ *   t2 = x + x; d = Acc(t2, t2); e = q + w + d ...               t2 read twice
+ */
+static void test_in_place(void)
+{
+	struct test_graph *t = tg_new();
+	int32_t x = tg_input(t, "x", BW_DTYPE_FLOAT, 2, 64);
+	int32_t p = tg_node(t, "TestAdd", "p", x, x), z = tg_node(t, "TestAdd", "z", p, p);
+	int32_t y1 = tg_node(t, "TestAccumulate", "y1", p, z), y2 = tg_node(t, "TestAccumulate", "y2", x, y1);
+	int32_t r = tg_node(t, "TestAdd", "r", x, x), u = tg_node(t, "TestAccumulate", "u", x, r);
+	int32_t v = tg_node(t, "TestAdd", "v", r, u), w = tg_node(t, "TestAccumulate", "w", y2, x);
+	int32_t o = tg_node(t, "TestAdd", "o", x, x), q = tg_node(t, "TestAccumulate", "q", v, o);
+	int32_t t2 = tg_node(t, "TestAdd", "t2", x, x), d = tg_node(t, "TestAccumulate", "d", t2, t2);
+	int32_t e = tg_node(t, "TestAdd", "e", tg_node(t, "TestAdd", "qw", q, w), d);
+	struct rt_plan_value_info zi, y1i, y2i, ri, ui, oi, qi;
+	struct rt_plan_stats st;
+	struct rt_tensor in, out[2];
+	char err[RT_ERR_MAX];
+	struct rt_plan *pl;
+	void *arena;
+
+	tg_output(t, o);
+	tg_output(t, e);
+	pl = plan_ok(t, 0, NULL);
+	check_layout(pl, &t->g);
+	rt_plan_stats(pl, &st);
+	CU_ASSERT_EQUAL(st.in_place, 2);
+	rt_plan_value_info(pl, z, &zi);
+	rt_plan_value_info(pl, y1, &y1i);
+	rt_plan_value_info(pl, y2, &y2i);
+	rt_plan_value_info(pl, r, &ri);
+	rt_plan_value_info(pl, u, &ui);
+	rt_plan_value_info(pl, o, &oi);
+	rt_plan_value_info(pl, q, &qi);
+	CU_ASSERT_EQUAL(y1i.offset, zi.offset);
+	CU_ASSERT_EQUAL(y2i.offset, zi.offset);
+	CU_ASSERT_NOT_EQUAL(ui.offset, ri.offset);
+	CU_ASSERT_NOT_EQUAL(qi.offset, oi.offset);
+	for (uint32_t s = 0; s < rt_plan_num_steps(pl); s++) {
+		struct rt_plan_step_info si;
+		const char *name;
+
+		rt_plan_step_info(pl, s, &si);
+		name = t->g.nodes[si.node].name;
+		CU_ASSERT_EQUAL(si.in_place_input, strcmp(name, "y1") == 0 || strcmp(name, "y2") == 0 ? 1 : -1);
+	}
+
+	arena = arena_bound(pl, &in, out);
+	fill(in.data, 2 * 64, -3);
+	CU_ASSERT_EQUAL(rt_plan_run(pl, arena, err, sizeof(err)), 0);
+	for (int i = 0; i < 2 * 64; i++) {
+		double xv = -3.0 + i;
+		/* y2 = x + 2x + 4x; w = y2 + x; v = 2x + 3x; q = v + 2x; d = 4x; e = q + w + d */
+		CU_ASSERT_DOUBLE_EQUAL(((float *)out[0].data)[i], 2 * xv, 1e-3);
+		CU_ASSERT_DOUBLE_EQUAL(((float *)out[1].data)[i], 7 * xv + 8 * xv + 4 * xv, 1e-3);
+	}
+	plan_done(t, pl, arena);
 }
 
 /* ---- binding, folding, known values ---------------------------------------------------------------- */
@@ -607,6 +679,7 @@ static int suite_init(void)
 static CU_TestInfo g_layout_tests[] = {
 	{ "a chain reuses memory; no live tensors overlap", test_chain_layout },
 	{ "graph outputs live to the end", test_outputs_kept },
+	{ "outputs over inputs where the kernel may and the input dies", test_in_place },
 	CU_TEST_INFO_NULL,
 };
 

@@ -195,6 +195,9 @@ struct rt_plan_step_info {
 	uint32_t pending_inputs;   /* distinct steps it waits for */
 	uint32_t num_consumers;
 	const uint32_t *consumers; /* distinct steps that wait for it */
+	/* The input whose bytes output 0 took (rt_kernel.in_place), or -1: it had a kernel that may,
+	 * and nothing read that input after this step, so both have the same offset. */
+	int32_t in_place_input;
 };
 
 uint32_t rt_plan_num_steps(const struct rt_plan *p);
@@ -210,6 +213,7 @@ struct rt_plan_stats {
 	size_t worker_scratch_bytes; /* rt_plan_worker_scratch_bytes */
 	uint32_t steps;           /* nodes run at run time */
 	uint32_t folded;          /* nodes run at plan time */
+	uint32_t in_place;        /* steps writing their output over an input (in_place_input) */
 };
 
 void rt_plan_stats(const struct rt_plan *p, struct rt_plan_stats *stats);
