@@ -1323,6 +1323,53 @@ static void test_bf16_nhwc(void)
 }
 
 /*
+ * Two bottleneck blocks at bf16 (64 -> 32 1x1, 3x3, 32 -> 64 1x1 with the block's input added):
+ * each last conv writes its output over its residual, which dies there (the graph input converted
+ * in, then the first block's output: a chain in one place), and its 1x1 convs of depth 64 and 32
+ * run 16 rows at a time (rt_bf16_gemm_rows' shallow schedule) over 63-pixel images.
+ */
+static void test_bf16_bottlenecks(void)
+{
+	static const int64_t x[] = {-1, 64, 9, 7}, wa[] = {32, 64, 1, 1}, wb[] = {32, 32, 3, 3}, wc[] = {64, 32, 1, 1};
+	static const int64_t p1[] = {1, 1, 1, 1};
+	static const struct op_count expect[] = { {"FusedConvNhwc", 6}, {"ToNhwcBf16", 1}, {"FromNhwcBf16", 1} };
+	Onnx__ModelProto *m = model_new();
+	struct rt_opt_report rep;
+	struct rt_graph *g;
+	Onnx__NodeProto *n;
+
+	input(m, "x", 4, x);
+	for (int blk = 0; blk < 2; blk++) {
+		char w[3][8], v[7][8], pair[24];
+		const char *in = blk == 0 ? "x" : "y0";
+
+		for (int i = 0; i < 3; i++) {
+			snprintf(w[i], sizeof(w[i]), "w%d%c", blk, 'a' + i);
+			init(m, w[i], 4, i == 0 ? wa : i == 1 ? wb : wc, NULL, i == 1 ? 0.1f : 0.2f, 0);
+		}
+		for (int i = 0; i < 6; i++)
+			snprintf(v[i], sizeof(v[i]), "b%d_%d", blk, i);
+		snprintf(v[6], sizeof(v[6]), "y%d", blk);
+		snprintf(pair, sizeof(pair), "%s,%s", in, w[0]);
+		onnx_build_node(m, NULL, "Conv", pair, v[0]);
+		onnx_build_node(m, NULL, "Relu", v[0], v[1]);
+		snprintf(pair, sizeof(pair), "%s,%s", v[1], w[1]);
+		n = onnx_build_node(m, NULL, "Conv", pair, v[2]);
+		onnx_build_attr_ints(n, "pads", p1, 4);
+		onnx_build_node(m, NULL, "Relu", v[2], v[3]);
+		snprintf(pair, sizeof(pair), "%s,%s", v[3], w[2]);
+		onnx_build_node(m, NULL, "Conv", pair, v[4]);
+		snprintf(pair, sizeof(pair), "%s,%s", v[4], in);
+		onnx_build_node(m, NULL, "Add", pair, v[5]);
+		onnx_build_node(m, NULL, "Relu", v[5], v[6]);
+	}
+	output(m, "y1");
+	g = check_same_counting(m, g_batches, NB, &rep, expect, sizeof(expect) / sizeof(expect[0]));
+	CU_ASSERT_EQUAL(g_in_place, 2);
+	rt_graph_free(g);
+}
+
+/*
  * NHWC bf16 gathered rows made a part at a time (about 1 MiB of rows, 320 of this conv's), where a
  * part ends one pixel into an output row whose first two pixels' windows cross the image's left
  * edge (7x7, stride 2, padding 3: 29 outputs a row, 320 = 11 x 29 + 1), and the next part starts
@@ -1395,6 +1442,7 @@ static void test_bf16(void)
 	test_attention();
 	test_bf16_nhwc();
 	test_bf16_nhwc_parts();
+	test_bf16_bottlenecks();
 	test_bf16_handoff();
 	m = model_new();
 	input(m, "a", 3, a);

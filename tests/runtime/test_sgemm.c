@@ -468,18 +468,21 @@ static int check_rows(int64_t m, int64_t n, int64_t depth, int ntaps, const int6
 
 static void test_bf16_rows(void)
 {
-	static const int64_t one[] = { 0 };
+	static const int64_t one[] = { 0 }, two[] = { 0, 5 * 32 };
 	int64_t taps[9];
 	int bad = 0;
 
-	/* dense rows, W in L2 (row blocks outside): every row remainder, column counts around 32 */
+	/* dense rows, W in L2 (row blocks outside): every row remainder, column counts around 32, depth
+	 * 32 and 64 (the shallow schedule, 16 rows at a time) and 96 (32 x 32 blocks) */
 	for (int64_t m = 1; m <= 70; m += (m < 34 ? 1 : 9)) {
-		int64_t n = m % 4 == 0 ? 16 : m % 4 == 1 ? 32 : m % 4 == 2 ? 48 : 70;
+		int64_t n = m % 4 == 0 ? 16 : m % 4 == 1 ? 32 : m % 4 == 2 ? 48 : 70, depth = 32 * (1 + m % 3);
 		struct rt_bf16_grid dense = { m, m, 1, m };
 
-		bad += check_rows(m, n, m % 2 == 0 ? 32 : 64, 1, one, m % 2 == 0 ? 32 : 96, &dense, m, &g_acts[m % 4],
-				  m % 3 != 0, m % 5 != 1);
+		bad += check_rows(m, n, depth, 1, one, depth + (m % 2 == 0 ? 0 : 32), &dense, m, &g_acts[m % 4],
+				  m % 5 != 0, m % 5 != 1);
 	}
+	/* two taps of depth 32: the shallow schedule's second A tile from the second tap */
+	bad += check_rows(40, 48, 32, 2, two, 32, &(struct rt_bf16_grid){ 40, 40, 1, 40 }, 40, &g_acts[1], true, true);
 	/* a padded image's taps (two 4 x 3 images in 6 x 5 grids, 3 x 3 taps), the rows past each
 	 * image's pixels computed and discarded */
 	for (int ky = 0; ky < 3; ky++)
