@@ -157,14 +157,30 @@ static int trial_time(struct trial *t, int64_t batch, const struct rt_tensor *in
 	return rc;
 }
 
+#define CHUNK_CANDIDATES_MAX 16 /* whole and the chunk sizes timed, at most */
+
+/* A new plan of rows rows timed on the batch (rows == batch: the whole plan). */
+static int rows_time(const struct rt_graph *g, int64_t rows, int64_t batch, const struct rt_tensor *in,
+		     const struct rt_tensor *out, double *us, char *err, size_t cap)
+{
+	struct trial t = { 0 };
+	int rc = trial_make(g, rows, &t, err, cap);
+
+	if (rc == 0)
+		rc = trial_time(&t, batch, in, out, us, err, cap);
+	trial_free(&t);
+	return rc;
+}
+
 /* rt_plan_chunk_choose, nothing timed when the whole plan's arena is at most arena_min bytes. */
 static int64_t chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
 			    size_t arena_min, char *report, size_t report_cap, char *err, size_t cap)
 {
 	struct rt_tensor in[CHUNK_IO_MAX], out[CHUNK_IO_MAX];
 	struct trial whole = { 0 };
-	double whole_us, best_us;
-	int64_t best = batch;
+	int64_t best = batch, rows[CHUNK_CANDIDATES_MAX];
+	double us[CHUNK_CANDIDATES_MAX], best_us = 0, near;
+	unsigned int nb_timed = 0, fastest = 0, close = 0;
 	size_t off;
 	int rc;
 
@@ -205,31 +221,56 @@ static int64_t chunk_choose(const struct rt_graph *g, int64_t batch, const int64
 		if (out_copy[o].data == NULL)
 			goto oom;
 	}
-	rc = trial_time(&whole, batch, in_copy, out_copy, &whole_us, err, cap);
+	rc = trial_time(&whole, batch, in_copy, out_copy, &us[0], err, cap);
 	trial_free(&whole);
 	if (rc != 0)
 		goto done;
-	best_us = whole_us;
-	off = (size_t)snprintf(report, report_cap, "batch %" PRId64 ": whole %.0f us", batch, whole_us);
-	for (unsigned int k = 0; k < nb; k++) {
-		int64_t rows = candidates[k];
-		struct trial t = { 0 };
-		double us;
-
-		if (rows <= 0 || rows >= batch || batch % rows != 0)
+	rows[0] = batch;
+	nb_timed = 1;
+	off = (size_t)snprintf(report, report_cap, "batch %" PRId64 ": whole %.0f us", batch, us[0]);
+	for (unsigned int k = 0; k < nb && nb_timed < CHUNK_CANDIDATES_MAX; k++) {
+		if (candidates[k] <= 0 || candidates[k] >= batch || batch % candidates[k] != 0)
 			continue;
-		rc = trial_make(g, rows, &t, err, cap);
-		if (rc == 0)
-			rc = trial_time(&t, batch, in_copy, out_copy, &us, err, cap);
-		trial_free(&t);
+		rows[nb_timed] = candidates[k];
+		rc = rows_time(g, candidates[k], batch, in_copy, out_copy, &us[nb_timed], err, cap);
 		if (rc != 0)
 			goto done;
 		if (off < report_cap)
-			off += (size_t)snprintf(report + off, report_cap - off, ", chunks of %" PRId64 " %.0f us", rows, us);
-		/* a chunked run must win clearly: within 3 % is the machine's noise, and whole is simpler */
-		if (us < best_us * 0.97 && us < whole_us * 0.97) {
-			best = rows;
-			best_us = us;
+			off += (size_t)snprintf(report + off, report_cap - off, ", chunks of %" PRId64 " %.0f us",
+						candidates[k], us[nb_timed]);
+		nb_timed++;
+	}
+	/*
+	 * A large batch's trial is one run, with one run's noise: where whole and another size are
+	 * within 3 % of the fastest, every size that close runs once more and keeps its faster time.
+	 * ResNet-50 in fp32 at a batch of 32 on a Sapphire Rapids core ran 3-7 % faster in chunks of 2
+	 * to 8, yet one load in three kept whole on single runs (whole 1506 ms, chunks of 2 1473 ms).
+	 */
+	for (unsigned int k = 0; k < nb_timed; k++)
+		fastest = us[k] < us[fastest] ? k : fastest;
+	near = us[fastest] * 1.03;
+	for (unsigned int k = 0; k < nb_timed; k++)
+		close += us[k] <= near;
+	for (unsigned int k = 0; k < nb_timed && close > 1 && us[0] <= near; k++) {
+		double again;
+
+		if (us[k] > near)
+			continue;
+		rc = rows_time(g, rows[k], batch, in_copy, out_copy, &again, err, cap);
+		if (rc != 0)
+			goto done;
+		if (off < report_cap && k == 0)
+			off += (size_t)snprintf(report + off, report_cap - off, "; again: whole %.0f us", again);
+		else if (off < report_cap)
+			off += (size_t)snprintf(report + off, report_cap - off, ", chunks of %" PRId64 " %.0f us", rows[k],
+						again);
+		us[k] = again < us[k] ? again : us[k];
+	}
+	/* a chunked run must still win, if only by 1 %: whole is simpler */
+	for (unsigned int k = 1; k < nb_timed; k++) {
+		if (us[k] < us[0] * 0.99 && (best == batch || us[k] < best_us)) {
+			best = rows[k];
+			best_us = us[k];
 		}
 	}
 	if (off < report_cap)

@@ -141,9 +141,11 @@ int rt_plan_run_chunks(const struct rt_plan *p, void *arena, int64_t batch, cons
  * Chooses how to run a batch of batch rows on the CPU: whole, or in chunks of one of the candidate
  * row counts (those that divide batch and are smaller). Plans each and runs it on the same
  * generated inputs (floats in [-1, 1), other types zero): a warm-up, then runs until 50 ms or 64
- * runs have been timed, the fastest counting; a chunk size must beat whole by 3 % to be taken. At
- * load, not on the hot path: it allocates, and takes two runs of each candidate or about 0.1 s,
- * whichever is longer. report: one line with every time measured.
+ * runs have been timed, the fastest counting; where whole and another size come within 3 % of the
+ * fastest, each size that close is timed again and keeps its faster time; a chunk size must then
+ * beat whole by 1 % to be taken. At load, not on the hot path: it allocates, and takes two runs of
+ * each candidate or about 0.1 s, whichever is longer (twice that for the close ones). report: one
+ * line with every time measured.
  * \return the rows to plan for (batch: whole), or a negative errno with err saying why.
  */
 int64_t rt_plan_chunk_choose(const struct rt_graph *g, int64_t batch, const int64_t *candidates, unsigned int nb,
