@@ -487,6 +487,33 @@ RT_K_RUN(fused_conv)
 	return conv_compute(node, inputs, &outputs[0], scratch, z, &act, err, err_cap);
 }
 
+/*
+ * The output may take the residual's bytes where each element of Y is written once, after Z's
+ * element there is read: weights not packed (conv_compute fills Y from Z element by element, then
+ * the GEMM accumulates into it), or packed for the fp32 GEMMs with k in one block (its epilogue
+ * reads Z's row of a tile and stores C's). Not the Winograd, direct or bf16 tiles' paths.
+ */
+int rt_k_fused_conv_in_place(const struct rt_node *node, const struct rt_tensor *inputs,
+			     const struct rt_tensor *outputs)
+{
+	const struct rt_tensor *z = &inputs[3], *y = &outputs[0];
+	struct rt_tensor ins[4];
+	struct conv_plan p;
+	char why[8];
+	bool packed;
+
+	if (!rt_k_has_input(node, inputs, 3) || z->dtype != y->dtype || z->rank != y->rank ||
+	    memcmp(z->dims, y->dims, (size_t)y->rank * sizeof(int64_t)) != 0 ||
+	    fused_inputs(node, inputs, ins, &packed, why, sizeof(why)) < 0 || conv_setup(node, ins, &p, why, sizeof(why)) < 0)
+		return -1;
+	if (!packed)
+		return 3;
+	if (rt_attr_int(node, "winograd", 0) != 0 || rt_attr_int(node, "direct", 0) != 0 ||
+	    rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
+		return -1;
+	return rt_sg_one_block(p.cg * p.ksize) ? 3 : -1;
+}
+
 /* ---- ConvTranspose ------------------------------------------------------------------------------- */
 
 static void add_bias(float *y, const float *bias, int64_t n, int64_t m, int64_t size)

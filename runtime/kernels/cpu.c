@@ -168,7 +168,8 @@ static const struct rt_kernel g_cpu_kernels[] = {
 	KS("Conv", 1, RT_DTYPE_BIT(BW_DTYPE_FLOAT), conv),
 	KS("ConvTranspose", 1, RT_DTYPE_BIT(BW_DTYPE_FLOAT), conv_transpose),
 	/* batchwire's domain: conv.c, linalg.c, fastpath.c */
-	KB("FusedConv", fused_conv, rt_k_fused_conv_scratch),
+	{"FusedConv", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET, RT_DTYPE_BIT(BW_DTYPE_FLOAT), RT_DEVICE_CPU,
+	 rt_k_fused_conv_infer, rt_k_fused_conv_scratch, rt_k_fused_conv_run, NULL, rt_k_fused_conv_in_place},
 	/* A in bf16 too: a FusedGemm reading one with "output_bf16" (fuse_gemm.c) */
 	{"FusedGemm", RT_K_DOMAIN, RT_K_DOMAIN_OPSET, RT_K_DOMAIN_OPSET,
 	 RT_DTYPE_BIT(BW_DTYPE_FLOAT) | RT_DTYPE_BIT(BW_DTYPE_BFLOAT16), RT_DEVICE_CPU, rt_k_fused_gemm_infer,

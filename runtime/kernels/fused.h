@@ -113,6 +113,8 @@ static inline bool rt_k_blas_dim_ok(int64_t v)
 /* conv.c */
 RT_K_DECLARE(fused_conv);
 RT_K_SCRATCH(fused_conv);
+/* Output over the residual Z (input 3) where the conv's path reads it only at the element it writes. */
+int rt_k_fused_conv_in_place(const struct rt_node *node, const struct rt_tensor *inputs, const struct rt_tensor *outputs);
 /* linalg.c */
 RT_K_DECLARE(fused_gemm);
 RT_K_DECLARE(fused_matmul);

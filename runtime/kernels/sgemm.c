@@ -164,6 +164,11 @@ static int64_t k_block_b(const struct sg_path *sp, int64_t k)
 	return k_blocks(k, sp->kc_b);
 }
 
+bool rt_sg_one_block(int64_t k)
+{
+	return rt_sg_available() && k_block(sg_path(), k) >= k;
+}
+
 static int64_t panels(const struct sg_path *sp, int64_t m)
 {
 	return (m + sp->mr - 1) / sp->mr;

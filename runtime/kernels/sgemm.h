@@ -88,6 +88,13 @@ void rt_sg_gemm_images(int64_t m, int64_t cols, int64_t images, int64_t k, const
 /** Floats of scratch rt_sg_gemm_images needs. */
 size_t rt_sg_images_scratch_floats(int64_t cols, int64_t images, int64_t k);
 
+/**
+ * Whether rt_sg_gemm and rt_sg_gemm_images take depth k in one block: each element of C is then
+ * stored once, by the epilogue, after it has read z's element there, so z may be C's own memory.
+ * (Over more blocks the first stores partial sums before the last reads z.)
+ */
+bool rt_sg_one_block(int64_t k);
+
 /** Columns of B per micro-kernel tile on the path chosen (16 or 32). */
 int64_t rt_sg_tile_cols(void);
 

@@ -1323,16 +1323,21 @@ static void test_bf16_nhwc(void)
 }
 
 /*
- * Two bottleneck blocks at bf16 (64 -> 32 1x1, 3x3, 32 -> 64 1x1 with the block's input added):
- * each last conv writes its output over its residual, which dies there (the graph input converted
- * in, then the first block's output: a chain in one place), and its 1x1 convs of depth 64 and 32
- * run 16 rows at a time (rt_bf16_gemm_rows' shallow schedule) over 63-pixel images.
+ * Two bottleneck blocks (64 -> 32 1x1, 3x3, 32 -> 64 1x1 with the block's input added): each last
+ * conv writes its output over its residual, which dies there (the first block's over the graph
+ * input, converted in at bf16; the second's over the first block's output: a chain in one place).
+ * At bf16 the 1x1 convs of depth 64 and 32 run 16 rows at a time (rt_bf16_gemm_rows' shallow
+ * schedule) over 63-pixel images; in fp32 the residual conv's k of 32 is one block of the GEMM.
+ * Then a 320-deep conv with a residual: in place at bf16 and on the unpacked fp32 path, not where
+ * the fp32 GEMM takes k in two blocks (the first would store partial sums over the residual).
  */
-static void test_bf16_bottlenecks(void)
+static void test_bottlenecks(void)
 {
 	static const int64_t x[] = {-1, 64, 9, 7}, wa[] = {32, 64, 1, 1}, wb[] = {32, 32, 3, 3}, wc[] = {64, 32, 1, 1};
-	static const int64_t p1[] = {1, 1, 1, 1};
-	static const struct op_count expect[] = { {"FusedConvNhwc", 6}, {"ToNhwcBf16", 1}, {"FromNhwcBf16", 1} };
+	static const int64_t p1[] = {1, 1, 1, 1}, wu[] = {320, 64, 1, 1}, wd[] = {64, 320, 1, 1};
+	static const struct op_count nhwc[] = { {"FusedConvNhwc", 8}, {"ToNhwcBf16", 1}, {"FromNhwcBf16", 1} };
+	static const struct op_count nchw[] = { {"FusedConv", 8} };
+	bool bf16 = g_precision == RT_PRECISION_BF16;
 	Onnx__ModelProto *m = model_new();
 	struct rt_opt_report rep;
 	struct rt_graph *g;
@@ -1363,9 +1368,17 @@ static void test_bf16_bottlenecks(void)
 		onnx_build_node(m, NULL, "Add", pair, v[5]);
 		onnx_build_node(m, NULL, "Relu", v[5], v[6]);
 	}
-	output(m, "y1");
-	g = check_same_counting(m, g_batches, NB, &rep, expect, sizeof(expect) / sizeof(expect[0]));
-	CU_ASSERT_EQUAL(g_in_place, 2);
+	/* a residual conv 320 deep: the fp32 GEMM takes k in two blocks, so its output goes elsewhere */
+	init(m, "wu", 4, wu, NULL, 0.1f, 0);
+	init(m, "wd", 4, wd, NULL, 0.1f, 0);
+	onnx_build_node(m, NULL, "Conv", "y1,wu", "up");
+	onnx_build_node(m, NULL, "Relu", "up", "upr");
+	onnx_build_node(m, NULL, "Conv", "upr,wd", "down");
+	onnx_build_node(m, NULL, "Add", "down,y1", "y2");
+	output(m, "y2");
+	g = check_same_counting(m, g_batches, NB, &rep, bf16 ? nhwc : nchw, bf16 ? 3 : 1);
+	/* the graph input's own bytes are not taken: in fp32 the first block's residual is x itself */
+	CU_ASSERT_EQUAL(g_in_place, bf16 ? 3 : rt_sg_available() ? 1 : 2);
 	rt_graph_free(g);
 }
 
@@ -1442,7 +1455,7 @@ static void test_bf16(void)
 	test_attention();
 	test_bf16_nhwc();
 	test_bf16_nhwc_parts();
-	test_bf16_bottlenecks();
+	test_bottlenecks();
 	test_bf16_handoff();
 	m = model_new();
 	input(m, "a", 3, a);
@@ -1469,6 +1482,7 @@ int main(void)
 	static CU_TestInfo tests[] = {
 		{"Conv+BatchNormalization+Relu -> FusedConv", test_conv_bn_relu},
 		{"Conv+BatchNormalization+Add+Relu (residual)", test_conv_bn_add_relu},
+		{"bottleneck blocks write over their residuals", test_bottlenecks},
 		{"Conv geometry (stride, pads, dilation, groups), LeakyRelu, Clip", test_conv_geometry_acts},
 		{"packed conv B packer: wide, narrow, stride 2 (in a row and across rows), 7x7 stem", test_conv_packer_paths},
 		{"3x3 stride-1 convs by Winograd F(2x2,3x3) and F(4x4,3x3)", test_conv_winograd},
