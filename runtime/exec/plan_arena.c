@@ -195,11 +195,18 @@ static bool dies_at(const struct rt_plan *p, uint32_t s, int32_t v, const uint64
 	return true;
 }
 
+/* Whether a and b are tensors of one dtype and shape. */
+static bool same_tensor(const struct rt_tensor *a, const struct rt_tensor *b)
+{
+	return a->dtype == b->dtype && a->rank == b->rank && memcmp(a->dims, b->dims, a->rank * sizeof(a->dims[0])) == 0;
+}
+
 /*
  * Outputs written over an input (rt_kernel.in_place): the output's item joins the input's host,
- * which then lives as long as the output. Only an input some step produced (a graph input's bytes
- * are written before the run and may be read back) that is no graph output and dies at this step;
- * a chain (a residual block's output taken by the next block's) ends in one item.
+ * which then lives as long as the output. Only an input of the output's dtype and shape, some step
+ * produced (a graph input's bytes are written before the run and may be read back), that is no
+ * graph output and dies at this step; a chain (a residual block's output taken by the next
+ * block's) ends in one item.
  */
 static void merge_in_place(struct rt_plan *p, struct arena_item *items, const int32_t *item_of, const uint64_t *reach,
 			   uint32_t words)
@@ -214,7 +221,7 @@ static void merge_in_place(struct rt_plan *p, struct arena_item *items, const in
 
 		if (z == RT_VALUE_NONE || y == RT_VALUE_NONE || item_of[z] < 0 || item_of[y] < 0 ||
 		    p->values[z].birth < 0 || p->values[z].death == (int32_t)g->num_nodes ||
-		    items[item_of[z]].size != items[item_of[y]].size || !dies_at(p, s, z, reach, words))
+		    !same_tensor(&p->values[z].tensor, &p->values[y].tensor) || !dies_at(p, s, z, reach, words))
 			continue;
 		for (host = item_of[z]; items[host].host >= 0;)
 			host = items[host].host;

@@ -160,10 +160,11 @@ struct rt_kernel {
 	 * run (they are never called on the host) and carry here how the node becomes device ops. */
 	const void *device_impl;
 	/**
-	 * The input whose bytes output 0 may take, or -1 (NULL: never). Only for an input of the same
-	 * size that run reads element by element, each only to compute the same element of output 0
-	 * and before writing it (a fused conv's residual). The planner places the output there where
-	 * nothing reads the input after this node (rt_plan_step_info.in_place_input).
+	 * The input whose bytes output 0 may take, or -1 (NULL: never). Only for an input that run
+	 * reads element by element, each only to compute the same element of output 0 and before
+	 * writing it (a fused conv's residual). The planner places the output there where the input
+	 * has output 0's dtype and shape and nothing reads it after this node
+	 * (rt_plan_step_info.in_place_input).
 	 */
 	int (*in_place)(const struct rt_node *node, const struct rt_tensor *inputs, const struct rt_tensor *outputs);
 };
