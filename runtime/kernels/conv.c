@@ -391,6 +391,18 @@ static bool conv_images_side_by_side(const struct conv_plan *p, bool bf16)
 	return !bf16 && p->group == 1 && p->n > 1 && p->out_size % (rt_sg_tile_cols() / 2) != 0;
 }
 
+/* Which kernel runs a conv with packed weights, as the optimizer's attributes (checked by infer) say. */
+enum packed_path { PACKED_WINOGRAD, PACKED_DIRECT, PACKED_BF16_TILES, PACKED_SGEMM };
+
+static enum packed_path packed_path(const struct rt_node *node)
+{
+	if (rt_attr_int(node, "winograd", 0) != 0)
+		return PACKED_WINOGRAD;
+	if (rt_attr_int(node, "direct", 0) != 0)
+		return PACKED_DIRECT;
+	return rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16 ? PACKED_BF16_TILES : PACKED_SGEMM;
+}
+
 RT_K_SCRATCH(fused_conv)
 {
 	struct rt_tensor ins[4];
@@ -404,15 +416,21 @@ RT_K_SCRATCH(fused_conv)
 		return rt_k_conv_scratch(node, ins, outputs);
 	if (conv_setup(node, ins, &p, err, sizeof(err)) < 0 || p.out_size < 0)
 		return 0;
-	if (rt_wg_tile_valid(rt_attr_int(node, "winograd", 0))) {
+	switch (packed_path(node)) {
+	case PACKED_WINOGRAD: {
 		int tile = (int)rt_attr_int(node, "winograd", 0);
 
-		return rt_wg_scratch_floats(tile, &p.w, p.m, p.c, rt_wg_group_images(tile, &p.w, p.n)) * sizeof(float);
+		return rt_wg_tile_valid(tile) ?
+			       rt_wg_scratch_floats(tile, &p.w, p.m, p.c, rt_wg_group_images(tile, &p.w, p.n)) * sizeof(float) :
+			       0;
 	}
-	if (rt_attr_int(node, "direct", 0) != 0)
+	case PACKED_DIRECT:
 		return rt_dc_scratch_bytes(&p.w, p.c);
-	if (rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
+	case PACKED_BF16_TILES:
 		return rt_bf16_apacked_scratch_bytes(p.out_size, p.cg * p.ksize);
+	case PACKED_SGEMM:
+		break;
+	}
 	if (conv_images_side_by_side(&p, false))
 		return rt_sg_images_scratch_floats(p.out_size, p.n, p.cg * p.ksize) * sizeof(float);
 	return rt_sg_scratch_floats(p.out_size, p.cg * p.ksize) * sizeof(float);
@@ -434,17 +452,20 @@ static int conv_packed(const struct rt_node *node, const struct rt_tensor *ins, 
 		return rc;
 	if (bbuf == NULL && p.out_size > 0)
 		return bw_err(err, err_cap, -EINVAL, "FusedConv needs scratch memory and got none");
-	if (rt_attr_int(node, "winograd", 0) != 0) {
+	switch (packed_path(node)) {
+	case PACKED_WINOGRAD:
 		rt_wg_conv((int)rt_attr_int(node, "winograd", 0), &p.w, p.m, p.c, p.n, x, wp, y, bias, z, act, bbuf);
 		return 0;
-	}
-	if (rt_attr_int(node, "direct", 0) != 0) {
+	case PACKED_DIRECT:
 		rt_dc_conv((enum rt_dc_tiles)rt_attr_int(node, "direct", 0), &p.w, p.n, p.m, p.c, x, wp, y, bias, z, act,
 			   rt_attr_int(node, "pool", 0) != 0, bbuf);
 		return 0;
+	case PACKED_BF16_TILES:
+	case PACKED_SGEMM:
+		break;
 	}
 	k = p.cg * p.ksize;
-	bf16 = rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16;
+	bf16 = packed_path(node) == PACKED_BF16_TILES;
 	if (conv_images_side_by_side(&p, bf16)) {
 		struct rt_sg_b src = { .x = x, .ldb = p.in_size, .conv = p.direct ? NULL : &p.w };
 		struct rt_sg_epilogue ep = { .row_bias = bias, .z = z, .act = *act };
@@ -496,22 +517,18 @@ RT_K_RUN(fused_conv)
 int rt_k_fused_conv_in_place(const struct rt_node *node, const struct rt_tensor *inputs,
 			     const struct rt_tensor *outputs)
 {
-	const struct rt_tensor *z = &inputs[3], *y = &outputs[0];
 	struct rt_tensor ins[4];
 	struct conv_plan p;
 	char why[8];
 	bool packed;
 
-	if (!rt_k_has_input(node, inputs, 3) || z->dtype != y->dtype || z->rank != y->rank ||
-	    memcmp(z->dims, y->dims, (size_t)y->rank * sizeof(int64_t)) != 0 ||
-	    fused_inputs(node, inputs, ins, &packed, why, sizeof(why)) < 0 || conv_setup(node, ins, &p, why, sizeof(why)) < 0)
+	(void)outputs;
+	if (!rt_k_has_input(node, inputs, 3) || fused_inputs(node, inputs, ins, &packed, why, sizeof(why)) < 0 ||
+	    conv_setup(node, ins, &p, why, sizeof(why)) < 0)
 		return -1;
 	if (!packed)
 		return 3;
-	if (rt_attr_int(node, "winograd", 0) != 0 || rt_attr_int(node, "direct", 0) != 0 ||
-	    rt_attr_int(node, "packed_weights", 0) == RT_K_PACKED_BF16)
-		return -1;
-	return rt_sg_one_block(p.cg * p.ksize) ? 3 : -1;
+	return packed_path(node) == PACKED_SGEMM && rt_sg_one_block(p.cg * p.ksize) ? 3 : -1;
 }
 
 /* ---- ConvTranspose ------------------------------------------------------------------------------- */
