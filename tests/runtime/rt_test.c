@@ -184,3 +184,12 @@ bool tg_in_place_pair(const struct rt_plan *p, const struct rt_graph *g, int32_t
 	}
 	return false;
 }
+
+size_t tg_offset(const struct rt_plan *p, int32_t v)
+{
+	struct rt_plan_value_info vi;
+
+	CU_ASSERT_EQUAL_FATAL(rt_plan_value_info(p, v, &vi), 0);
+	CU_ASSERT_EQUAL(vi.placement, RT_PLACE_ARENA);
+	return vi.offset;
+}

@@ -76,4 +76,7 @@ struct rt_plan;
 /** Whether a step of p wrote value b over value a, or a over b (rt_plan_step_info.in_place_input). */
 bool tg_in_place_pair(const struct rt_plan *p, const struct rt_graph *g, int32_t a, int32_t b);
 
+/** The arena offset of value v, an arena tensor of p. */
+size_t tg_offset(const struct rt_plan *p, int32_t v);
+
 #endif /* BW_TESTS_RT_TEST_H */
