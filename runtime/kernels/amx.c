@@ -543,7 +543,8 @@ rows_store_loop(const float *acc, int64_t i, int64_t r_from, int64_t rows, int64
  * is short the epilogue is most of the conv: ResNet-50's 64 -> 256 1x1 conv with its residual (two
  * steps of tiles a block) took 225 us at batch 1 on a Sapphire Rapids core, 73 without any
  * epilogue; this loop took it to 218-229 from 236-249 (and the 256 -> 64 conv to 108-113 from
- * 118-123). What is left of it waits on the residual's loads.
+ * 118-123). Most of what was left was the tile unit and this epilogue taking turns, which
+ * rt_bf16_gemm_shallow's alternating accumulators remove for such k.
  */
 AMX_TARGET static void rows_store(float *acc, int64_t i, int64_t r_from, int64_t rows, int64_t j, int64_t cols,
 				  const struct rt_bf16_grid *grid, const struct rt_bf16_epilogue *ep, void *c)
@@ -726,8 +727,8 @@ AMX_TARGET static void rt_bf16_gemm_shallow(int64_t m, int64_t n, const struct r
 		if (rows < TILE_ROWS)
 			rows_config((int)rows, (int)rows); /* the accumulators and A: only rows that exist */
 		_tile_loadd(4, row + a->tap_off[0], stride);
-		if (kblocks > 1)
-			_tile_loadd(5, row + a->tap_off[1 / per_tap] + 1 % per_tap * TILE_K, stride);
+		if (kblocks > 1) /* k block 1: the second tap (depth 32) or the first tap's second 32 (depth 64) */
+			_tile_loadd(5, per_tap == 1 ? row + a->tap_off[1] : row + a->tap_off[0] + TILE_K, stride);
 		for (int64_t j = 0; j < n; j += BLOCK) {
 			const uint16_t *w0 = wp + (j / TILE_ROWS) * kblocks * W_TILE_ELEMS, *w1 = w0 + kblocks * W_TILE_ELEMS;
 
