@@ -207,6 +207,15 @@ static const struct app_option g_options[] = {
 	 "an integer in 0..4194304",
 	 "per polling lcore: mbufs those messages may hold (default 0: one maximal\n"
 	 "                   request at the MTU, and 1024 more)"},
+	{"reassembly-timeout-ms", "reassembly_timeout_ms", parse_uint, 1, DP_REASM_TIMEOUT_MS_MAX,
+	 U32_FIELD(dp.reasm_timeout_ms), "an integer in 1.." XSTR(DP_REASM_TIMEOUT_MS_MAX),
+	 "the longest a multi-datagram message may take to arrive whole; a longer\n"
+	 "                   deadline does not hold its segments past it (default "
+	 XSTR(DP_REASM_TIMEOUT_MS_DEFAULT) ")"},
+	{"ping-max-bytes", "ping_max_bytes", parse_uint, 0, 1u << 30, U32_FIELD(dp.ping_max),
+	 "an integer in 0..1073741824",
+	 "largest PING body: PING is echoed, unsigned, to whatever source it names\n"
+	 "                   (default " XSTR(DP_PING_MAX_DEFAULT) "; above max_message_bytes changes nothing)"},
 	{"error-reply-rate", "error_reply_rate", parse_uint, 0, DP_RATE_MAX, U32_FIELD(dp.error_rate),
 	 "an integer in 0.." XSTR(DP_RATE_MAX),
 	 "per polling lcore: error replies a second to requests refused as they arrive;\n"

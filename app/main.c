@@ -210,6 +210,7 @@ static void *control_main(void *arg)
 	const struct app_config *cfg = arg;
 	uint64_t next_notify_ns = 0;
 	unsigned int ticks = 0;
+	bool early_reload_said = false;
 	char err[256];
 	int ret;
 
@@ -230,9 +231,12 @@ static void *control_main(void *arg)
 			app_reloads_stop(); /* one running gives up its waits; none starts */
 			drain_tick();
 		}
-		if (g_reload_models && g_stop_signals == 0) {
+		if (g_reload_models && g_stop_signals == 0 && __atomic_load_n(&g_notify.serving, __ATOMIC_ACQUIRE)) {
 			g_reload_models = false;
 			reload_start();
+		} else if (g_reload_models && !early_reload_said && g_stop_signals == 0) {
+			PLAT_LOG(INFO, app, "SIGHUP during start-up: the models are reloaded once serving starts");
+			early_reload_said = true;
 		}
 		if (monotonic_ns() >= next_notify_ns) {
 			notify_tick();
@@ -606,6 +610,13 @@ int main(int argc, char **argv)
 	char **app_argv;
 	bool main_polls = false, doctor;
 
+	/* First of all: a SIGHUP (systemctl reload) or a stop during a slow start-up must not take the
+	 * default action and kill the daemon. The handlers only set flags: a reload asked for now runs
+	 * once serving starts; after a stop, start-up goes through without ever becoming ready, and the
+	 * lcores leave at once. */
+	signal(SIGINT, signal_handler);
+	signal(SIGTERM, signal_handler);
+	signal(SIGHUP, signal_handler);
 	doctor = doctor_arg_take(&argc, argv);
 	app_args_split(argc, argv, &eal_argc, &app_argc, &app_argv);
 	/* `batchwire --help` without "--" should still show our help, not EAL's. */
@@ -705,9 +716,6 @@ int main(int argc, char **argv)
 		PLAT_LOG(WARNING, app, "telemetry commands not registered: %s", rte_strerror(-ret));
 
 	g_drain_grace_ms = cfg.drain_grace_ms;
-	signal(SIGINT, signal_handler);
-	signal(SIGTERM, signal_handler);
-	signal(SIGHUP, signal_handler);
 	app_http_lcores(g_poll_lcores, g_nb_poll_lcores);
 
 	char ip[INET_ADDRSTRLEN];

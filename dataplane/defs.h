@@ -96,14 +96,28 @@ int dp_reasm_create(struct dp_lcore *lc, int socket_id);
 /** Frees the tables and every mbuf they hold. */
 void dp_reasm_destroy(struct dp_lcore *lc);
 
+/* What the first segment of a message is held to: refused with why (once) unless refuse is OK;
+ * otherwise a total_body_len above cap is RESOURCE_EXHAUSTED, naming cap_name. */
+struct dp_reasm_limit {
+	uint32_t cap;
+	const char *cap_name;     /* "this server's max_message_bytes"... */
+	enum bw_status refuse;
+	const char *why;
+};
+
 /*
- * Takes one segment (seg_count > 1, header checked) of a message of at most cap body bytes. When
- * refuse is not OK the message is refused with why instead, once. \return DROP (counted: the caller
- * frees m), REPLY (m holds an error reply) or HELD (kept; when it made the message whole, *whole is
- * set and the message is the caller's to serve).
+ * Takes one segment (seg_count > 1, header checked; lc->rx_src_* set) of a message held to limit
+ * when it is its first. \return DROP (counted: the caller frees m), REPLY (m holds an error reply) or
+ * HELD (kept; when it made the message whole, *whole is set and the message is the caller's to serve).
  */
-enum dp_verdict dp_reasm_segment(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, uint32_t cap,
-				 enum bw_status refuse, const char *why, struct dp_msg **whole);
+enum dp_verdict dp_reasm_segment(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
+				 const struct dp_reasm_limit *limit, struct dp_msg **whole);
+
+/** The longest chain of the message hash now (tests: ids chosen to collide stay spread). */
+uint32_t dp_reasm_chain_max(const struct dp_lcore *lc);
+
+/** Whether the segment in hand belongs to a message the table knows (filling or dead). */
+bool dp_reasm_known(struct dp_lcore *lc, const struct bw_hdr *hdr);
 
 /** Fills req for a whole message: the first segment's mbuf and header, the pages, the total length. */
 void dp_msg_request(struct dp_lcore *lc, struct dp_msg *msg, struct dp_request *req);

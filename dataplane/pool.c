@@ -50,6 +50,8 @@ void dp_config_defaults(struct dp_config *cfg)
 		.msg_max = DP_MSG_MAX_DEFAULT,
 		.reasm_msgs = DP_REASM_MSGS_DEFAULT,
 		.reasm_mbufs = 0,
+		.reasm_timeout_ms = DP_REASM_TIMEOUT_MS_DEFAULT,
+		.ping_max = DP_PING_MAX_DEFAULT,
 		.error_rate = DP_ERROR_RATE_DEFAULT,
 		.icmp_rate = DP_ICMP_RATE_DEFAULT,
 		.arp_rate = DP_ARP_RATE_DEFAULT,
@@ -80,6 +82,11 @@ int dp_config_finalize(struct dp_config *cfg, char *err, size_t cap)
 
 	if (cfg->reasm_msgs == 0 || cfg->reasm_msgs > DP_REASM_MSGS_MAX) {
 		snprintf(err, cap, "reassembly_messages must be 1..%u, got %u", DP_REASM_MSGS_MAX, cfg->reasm_msgs);
+		return -EINVAL;
+	}
+	if (cfg->reasm_timeout_ms == 0 || cfg->reasm_timeout_ms > DP_REASM_TIMEOUT_MS_MAX) {
+		snprintf(err, cap, "reassembly_timeout_ms must be 1..%u, got %u", DP_REASM_TIMEOUT_MS_MAX,
+			 cfg->reasm_timeout_ms);
 		return -EINVAL;
 	}
 	if (need > BW_SEG_COUNT_MAX) {

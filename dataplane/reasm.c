@@ -4,14 +4,21 @@
  * reassembly keyed by (source IP, source port, request_id), the held message while the model layer
  * runs it, and its reply, in as many datagrams as it takes.
  *
- * Everything is a fixed table made at start-up, per lcore: message entries (a free list and a
- * chained hash), and slots for the mbufs messages hold, taken as one run per message from a bitmap
- * (first fit), so that page k of a message is slot base + k and finding it is an index. A segment
- * stays in its mbuf: the slot records the mbuf and where its slice starts. The first segment to arrive
- * fixes what every other must say (its header fields, the slice length, the last slice's); any
- * disagreement discards the whole message, which then stays as a dead entry, without mbufs, that
- * swallows its remaining segments until its clock runs out. The clock is the TSC: the message's
- * deadline, or DP_REASM_TIMEOUT_US.
+ * Everything is a fixed table made at start-up, per lcore: message entries (a free list and a chained
+ * hash under a secret key, so that no sender can aim ids at one chain), the segments of messages still
+ * filling (one per datagram that arrived, found by (message, seg_index) in an open-addressed table),
+ * and pages for whole messages, taken as one run per message from a bitmap (first fit), so that page
+ * k of a message is slot base + k and finding it is an index. A segment stays in its mbuf: the slot
+ * records the mbuf and where its slice starts.
+ *
+ * What a stranger can hold, and for how long (docs/security.md): an mbuf is counted against the
+ * lcore's budget (reassembly_mbufs) only when its datagram has arrived, so holding n mbufs takes
+ * sending n datagrams; a message's run of pages is taken only once it is whole. Every entry's clock is
+ * its deadline or reassembly_timeout_ms, whichever is sooner. The first segment to arrive fixes what
+ * every other must say (its header fields, the slice length, the last slice's); any disagreement
+ * discards the whole message, which then stays as a dead entry, without mbufs, that swallows its
+ * remaining segments until its clock runs out, or until a new message needs its entry: a full table
+ * gives up its oldest dead entry first. A segment that no well-formed message can have gets no entry.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +30,7 @@
 
 #define SLOT_NONE UINT32_MAX
 #define MSG_NONE UINT32_MAX
+#define SEG_NONE UINT32_MAX
 
 enum msg_state {
 	MSG_FREE,
@@ -37,14 +45,19 @@ struct dp_msg {
 	uint32_t src_ip;   /* network byte order */
 	uint16_t src_port; /* network byte order */
 	uint8_t state;     /* enum msg_state */
+	bool deadline_clock; /* the clock is the request's deadline: answered DEADLINE_EXCEEDED at it */
 	uint32_t next;     /* the hash chain (FILLING, DEAD) or the free list */
 	uint32_t index;
+	uint32_t dead_prev; /* DEAD: the list of dead entries, oldest first */
+	uint32_t dead_next;
 	struct bw_hdr first; /* the fields every segment must repeat */
 	uint32_t slice;      /* every slice but the last */
 	uint32_t last_len;
 	uint32_t received;   /* distinct segments */
+	uint64_t bytes;      /* their slices' bytes */
+	uint32_t seg_head;   /* FILLING: the segments that arrived, a list through dp_seg.next */
 	uint64_t expire_tsc;
-	uint32_t req_base;   /* slots of the request's mbufs: seg_count of them, SLOT_NONE when none */
+	uint32_t req_base;   /* HELD: slots of the request's mbufs, req_count of them; SLOT_NONE when none */
 	uint32_t req_count;
 	uint32_t reply_base; /* slots of the reply's fresh mbufs, SLOT_NONE when the reply needs none */
 	uint32_t reply_count;
@@ -52,13 +65,33 @@ struct dp_msg {
 	struct bw_pages reply; /* the reply's, when it has pages of its own */
 };
 
+/* One datagram of a message still filling. */
+struct dp_seg {
+	struct rte_mbuf *mbuf;
+	uint8_t *page;  /* its slice */
+	uint32_t msg;   /* its message's index */
+	uint32_t next;  /* the message's next segment, or the next free one */
+	uint32_t home;  /* its position's hash in the segment table */
+	uint16_t index; /* seg_index */
+};
+
 struct dp_reasm {
+	struct plat_hash_key key; /* this lcore's secret: message buckets and segment positions */
 	struct dp_msg *msgs;
 	uint32_t nb_msgs;
 	uint32_t free_head;
+	uint32_t dead_head;  /* the oldest dead entry: the first a full table gives up */
+	uint32_t dead_tail;
 	uint32_t *buckets;   /* heads of the hash chains */
 	uint32_t bucket_mask;
-	uint32_t nb_slots;
+	uint64_t timeout_tsc; /* reassembly_timeout_ms: the longest clock of any entry */
+	uint32_t nb_mbufs;   /* the budget: mbufs held in segments and pages at once */
+	uint32_t mbufs_free;
+	struct dp_seg *segs; /* nb_mbufs of them */
+	uint32_t seg_free;
+	uint32_t *seg_table; /* (message, seg_index) -> segment, open addressing, linear probing */
+	uint32_t seg_mask;
+	uint32_t nb_slots;   /* pages of whole messages and replies: runs */
 	uint32_t slots_free;
 	struct rte_mbuf **slot_mbuf;
 	uint8_t **slot_page;
@@ -79,6 +112,7 @@ static const char *const g_reasm_reason_names[DP_REASM_REASON_COUNT] = {
 	[DP_REASM_TIMEOUT] = "timeout",
 	[DP_REASM_DEADLINE] = "deadline",
 	[DP_REASM_DEAD_SEGMENT] = "dead_segment",
+	[DP_REASM_EVICTED] = "evicted",
 };
 
 const char *dp_reasm_reason_name(enum dp_reasm_reason reason)
@@ -86,7 +120,22 @@ const char *dp_reasm_reason_name(enum dp_reasm_reason reason)
 	return (unsigned int)reason < DP_REASM_REASON_COUNT ? g_reasm_reason_names[reason] : "unknown";
 }
 
-/* ---- slots: one run per message, first fit in a bitmap ----------------------------------------- */
+/* ---- the budget: mbufs held, in segments and in pages ------------------------------------------ */
+
+static bool budget_take(struct dp_reasm *r, uint32_t n)
+{
+	if (r->mbufs_free < n)
+		return false;
+	r->mbufs_free -= n;
+	return true;
+}
+
+static void budget_give(struct dp_reasm *r, uint32_t n)
+{
+	r->mbufs_free += n;
+}
+
+/* ---- pages: one run per whole message, first fit in a bitmap ----------------------------------- */
 
 static bool slot_used(const struct dp_reasm *r, uint32_t s)
 {
@@ -144,7 +193,7 @@ static uint32_t slots_take(struct dp_reasm *r, uint32_t n)
 	return SLOT_NONE;
 }
 
-/* Frees the mbufs still in a run and gives the run back. */
+/* Frees the mbufs still in a run and gives the run, and its n mbufs of budget, back. */
 static void slots_release(struct dp_reasm *r, uint32_t base, uint32_t n)
 {
 	if (base == SLOT_NONE)
@@ -155,15 +204,111 @@ static void slots_release(struct dp_reasm *r, uint32_t base, uint32_t n)
 		r->slot_mbuf[k] = NULL;
 	}
 	slots_mark(r, base, n, false);
+	budget_give(r, n);
+}
+
+/* ---- segments of messages still filling -------------------------------------------------------- */
+
+static uint32_t seg_home(const struct dp_reasm *r, uint32_t msg, uint16_t index)
+{
+	uint64_t key = (uint64_t)msg << 16 | index;
+
+	return (uint32_t)plat_siphash(&r->key, &key, sizeof(key));
+}
+
+/* \return the table position of segment index of msg, or SEG_NONE. */
+static uint32_t seg_find(const struct dp_reasm *r, uint32_t msg, uint16_t index)
+{
+	for (uint32_t p = seg_home(r, msg, index) & r->seg_mask;; p = (p + 1) & r->seg_mask) {
+		uint32_t s = r->seg_table[p];
+
+		if (s == SEG_NONE)
+			return SEG_NONE;
+		if (r->segs[s].msg == msg && r->segs[s].index == index)
+			return p;
+	}
+}
+
+/* Empties position p, moving back the entries after it that probed past it (no tombstones). */
+static void seg_table_del(struct dp_reasm *r, uint32_t p)
+{
+	uint32_t q = p;
+
+	r->seg_table[p] = SEG_NONE;
+	for (;;) {
+		uint32_t s, home;
+
+		q = (q + 1) & r->seg_mask;
+		s = r->seg_table[q];
+		if (s == SEG_NONE)
+			return;
+		home = r->segs[s].home & r->seg_mask;
+		/* s stays where it is when its home lies cyclically in (p, q] */
+		if (p <= q ? (home > p && home <= q) : (home > p || home <= q))
+			continue;
+		r->seg_table[p] = s;
+		r->seg_table[q] = SEG_NONE;
+		p = q;
+	}
+}
+
+/* Keeps segment index of msg (its mbuf m, its slice at page); the caller took its budget. */
+static void seg_add(struct dp_reasm *r, struct dp_msg *msg, uint16_t index, struct rte_mbuf *m, uint8_t *page)
+{
+	uint32_t s = r->seg_free, p;
+	struct dp_seg *seg = &r->segs[s];
+
+	r->seg_free = seg->next;
+	seg->mbuf = m;
+	seg->page = page;
+	seg->msg = msg->index;
+	seg->index = index;
+	seg->home = seg_home(r, msg->index, index);
+	seg->next = msg->seg_head;
+	msg->seg_head = s;
+	for (p = seg->home & r->seg_mask; r->seg_table[p] != SEG_NONE; p = (p + 1) & r->seg_mask)
+		;
+	r->seg_table[p] = s;
+}
+
+/* Takes a message's segments out of the table, one by one, each handed to fn (or its mbuf freed when
+ * fn is NULL), their budget given back unless keep. */
+static void segs_take(struct dp_reasm *r, struct dp_msg *msg, bool keep,
+		      void (*fn)(struct dp_reasm *r, const struct dp_seg *seg, void *arg), void *arg)
+{
+	uint32_t s = msg->seg_head, n = 0;
+
+	while (s != SEG_NONE) {
+		struct dp_seg *seg = &r->segs[s];
+		uint32_t next = seg->next;
+
+		seg_table_del(r, seg_find(r, seg->msg, seg->index));
+		if (fn != NULL)
+			fn(r, seg, arg);
+		else
+			rte_pktmbuf_free(seg->mbuf);
+		seg->mbuf = NULL;
+		seg->next = r->seg_free;
+		r->seg_free = s;
+		s = next;
+		n++;
+	}
+	msg->seg_head = SEG_NONE;
+	if (!keep)
+		budget_give(r, n);
 }
 
 /* ---- message entries --------------------------------------------------------------------------- */
 
 static uint32_t key_bucket(const struct dp_reasm *r, uint32_t ip, uint16_t port, uint64_t request_id)
 {
-	uint64_t h = (request_id ^ ((uint64_t)ip << 16 | port)) * UINT64_C(0x9e3779b97f4a7c15);
+	struct {
+		uint64_t request_id;
+		uint32_t ip;
+		uint32_t port;
+	} key = {request_id, ip, port};
 
-	return (uint32_t)(h >> 32) & r->bucket_mask;
+	return (uint32_t)plat_siphash(&r->key, &key, sizeof(key)) & r->bucket_mask;
 }
 
 static struct dp_msg *msg_find(struct dp_reasm *r, uint32_t ip, uint16_t port, uint64_t request_id)
@@ -177,22 +322,28 @@ static struct dp_msg *msg_find(struct dp_reasm *r, uint32_t ip, uint16_t port, u
 	return NULL;
 }
 
-static struct dp_msg *msg_take(struct dp_reasm *r)
+static void dead_push(struct dp_reasm *r, struct dp_msg *m)
 {
-	struct dp_msg *m;
+	m->dead_next = MSG_NONE;
+	m->dead_prev = r->dead_tail;
+	if (r->dead_tail != MSG_NONE)
+		r->msgs[r->dead_tail].dead_next = m->index;
+	else
+		r->dead_head = m->index;
+	r->dead_tail = m->index;
+}
 
-	if (r->free_head == MSG_NONE)
-		return NULL;
-	m = &r->msgs[r->free_head];
-	r->free_head = m->next;
-	m->next = MSG_NONE;
-	m->req_base = SLOT_NONE;
-	m->req_count = 0;
-	m->reply_base = SLOT_NONE;
-	m->reply_count = 0;
-	m->received = 0;
-	m->reply.nb_pages = 0;
-	return m;
+static void dead_unlink(struct dp_reasm *r, struct dp_msg *m)
+{
+	if (m->dead_prev != MSG_NONE)
+		r->msgs[m->dead_prev].dead_next = m->dead_next;
+	else
+		r->dead_head = m->dead_next;
+	if (m->dead_next != MSG_NONE)
+		r->msgs[m->dead_next].dead_prev = m->dead_prev;
+	else
+		r->dead_tail = m->dead_prev;
+	m->dead_prev = m->dead_next = MSG_NONE;
 }
 
 static void msg_hash_add(struct dp_reasm *r, struct dp_msg *m)
@@ -217,14 +368,9 @@ static void msg_hash_del(struct dp_reasm *r, struct dp_msg *m)
 /* What a message in reassembly counts in the gauges. */
 static void gauges_filling(struct dp_lcore *lc, const struct dp_msg *m, int sign)
 {
-	uint64_t bytes = 0;
-
-	for (uint32_t k = 0; k < m->req_count && m->req_base != SLOT_NONE; k++)
-		if (lc->reasm->slot_mbuf[m->req_base + k] != NULL)
-			bytes += k + 1 == m->req_count ? m->last_len : m->slice;
 	lc->stats.reasm_messages += (uint64_t)sign;
 	lc->stats.reasm_segments += (uint64_t)sign * m->received;
-	lc->stats.reasm_bytes += (uint64_t)sign * bytes;
+	lc->stats.reasm_bytes += (uint64_t)sign * m->bytes;
 }
 
 static void gauges_held(struct dp_lcore *lc, const struct dp_msg *m, int sign)
@@ -238,12 +384,44 @@ static void msg_free(struct dp_reasm *r, struct dp_msg *m)
 {
 	if (m->state == MSG_FILLING || m->state == MSG_DEAD)
 		msg_hash_del(r, m);
+	if (m->state == MSG_DEAD)
+		dead_unlink(r, m);
+	segs_take(r, m, false, NULL, NULL);
 	slots_release(r, m->req_base, m->req_count);
 	slots_release(r, m->reply_base, m->reply_count);
 	m->req_base = m->reply_base = SLOT_NONE;
+	m->req_count = m->reply_count = 0;
 	m->state = MSG_FREE;
 	m->next = r->free_head;
 	r->free_head = m->index;
+}
+
+/* A free entry, or the oldest dead one given up (counted); NULL when every entry is live. */
+static struct dp_msg *msg_take(struct dp_lcore *lc)
+{
+	struct dp_reasm *r = lc->reasm;
+	struct dp_msg *m;
+
+	if (r->free_head == MSG_NONE && r->dead_head != MSG_NONE) {
+		lc->stats.reasm[DP_REASM_EVICTED]++;
+		msg_free(r, &r->msgs[r->dead_head]);
+	}
+	if (r->free_head == MSG_NONE)
+		return NULL;
+	m = &r->msgs[r->free_head];
+	r->free_head = m->next;
+	m->next = MSG_NONE;
+	m->dead_prev = m->dead_next = MSG_NONE;
+	m->seg_head = SEG_NONE;
+	m->req_base = SLOT_NONE;
+	m->req_count = 0;
+	m->reply_base = SLOT_NONE;
+	m->reply_count = 0;
+	m->received = 0;
+	m->bytes = 0;
+	m->deadline_clock = false;
+	m->reply.nb_pages = 0;
+	return m;
 }
 
 /* Discarded while filling: its mbufs go, its key stays (DEAD) to swallow what is still coming. */
@@ -254,50 +432,75 @@ static void msg_kill(struct dp_lcore *lc, struct dp_msg *m, enum dp_reasm_reason
 	lc->stats.reasm[reason]++;
 	if (m->state == MSG_FILLING)
 		gauges_filling(lc, m, -1);
-	slots_release(r, m->req_base, m->req_count);
-	m->req_base = SLOT_NONE;
-	m->req_count = 0;
+	segs_take(r, m, false, NULL, NULL);
+	m->received = 0;
+	m->bytes = 0;
 	m->state = MSG_DEAD;
+	dead_push(r, m);
 }
 
 /* ---- create, destroy ---------------------------------------------------------------------------- */
+
+/* Pages for runs: twice the budget, so that a run of free pages is found while the budget allows it
+ * (runs never hold more pages than the budget has mbufs: the rest is room against fragmentation). */
+#define DP_REASM_PAGES_PER_MBUF 2
 
 int dp_reasm_create(struct dp_lcore *lc, int socket_id)
 {
 	const struct dp_config *cfg = lc->cfg;
 	struct dp_reasm *r;
-	uint32_t nb_buckets = rte_align32pow2(cfg->reasm_msgs * 2);
+	uint32_t nb_buckets = rte_align32pow2(cfg->reasm_msgs * 2), nb_positions;
+	int ret;
 
 	if (cfg->reasm_msgs == 0 || cfg->reasm_msgs > DP_REASM_MSGS_MAX)
 		return -EINVAL;
 	r = rte_zmalloc_socket("dp_reasm", sizeof(*r), RTE_CACHE_LINE_SIZE, socket_id);
 	if (r == NULL)
 		return -ENOMEM;
+	lc->reasm = r;
+	ret = plat_hash_key_random(&r->key);
+	if (ret != 0) {
+		dp_reasm_destroy(lc);
+		return ret;
+	}
 	r->nb_msgs = cfg->reasm_msgs;
-	r->nb_slots = dp_reasm_mbufs(cfg);
+	r->nb_mbufs = dp_reasm_mbufs(cfg);
+	r->mbufs_free = r->nb_mbufs;
+	r->timeout_tsc = plat_us_to_tsc((uint64_t)cfg->reasm_timeout_ms * 1000);
+	r->nb_slots = r->nb_mbufs * DP_REASM_PAGES_PER_MBUF;
 	r->slots_free = r->nb_slots;
 	r->bucket_mask = nb_buckets - 1;
+	nb_positions = rte_align32pow2(r->nb_mbufs * 2); /* at most half full: short probes */
+	r->seg_mask = nb_positions - 1;
 	r->msgs = rte_zmalloc_socket("dp_reasm_msgs", sizeof(r->msgs[0]) * r->nb_msgs, RTE_CACHE_LINE_SIZE, socket_id);
 	r->buckets = rte_malloc_socket("dp_reasm_buckets", sizeof(r->buckets[0]) * nb_buckets, 0, socket_id);
+	r->segs = rte_zmalloc_socket("dp_reasm_segs", sizeof(r->segs[0]) * r->nb_mbufs, 0, socket_id);
+	r->seg_table = rte_malloc_socket("dp_reasm_seg_table", sizeof(r->seg_table[0]) * nb_positions, 0, socket_id);
 	r->slot_mbuf = rte_zmalloc_socket("dp_reasm_mbufs", sizeof(r->slot_mbuf[0]) * r->nb_slots, 0, socket_id);
 	r->slot_page = rte_zmalloc_socket("dp_reasm_pages", sizeof(r->slot_page[0]) * r->nb_slots, 0, socket_id);
 	r->slot_used = rte_zmalloc_socket("dp_reasm_used", sizeof(uint64_t) * ((r->nb_slots + 63) / 64), 0,
 					  socket_id);
-	lc->reasm = r;
-	if (r->msgs == NULL || r->buckets == NULL || r->slot_mbuf == NULL || r->slot_page == NULL ||
-	    r->slot_used == NULL) {
+	if (r->msgs == NULL || r->buckets == NULL || r->segs == NULL || r->seg_table == NULL || r->slot_mbuf == NULL ||
+	    r->slot_page == NULL || r->slot_used == NULL) {
 		dp_reasm_destroy(lc);
 		return -ENOMEM;
 	}
 	for (uint32_t b = 0; b < nb_buckets; b++)
 		r->buckets[b] = MSG_NONE;
+	for (uint32_t p = 0; p < nb_positions; p++)
+		r->seg_table[p] = SEG_NONE;
+	for (uint32_t s = 0; s < r->nb_mbufs; s++)
+		r->segs[s].next = s + 1 < r->nb_mbufs ? s + 1 : SEG_NONE;
+	r->seg_free = 0;
 	for (uint32_t i = 0; i < r->nb_msgs; i++) {
 		r->msgs[i].index = i;
 		r->msgs[i].state = MSG_FREE;
 		r->msgs[i].next = i + 1 < r->nb_msgs ? i + 1 : MSG_NONE;
+		r->msgs[i].seg_head = SEG_NONE;
 		r->msgs[i].req_base = r->msgs[i].reply_base = SLOT_NONE;
 	}
 	r->free_head = 0;
+	r->dead_head = r->dead_tail = MSG_NONE;
 	return 0;
 }
 
@@ -307,13 +510,16 @@ void dp_reasm_destroy(struct dp_lcore *lc)
 
 	if (r == NULL)
 		return;
-	if (r->msgs != NULL && r->slot_mbuf != NULL && r->slot_used != NULL) {
+	if (r->msgs != NULL && r->buckets != NULL && r->segs != NULL && r->seg_table != NULL && r->slot_mbuf != NULL &&
+	    r->slot_used != NULL) {
 		for (uint32_t i = 0; i < r->nb_msgs; i++)
 			if (r->msgs[i].state != MSG_FREE)
 				msg_free(r, &r->msgs[i]);
 	}
 	rte_free(r->msgs);
 	rte_free(r->buckets);
+	rte_free(r->segs);
+	rte_free(r->seg_table);
 	rte_free(r->slot_mbuf);
 	rte_free(r->slot_page);
 	rte_free(r->slot_used);
@@ -365,66 +571,75 @@ static enum dp_verdict segment_refuse(struct dp_lcore *lc, struct rte_mbuf *m, s
 	return dp_refuse(lc, m, hdr, status, why);
 }
 
-/* A message's reassembly clock, from its first segment: its deadline, or DP_REASM_TIMEOUT_US. */
-static uint64_t msg_clock(const struct bw_hdr *hdr)
-{
-	return plat_us_to_tsc(hdr->deadline_us != BW_DEADLINE_NONE ? hdr->deadline_us : DP_REASM_TIMEOUT_US);
-}
-
 /*
  * An entry for the message of a first segment, keyed and hashed, its clock started, DEAD (no mbufs)
- * until the caller gives it slots. Left DEAD, it remembers a message discarded or answered at its
- * first segment, so that its other segments are dropped until its clock runs out.
+ * until the caller makes it FILLING. Left DEAD, it remembers a message discarded or answered at its
+ * first segment, so that its other segments are dropped until its clock runs out (or a full table
+ * needs the entry). The clock is the message's deadline or reassembly_timeout_ms, whichever is sooner.
  * \return the entry, or NULL when none is free.
  */
 static struct dp_msg *msg_open(struct dp_lcore *lc, const struct bw_hdr *hdr, uint32_t ip, uint16_t port)
 {
 	struct dp_reasm *r = lc->reasm;
-	struct dp_msg *msg = msg_take(r);
+	struct dp_msg *msg = msg_take(lc);
+	uint64_t clock = r->timeout_tsc;
 
 	if (msg == NULL)
 		return NULL;
+	if (hdr->deadline_us != BW_DEADLINE_NONE && plat_us_to_tsc(hdr->deadline_us) <= clock) {
+		clock = plat_us_to_tsc(hdr->deadline_us);
+		msg->deadline_clock = true;
+	}
 	msg->request_id = hdr->request_id;
 	msg->src_ip = ip;
 	msg->src_port = port;
 	msg->first = *hdr;
 	msg->state = MSG_DEAD;
-	msg->expire_tsc = lc->burst_tsc + msg_clock(hdr);
+	msg->expire_tsc = lc->burst_tsc + clock;
 	msg_hash_add(r, msg);
+	dead_push(r, msg);
 	return msg;
 }
 
-/* A first segment: its entry, its slots, or a refusal in m. */
+/* A first segment: its entry, FILLING, or a refusal in m. */
 static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, uint32_t ip,
-				 uint16_t port, uint32_t cap, enum bw_status refuse, const char *refuse_why,
-				 struct dp_msg **out)
+				 uint16_t port, const struct dp_reasm_limit *limit, struct dp_msg **out)
 {
 	struct dp_reasm *r = lc->reasm;
-	enum dp_reasm_reason reason = refuse != BW_STATUS_OK ? DP_REASM_REFUSED : DP_REASM_TOO_LARGE;
+	enum dp_reasm_reason reason = limit->refuse != BW_STATUS_OK ? DP_REASM_REFUSED : DP_REASM_TOO_LARGE;
 	struct dp_msg *msg, probe;
 	char why[DP_ERROR_MSG_MAX + 1];
 	bool cut;
 
 	*out = NULL;
-	if (refuse != BW_STATUS_OK || hdr->total_body_len > cap) {
+	/* A segment that no well-formed message can have is dropped, unanswered, and leaves nothing
+	 * behind: each of its message's other segments is judged (and dropped) on its own. */
+	cut = slices_fix(&probe, hdr);
+	if (!cut || probe.slice < BW_SLICE_MIN) {
+		lc->stats.reasm[cut ? DP_REASM_BAD_SLICE : DP_REASM_BAD_TOTAL]++;
+		return dp_drop(lc, DP_DROP_SEGMENT);
+	}
+	if (limit->refuse != BW_STATUS_OK || hdr->total_body_len > limit->cap) {
 		/* Answered once: when it cannot be remembered, only its segment 0 is answered. */
 		if (msg_open(lc, hdr, ip, port) == NULL && hdr->seg_index != 0) {
 			lc->stats.reasm[reason]++;
 			return dp_drop(lc, DP_DROP_SEGMENT);
 		}
-		if (refuse != BW_STATUS_OK)
-			return segment_refuse(lc, m, hdr, reason, refuse, refuse_why);
-		snprintf(why, sizeof(why), "message of %u bytes exceeds this server's %u-byte limit",
-			 hdr->total_body_len, cap);
+		if (limit->refuse != BW_STATUS_OK)
+			return segment_refuse(lc, m, hdr, reason, limit->refuse, limit->why);
+		snprintf(why, sizeof(why), "message of %u bytes exceeds %s of %u bytes", hdr->total_body_len,
+			 limit->cap_name, limit->cap);
 		return segment_refuse(lc, m, hdr, reason, BW_STATUS_RESOURCE_EXHAUSTED, why);
 	}
-	/* A segment that no well-formed message can have discards its message, unanswered; remembered,
-	 * none of its other segments can start a message of its own (to be answered at its deadline). */
-	cut = slices_fix(&probe, hdr);
-	if (!cut || probe.slice < BW_SLICE_MIN) {
-		lc->stats.reasm[cut ? DP_REASM_BAD_SLICE : DP_REASM_BAD_TOTAL]++;
-		msg_open(lc, hdr, ip, port);
-		return dp_drop(lc, DP_DROP_SEGMENT);
+	if (hdr->seg_count > r->nb_mbufs) {
+		/* could never be held whole: refused now rather than after the budget's worth of it */
+		if (msg_open(lc, hdr, ip, port) == NULL && hdr->seg_index != 0) {
+			lc->stats.reasm[DP_REASM_NO_ROOM]++;
+			return dp_drop(lc, DP_DROP_SEGMENT);
+		}
+		snprintf(why, sizeof(why), "message of %u datagrams exceeds this core's reassembly_mbufs (%u mbufs)",
+			 hdr->seg_count, r->nb_mbufs);
+		return segment_refuse(lc, m, hdr, DP_REASM_NO_ROOM, BW_STATUS_RESOURCE_EXHAUSTED, why);
 	}
 	msg = msg_open(lc, hdr, ip, port);
 	if (msg == NULL) {
@@ -435,36 +650,70 @@ static enum dp_verdict msg_start(struct dp_lcore *lc, struct rte_mbuf *m, struct
 		snprintf(why, sizeof(why), "this core is reassembling %u messages already: try again", r->nb_msgs);
 		return segment_refuse(lc, m, hdr, DP_REASM_TABLE_FULL, BW_STATUS_RESOURCE_EXHAUSTED, why);
 	}
+	dead_unlink(r, msg);
 	msg->slice = probe.slice;
 	msg->last_len = probe.last_len;
-	msg->req_base = slots_take(r, hdr->seg_count);
-	if (msg->req_base == SLOT_NONE) {
-		snprintf(why, sizeof(why), "this core holds too many segments already (%u of %u mbufs free): try again",
-			 r->slots_free, r->nb_slots);
-		return segment_refuse(lc, m, hdr, DP_REASM_NO_ROOM, BW_STATUS_RESOURCE_EXHAUSTED, why);
-	}
-	msg->req_count = hdr->seg_count;
 	msg->state = MSG_FILLING;
 	lc->stats.reasm_messages++;
 	*out = msg;
 	return DP_VERDICT_HELD;
 }
 
-enum dp_verdict dp_reasm_segment(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, uint32_t cap,
-				 enum bw_status refuse, const char *why, struct dp_msg **whole)
+/* Out of room for a segment (no budget for its mbuf, or no run of pages for the whole message): the
+ * message is discarded and refused once, in the segment's own mbuf. */
+static enum dp_verdict msg_no_room(struct dp_lcore *lc, struct dp_msg *msg, struct rte_mbuf *m, struct bw_hdr *hdr)
 {
 	struct dp_reasm *r = lc->reasm;
-	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, DP_L2_LEN);
-	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)((const uint8_t *)hdr - sizeof(*udp));
+	char why[DP_ERROR_MSG_MAX + 1];
+
+	msg_kill(lc, msg, DP_REASM_NO_ROOM);
+	snprintf(why, sizeof(why), "this core holds too many segments already (%u of %u mbufs free): try again",
+		 r->mbufs_free, r->nb_mbufs);
+	return dp_refuse(lc, m, hdr, BW_STATUS_RESOURCE_EXHAUSTED, why);
+}
+
+static void seg_place(struct dp_reasm *r, const struct dp_seg *seg, void *arg)
+{
+	uint32_t slot = *(const uint32_t *)arg + seg->index;
+
+	r->slot_mbuf[slot] = seg->mbuf;
+	r->slot_page[slot] = seg->page;
+}
+
+uint32_t dp_reasm_chain_max(const struct dp_lcore *lc)
+{
+	const struct dp_reasm *r = lc->reasm;
+	uint32_t longest = 0;
+
+	for (uint32_t b = 0; b <= r->bucket_mask; b++) {
+		uint32_t n = 0;
+
+		for (uint32_t i = r->buckets[b]; i != MSG_NONE; i = r->msgs[i].next)
+			n++;
+		longest = RTE_MAX(longest, n);
+	}
+	return longest;
+}
+
+bool dp_reasm_known(struct dp_lcore *lc, const struct bw_hdr *hdr)
+{
+	return msg_find(lc->reasm, lc->rx_src_addr, lc->rx_src_port, hdr->request_id) != NULL;
+}
+
+enum dp_verdict dp_reasm_segment(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr,
+				 const struct dp_reasm_limit *limit, struct dp_msg **whole)
+{
+	struct dp_reasm *r = lc->reasm;
+	uint32_t ip = lc->rx_src_addr, base, len;
+	uint16_t port = lc->rx_src_port;
 	struct dp_msg *msg;
-	uint32_t slot, len;
 	enum dp_verdict v;
 
 	*whole = NULL;
 	lc->stats.segments_in++;
-	msg = msg_find(r, ip->src_addr, udp->src_port, hdr->request_id);
+	msg = msg_find(r, ip, port, hdr->request_id);
 	if (msg == NULL) {
-		v = msg_start(lc, m, hdr, ip->src_addr, udp->src_port, cap, refuse, why, &msg);
+		v = msg_start(lc, m, hdr, ip, port, limit, &msg);
 		if (msg == NULL)
 			return v;
 	} else if (msg->state == MSG_DEAD) {
@@ -475,33 +724,48 @@ enum dp_verdict dp_reasm_segment(struct dp_lcore *lc, struct rte_mbuf *m, struct
 		msg_kill(lc, msg, DP_REASM_MISMATCH);
 		return dp_drop(lc, DP_DROP_SEGMENT);
 	}
-	if (hdr->seg_index >= msg->req_count) {
+	if (hdr->seg_index >= msg->first.seg_count) {
 		msg_kill(lc, msg, DP_REASM_BAD_INDEX);
 		return dp_drop(lc, DP_DROP_SEGMENT);
 	}
-	len = hdr->seg_index + 1u == msg->req_count ? msg->last_len : msg->slice;
+	len = hdr->seg_index + 1u == msg->first.seg_count ? msg->last_len : msg->slice;
 	if (hdr->body_len != len) {
 		msg_kill(lc, msg, DP_REASM_BAD_SLICE);
 		return dp_drop(lc, DP_DROP_SEGMENT);
 	}
-	slot = msg->req_base + hdr->seg_index;
-	if (r->slot_mbuf[slot] != NULL) {
+	if (msg->received != 0 && seg_find(r, msg->index, hdr->seg_index) != SEG_NONE) {
 		lc->stats.reasm[DP_REASM_DUPLICATE]++;
 		return dp_drop(lc, DP_DROP_SEGMENT);
 	}
-	r->slot_mbuf[slot] = m;
-	r->slot_page[slot] = (uint8_t *)(hdr + 1);
-	msg->received++;
-	lc->stats.reasm_segments++;
-	lc->stats.reasm_bytes += len;
-	if (msg->received < msg->req_count)
+	if (!budget_take(r, 1))
+		return msg_no_room(lc, msg, m, hdr);
+	if (msg->received + 1u < msg->first.seg_count) {
+		seg_add(r, msg, hdr->seg_index, m, (uint8_t *)(hdr + 1));
+		msg->received++;
+		msg->bytes += len;
+		lc->stats.reasm_segments++;
+		lc->stats.reasm_bytes += len;
 		return DP_VERDICT_HELD;
+	}
 
-	/* whole: out of the hash (a retry of the same request_id is a new message), the model layer's */
+	/* whole: its pages in one run (their mbufs already counted), out of the hash (a retry of the
+	 * same request_id is a new message), the model layer's */
+	base = slots_take(r, msg->first.seg_count);
+	if (base == SLOT_NONE) {
+		budget_give(r, 1);
+		return msg_no_room(lc, msg, m, hdr);
+	}
 	gauges_filling(lc, msg, -1);
+	segs_take(r, msg, true, seg_place, &base);
+	r->slot_mbuf[base + hdr->seg_index] = m;
+	r->slot_page[base + hdr->seg_index] = (uint8_t *)(hdr + 1);
+	msg->received++;
+	msg->bytes += len;
+	msg->req_base = base;
+	msg->req_count = msg->first.seg_count;
 	msg_hash_del(r, msg);
 	msg->state = MSG_HELD;
-	msg->pages = (struct bw_pages){&r->slot_page[msg->req_base], msg->slice, msg->req_count};
+	msg->pages = (struct bw_pages){&r->slot_page[base], msg->slice, msg->req_count};
 	gauges_held(lc, msg, +1);
 	lc->stats.messages_reassembled++;
 	*whole = msg;
@@ -533,6 +797,19 @@ const uint8_t *dp_msg_prefix(struct dp_lcore *lc, const struct dp_msg *msg, uint
 
 /* ---- replies ------------------------------------------------------------------------------------ */
 
+/* A run of n pages with n mbufs of budget. \return its first slot, or SLOT_NONE. */
+static uint32_t run_take(struct dp_reasm *r, uint32_t n)
+{
+	uint32_t base;
+
+	if (!budget_take(r, n))
+		return SLOT_NONE;
+	base = slots_take(r, n);
+	if (base == SLOT_NONE)
+		budget_give(r, n);
+	return base;
+}
+
 int dp_request_reply_pages(struct dp_lcore *lc, struct dp_request *req, uint32_t reply_len,
 			   const struct bw_pages **pages)
 {
@@ -550,10 +827,10 @@ int dp_request_reply_pages(struct dp_lcore *lc, struct dp_request *req, uint32_t
 		return -EALREADY;
 	if (msg == NULL) {
 		/* a one-datagram request becomes a message: its one mbuf in a slot of its own */
-		msg = msg_take(r);
+		msg = msg_take(lc);
 		if (msg == NULL)
 			return -ENOSPC;
-		msg->req_base = slots_take(r, 1);
+		msg->req_base = run_take(r, 1);
 		if (msg->req_base == SLOT_NONE) {
 			msg_free(r, msg);
 			return -ENOBUFS;
@@ -568,12 +845,12 @@ int dp_request_reply_pages(struct dp_lcore *lc, struct dp_request *req, uint32_t
 	} else {
 		gauges_held(lc, msg, -1);
 	}
-	base = slots_take(r, n);
+	base = run_take(r, n);
 	mbufs = base != SLOT_NONE ? &r->slot_mbuf[base] : NULL;
 	if (base == SLOT_NONE || rte_pktmbuf_alloc_bulk(req->mbuf->pool, mbufs, n) != 0) {
 		if (base != SLOT_NONE) {
 			memset(mbufs, 0, n * sizeof(mbufs[0]));
-			slots_mark(r, base, n, false);
+			slots_release(r, base, n);
 		}
 		if (req->msg == NULL) { /* undone: the request is one datagram again, still the caller's */
 			r->slot_mbuf[msg->req_base] = NULL;
@@ -695,6 +972,18 @@ void dp_msg_complete(struct dp_lcore *lc, struct dp_msg *msg, struct rte_mbuf *m
 
 /* ---- the clock ---------------------------------------------------------------------------------- */
 
+/* The first segment to leave the table keeps its mbuf (arg): the one DEADLINE_EXCEEDED goes out in it. */
+static void seg_keep_one(struct dp_reasm *r, const struct dp_seg *seg, void *arg)
+{
+	struct dp_seg *kept = arg;
+
+	if (kept->mbuf == NULL)
+		*kept = *seg;
+	else
+		rte_pktmbuf_free(seg->mbuf);
+	(void)r;
+}
+
 unsigned int dp_reasm_expire(struct dp_lcore *lc, uint64_t now)
 {
 	struct dp_reasm *r = lc->reasm;
@@ -702,6 +991,7 @@ unsigned int dp_reasm_expire(struct dp_lcore *lc, uint64_t now)
 
 	for (uint32_t i = 0; i < r->nb_msgs; i++) {
 		struct dp_msg *msg = &r->msgs[i];
+		struct dp_seg kept = {.mbuf = NULL};
 
 		if ((msg->state != MSG_FILLING && msg->state != MSG_DEAD) || (int64_t)(now - msg->expire_tsc) < 0)
 			continue;
@@ -711,23 +1001,16 @@ unsigned int dp_reasm_expire(struct dp_lcore *lc, uint64_t now)
 			continue;
 		}
 		gauges_filling(lc, msg, -1);
-		if (msg->first.deadline_us != BW_DEADLINE_NONE) {
+		if (msg->deadline_clock) {
 			/* a request whose deadline ran out is answered, from one of the segments it has */
-			struct rte_mbuf *m = NULL;
-			uint32_t k;
-
-			for (k = 0; k < msg->req_count && m == NULL; k++)
-				m = r->slot_mbuf[msg->req_base + k];
-			k--;
-			r->slot_mbuf[msg->req_base + k] = NULL;
+			segs_take(r, msg, false, seg_keep_one, &kept);
 			lc->stats.reasm[DP_REASM_DEADLINE]++;
-			dp_error_reply(lc, m, (struct bw_hdr *)(r->slot_page[msg->req_base + k] - sizeof(struct bw_hdr)),
+			dp_error_reply(lc, kept.mbuf, (struct bw_hdr *)(kept.page - sizeof(struct bw_hdr)),
 				       BW_STATUS_DEADLINE_EXCEEDED, "the request's deadline passed before all its segments arrived");
-			dp_tx_enqueue(lc, m);
+			dp_tx_enqueue(lc, kept.mbuf);
 		} else {
 			lc->stats.reasm[DP_REASM_TIMEOUT]++;
 		}
-		msg->state = MSG_DEAD; /* msg_free unhashes it */
 		msg_free(r, msg);
 	}
 	return n;

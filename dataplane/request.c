@@ -314,20 +314,27 @@ static enum dp_verdict infer_handle(struct dp_lcore *lc, const void *model, stru
 	return request_refuse(lc, req, status, msg[0] != '\0' ? msg : bw_status_name(status));
 }
 
-/* The first segment to arrive already says whether its model exists and takes its priority, and how
- * large a body it accepts: a message that cannot be served is refused before it is reassembled. */
+/*
+ * The first segment to arrive already says whether its model exists and takes its priority, how large
+ * a body it accepts, and (signed) whether its request_id is fresh: a message that cannot be served is
+ * refused before it is reassembled, and a replayed one before it holds anything.
+ */
 static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr)
 {
 	char msg[DP_ERROR_MSG_MAX + 1];
-	enum bw_status refuse = BW_STATUS_OK;
-	uint32_t cap = lc->cfg->msg_max;
+	struct dp_reasm_limit limit = {lc->cfg->msg_max, "this server's max_message_bytes", BW_STATUS_OK, msg};
 	struct dp_request *req = &lc->request;
 	struct dp_msg *whole;
 	enum dp_verdict v;
 
 	msg[0] = '\0';
+	if (hdr->opcode == BW_OP_PING && lc->cfg->ping_max < limit.cap) {
+		/* echoed to whatever source the datagram names: kept small */
+		limit.cap = lc->cfg->ping_max;
+		limit.cap_name = "this server's ping_max_bytes";
+	}
 	if (hdr->opcode == BW_OP_INFER) {
-		const void *model = model_resolve(lc, hdr, NULL, &refuse, msg, sizeof(msg));
+		const void *model = model_resolve(lc, hdr, NULL, &limit.refuse, msg, sizeof(msg));
 
 		/* every segment of a message comes from one source (reassembly keys on it), so checking
 		 * each here also covers the message once whole */
@@ -335,40 +342,46 @@ static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, s
 			return dp_drop(lc, DP_DROP_MODEL_NOT_ALLOWED);
 		if (model != NULL && auth_missing(lc, model)) {
 			lc->stats.auth[DP_AUTH_MISSING]++;
-			refuse = BW_STATUS_UNAUTHENTICATED;
+			limit.refuse = BW_STATUS_UNAUTHENTICATED;
 			snprintf(msg, sizeof(msg), "%s", auth_failure_message(DP_AUTH_MISSING));
 		}
 		if (model != NULL && lc->models->request_max != NULL) {
 			uint32_t model_cap = lc->models->request_max(model);
 
-			if (model_cap != 0 && model_cap < cap)
-				cap = model_cap;
+			if (model_cap != 0 && model_cap < limit.cap) {
+				limit.cap = model_cap;
+				limit.cap_name = "the model's largest request";
+			}
 		}
 	}
-	v = dp_reasm_segment(lc, m, hdr, cap, refuse, msg, &whole);
+	/* every segment was signed (flags are the same in all) and is checked as it comes; the message's
+	 * request_id is spent at its first segment, under that segment's key, so that a replayed first
+	 * segment is refused before it opens an entry */
+	if (lc->rx_authenticated && limit.refuse == BW_STATUS_OK && !dp_reasm_known(lc, hdr)) {
+		enum dp_auth_outcome o = dp_auth_replay_check(lc, hdr->request_id);
+
+		lc->stats.auth[o]++;
+		if (o != DP_AUTH_OK) {
+			limit.refuse = auth_failure_status(o);
+			snprintf(msg, sizeof(msg), "%s", auth_failure_message(o));
+		}
+	}
+	v = dp_reasm_segment(lc, m, hdr, &limit, &whole);
 	if (whole == NULL)
 		return v;
 
 	/* whole: served exactly as one datagram would be, from here on */
 	dp_msg_request(lc, whole, req);
-	/* every segment was signed (flags are the same in all) and checked as it came; the message's
-	 * request_id is checked for a replay once, now, under the key of the segment in hand */
-	if (lc->rx_authenticated) {
-		enum dp_auth_outcome o = dp_auth_replay_check(lc, req->hdr->request_id);
-
-		lc->stats.auth[o]++;
-		if (o != DP_AUTH_OK)
-			return request_refuse(lc, req, auth_failure_status(o), auth_failure_message(o));
-	}
 	if (req->hdr->opcode == BW_OP_PING) {
 		if (req->hdr->num_tensors != 0)
 			return request_refuse(lc, req, BW_STATUS_INVALID_ARGUMENT, "PING carries no tensors");
 		dp_msg_complete(lc, whole, req->mbuf, req->hdr, BW_STATUS_OK, req->body_len, 0, NULL);
 		return DP_VERDICT_HELD;
 	}
-	const void *model = model_resolve(lc, req->hdr, req->body, &refuse, msg, sizeof(msg));
+	enum bw_status status;
+	const void *model = model_resolve(lc, req->hdr, req->body, &status, msg, sizeof(msg));
 	if (model == NULL)
-		return request_refuse(lc, req, refuse, msg);
+		return request_refuse(lc, req, status, msg);
 	return infer_handle(lc, model, req, 0);
 }
 

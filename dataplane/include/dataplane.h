@@ -43,7 +43,9 @@
 #define DP_MSG_MAX_MAX 0xffffffffu
 #define DP_REASM_MSGS_DEFAULT 1024 /* messages in reassembly or held (until answered), per polling lcore */
 #define DP_REASM_MSGS_MAX 65536
-#define DP_REASM_TIMEOUT_US 100000 /* a message without a deadline has this long to arrive whole */
+#define DP_REASM_TIMEOUT_MS_DEFAULT 100 /* a message has this long to arrive whole (or its deadline) */
+#define DP_REASM_TIMEOUT_MS_MAX 60000
+#define DP_PING_MAX_DEFAULT 65536  /* largest PING body: echoed to whoever the source says it is */
 #define DP_REASM_SCAN_US 1000      /* how often the expiry scan runs */
 /* Replies a peer can make us send without being served, per polling lcore and second (0: no
  * limit). Generous for operators' tools (ping, arping, a client's mistakes) and far below what a
@@ -134,6 +136,7 @@ enum dp_reasm_reason {
 	DP_REASM_TIMEOUT,        /* incomplete when its clock ran out (no deadline): dropped */
 	DP_REASM_DEADLINE,       /* incomplete at its deadline: answered DEADLINE_EXCEEDED */
 	DP_REASM_DEAD_SEGMENT,   /* a segment of a message already discarded or answered */
+	DP_REASM_EVICTED,        /* a dead entry given up early: the table was full and a message needed it */
 	DP_REASM_REASON_COUNT
 };
 
@@ -230,6 +233,8 @@ struct dp_config {
 	uint32_t msg_max;       /* largest message body accepted (and reply sent), bytes */
 	uint32_t reasm_msgs;    /* per polling lcore: segmented messages in reassembly or held */
 	uint32_t reasm_mbufs;   /* per polling lcore: mbufs they may hold (0: dp_config_finalize derives) */
+	uint32_t reasm_timeout_ms; /* the longest a message may take to arrive whole */
+	uint32_t ping_max;      /* largest PING body, bytes (above one datagram: in segments) */
 	uint32_t error_rate;    /* per polling lcore: error replies a second to requests refused on arrival */
 	uint32_t icmp_rate;     /* per polling lcore: ICMP echo replies a second */
 	uint32_t arp_rate;      /* per polling lcore: ARP replies a second */

@@ -8,6 +8,7 @@
 #define BW_PLATFORM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_common.h>
@@ -15,6 +16,20 @@
 #include <rte_log.h>
 
 #include <batchwire/clock.h>
+
+/* ---- keyed hashing ---------------------------------------------------------------------------- */
+
+/* A secret hash key: a table of keys a peer chooses (addresses, ids) draws one at creation. */
+struct plat_hash_key {
+	uint64_t k0;
+	uint64_t k1;
+};
+
+/** SipHash-2-4 of len bytes under key: 64 bits nobody without the key can predict or aim. */
+uint64_t plat_siphash(const struct plat_hash_key *key, const void *data, size_t len);
+
+/** Fills key from the kernel's random source (getrandom). \return 0 or a negative errno. */
+int plat_hash_key_random(struct plat_hash_key *key);
 
 /* ---- logging ---------------------------------------------------------------------------------- */
 

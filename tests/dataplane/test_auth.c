@@ -524,6 +524,49 @@ int t_auth_suite_init(void)
 	return plat_clock_init() == 0 ? 0 : -1;
 }
 
+/*
+ * A signed message's request_id is spent at its first segment: that segment, captured and sent again
+ * after its message timed out, is refused UNAUTHENTICATED at once (counted a replay) and holds no mbuf,
+ * rather than opening an entry that waits out the reassembly clock.
+ */
+static void test_segment_replay(void)
+{
+	static struct dp_lcore lc;
+	static uint8_t body[600];
+	struct dp_auth *a;
+	struct outcome o;
+	uint64_t now;
+
+	key_file_standard(false);
+	lcore_with_keys(&lc, &a, 64);
+	now = realtime_ns();
+	memset(body, 0x5a, sizeof(body));
+	msg_init(&g_m, BW_OP_PING, 0);
+	msg_body_set(&g_m, body, sizeof(body));
+	msg_hdr(&g_m)->seg_count = 2;
+	msg_hdr(&g_m)->total_body_len = 1000; /* segment 1 (400 bytes) never comes */
+	msg_hdr(&g_m)->deadline_us = BW_DEADLINE_NONE; /* expires in silence: this lcore has no TX queue */
+	sign(T_KEY_ID, g_secret, sizeof(g_secret), now);
+
+	lc.burst_tsc = rte_rdtsc();
+	o = t_run(&lc, &g_f, g_f.len, T_RX_OL_FLAGS);
+	CU_ASSERT_EQUAL(o.verdict, DP_VERDICT_HELD);
+	CU_ASSERT_EQUAL(outcome_count(&lc, DP_AUTH_OK), 1);
+	CU_ASSERT_EQUAL(lc.stats.reasm_messages, 1);
+	CU_ASSERT_EQUAL(dp_reasm_expire(&lc, lc.burst_tsc + plat_us_to_tsc(DP_REASM_TIMEOUT_MS_DEFAULT * 1000)), 1);
+	CU_ASSERT_EQUAL(lc.stats.reasm_messages, 0);
+	/* the captured first segment again, within the signing window */
+	EXPECT(&lc, BW_STATUS_UNAUTHENTICATED, "already seen");
+	CU_ASSERT_EQUAL(outcome_count(&lc, DP_AUTH_REPLAY), 1);
+	CU_ASSERT_EQUAL(lc.stats.reasm_messages, 0);
+	CU_ASSERT_EQUAL(lc.stats.reasm_segments, 0);
+	CU_ASSERT_EQUAL(lc.stats.reasm[DP_REASM_REFUSED], 1);
+	t_reply_release();
+	dp_reasm_expire(&lc, UINT64_MAX / 2);
+	lcore_without_keys(&lc, a);
+	unlink(g_key_path);
+}
+
 CU_TestInfo g_auth_tests[] = {
 	{ "HMAC-SHA256: RFC 4231 vectors, in parts", test_hmac_vectors },
 	{ "key file lines: ids, secrets, comments, every malformed one", test_key_lines },
@@ -531,6 +574,7 @@ CU_TestInfo g_auth_tests[] = {
 	{ "signed requests: ok, replay, wrong key, unknown key, flipped bit, other source, stale, no keys",
 	  test_signed_requests },
 	{ "overtaken datagrams within the recent ids, replays below them", test_reordering },
+	{ "a signed message's first segment replayed: refused at once, nothing held", test_segment_replay },
 	{ "a model that requires signing; signed MODEL_INFO unpadded", test_model_requires_auth },
 	{ "reloads: new keys at once, dropped ones for the overlap, a bad file changes nothing", test_reload },
 	{ "the lcore's table of sources full: RESOURCE_EXHAUSTED", test_flows_full },

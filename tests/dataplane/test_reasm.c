@@ -41,6 +41,7 @@
 #define T_CLIENTS 8
 #define T_FAR_US (UINT32_MAX + UINT64_C(1)) /* past any message's clock: deadline_us is 32 bits */
 #define T_ARRIVAL_TSC UINT64_C(0x100000000000) /* the arrival time of cases that script the clock */
+#define T_TIMEOUT_US (DP_REASM_TIMEOUT_MS_DEFAULT * UINT64_C(1000)) /* reassembly_timeout_ms by default */
 
 static struct rte_ring *g_rx;
 static struct rte_ring *g_tx;
@@ -776,7 +777,7 @@ static void test_segment_after_whole(void)
 	GAUGES(lc, 1, 1, 1000);
 	tx_collect(lc);
 	EXPECT_OK(lc, &t);
-	CU_ASSERT_EQUAL(dp_reasm_expire(lc, T_ARRIVAL_TSC + 1 + plat_us_to_tsc(DP_REASM_TIMEOUT_US)), 1);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, T_ARRIVAL_TSC + 1 + plat_us_to_tsc(T_TIMEOUT_US)), 1);
 	COUNTS(lc, .requests = 4, .segments_in = 4, .segments_out = 3, .reassembled = 1, .reasm[DP_REASM_TIMEOUT] = 1,
 	       .replies[BW_STATUS_OK] = 1);
 	CASE_END(lc, 0);
@@ -855,7 +856,7 @@ static void test_many_clients(void)
 static void test_timeout(void)
 {
 	struct dp_lcore *lc = &g_lc1500;
-	const uint64_t t0 = T_ARRIVAL_TSC, timeout = plat_us_to_tsc(DP_REASM_TIMEOUT_US);
+	const uint64_t t0 = T_ARRIVAL_TSC, timeout = plat_us_to_tsc(T_TIMEOUT_US);
 	struct tmsg t;
 
 	tmsg_init(&t, BW_OP_PING, 0, 1000, 3);
@@ -886,12 +887,17 @@ static void test_timeout(void)
 	tmsg_fini(&t);
 }
 
-/* A segment missing from a request with a deadline: at the deadline (not before, and not at 100 ms
- * when it is longer) one DEADLINE_EXCEEDED datagram, from whichever segment it has; never again. */
+/*
+ * A segment missing from a request with a deadline: at the deadline (not before) one
+ * DEADLINE_EXCEEDED datagram, from whichever segment it has; never again. A deadline longer than
+ * reassembly_timeout_ms does not hold the entry past it: discarded in silence at the timeout (the
+ * deadline has not passed; the client's own timeout resends).
+ */
 static void deadline_case(uint8_t opcode, uint32_t deadline_us, const uint32_t *sent, unsigned int nb_sent)
 {
 	struct dp_lcore *lc = &g_lc1500;
-	const uint64_t t0 = T_ARRIVAL_TSC, deadline = plat_us_to_tsc(deadline_us);
+	const bool capped = deadline_us > T_TIMEOUT_US;
+	const uint64_t t0 = T_ARRIVAL_TSC, clock = plat_us_to_tsc(capped ? T_TIMEOUT_US : deadline_us);
 	struct tmsg t;
 	uint32_t len = 2444;
 	const char *name = "d";
@@ -906,17 +912,20 @@ static void deadline_case(uint8_t opcode, uint32_t deadline_us, const uint32_t *
 	case_begin(lc);
 	for (unsigned int i = 0; i < nb_sent; i++)
 		SEG(lc, &t, sent[i], t0 + i, DP_VERDICT_HELD);
-	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + deadline - 1), 0);
-	if (deadline_us > DP_REASM_TIMEOUT_US)
-		CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + plat_us_to_tsc(DP_REASM_TIMEOUT_US)), 0);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + clock - 1), 0);
 	tx_collect(lc);
 	CU_ASSERT_EQUAL(g_nb_tx, 0);
-	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + deadline), 1);
-	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + deadline + plat_us_to_tsc(1000000)), 0);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + clock), 1);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + plat_us_to_tsc(deadline_us) + plat_us_to_tsc(1000000)), 0);
 	tx_collect(lc);
-	EXPECT_ERROR(lc, &t, BW_STATUS_DEADLINE_EXCEEDED, "deadline");
-	COUNTS(lc, .requests = nb_sent, .segments_in = nb_sent, .reasm[DP_REASM_DEADLINE] = 1,
-	       .replies[BW_STATUS_DEADLINE_EXCEEDED] = 1);
+	if (capped) {
+		CU_ASSERT_EQUAL(g_nb_tx, 0);
+		COUNTS(lc, .requests = nb_sent, .segments_in = nb_sent, .reasm[DP_REASM_TIMEOUT] = 1);
+	} else {
+		EXPECT_ERROR(lc, &t, BW_STATUS_DEADLINE_EXCEEDED, "deadline");
+		COUNTS(lc, .requests = nb_sent, .segments_in = nb_sent, .reasm[DP_REASM_DEADLINE] = 1,
+		       .replies[BW_STATUS_DEADLINE_EXCEEDED] = 1);
+	}
 	CU_ASSERT_EQUAL(g_stub.infer_calls, 0);
 	CASE_END(lc, 0);
 	tmsg_fini(&t);
@@ -929,7 +938,9 @@ static void test_deadline(void)
 	deadline_case(BW_OP_PING, 2000, first_last, RTE_DIM(first_last));
 	deadline_case(BW_OP_PING, 2000, middle_last, RTE_DIM(middle_last)); /* segment 0 missing */
 	deadline_case(BW_OP_INFER, 5000, middle, RTE_DIM(middle));
-	deadline_case(BW_OP_PING, 250000, first_last, RTE_DIM(first_last)); /* longer than 100 ms */
+	deadline_case(BW_OP_PING, 100000, first_last, RTE_DIM(first_last)); /* exactly reassembly_timeout_ms */
+	deadline_case(BW_OP_PING, 250000, first_last, RTE_DIM(first_last)); /* longer: the timeout, in silence */
+	deadline_case(BW_OP_PING, UINT32_MAX - 1, first_last, RTE_DIM(first_last)); /* 71 minutes: 100 ms too */
 }
 
 /* ---- discards --------------------------------------------------------------------------------- */
@@ -1103,71 +1114,109 @@ static void test_bad_slice(void)
 		{ 1, 1000 }, { 0, 1001 }, { 2, 1000 });
 }
 
-/* The first segment to arrive implies slices below 256 (3 segments of 255, 255, 100): bad_slice, and
- * the rest of the message is dead. */
-static void test_first_slice_short(void)
-{
-	DISCARD("first slice 255", 610, 255, 3, 0, DP_REASM_BAD_SLICE, { 0, 255 }, { 1, 255 }, { 2, 100 });
-	DISCARD("a middle slice of 255 first", 610, 255, 3, 0, DP_REASM_BAD_SLICE, { 1, 255 }, { 2, 100 }, { 0, 255 });
-	DISCARD("the last first, implying slices of 255", 610, 255, 3, 0, DP_REASM_BAD_SLICE, { 2, 100 }, { 0, 255 },
-		{ 1, 255 });
-}
-
-/* A total that the first segment to arrive cannot cut into seg_count slices: bad_total, and the rest
- * of the message is dead (docs/protocol.md: the first segment to arrive fixes the slices; brief: the
- * remaining segments count dead_segment, nothing is answered). */
-static void test_bad_total(void)
-{
-	DISCARD("slice * (n-1) == total (the last slice would be empty)", 2000, 1000, 3, 0, DP_REASM_BAD_TOTAL,
-		{ 0, 1000 }, { 1, 1000 }, { 2, 0 });
-	DISCARD("slice * (n-1) > total", 1999, 1000, 3, 0, DP_REASM_BAD_TOTAL, { 1, 1000 }, { 0, 1000 });
-	DISCARD("the last slice would be longer than the others", 3001, 1000, 3, 0, DP_REASM_BAD_TOTAL, { 0, 1000 },
-		{ 2, 1001 }, { 1, 1000 });
-	DISCARD("the last first: total - last does not divide by n-1", 2501, 1000, 3, 0, DP_REASM_BAD_TOTAL,
-		{ 2, 500 }, { 0, 1000 }, { 1, 1000 });
-	DISCARD("the last first: longer than total", 400, 1000, 2, 0, DP_REASM_BAD_TOTAL, { 1, 500 }, { 0, 400 });
-	DISCARD("the last first: longer than the slices it implies", 1700, 400, 3, 0, DP_REASM_BAD_TOTAL, { 2, 900 },
-		{ 0, 400 }, { 1, 400 });
-	DISCARD("the last first: empty", 600, 600, 2, 0, DP_REASM_BAD_TOTAL, { 1, 0 }, { 0, 600 });
-	DISCARD("seg_count 2, one slice holding all of total", 1000, 1000, 2, 0, DP_REASM_BAD_TOTAL, { 0, 1000 },
-		{ 1, 0 });
-}
-
 /*
- * A request with a deadline whose first segment to arrive cannot be cut (the last, 500 bytes of
- * 2501 in 3 segments): discarded, so never answered, not even DEADLINE_EXCEEDED when its deadline
- * passes; its other segments (which on their own would say slices of 1000 and a last of 501) are
- * dead.
+ * Segments that no well-formed message can have, as the first of their message to arrive: each is
+ * dropped with its reason and leaves nothing behind (no entry: a stranger cannot fill the table with
+ * them). Every other segment of the message is then judged on its own: one that implies a well-formed
+ * message starts it (HELD), and that message, never whole, times out in silence.
  */
-static void test_bad_total_deadline(void)
+struct malformed_step {
+	uint32_t index;
+	uint32_t len;
+	bool held;
+};
+
+static void malformed_case(const char *what, uint32_t total, uint32_t slice, uint16_t count, uint32_t deadline_us,
+			   const struct malformed_step *steps, unsigned int nb_steps, enum dp_reasm_reason reason)
 {
 	struct dp_lcore *lc = &g_lc1500;
 	const uint64_t t0 = T_ARRIVAL_TSC;
+	uint64_t clock = plat_us_to_tsc(deadline_us != BW_DEADLINE_NONE ? deadline_us : T_TIMEOUT_US);
+	unsigned int held = 0;
+	struct counts want;
 	struct tmsg t;
 
-	tmsg_init(&t, BW_OP_PING, 0, 1000, 7);
-	tmsg_pattern(&t, 2501, 1);
-	t.hdr.seg_count = 3;
-	t.hdr.deadline_us = 2000;
-	ctx_set("bad_total, deadline 2000 us");
+	tmsg_init(&t, BW_OP_PING, 0, slice, 6);
+	tmsg_pattern(&t, total, total + slice);
+	t.hdr.seg_count = count;
+	t.hdr.deadline_us = deadline_us;
+	ctx_set("%s", what);
 	case_begin(lc);
-	seg_frame_len(&t, 2, 500);
-	SEND(lc, t0, DP_VERDICT_DROP);
-	seg_frame_len(&t, 0, 1000);
-	SEND(lc, t0 + 1, DP_VERDICT_DROP);
-	seg_frame_len(&t, 1, 1000);
-	SEND(lc, t0 + 2, DP_VERDICT_DROP);
-	CHECKF(lc->stats.reasm_messages == 0, "%" PRIu64 " messages in reassembly after a discard", lc->stats.reasm_messages);
-	dp_reasm_expire(lc, t0 + plat_us_to_tsc(2000) + 2);
+	for (unsigned int i = 0; i < nb_steps; i++) {
+		seg_frame_len(&t, steps[i].index, steps[i].len);
+		SEND(lc, t0, steps[i].held ? DP_VERDICT_HELD : DP_VERDICT_DROP);
+		held += steps[i].held;
+		if (i == 0) {
+			counter_at(lc->stats.reasm[reason], 1, dp_reasm_reason_name(reason), __LINE__);
+			GAUGES(lc, 0, 0, 0);
+			CHECKF(rte_mempool_avail_count(g_pool) == g_avail, "%u mbufs free after the drop, %u before",
+			       rte_mempool_avail_count(g_pool), g_avail);
+		}
+	}
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + clock - 1), 0);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + clock), held != 0 ? 1 : 0);
 	tx_collect(lc);
-	CHECKF(g_nb_tx == 0, "%u datagrams sent for a discarded message (the first: status %s)", g_nb_tx,
-	       g_nb_tx != 0 ? bw_status_name(m_bw(g_txm[0])->status) : "-");
-	for (unsigned int i = 0; i < g_nb_tx; i++)
-		g_claimed[i] = true; /* reported above */
-	COUNTS(lc, .requests = 3, .segments_in = 3, .drop_segment = 3, .reasm[DP_REASM_BAD_TOTAL] = 1,
-	       .reasm[DP_REASM_DEAD_SEGMENT] = 2);
+	want = (struct counts){ .requests = nb_steps, .segments_in = nb_steps, .drop_segment = nb_steps - held };
+	want.reasm[reason] = nb_steps - held;
+	if (held != 0 && deadline_us != BW_DEADLINE_NONE) {
+		/* the well-formed part's deadline passed: answered, from a segment the client did send */
+		EXPECT_ERROR(lc, &t, BW_STATUS_DEADLINE_EXCEEDED, "deadline");
+		want.reasm[DP_REASM_DEADLINE] = 1;
+		want.replies[BW_STATUS_DEADLINE_EXCEEDED] = 1;
+	} else if (held != 0) {
+		want.reasm[DP_REASM_TIMEOUT] = 1;
+	}
+	counts_check_at(lc, &want, __LINE__);
 	CASE_END(lc, 0);
 	tmsg_fini(&t);
+}
+#define MALFORMED(what, total, slice, count, deadline, reason, ...)                                               \
+	do {                                                                                                     \
+		static const struct malformed_step steps_[] = { __VA_ARGS__ };                                   \
+		malformed_case(what, total, slice, count, deadline, steps_, RTE_DIM(steps_), reason);            \
+	} while (0)
+#define NONE BW_DEADLINE_NONE
+
+/* Slices below 256 (3 segments of 255, 255, 100): every segment says so, whichever comes first. */
+static void test_first_slice_short(void)
+{
+	MALFORMED("first slice 255", 610, 255, 3, NONE, DP_REASM_BAD_SLICE, { 0, 255, false }, { 1, 255, false },
+		  { 2, 100, false });
+	MALFORMED("a middle slice of 255 first", 610, 255, 3, NONE, DP_REASM_BAD_SLICE, { 1, 255, false },
+		  { 2, 100, false }, { 0, 255, false });
+	MALFORMED("the last first, implying slices of 255", 610, 255, 3, NONE, DP_REASM_BAD_SLICE, { 2, 100, false },
+		  { 0, 255, false }, { 1, 255, false });
+}
+
+/* A total that the first segment to arrive cannot cut into seg_count slices: bad_total, no entry. */
+static void test_bad_total(void)
+{
+	MALFORMED("slice * (n-1) == total (the last slice would be empty)", 2000, 1000, 3, NONE, DP_REASM_BAD_TOTAL,
+		  { 0, 1000, false }, { 1, 1000, false }, { 2, 0, false });
+	MALFORMED("slice * (n-1) > total", 1999, 1000, 3, NONE, DP_REASM_BAD_TOTAL, { 1, 1000, false },
+		  { 0, 1000, false });
+	MALFORMED("the last slice would be longer than the others", 3001, 1000, 3, NONE, DP_REASM_BAD_TOTAL,
+		  { 0, 1000, false }, { 2, 1001, false }, { 1, 1000, false });
+	/* its other segments imply slices of 1000 and a last of 501: a message that never completes */
+	MALFORMED("the last first: total - last does not divide by n-1", 2501, 1000, 3, NONE, DP_REASM_BAD_TOTAL,
+		  { 2, 500, false }, { 0, 1000, true }, { 1, 1000, true });
+	MALFORMED("the last first: longer than total", 400, 1000, 2, NONE, DP_REASM_BAD_TOTAL, { 1, 500, false },
+		  { 0, 400, false });
+	MALFORMED("the last first: longer than the slices it implies", 1700, 400, 3, NONE, DP_REASM_BAD_TOTAL,
+		  { 2, 900, false }, { 0, 400, false }, { 1, 400, false });
+	MALFORMED("the last first: empty", 600, 600, 2, NONE, DP_REASM_BAD_TOTAL, { 1, 0, false }, { 0, 600, false });
+	MALFORMED("seg_count 2, one slice holding all of total", 1000, 1000, 2, NONE, DP_REASM_BAD_TOTAL,
+		  { 0, 1000, false }, { 1, 0, false });
+}
+
+/* With a deadline: the malformed segment is never answered; the part that forms a message of its own
+ * (slices of 1000, a last of 501) is answered DEADLINE_EXCEEDED at its deadline, once. */
+static void test_bad_total_deadline(void)
+{
+	MALFORMED("bad_total, deadline 2000 us", 2501, 1000, 3, 2000, DP_REASM_BAD_TOTAL, { 2, 500, false },
+		  { 0, 1000, true }, { 1, 1000, true });
+	MALFORMED("bad_slice, deadline 2000 us", 610, 255, 3, 2000, DP_REASM_BAD_SLICE, { 2, 100, false },
+		  { 0, 255, false }, { 1, 255, false });
 }
 
 /* A message discarded mid-way (a short middle slice) that had a deadline: when the deadline passes
@@ -1377,18 +1426,23 @@ static void test_table_full(void)
 	tmsg_fini(&big);
 }
 
-/* reassembly_mbufs 8: a message of 9 segments never fits; one of 5 does not while another of 5 holds
- * its slots, and does once they are free. */
+/*
+ * reassembly_mbufs 8, counted as datagrams arrive: a message of 9 segments never fits (refused at its
+ * first); two messages holding 4 mbufs each fill the budget, so that the next segment to arrive, a
+ * new message's or one of theirs, is refused RESOURCE_EXHAUSTED and its message discarded (its mbufs
+ * given back), and the other completes; then there is room again.
+ */
 static void test_no_room(void)
 {
 	static struct dp_config cfg;
 	static struct dp_lcore lc_room;
 	struct dp_lcore *lc = &lc_room;
-	struct tmsg nine, a, b, c;
+	struct tmsg nine, a, b, c, d;
 
 	dp_config_defaults(&cfg);
 	cfg.mtu = 1500;
 	cfg.msg_max = 8 * T_SLICE_1500;
+	cfg.ping_max = cfg.msg_max;
 	cfg.reasm_mbufs = 8;
 	CU_ASSERT_EQUAL_FATAL(lcore_make(lc, &cfg), 0);
 	tmsg_init(&nine, BW_OP_PING, 0, 256, 0);
@@ -1399,32 +1453,41 @@ static void test_no_room(void)
 	tmsg_pattern(&b, 4 * 256 + 200, 3);
 	tmsg_init(&c, BW_OP_PING, 0, 256, 3);
 	tmsg_pattern(&c, 4 * 256 + 1, 4);
+	tmsg_init(&d, BW_OP_PING, 0, 256, 4);
+	tmsg_pattern(&d, 4 * 256 + 1, 5);
 	CU_ASSERT_EQUAL_FATAL(tmsg_count(&nine), 9);
 	ctx_set("reassembly_mbufs 8");
 	case_begin(lc);
 	SEG(lc, &nine, 4, T_ARRIVAL_TSC, DP_VERDICT_REPLY);
 	SEG(lc, &nine, 0, T_ARRIVAL_TSC, DP_VERDICT_DROP);
-	SEG(lc, &a, 0, T_ARRIVAL_TSC, DP_VERDICT_HELD);
-	SEG(lc, &b, 0, T_ARRIVAL_TSC, DP_VERDICT_REPLY);
-	for (uint32_t k = 1; k < 5; k++)
+	for (uint32_t k = 0; k < 4; k++) {
 		SEG(lc, &a, k, T_ARRIVAL_TSC, DP_VERDICT_HELD);
-	SEG(lc, &b, 1, T_ARRIVAL_TSC, DP_VERDICT_DROP); /* b stays refused until its clock runs out */
+		SEG(lc, &b, k, T_ARRIVAL_TSC, DP_VERDICT_HELD);
+	}
+	GAUGES(lc, 2, 8, 8 * 256);
+	SEG(lc, &c, 0, T_ARRIVAL_TSC, DP_VERDICT_REPLY); /* a new message: no budget */
+	SEG(lc, &a, 4, T_ARRIVAL_TSC, DP_VERDICT_REPLY); /* a's last: no budget either; a is discarded */
+	GAUGES(lc, 1, 4, 4 * 256);
+	SEG(lc, &b, 4, T_ARRIVAL_TSC, DP_VERDICT_HELD);  /* a's mbufs are back: b completes */
+	SEG(lc, &c, 1, T_ARRIVAL_TSC, DP_VERDICT_DROP);  /* c stays refused until its clock runs out */
 	for (uint32_t k = 0; k < 5; k++)
-		SEG(lc, &c, k, T_ARRIVAL_TSC, DP_VERDICT_HELD);
+		SEG(lc, &d, k, T_ARRIVAL_TSC, DP_VERDICT_HELD);
 	tx_collect(lc);
-	EXPECT_ERROR(lc, &nine, BW_STATUS_RESOURCE_EXHAUSTED, "mbufs");
-	EXPECT_ERROR(lc, &b, BW_STATUS_RESOURCE_EXHAUSTED, "mbufs");
-	EXPECT_OK(lc, &a);
-	EXPECT_OK(lc, &c);
-	COUNTS(lc, .requests = 14, .segments_in = 14, .segments_out = 10, .reassembled = 2, .drop_segment = 2,
-	       .reasm[DP_REASM_NO_ROOM] = 2, .reasm[DP_REASM_DEAD_SEGMENT] = 2,
-	       .replies[BW_STATUS_RESOURCE_EXHAUSTED] = 2, .replies[BW_STATUS_OK] = 2);
-	CASE_END(lc, 2);
+	EXPECT_ERROR(lc, &nine, BW_STATUS_RESOURCE_EXHAUSTED, "reassembly_mbufs");
+	EXPECT_ERROR(lc, &c, BW_STATUS_RESOURCE_EXHAUSTED, "mbufs");
+	EXPECT_ERROR(lc, &a, BW_STATUS_RESOURCE_EXHAUSTED, "mbufs");
+	EXPECT_OK(lc, &b);
+	EXPECT_OK(lc, &d);
+	COUNTS(lc, .requests = 19, .segments_in = 19, .segments_out = 10, .reassembled = 2, .drop_segment = 2,
+	       .reasm[DP_REASM_NO_ROOM] = 3, .reasm[DP_REASM_DEAD_SEGMENT] = 2,
+	       .replies[BW_STATUS_RESOURCE_EXHAUSTED] = 3, .replies[BW_STATUS_OK] = 2);
+	CASE_END(lc, 3);
 	dp_lcore_fini(lc);
 	tmsg_fini(&nine);
 	tmsg_fini(&a);
 	tmsg_fini(&b);
 	tmsg_fini(&c);
+	tmsg_fini(&d);
 }
 
 /* ---- tensors across pages --------------------------------------------------------------------- */
@@ -1504,6 +1567,202 @@ static void test_max_descriptors(void)
 	}
 }
 
+/* ---- adversaries: a peer without a key trying to hold reassembly ------------------------------ */
+
+/* An lcore of default limits at MTU 1500 (and every refusal answered, so that counts are exact). */
+static void adversary_lcore(struct dp_lcore *lc, struct dp_config *cfg, uint32_t ping_max)
+{
+	dp_config_defaults(cfg);
+	cfg->mtu = 1500;
+	cfg->error_rate = 0;
+	cfg->ping_max = ping_max;
+	CU_ASSERT_EQUAL_FATAL(lcore_make(lc, cfg), 0);
+}
+
+/* A good client's echo INFER of 3 segments (from client 2), sent whole and answered OK. */
+static void good_infer_at(struct dp_lcore *lc, uint64_t tsc, int line)
+{
+	uint32_t len = 3000 - 56;
+	const char *name = "good";
+	struct tmsg t;
+
+	tmsg_init(&t, BW_OP_INFER, STUB_MODEL_ECHO, T_SLICE_1500, 2);
+	tmsg_tensors(&t, &len, &name, 1, line);
+	CU_ASSERT_EQUAL_FATAL(tmsg_count(&t), 3);
+	for (uint32_t k = 0; k < 3; k++) {
+		seg_frame(&t, k);
+		send_at(lc, tsc, DP_VERDICT_HELD, line);
+	}
+	tx_collect(lc);
+	expect_ok_at(lc, &t, line);
+	tmsg_fini(&t);
+}
+
+/*
+ * One datagram claiming every mbuf of the core, for 71 minutes: a PING's first segment with seg_count
+ * as large as max_message_bytes allows and deadline_us 0xffffffff. PING is capped (ping_max_bytes):
+ * refused at once. With the cap lifted, and as an INFER to a model that takes large requests, it holds
+ * the one mbuf it brought; a good client's 3-segment request is served beside it; at
+ * reassembly_timeout_ms (not its deadline) it is gone, in silence.
+ */
+static void test_one_datagram_claim(void)
+{
+	static struct dp_config cfg_capped, cfg_open;
+	static struct dp_lcore capped, open;
+	const uint64_t t0 = T_ARRIVAL_TSC;
+	struct tmsg ping, infer;
+	uint16_t count;
+
+	adversary_lcore(&capped, &cfg_capped, DP_PING_MAX_DEFAULT);
+	adversary_lcore(&open, &cfg_open, DP_MSG_MAX_DEFAULT);
+	count = (uint16_t)dp_msg_segments(&cfg_open, cfg_open.msg_max);
+	tmsg_init(&ping, BW_OP_PING, 0, T_SLICE_1500, 0);
+	tmsg_pattern(&ping, T_SLICE_1500, 1);
+	ping.hdr.seg_count = count;
+	ping.hdr.total_body_len = cfg_open.msg_max;
+	ping.hdr.deadline_us = UINT32_MAX;
+	tmsg_init(&infer, BW_OP_INFER, STUB_MODEL_ECHO, T_SLICE_1500, 1);
+	tmsg_pattern(&infer, T_SLICE_1500, 2);
+	infer.hdr.seg_count = count;
+	infer.hdr.total_body_len = cfg_open.msg_max;
+	infer.hdr.deadline_us = UINT32_MAX;
+	infer.hdr.num_tensors = 1;
+
+	ctx_set("PING claiming %u segments, ping_max_bytes at its default", count);
+	case_begin(&capped);
+	SEG(&capped, &ping, 0, t0, DP_VERDICT_REPLY);
+	tx_collect(&capped);
+	EXPECT_ERROR(&capped, &ping, BW_STATUS_RESOURCE_EXHAUSTED, "ping_max_bytes");
+	GAUGES(&capped, 0, 0, 0);
+	COUNTS(&capped, .requests = 1, .segments_in = 1, .reasm[DP_REASM_TOO_LARGE] = 1,
+	       .replies[BW_STATUS_RESOURCE_EXHAUSTED] = 1);
+	CASE_END(&capped, 1);
+
+	ctx_set("PING and INFER claiming %u segments each, deadline 0xffffffff", count);
+	case_begin(&open);
+	SEG(&open, &ping, 0, t0, DP_VERDICT_HELD);
+	SEG(&open, &infer, 0, t0, DP_VERDICT_HELD);
+	GAUGES(&open, 2, 2, 2 * T_SLICE_1500);
+	CHECKF(rte_mempool_avail_count(g_pool) == g_avail - 2, "the claims hold %u mbufs, expected the 2 they brought",
+	       g_avail - rte_mempool_avail_count(g_pool));
+	good_infer_at(&open, t0 + 1, __LINE__);
+	CU_ASSERT_EQUAL(dp_reasm_expire(&open, t0 + plat_us_to_tsc(T_TIMEOUT_US) - 1), 0);
+	CU_ASSERT_EQUAL(dp_reasm_expire(&open, t0 + plat_us_to_tsc(T_TIMEOUT_US)), 2);
+	GAUGES(&open, 0, 0, 0);
+	COUNTS(&open, .requests = 5, .segments_in = 5, .segments_out = 3, .reassembled = 1,
+	       .reasm[DP_REASM_TIMEOUT] = 2, .replies[BW_STATUS_OK] = 1);
+	CASE_END(&open, 0);
+	dp_lcore_fini(&capped);
+	dp_lcore_fini(&open);
+	tmsg_fini(&ping);
+	tmsg_fini(&infer);
+}
+
+/*
+ * A table's worth of dead entries (first segments refused: no such model, distinct ids, one source)
+ * and as many malformed first segments (no entry at all): a good client from another source is served
+ * all the same, taking the oldest dead entry (counted evicted); the rest go at reassembly_timeout_ms.
+ */
+static void test_dead_entries(void)
+{
+	static struct dp_config cfg;
+	static struct dp_lcore lc_dead;
+	struct dp_lcore *lc = &lc_dead;
+	const uint64_t t0 = T_ARRIVAL_TSC;
+	struct tmsg t;
+	uint32_t n;
+
+	adversary_lcore(lc, &cfg, DP_PING_MAX_DEFAULT);
+	n = cfg.reasm_msgs;
+	ctx_set("%u refused first segments, %u malformed ones, then a good client", n, n);
+	case_begin(lc);
+	tmsg_init(&t, BW_OP_INFER, STUB_MODEL_UNKNOWN, 1000, 0);
+	tmsg_pattern(&t, 2500, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		t.hdr.request_id++;
+		seg_frame(&t, 0);
+		send_at(lc, t0, DP_VERDICT_REPLY, __LINE__);
+		tx_collect(lc);
+		tx_release(); /* n replies: more than the TX ring holds */
+	}
+	t.hdr.total_body_len = 2000; /* slices of 1000 leave the last one empty */
+	for (uint32_t i = 0; i < n; i++) {
+		t.hdr.request_id++;
+		seg_frame(&t, 0);
+		send_at(lc, t0, DP_VERDICT_DROP, __LINE__);
+	}
+	GAUGES(lc, 0, 0, 0);
+	good_infer_at(lc, t0 + 1, __LINE__);
+	good_infer_at(lc, t0 + 2, __LINE__); /* the entry the first freed once answered: no eviction */
+	CU_ASSERT_EQUAL(lc->stats.reasm[DP_REASM_EVICTED], 1);
+	CU_ASSERT_EQUAL(lc->stats.reasm[DP_REASM_REFUSED], n);
+	CU_ASSERT_EQUAL(lc->stats.reasm[DP_REASM_BAD_TOTAL], n);
+	CU_ASSERT_EQUAL(lc->stats.replies[BW_STATUS_NOT_FOUND], n);
+	CU_ASSERT_EQUAL(lc->stats.replies[BW_STATUS_OK], 2);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + plat_us_to_tsc(T_TIMEOUT_US) - 1), 0);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, t0 + plat_us_to_tsc(T_TIMEOUT_US)), n - 1);
+	CASE_END(lc, 0);
+	dp_lcore_fini(lc);
+	tmsg_fini(&t);
+}
+
+/* The bucket an unkeyed mix of the key picked (what the table used before it took a secret). */
+static uint32_t unkeyed_bucket(uint32_t ip, uint16_t port, uint64_t request_id, uint32_t mask)
+{
+	return (uint32_t)(((request_id ^ ((uint64_t)ip << 16 | port)) * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & mask;
+}
+
+/* x with x * a == 1 modulo 2^64 (a odd): Newton's iteration doubles the correct bits each step. */
+static uint64_t inverse_mod64(uint64_t a)
+{
+	uint64_t x = a;
+
+	for (int i = 0; i < 6; i++)
+		x *= 2 - a * x;
+	return x;
+}
+
+/*
+ * request_ids chosen so that an unkeyed hash puts every one in one bucket (their products differ only
+ * above the bucket bits): under the lcore's secret key the chains stay short.
+ */
+static void test_colliding_ids(void)
+{
+	static struct dp_config cfg;
+	static struct dp_lcore lc_coll;
+	struct dp_lcore *lc = &lc_coll;
+	const uint64_t g_inv = inverse_mod64(UINT64_C(0x9e3779b97f4a7c15));
+	const struct client *from = &g_clients[0];
+	uint32_t n, mask, same = 0, longest;
+	struct tmsg t;
+
+	adversary_lcore(lc, &cfg, DP_PING_MAX_DEFAULT);
+	n = cfg.reasm_msgs;
+	mask = rte_align32pow2(n * 2) - 1;
+	ctx_set("%u ids on one chain of an unkeyed hash", n);
+	case_begin(lc);
+	tmsg_init(&t, BW_OP_PING, 0, 1000, 0);
+	tmsg_pattern(&t, 2500, 3);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t wanted = (uint64_t)(i + 1) << 43; /* above bits 32..42, the bucket's */
+
+		t.hdr.request_id = (g_inv * wanted) ^ ((uint64_t)rte_cpu_to_be_32(from->ip) << 16 |
+						       rte_cpu_to_be_16(from->port));
+		same += unkeyed_bucket(rte_cpu_to_be_32(from->ip), rte_cpu_to_be_16(from->port), t.hdr.request_id,
+				       mask) == 0;
+		seg_frame(&t, 0);
+		send_at(lc, T_ARRIVAL_TSC, DP_VERDICT_HELD, __LINE__);
+	}
+	CHECKF(same == n, "%u of %u ids collide unkeyed: the attack is not what this test says", same, n);
+	longest = dp_reasm_chain_max(lc);
+	CHECKF(longest <= 16, "the longest chain holds %u of %u entries", longest, n);
+	GAUGES(lc, n, n, (uint64_t)n * 1000);
+	CU_ASSERT_EQUAL(dp_reasm_expire(lc, T_ARRIVAL_TSC + plat_us_to_tsc(T_TIMEOUT_US)), n);
+	CASE_END(lc, 0);
+	dp_lcore_fini(lc);
+	tmsg_fini(&t);
+}
+
 /* ---- environment ------------------------------------------------------------------------------ */
 
 static void ring_free(struct rte_ring **r)
@@ -1552,13 +1811,17 @@ static int env_init(const char *prog)
 		fprintf(stderr, "rte_eth_from_rings: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
+	/* PING is this file's message of any size: its cap is that of every message */
 	dp_config_defaults(&g_cfg_1500);
 	g_cfg_1500.mtu = 1500;
+	g_cfg_1500.ping_max = g_cfg_1500.msg_max;
 	dp_config_defaults(&g_cfg_9000);
 	g_cfg_9000.mtu = BW_MTU_MAX;
+	g_cfg_9000.ping_max = g_cfg_9000.msg_max;
 	dp_config_defaults(&g_cfg_tiny);
 	g_cfg_tiny.mtu = 1500;
 	g_cfg_tiny.msg_max = 8192;
+	g_cfg_tiny.ping_max = 8192;
 	g_cfg_tiny.reasm_msgs = 4;
 	pools[0] = g_pool;
 	sockets[0] = (int)rte_socket_id();
@@ -1612,9 +1875,9 @@ static CU_TestInfo g_clock_tests[] = {
 static CU_TestInfo g_discard_tests[] = {
 	{ "a repeated header field that differs: mismatch", test_mismatch },
 	{ "a slice of the wrong length: bad_slice, the rest dead", test_bad_slice },
-	{ "a first slice below 256: bad_slice, the rest dead", test_first_slice_short },
-	{ "a total that does not cut into the slices: bad_total, the rest dead", test_bad_total },
-	{ "bad_total with a deadline: never answered", test_bad_total_deadline },
+	{ "a first slice below 256: bad_slice, no entry", test_first_slice_short },
+	{ "a total that does not cut into the slices: bad_total, no entry", test_bad_total },
+	{ "bad_total with a deadline: the malformed segment never answered", test_bad_total_deadline },
 	{ "discarded mid-way with a deadline: never answered", test_discarded_deadline },
 	{ "whole but unservable: one error after the last segment", test_whole_refused },
 	CU_TEST_INFO_NULL,
@@ -1624,7 +1887,14 @@ static CU_TestInfo g_limit_tests[] = {
 	{ "unknown model, bad priority: refused once", test_refused },
 	{ "above max_message_bytes: RESOURCE_EXHAUSTED once", test_too_large },
 	{ "table full: RESOURCE_EXHAUSTED, nothing evicted", test_table_full },
-	{ "no room for the segments: RESOURCE_EXHAUSTED", test_no_room },
+	{ "no budget for a segment: RESOURCE_EXHAUSTED, its message discarded", test_no_room },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo g_adversary_tests[] = {
+	{ "one datagram claiming every mbuf for 71 minutes: capped, holds one mbuf for 100 ms", test_one_datagram_claim },
+	{ "a table of dead entries and malformed segments: a good client served", test_dead_entries },
+	{ "ids colliding under an unkeyed hash: chains stay short", test_colliding_ids },
 	CU_TEST_INFO_NULL,
 };
 
@@ -1642,6 +1912,7 @@ int main(int argc, char **argv)
 		{ .pName = "reassembly: discards", .pTests = g_discard_tests },
 		{ .pName = "reassembly: limits", .pTests = g_limit_tests },
 		{ .pName = "reassembly: tensors across pages", .pTests = g_tensor_tests },
+		{ .pName = "reassembly: adversaries", .pTests = g_adversary_tests },
 		CU_SUITE_INFO_NULL,
 	};
 	int status;

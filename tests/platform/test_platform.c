@@ -390,10 +390,39 @@ static void test_log_gate(void)
 	CU_ASSERT(!plat_log_gate_pass(&g, 5001, 100, &held));
 }
 
+/* SipHash-2-4 against the reference vectors (key 00..0f, messages 00 01 02 ... of each length; the
+ * same as OpenSSL's `openssl mac -macopt hexkey:000102030405060708090a0b0c0d0e0f SIPHASH`), and two
+ * random keys that differ. */
+static void test_siphash(void)
+{
+	static const struct {
+		size_t len;
+		uint64_t want;
+	} vectors[] = {
+		{0, UINT64_C(0x726fdb47dd0e0e31)},
+		{8, UINT64_C(0x93f5f5799a932462)},
+		{15, UINT64_C(0xa129ca6149be45e5)},
+		{16, UINT64_C(0x3f2acc7f57c29bdb)},
+	};
+	const struct plat_hash_key key = {UINT64_C(0x0706050403020100), UINT64_C(0x0f0e0d0c0b0a0908)};
+	struct plat_hash_key a, b;
+	uint8_t msg[16];
+
+	for (unsigned int i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)i;
+	for (unsigned int i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++)
+		CU_ASSERT_EQUAL(plat_siphash(&key, msg, vectors[i].len), vectors[i].want);
+	CU_ASSERT_EQUAL_FATAL(plat_hash_key_random(&a), 0);
+	CU_ASSERT_EQUAL_FATAL(plat_hash_key_random(&b), 0);
+	CU_ASSERT(a.k0 != b.k0 || a.k1 != b.k1);
+	CU_ASSERT(plat_siphash(&a, msg, 16) != plat_siphash(&b, msg, 16));
+}
+
 int main(void)
 {
 	static CU_TestInfo tests[] = {
 		{"log gate: one line an interval, the rest counted", test_log_gate},
+		{"siphash: reference vectors, random keys", test_siphash},
 		{"topology " TOPO_2P_SMT, test_topology_two_packages_smt},
 		{"topology " TOPO_1P_NOSMT, test_topology_one_package_no_smt},
 		{"topology cpu ids are os indexes", test_topology_os_index},

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# A peer without a key against the running daemon (MTU 1500, the MLP served), each attack followed
+# by a good client's requests that must all be answered:
+#  1. SIGHUP 100 ms after start, while the models load: batchwire still comes up and serves, and
+#     runs the reload it was asked for once serving (the signal does not kill it);
+#  2. one forged PING first segment claiming 12,740 segments with deadline 0xffffffff, smaller claims
+#     beside it (PING and INFER): the MLP's 3-datagram requests from the same host, 3 of 3 OK; after
+#     reassembly_timeout_ms nothing is held;
+#  3. 1024 refused first segments (dead entries) and 1024 malformed ones: the same, 3 of 3 OK.
+#
+# Usage (as root): tests/integration/adversary_netns.sh BATCHWIRE BWCLI MODELS_DIR
+set -u
+BW_TAG=adv
+BW_MTU=1500
+. "$(dirname "$0")/netns.sh"
+
+BATCHWIRE=${1:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+BWCLI=${2:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+MODELS=${3:?usage: $0 BATCHWIRE BWCLI MODELS_DIR}
+HERE=$(dirname "$0")
+
+[ -f "$MODELS/mlp.onnx" ] || bw_skip "$MODELS/mlp.onnx is missing (the models/ targets need python3 with onnx and numpy)"
+bw_env_check
+bw_net_up
+
+cli() { bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" "$@"; }
+stats() { bw_telemetry /batchwire/stats; }
+good_client() { # three MLP requests of 3 datagrams each, all answered
+	local out
+	out=$(cli --timeout-ms 2000 --retries 0 infer --model mlp --count 3 --quiet 2>&1)
+	echo "$out" | grep -q "ok=3 errors=0 timeouts=0" || bw_fail "$1: the good client was not served: $(echo "$out" | tail -n 2)"
+	echo "  $1: good client $(echo "$out" | grep -o 'sent=[0-9]* ok=[0-9]* errors=[0-9]* timeouts=[0-9]*')"
+}
+held() { # the reassembly gauges, then whether all are 0
+	stats | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["/batchwire/stats"]
+keys = ("reasm_messages", "reasm_segments", "reasm_bytes", "held_messages", "held_mbufs")
+print(" ".join(f"{k}={s[k]}" for k in keys), "discards:", {k: v for k, v in s["reasm_discards_by_reason"].items() if v})
+sys.exit(0 if all(s[k] == 0 for k in keys) else 1)'
+}
+
+echo "== 1. SIGHUP 100 ms after start"
+OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$BATCHWIRE" --no-huge -m 1024 --no-pci --file-prefix "$BW_PREFIX" -l 0-1 \
+	--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- --ip "$BW_SERVER_IP" --mtu "$BW_MTU" \
+	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
+	>"$BW_LOG" 2>&1 &
+BW_DAEMON_PID=$!
+sleep 0.1
+kill -HUP "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire was gone 100 ms after start"
+bw_wait_serving "$BW_DAEMON_PID" "$BW_LOG" batchwire
+for _ in $(seq 1 100); do # the reload it was asked for runs once serving
+	grep -q "reload" "$BW_LOG" && break
+	sleep 0.1
+done
+grep -q "SIGHUP during start-up" "$BW_LOG" || bw_fail "the early SIGHUP was not remembered: $(tail -n 5 "$BW_LOG")"
+echo "  $(grep -m1 "SIGHUP during start-up" "$BW_LOG" | sed 's/^.*batchwire: //')"
+good_client "after an early SIGHUP"
+
+echo "== 2. one PING first segment claiming 12,740 segments for 71 minutes, and smaller claims"
+bw_cli python3 "$HERE/adversary.py" claim --server "$BW_SERVER_IP" --segments 12740 --model-ids 0,1,2 ||
+	bw_fail "the attack did not run"
+good_client "beside the claims"
+sleep 0.3 # past reassembly_timeout_ms (100 ms)
+held || bw_fail "reassembly still holds something after its clock"
+
+echo "== 3. 1024 refused first segments (dead entries) and 1024 malformed ones"
+bw_cli python3 "$HERE/adversary.py" dead --server "$BW_SERVER_IP" --count 1024 || bw_fail "the attack did not run"
+good_client "after a table of dead entries"
+sleep 0.3
+held || bw_fail "reassembly still holds something after its clock"
+
+kill -0 "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire died"
+bw_daemon_stop
+echo "PASS"
