@@ -322,6 +322,10 @@ static enum bw_status onnx_outputs_place(struct app_channel *ch, struct dp_reque
 			outputs[o] = bw_segment_flat(NULL, rows * model->output_row_bytes[o]);
 		return BW_STATUS_OK;
 	}
+	/* an unsigned request is held to no reply larger than itself before it costs a slot or a batch
+	 * row: a forged source buys no compute */
+	if (dp_request_amplifies(ch->lcore->dp, req, desc_bytes + out_bytes, msg, cap))
+		return BW_STATUS_RESOURCE_EXHAUSTED;
 	if (req->msg == NULL && stage + out_bytes <= body_cap) {
 		uint8_t *out = req->body + stage;
 

@@ -485,6 +485,13 @@ bool dp_reply_amplifies(struct dp_lcore *lc, const struct rte_mbuf *m, const str
 	return true;
 }
 
+bool dp_request_amplifies(struct dp_lcore *lc, const struct dp_request *req, uint64_t reply_len, char *why,
+			  size_t cap)
+{
+	return dp_reply_amplifies(lc, req->mbuf, req->hdr, (uint32_t)RTE_MIN(reply_len, (uint64_t)UINT32_MAX), why,
+				  cap);
+}
+
 void dp_request_reply(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr, enum bw_status status,
 		      uint32_t reply_len, uint16_t reply_tensors, const char *msg)
 {

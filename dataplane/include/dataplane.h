@@ -457,6 +457,16 @@ int dp_request_reply_pages(struct dp_lcore *lc, struct dp_request *req, uint32_t
 			   const struct bw_pages **pages);
 
 /**
+ * Whether an OK reply of reply_len body bytes to req would be larger than the request carried, req
+ * being unsigned (docs/security.md, "no larger reply"): if so counts it (amplification_refused) and
+ * says why in why; the model layer then refuses it RESOURCE_EXHAUSTED. Asked at admission, once the
+ * reply's size is known and before the request takes a batch slot or reply pages, so that a forged
+ * source costs no compute; dp_request_complete asks again of what was written.
+ */
+bool dp_request_amplifies(struct dp_lcore *lc, const struct dp_request *req, uint64_t reply_len, char *why,
+			  size_t cap);
+
+/**
  * Answers a request the model layer held (DP_VERDICT_HELD) and buffers the reply for TX: OK with
  * reply_len body bytes and reply_tensors tensors, or an error status with why (one datagram). The
  * body is where infer's contract put it: at the request's body (msg NULL), in the reply pages, or in

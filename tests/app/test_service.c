@@ -1499,6 +1499,31 @@ static void test_refusals(void)
 	COUNTS(g_id_wide, .rejected_too_large = 1);
 }
 
+/*
+ * 4b. A forged unsigned INFER whose reply would be larger than it (a row of the wide model: 56 bytes
+ * in, 304 out) is refused RESOURCE_EXHAUSTED at admission, before it costs anything: no job, no
+ * batch, no reply pages held; the counter says so. (Padded, such rows are served: test_wide_split.)
+ */
+static void test_forged_large_reply(void)
+{
+	static float in[WIDE_IN];
+	uint64_t refused = g_lc.stats.amplification_refused;
+	uint64_t held_before = g_lc.stats.held_mbufs, held_msgs_before = g_lc.stats.held_messages;
+	struct frame *f;
+
+	NEED_SERVICE();
+	rows_fill(in, WIDE_IN, 61);
+	f = infer_matrix_add(g_id_wide, 1, WIDE_IN, in);
+	inject(f);
+	rx_once();
+	CU_ASSERT_EQUAL(g_nb_rep, 1); /* answered from RX alone */
+	CU_ASSERT_EQUAL(g_lc.stats.amplification_refused - refused, 1);
+	CU_ASSERT_EQUAL(g_lc.stats.held_mbufs, held_before);
+	CU_ASSERT_EQUAL(g_lc.stats.held_messages, held_msgs_before);
+	refusal_check_at(f, BW_STATUS_RESOURCE_EXHAUSTED, "more than the request's 56", __FILE__, __LINE__);
+	COUNTS(g_id_wide, .jobs = 0, .batches = 0);
+}
+
 /* ---- reloads ------------------------------------------------------------------------------------ */
 
 struct reload_run {
@@ -1984,6 +2009,7 @@ static CU_TestInfo g_serve_tests[] = {
 	{ "INFER split: rows 1,2,1 over batches of 2", test_infer_split },
 	{ "INFER split, outputs wider than inputs: rows 2,1 over batches of 1", test_wide_split },
 	{ "refusals at RX naming their rule; an input by name", test_refusals },
+	{ "a forged INFER whose reply outgrows it: refused at admission, nothing held", test_forged_large_reply },
 	{ "reload: the MLP again while a request waits, switched between batches, the old version freed", test_reload },
 	{ "versions: a directory's, the policy's choice, the tensors a new version must keep", test_versions },
 	{ "versions served at once (latest 2): routed by the version named, moved by a reload", test_versions_served },
