@@ -195,7 +195,9 @@ static const struct app_option g_options[] = {
 	 "TX descriptors per queue (default " XSTR(DP_TX_DESC_DEFAULT) ")"},
 	{"mbufs-held", "mbufs_held", parse_uint, 0, 1u << 20, U32_FIELD(dp.mbufs_held),
 	 "an integer in 0..1048576",
-	 "extra mbufs per socket for requests held in queued batches (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
+	 "extra mbufs per socket for requests held in queued batches; each polling\n"
+	 "                   lcore holds at most mbufs_held / polling lcores, then refuses\n"
+	 "                   RESOURCE_EXHAUSTED (default " XSTR(DP_MBUFS_HELD_DEFAULT) ")"},
 	{"max-message-bytes", "max_message_bytes", parse_uint, 1024, 1u << 30, U32_FIELD(dp.msg_max),
 	 "an integer in 1024..1073741824",
 	 "largest request (and reply) body, in bytes, across all its datagrams (default 16777216)"},

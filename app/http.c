@@ -202,6 +202,12 @@ static void dataplane_metrics(struct text *t)
 	family(t, "batchwire_amplification_refused_total", "counter",
 	       "Unsigned requests whose reply would have been larger than they were.");
 	text_add(t, "batchwire_amplification_refused_total %" PRIu64 "\n", sum.amplification_refused);
+	family(t, "batchwire_held_requests", "gauge",
+	       "One-datagram requests the batchers hold now (each keeps an mbuf out of the pool).");
+	text_add(t, "batchwire_held_requests %" PRIu64 "\n", sum.held_requests);
+	family(t, "batchwire_held_refused_total", "counter",
+	       "Requests refused because their polling lcore held its share of mbufs_held already.");
+	text_add(t, "batchwire_held_refused_total %" PRIu64 "\n", sum.held_refused);
 
 	static const struct {
 		const char *name, *help;

@@ -420,6 +420,21 @@ static int config_check_machine(struct app_config *cfg)
 		if (cfg->nb_poll_lcores == 0)
 			cfg->poll_lcores[cfg->nb_poll_lcores++] = rte_get_main_lcore();
 	}
+	/* The pool keeps mbufs_held mbufs for requests the batchers hold; each polling lcore may hold its
+	 * share, so that a flood held by a slow model cannot take the mbufs its RX ring refills from. A
+	 * share smaller than a model's batch could never fill that batch. */
+	cfg->dp.held_max = cfg->dp.mbufs_held / cfg->nb_poll_lcores;
+	for (unsigned int i = 0; i < cfg->nb_models; i++) {
+		const struct app_model_config *m = &cfg->models[i];
+
+		if (m->batching.max_batch_size > cfg->dp.held_max) {
+			fprintf(stderr, "batchwire: mbufs_held %u leaves each of the %u polling lcores %u held requests, "
+				"fewer than model '%s' batches (max_batch_size %u): raise mbufs_held to at least %u\n",
+				cfg->dp.mbufs_held, cfg->nb_poll_lcores, cfg->dp.held_max, m->name,
+				m->batching.max_batch_size, m->batching.max_batch_size * cfg->nb_poll_lcores);
+			return -EINVAL;
+		}
+	}
 	for (unsigned int i = 0; i < cfg->nb_poll_lcores; i++) {
 		if (!rte_lcore_is_enabled(cfg->poll_lcores[i])) {
 			fprintf(stderr, "batchwire: invalid --poll-lcores: lcore %u is not enabled in EAL: expected "

@@ -47,6 +47,7 @@ void dp_config_defaults(struct dp_config *cfg)
 		.rx_desc = DP_RX_DESC_DEFAULT,
 		.tx_desc = DP_TX_DESC_DEFAULT,
 		.mbufs_held = DP_MBUFS_HELD_DEFAULT,
+		.held_max = DP_MBUFS_HELD_DEFAULT, /* one polling lcore's share: the app divides */
 		.msg_max = DP_MSG_MAX_DEFAULT,
 		.reasm_msgs = DP_REASM_MSGS_DEFAULT,
 		.reasm_mbufs = 0,

@@ -277,6 +277,7 @@ static enum dp_verdict infer_handle(struct dp_lcore *lc, const void *model, stru
 	char msg[DP_ERROR_MSG_MAX + 1];
 	enum bw_status status;
 	const char *why = NULL;
+	bool single = req->msg == NULL; /* one datagram, held in its own mbuf */
 	int rc;
 
 	rc = bw_body_parse_prefix(prefix, avail, req->body_len, req->hdr->num_tensors, req->tensors, &why);
@@ -293,8 +294,21 @@ static enum dp_verdict infer_handle(struct dp_lcore *lc, const void *model, stru
 	req->num_tensors = req->hdr->num_tensors;
 	req->arrival_tsc = lc->burst_tsc;
 	req->held = false;
+	if (single && unlikely(lc->stats.held_requests >= lc->cfg->held_max)) {
+		/* every request the model layer holds keeps an mbuf out of the pool the RX ring refills
+		 * from: past this core's share, refuse rather than let PING and ARP find it empty */
+		lc->stats.held_refused++;
+		snprintf(msg, sizeof(msg), "this core holds %u requests already (its share of mbufs_held): try again",
+			 lc->cfg->held_max);
+		return request_refuse(lc, req, BW_STATUS_RESOURCE_EXHAUSTED, msg);
+	}
+	/* counted before infer: the model layer may answer it before infer returns */
+	if (single)
+		lc->stats.held_requests++;
 	msg[0] = '\0';
 	status = lc->models->infer(lc->model_lcore, model, req, body_cap, msg, sizeof(msg));
+	if (single && (!req->held || req->msg != NULL))
+		lc->stats.held_requests--; /* not taken, or taken as a message with reply pages: reasm counts it */
 	/* The model layer is trusted with the mbuf, not with the counters' bounds. */
 	if (unlikely(status >= BW_STATUS_COUNT)) {
 		snprintf(msg, sizeof(msg), "model returned status %u, which protocol v1 does not define", status);
@@ -528,6 +542,7 @@ void dp_request_complete(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr 
 				reply_tensors, why != NULL ? why : bw_status_name(status));
 		return;
 	}
+	lc->stats.held_requests--;
 	dp_request_reply(lc, m, hdr, status, reply_len, reply_tensors, why);
 	dp_tx_enqueue(lc, m);
 }

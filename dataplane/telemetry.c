@@ -59,6 +59,8 @@ void dp_lcores_stats_sum(struct dp_lcore *const *lcores, unsigned int count, str
 		for (unsigned int k = 0; k < DP_AUTH_OUTCOME_COUNT; k++)
 			sum->auth[k] += s->auth[k];
 		sum->amplification_refused += s->amplification_refused;
+		sum->held_requests += s->held_requests;
+		sum->held_refused += s->held_refused;
 		if (poll != NULL) {
 			poll->busy_iterations += lcores[i]->poll.busy_iterations;
 			poll->cycles += lcores[i]->poll.cycles;
@@ -105,6 +107,8 @@ static void stats_add_scalars(struct rte_tel_data *d, const struct dp_lcore_stat
 	rte_tel_data_add_dict_u64(d, "reasm_bytes", s->reasm_bytes);
 	rte_tel_data_add_dict_u64(d, "held_messages", s->held_messages);
 	rte_tel_data_add_dict_u64(d, "held_mbufs", s->held_mbufs);
+	rte_tel_data_add_dict_u64(d, "held_requests", s->held_requests);
+	rte_tel_data_add_dict_u64(d, "held_refused", s->held_refused);
 	rte_tel_data_add_dict_u64(d, "model_contract_errors", s->model_contract_errors);
 }
 

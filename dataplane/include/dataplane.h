@@ -174,6 +174,8 @@ struct dp_lcore_stats {
 	uint64_t auth[DP_AUTH_OUTCOME_COUNT];      /* requests by authentication outcome */
 	uint64_t amplification_refused;            /* unsigned requests whose reply outgrew them:
 						    * answered RESOURCE_EXHAUSTED instead */
+	uint64_t held_requests;                    /* gauge: one-datagram requests the model layer holds */
+	uint64_t held_refused;                     /* requests refused at held_max: RESOURCE_EXHAUSTED */
 } __rte_cache_aligned;
 
 /* IPv4 prefixes, host byte order, host bits zero. */
@@ -230,6 +232,8 @@ struct dp_config {
 	uint16_t rx_desc;
 	uint16_t tx_desc;
 	uint32_t mbufs_held;    /* extra pool room for mbufs held in queued batches */
+	uint32_t held_max;      /* per polling lcore: one-datagram requests the model layer may hold at
+				 * once: its share of mbufs_held */
 	uint32_t msg_max;       /* largest message body accepted (and reply sent), bytes */
 	uint32_t reasm_msgs;    /* per polling lcore: segmented messages in reassembly or held */
 	uint32_t reasm_mbufs;   /* per polling lcore: mbufs they may hold (0: dp_config_finalize derives) */

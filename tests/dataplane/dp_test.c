@@ -494,7 +494,8 @@ struct outcome t_run(struct dp_lcore *lc, const struct frame *f, uint32_t len, u
 	g_stub.rogue_mbuf = NULL;
 	o.verdict = dp_packet_handle(lc, m);
 	if (o.verdict == DP_VERDICT_HELD && g_stub.held_mbuf == m) {
-		/* the stub took it: its answer, in place, as dp_request_complete would send it */
+		/* the stub took it: its answer, in place, as dp_request_complete would send it (and count) */
+		lc->stats.held_requests--;
 		dp_request_reply(lc, m, g_stub.held_hdr, BW_STATUS_OK,
 				 g_stub.held_reply_len != 0 ? g_stub.held_reply_len : g_stub.held_hdr->body_len,
 				 g_stub.held_tensors, NULL);

@@ -8,7 +8,11 @@
 #  2. one forged PING first segment claiming 12,740 segments with deadline 0xffffffff, smaller claims
 #     beside it (PING and INFER): the MLP's 3-datagram requests from the same host, 3 of 3 OK; after
 #     reassembly_timeout_ms nothing is held;
-#  3. 1024 refused first segments (dead entries) and 1024 malformed ones: the same, 3 of 3 OK.
+#  3. 1024 refused first segments (dead entries) and 1024 malformed ones: the same, 3 of 3 OK;
+#  4. 120 one-row INFERs to the echo model, 30 at each of 4 priority levels, whose windows stay
+#     open 300 ms, on a server whose polling lcore may hold 64 requests (mbufs_held 64): exactly 64
+#     held and answered OK, 56 refused RESOURCE_EXHAUSTED at once and counted (held_refused), a PING
+#     sent behind them answered, the NIC's rx_nombuf 0, and the good client served after.
 #
 # Usage (as root): tests/integration/adversary_netns.sh BATCHWIRE BWCLI MODELS_DIR
 set -u
@@ -46,17 +50,22 @@ echo "== 1. SIGHUP 100 ms after start"
 OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$BATCHWIRE" --no-huge -m 1024 --no-pci --file-prefix "$BW_PREFIX" -l 0-1 \
 	--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- --ip "$BW_SERVER_IP" --mtu "$BW_MTU" \
 	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
+	--mbufs-held 64 --model-opt echo.max_batch_size=32 --model-opt echo.batch_timeout_micros=300000 \
+	--model-opt echo.priority_levels=4 \
 	>"$BW_LOG" 2>&1 &
 BW_DAEMON_PID=$!
 sleep 0.1
 kill -HUP "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire was gone 100 ms after start"
 bw_wait_serving "$BW_DAEMON_PID" "$BW_LOG" batchwire
-for _ in $(seq 1 100); do # the reload it was asked for runs once serving
-	grep -q "reload" "$BW_LOG" && break
+for _ in $(seq 1 100); do # the reload it was asked for runs, once serving
+	grep -q "reloading version" "$BW_LOG" && break
 	sleep 0.1
 done
-grep -q "SIGHUP during start-up" "$BW_LOG" || bw_fail "the early SIGHUP was not remembered: $(tail -n 5 "$BW_LOG")"
-echo "  $(grep -m1 "SIGHUP during start-up" "$BW_LOG" | sed 's/^.*batchwire: //')"
+serving_line=$(grep -n -m1 "serving on" "$BW_LOG" | cut -d: -f1)
+reload_line=$(grep -n -m1 "reloading version" "$BW_LOG" | cut -d: -f1)
+[ -n "$reload_line" ] && [ "$reload_line" -gt "$serving_line" ] ||
+	bw_fail "the early SIGHUP's reload did not run once serving: $(tail -n 5 "$BW_LOG")"
+echo "  the reload ran after start-up: $(sed -n "${reload_line}p" "$BW_LOG" | sed 's/^batchwire: //')"
 good_client "after an early SIGHUP"
 
 echo "== 2. one PING first segment claiming 12,740 segments for 71 minutes, and smaller claims"
@@ -71,6 +80,19 @@ bw_cli python3 "$HERE/adversary.py" dead --server "$BW_SERVER_IP" --count 1024 |
 good_client "after a table of dead entries"
 sleep 0.3
 held || bw_fail "reassembly still holds something after its clock"
+
+echo "== 4. 120 one-row INFERs held in open windows (4 levels x 30), 64 held at most"
+out=$(bw_cli python3 "$HERE/adversary.py" flood --server "$BW_SERVER_IP" --count 30 --priorities 4) ||
+	bw_fail "the PING behind the flood was not answered: $out"
+echo "$out"
+echo "$out" | grep -q "{'OK': 64, 'RESOURCE_EXHAUSTED': 56}" || bw_fail "not exactly 64 held and 56 refused: $out"
+stats | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["/batchwire/stats"]
+print("  " + " ".join(f"{k}={s[k]}" for k in ("held_refused", "held_requests", "port_rx_nombuf")))
+sys.exit(0 if s["held_refused"] == 56 and s["held_requests"] == 0 and s["port_rx_nombuf"] == 0 else 1)' ||
+	bw_fail "held_refused is not 56, something is still held, or the RX ring found no mbuf"
+good_client "after the flood"
 
 kill -0 "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire died"
 bw_daemon_stop
