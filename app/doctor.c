@@ -31,6 +31,7 @@ struct eal_view {
 	unsigned int nb_pci;
 	unsigned int nb_vdev;
 	bool no_pci, no_huge;
+	bool memif;                    /* a --vdev net_memif port */
 	unsigned long mem_mb;          /* -m; 0: not given */
 	unsigned long socket_mem[DOC_NODES_MAX]; /* --socket-mem, MB per node */
 	bool socket_mem_given;
@@ -235,6 +236,7 @@ static int eal_parse(struct eal_view *e, int argc, char **argv, FILE *out)
 			i++;
 		} else if (strcmp(a, "--vdev") == 0 && v != NULL) {
 			e->nb_vdev++;
+			e->memif |= strncmp(v, "net_memif", 9) == 0;
 			i++;
 		} else if (strcmp(a, "--no-pci") == 0) {
 			e->no_pci = true;
@@ -570,6 +572,10 @@ static void pci_check(struct doctor *d, const char *addr)
 
 static void ports_check(struct doctor *d)
 {
+	if (d->eal.memif)
+		say(d, "WARN", "ports: net_memif is for local tools and tests (docs/deploy.md): when its peer leaves, the "
+		    "memif PMD unmaps the peer's memory on its interrupt thread with nothing keeping a polling lcore out "
+		    "of it, and batchwire has crashed so. Fix: serve on a PCI NIC (net_af_packet for tests)");
 	if (d->eal.nb_pci == 0) {
 		say(d, "ok", "ports: %s", d->eal.nb_vdev > 0 ? "virtual (--vdev): no PCI device to check"
 					 : d->eal.no_pci ? "--no-pci and no --vdev: EAL will find no port"

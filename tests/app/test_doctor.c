@@ -215,6 +215,8 @@ static void test_memory_and_arguments(void)
 	char *eal[] = { "batchwire", "-l", "0-1", "--socket-mem", "4096", "--vdev", "net_null0", NULL };
 	char *eal_m[] = { "batchwire", "-l", "0-1", "-m", "8192", "--vdev", "net_null0", NULL };
 	char *eal_nohuge[] = { "batchwire", "-l", "0-1", "--no-huge", "--vdev", "net_null0", NULL };
+	char *eal_memif[] = { "batchwire", "-l", "0-1", "--no-huge", "--vdev", "net_memif0,role=server,socket=/tmp/m.sock",
+			      NULL };
 	char *eal_bad[] = { "batchwire", "-l", "0-x", NULL };
 	char *text;
 
@@ -232,6 +234,11 @@ static void test_memory_and_arguments(void)
 	free(text);
 	CU_ASSERT_EQUAL(run(&cfg, eal_nohuge, "1", &text), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "WARN  hugepages: --no-huge"));
+	CU_ASSERT_PTR_NULL(strstr(text, "net_memif"));
+	free(text);
+	/* memif serves tests and local tools, not production: a warning, not a refusal */
+	CU_ASSERT_EQUAL(run(&cfg, eal_memif, "1", &text), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "WARN  ports: net_memif is for local tools and tests"));
 	free(text);
 	CU_ASSERT_EQUAL(run(&cfg, eal_bad, "1", &text), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "cannot read the lcore list '0-x'"));
