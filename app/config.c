@@ -80,7 +80,8 @@ static int parse_ipv4(const struct app_option *opt __rte_unused, const char *val
 }
 
 /* "ADDR:PORT" or "off". */
-static int parse_http(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+/* "ADDR:PORT" (IPv4) or "off". \return 0 or -EINVAL. */
+static int addr_port_parse(const char *value, bool *enabled, uint32_t *addr_out, uint16_t *port_out)
 {
 	char addr[INET_ADDRSTRLEN];
 	const char *colon = strrchr(value, ':');
@@ -89,7 +90,7 @@ static int parse_http(const struct app_option *opt __rte_unused, const char *val
 	unsigned long port;
 
 	if (strcmp(value, "off") == 0) {
-		cfg->http.enabled = false;
+		*enabled = false;
 		return 0;
 	}
 	if (colon == NULL || colon == value || (size_t)(colon - value) >= sizeof(addr) || !isdigit((unsigned char)colon[1]))
@@ -99,10 +100,20 @@ static int parse_http(const struct app_option *opt __rte_unused, const char *val
 	port = strtoul(colon + 1, &end, 10);
 	if (*end != '\0' || port == 0 || port > 65535 || inet_pton(AF_INET, addr, &in) != 1)
 		return -EINVAL;
-	cfg->http.enabled = true;
-	cfg->http.addr = in.s_addr;
-	cfg->http.port = (uint16_t)port;
+	*enabled = true;
+	*addr_out = in.s_addr;
+	*port_out = (uint16_t)port;
 	return 0;
+}
+
+static int parse_http(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	return addr_port_parse(value, &cfg->http.enabled, &cfg->http.addr, &cfg->http.port);
+}
+
+static int parse_http_probes(const struct app_option *opt __rte_unused, const char *value, struct app_config *cfg)
+{
+	return addr_port_parse(value, &cfg->http.probes_enabled, &cfg->http.probes_addr, &cfg->http.probes_port);
 }
 
 /* "1,3-5": ids 0..APP_LCORE_ID_MAX, each once, at most max of them. \return the count, or -EINVAL. */
@@ -231,6 +242,10 @@ static const struct app_option g_options[] = {
 	 "the HTTP control server: /metrics (Prometheus), /v2/health/live|ready, /v2,\n"
 	 "                   /v2/models/NAME[/ready|/infer] (KServe v2); a management address, never\n"
 	 "                   the data port (default " APP_HTTP_ADDR_DEFAULT ":" XSTR(APP_HTTP_PORT_DEFAULT) ")"},
+	{"http-probes", "http_probes", parse_http_probes, 0, 0, 0, 0, "ADDR:PORT (an IPv4 address) or 'off'",
+	 "a second HTTP listener answering /v2/health/live|ready and /metrics only,\n"
+	 "                   with connections of its own: probes and scrapes are answered even when\n"
+	 "                   slow or large clients hold every connection of --http (default off)"},
 	{"http-infer-slots", "http_infer_slots", parse_uint, 0, APP_HTTP_INFER_SLOTS_MAX, U32_FIELD(http.infer_slots),
 	 "an integer in 0.." XSTR(APP_HTTP_INFER_SLOTS_MAX),
 	 "POST /v2/models/NAME/infer requests (KServe v2) served at once; more wait\n"

@@ -70,6 +70,9 @@ struct app_http_config {
 	bool enabled;
 	uint32_t addr;  /* IPv4, network byte order */
 	uint16_t port;  /* host byte order */
+	bool probes_enabled;   /* a second listener for health and metrics only */
+	uint32_t probes_addr;
+	uint16_t probes_port;
 	uint32_t infer_slots;  /* POST /v2/models/NAME/infer requests in flight at once; 0: refused */
 	uint32_t infer_bytes;  /* one such request's tensors (inputs and outputs), at most */
 };

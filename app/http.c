@@ -21,7 +21,10 @@
  * Everything it reads is a counter its writers keep without locks (summed here, as telemetry does)
  * or the model specs, whose tensors never change (a reload changes the served version only). It allocates and makes system calls freely: it is
  * not on the hot path. One thread per connection: an inference request waits for its answer
- * without holding up a scrape or a probe on another connection.
+ * (asleep until its polling lcore wakes it) without holding up a scrape or a probe on another
+ * connection; a host may hold HTTP_CONNECTIONS_PER_IP_MAX of them, and --http-probes opens a second
+ * listener with connections of its own for health and metrics, so that neither slow clients nor
+ * large ones can keep an orchestrator's probes from an answer.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -40,16 +44,27 @@
 #include "http.h"
 #include "inject.h"
 
-#define HTTP_CONNECTIONS_MAX 64
+#define HTTP_CONNECTIONS_MAX 256         /* one thread each: far more than one host may hold */
+#define HTTP_CONNECTIONS_PER_IP_MAX 64   /* so that one host cannot hold them all */
+#define HTTP_PROBE_CONNECTIONS_MAX 32    /* the probe listener's own */
+#define HTTP_PROBE_CONNECTIONS_PER_IP_MAX 8
 #define HTTP_TIMEOUT_S 10
+#define HTTP_THREAD_STACK_BYTES (512u << 10)
+#define HTTP_SLOT_WAIT_US 1000000        /* longest an inference request waits for a slot, at its headers */
+/* A body that holds a slot must come at least this fast, after a grace: a client that dribbles its
+ * body holds its slot for grace + limit / rate at most (2.3 s for the MLP's), then is cut off. */
+#define HTTP_UPLOAD_GRACE_NS 2000000000ull
+#define HTTP_UPLOAD_BYTES_PER_S (1u << 20)
 
 #define HTTP_BODY_JSON_SLACK (1u << 20) /* a request body beyond its tensors' bytes: JSON text */
 #define HTTP_BODY_MAX (1ull << 30)
 
 static struct MHD_Daemon *g_daemon;
+static struct MHD_Daemon *g_probes;     /* --http-probes: health and metrics only */
+static bool g_inference;                /* atomic: HTTP inference taken (serving, grace included) */
 
 /* POST /v2/models/NAME/infer answers by status code (HTTP threads, atomics). */
-static const unsigned int g_infer_codes[] = { 200, 400, 403, 404, 405, 413, 429, 500, 501, 503, 504 };
+static const unsigned int g_infer_codes[] = { 200, 400, 403, 404, 405, 408, 413, 429, 500, 501, 503, 504 };
 static uint64_t g_infer_by_code[RTE_DIM(g_infer_codes) + 1]; /* the last: any other */
 
 static void infer_count(unsigned int status)
@@ -78,6 +93,18 @@ void app_http_ready(bool ready)
 static bool ready(void)
 {
 	return __atomic_load_n(&g_ready, __ATOMIC_ACQUIRE) && app_current != NULL;
+}
+
+void app_http_inference(bool on)
+{
+	__atomic_store_n(&g_inference, on, __ATOMIC_RELEASE);
+}
+
+/* Inference is taken from readiness until the drain's grace ends, like UDP: not ready (load
+ * balancers move away) is not yet refusing. */
+static bool inference_on(void)
+{
+	return __atomic_load_n(&g_inference, __ATOMIC_ACQUIRE) && app_current != NULL;
 }
 
 /* ---- a growing text buffer ------------------------------------------------------------------- */
@@ -456,7 +483,18 @@ struct upload {
 	size_t len, cap;
 	size_t limit;
 	bool too_large;
+	const struct app_model *model; /* POST .../infer: the version it names, admitted at its headers */
+	struct app_inject *slot;       /* taken at its headers, before a byte of its body is buffered */
+	uint64_t deadline_ns;          /* CLOCK_MONOTONIC: its body is whole by then, or it is cut off */
 };
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* The largest body an inference request may have: its tensors as JSON text take more than as bytes. */
 static size_t upload_limit(void)
@@ -493,50 +531,90 @@ static void upload_add(struct upload *u, const char *data, size_t len)
 	u->len += len;
 }
 
-static enum MHD_Result infer_request(struct MHD_Connection *c, const struct app_model *m, const struct upload *u)
+/* The peer's IPv4 address (network order), 0 for another family. */
+static uint32_t client_addr(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *peer = info != NULL ? info->client_addr : NULL;
-	uint32_t client = peer != NULL && peer->sa_family == AF_INET ? ((const struct sockaddr_in *)peer)->sin_addr.s_addr
-								     : 0;
-	struct app_http_reply out = { 0 };
+
+	return peer != NULL && peer->sa_family == AF_INET ? ((const struct sockaddr_in *)peer)->sin_addr.s_addr : 0;
+}
+
+static enum MHD_Result reply_send(struct MHD_Connection *c, struct app_http_reply *out)
+{
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	if (u->too_large) {
-		infer_count(413);
-		return respond_error(c, 413, "the request body is larger than %zu bytes "
-				     "(http_infer_bytes sets it)", u->limit);
-	}
-	if (!ready()) {
-		infer_count(MHD_HTTP_SERVICE_UNAVAILABLE);
-		return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: the server is starting or stopping");
-	}
-	app_http_infer(m, u->buf != NULL ? u->buf : (const uint8_t *)"", u->len,
-		       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length"), client, &out);
-	infer_count(out.status);
-	if (out.body == NULL)
+	infer_count(out->status);
+	if (out->body == NULL)
 		return MHD_NO;
-	r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);
+	r = MHD_create_response_from_buffer(out->len, out->body, MHD_RESPMEM_MUST_FREE);
 	if (r == NULL) {
-		free(out.body);
+		free(out->body);
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				out.header_len != 0 ? "application/octet-stream" : "application/json");
-	if (out.header_len != 0) {
+				out->header_len != 0 ? "application/octet-stream" : "application/json");
+	if (out->header_len != 0) {
 		char len[24];
 
-		snprintf(len, sizeof(len), "%zu", out.header_len);
+		snprintf(len, sizeof(len), "%zu", out->header_len);
 		MHD_add_response_header(r, "Inference-Header-Content-Length", len);
 	}
-	ret = MHD_queue_response(c, out.status, r);
+	ret = MHD_queue_response(c, out->status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
-/* /v2/models/NAME[/versions/1][/ready|/infer]: GET for metadata and readiness, POST for /infer. */
-static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest, const struct upload *post)
+/*
+ * POST .../infer at its headers: admitted (the model's checks, and a Content-Length it can take)
+ * and given an inference slot before a byte of its body is read, so that the bodies buffered at
+ * once are at most the slots, each at most its model's limit; refused at once otherwise.
+ */
+static enum MHD_Result infer_begin(struct MHD_Connection *c, const struct app_model *m, struct upload *u)
+{
+	struct app_http_reply out = { 0 };
+
+	if (!inference_on()) {
+		infer_count(MHD_HTTP_SERVICE_UNAVAILABLE);
+		return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not serving: the server is starting or stopping");
+	}
+	if (app_http_infer_admit(m, client_addr(c), MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+										 MHD_HTTP_HEADER_CONTENT_LENGTH), &out) != 0)
+		return reply_send(c, &out);
+	u->slot = app_inject_take(HTTP_SLOT_WAIT_US);
+	if (u->slot == NULL) {
+		infer_count(MHD_HTTP_SERVICE_UNAVAILABLE);
+		return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "every HTTP inference slot is in use "
+				     "(http_infer_slots): try again");
+	}
+	u->model = m;
+	u->limit = (size_t)RTE_MIN((uint64_t)u->limit, app_http_body_limit(m));
+	u->deadline_ns = monotonic_ns() + HTTP_UPLOAD_GRACE_NS + (uint64_t)u->limit * 1000000000ull / HTTP_UPLOAD_BYTES_PER_S;
+	return MHD_YES;
+}
+
+/* POST .../infer with its whole body. */
+static enum MHD_Result infer_request(struct MHD_Connection *c, struct upload *u)
+{
+	struct app_http_reply out = { 0 };
+	struct app_inject *slot = u->slot;
+
+	u->slot = NULL; /* app_http_infer gives it back, or this */
+	if (u->too_large) {
+		app_inject_release(slot);
+		infer_count(413);
+		return respond_error(c, 413, "the request body is larger than the %zu bytes model '%s' takes (its "
+				     "inputs at max_batch_size rows, as JSON numbers)", u->limit, u->model->spec.name);
+	}
+	app_http_infer(u->model, slot, u->buf != NULL ? u->buf : (const uint8_t *)"", u->len,
+		       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length"), &out);
+	return reply_send(c, &out);
+}
+
+/* /v2/models/NAME[/versions/1][/ready|/infer]: GET for metadata and readiness, POST for /infer (at its
+ * headers, post's model not yet set: infer_begin; with its body: infer_request). */
+static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest, struct upload *post)
 {
 	const char *slash = strchr(rest, '/');
 	size_t len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
@@ -571,7 +649,7 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 	if (strcmp(tail, "/infer") == 0) {
 		if (post == NULL)
 			return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "/v2/models/%s/infer takes POST", m->spec.name);
-		return infer_request(c, m, post);
+		return post->model == NULL ? infer_begin(c, m, post) : infer_request(c, post);
 	}
 	if (post != NULL)
 		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST is for /v2/models/NAME/infer only");
@@ -637,9 +715,17 @@ static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection 
 				return MHD_NO;
 			u->limit = upload_limit();
 			*state = u;
+			/* inference is admitted, or refused, before its body is read */
+			if (strncmp(url, "/v2/models/", 11) == 0 && url[11] != '\0')
+				return model_request(c, url + 11, u);
 			return MHD_YES;
 		}
 		if (*upload_len != 0) {
+			if (u->slot != NULL && monotonic_ns() > u->deadline_ns) {
+				/* too slow to hold a slot others wait for: the connection goes, the slot with it */
+				infer_count(408);
+				return MHD_NO;
+			}
 			upload_add(u, upload, *upload_len);
 			*upload_len = 0;
 			return MHD_YES;
@@ -689,29 +775,66 @@ static void on_completed(void *cls __rte_unused, struct MHD_Connection *c __rte_
 	struct upload *u = *state;
 
 	if (u != NULL) {
+		if (u->slot != NULL) /* the client went before its body was whole */
+			app_inject_release(u->slot);
 		free(u->buf);
 		free(u);
 		*state = NULL;
 	}
 }
 
+/* The probe listener: health and metrics, nothing that waits or takes a slot. */
+static enum MHD_Result on_probe(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				const char *version, const char *upload, size_t *upload_len, void **state)
+{
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: this listener answers GET of "
+				     "/v2/health/live, /v2/health/ready and /metrics", method, url);
+	if (strcmp(url, "/metrics") != 0 && strcmp(url, "/v2/health/live") != 0 && strcmp(url, "/v2/health/ready") != 0)
+		return respond_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint on the probe listener: %s (it answers "
+				     "/v2/health/live, /v2/health/ready and /metrics)", url);
+	return on_request(cls, c, url, method, version, upload, upload_len, state);
+}
+
+static struct MHD_Daemon *listener_start(uint32_t addr, uint16_t port, MHD_AccessHandlerCallback handler,
+					 unsigned int connections, unsigned int per_ip)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = addr };
+
+	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+				MHD_USE_ERROR_LOG, port, NULL, NULL, handler, NULL,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				MHD_OPTION_CONNECTION_LIMIT, connections,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
+				MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTP_THREAD_STACK_BYTES,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+}
+
 int app_http_start(const struct app_http_config *cfg, char *err, size_t cap)
 {
-	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(cfg->port), .sin_addr.s_addr = cfg->addr };
 	char text[INET_ADDRSTRLEN];
 
 	if (!cfg->enabled)
 		return 0;
-	g_daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-				    MHD_USE_ERROR_LOG, cfg->port, NULL, NULL, on_request, NULL,
-				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-				    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTIONS_MAX,
-				    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
-				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+	g_daemon = listener_start(cfg->addr, cfg->port, on_request, HTTP_CONNECTIONS_MAX, HTTP_CONNECTIONS_PER_IP_MAX);
 	if (g_daemon == NULL) {
 		inet_ntop(AF_INET, &cfg->addr, text, sizeof(text));
 		snprintf(err, cap, "the HTTP control server cannot listen on %s:%u (in use, or not this host's "
 			 "address): choose another with --http ADDR:PORT, or --http off", text, cfg->port);
+		return -EADDRINUSE;
+	}
+	if (!cfg->probes_enabled)
+		return 0;
+	g_probes = listener_start(cfg->probes_addr, cfg->probes_port, on_probe, HTTP_PROBE_CONNECTIONS_MAX,
+				  HTTP_PROBE_CONNECTIONS_PER_IP_MAX);
+	if (g_probes == NULL) {
+		MHD_stop_daemon(g_daemon);
+		g_daemon = NULL;
+		inet_ntop(AF_INET, &cfg->probes_addr, text, sizeof(text));
+		snprintf(err, cap, "the HTTP probe listener cannot listen on %s:%u (in use, or not this host's "
+			 "address): choose another with --http-probes ADDR:PORT, or --http-probes off", text,
+			 cfg->probes_port);
 		return -EADDRINUSE;
 	}
 	return 0;
@@ -719,7 +842,10 @@ int app_http_start(const struct app_http_config *cfg, char *err, size_t cap)
 
 void app_http_stop(void)
 {
+	if (g_probes != NULL)
+		MHD_stop_daemon(g_probes);
 	if (g_daemon != NULL)
 		MHD_stop_daemon(g_daemon);
+	g_probes = NULL;
 	g_daemon = NULL;
 }

@@ -26,6 +26,9 @@ void app_http_lcores(struct dp_lcore *const *lcores, unsigned int count);
 /** Ready: every model loaded and every polling lcore serving; not ready again once stopping. */
 void app_http_ready(bool ready);
 
+/** Inference taken: from readiness to the end of the drain's grace period (async-signal-safe). */
+void app_http_inference(bool on);
+
 /* ---- http_infer.c: POST /v2/models/NAME/infer ---- */
 
 /* A reply: its HTTP status and body (malloc'd; the caller frees it). header_len > 0: the body is
@@ -37,14 +40,27 @@ struct app_http_reply {
 	size_t header_len;
 };
 
+struct app_inject;
+
 /**
- * Runs one KServe v2 inference request for model m through a polling lcore's batcher and waits for
- * its answer (on an HTTP thread: it sleeps). header_len: the Inference-Header-Content-Length header's
- * value, or NULL for a body that is all JSON; client_addr: the peer's IPv4 address (network order),
- * held to the model's allow list.
+ * A request for model m, at its headers: refused (out filled, \return a negative errno) when the
+ * model takes signed requests only, leaves client_addr (IPv4, network order) out of its allow list,
+ * HTTP inference is off, or content_length (the header, or NULL) exceeds app_http_body_limit.
  */
-void app_http_infer(const struct app_model *m, const uint8_t *body, size_t len, const char *header_len,
-		    uint32_t client_addr, struct app_http_reply *out);
+int app_http_infer_admit(const struct app_model *m, uint32_t client_addr, const char *content_length,
+			 struct app_http_reply *out);
+
+/** The largest request body model m takes: its inputs at max_batch_size rows, as JSON numbers. */
+uint64_t app_http_body_limit(const struct app_model *m);
+
+/**
+ * Runs one admitted KServe v2 inference request for model m in slot r (taken for it before its body
+ * was read; given back here, whatever the outcome) through a polling lcore's batcher, and waits for
+ * its answer (on an HTTP thread: it sleeps). header_len: the Inference-Header-Content-Length
+ * header's value, or NULL for a body that is all JSON.
+ */
+void app_http_infer(const struct app_model *m, struct app_inject *r, const uint8_t *body, size_t len,
+		    const char *header_len, struct app_http_reply *out);
 
 /** KServe v2's datatype name for a dtype ("FP32"...; "BYTES" for one it has no name for). */
 const char *app_kserve_datatype(uint8_t dtype);

@@ -2,10 +2,13 @@
 /*
  * POST /v2/models/NAME[/versions/1]/infer: KServe v2's inference request, JSON tensors and Triton's
  * binary-tensor extension (a JSON header of Inference-Header-Content-Length bytes, then each
- * binary input's bytes in the order of the inputs). On an HTTP thread: the request is checked
- * against the model's inputs, its tensors written into an inference slot (inject.h), the slot handed
- * to a polling lcore, whose batcher runs it beside the UDP requests, and the outputs written back
- * as JSON or binary as each output asks. It allocates and sleeps freely: it is not on the hot path.
+ * binary input's bytes in the order of the inputs). On an HTTP thread: admitted at its headers (the
+ * model's checks, and a body no larger than the model's inputs can take, before a byte of it is
+ * read), given an inference slot (inject.h) before its body is buffered, its JSON's values counted
+ * before it is parsed; then checked against the model's inputs, its tensors written into the slot,
+ * the slot handed to a polling lcore, whose batcher runs it beside the UDP requests, and the outputs
+ * written back as JSON or binary as each output asks. It allocates and sleeps freely: it is not on
+ * the hot path.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,8 +30,10 @@
 #include "inject.h"
 
 #define INFER_WAIT_S 60            /* longest an answer is waited for without a request timeout */
-#define INFER_SLOT_WAIT_US 1000000 /* longest a request waits for a free slot */
-#define INFER_SLEEP_NS 20000       /* between two looks at a slot */
+#define INFER_WAKE_NS 100000000ull /* a waiter looks whether the server stopped this often */
+#define INFER_JSON_VALUE_BYTES 32  /* the most text one number takes in the JSON ("-1.2345678901234567e-308,") */
+#define INFER_JSON_SLACK (64u << 10) /* the JSON beside the numbers: names, shapes, parameters */
+#define INFER_JSON_VALUES_SLACK 4096 /* values beside the tensors' elements: shapes, parameters */
 #define INFER_JSON_DEPTH BW_MAX_RANK
 
 /* One tensor of the request or the reply, as KServe names it. */
@@ -498,24 +503,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void pause_briefly(void)
-{
-	struct timespec ts = { 0, INFER_SLEEP_NS };
-
-	nanosleep(&ts, NULL);
-}
-
-/* A free slot, waiting up to INFER_SLOT_WAIT_US for one. */
-static struct app_inject *slot_take(void)
-{
-	uint64_t end = now_ns() + INFER_SLOT_WAIT_US * 1000ull;
-	struct app_inject *r;
-
-	while ((r = app_inject_take()) == NULL && now_ns() < end && !app_inject_closed())
-		pause_briefly();
-	return r;
-}
-
 /* Where each tensor goes in the slot: the inputs, then the outputs, each 64-byte aligned. */
 static bool slot_layout(struct infer_request *q, struct app_inject *r, bool echo)
 {
@@ -577,9 +564,17 @@ static int request_parse(const struct app_model *m, json_t *root, struct infer_r
 			t->dtype = spec->outputs[o].dtype;
 			t->rank = spec->outputs[o].rank;
 			memcpy(t->dims, spec->outputs[o].dims, sizeof(t->dims));
+			uint64_t bytes = (uint64_t)q->rows * spec->output_row_bytes[o];
+
 			t->dims[0] = q->rows;
-			t->bytes = q->rows * spec->output_row_bytes[o];
-			t->elems = t->bytes / bw_dtype_size(t->dtype);
+			if (bytes > app_inject_slot_bytes()) {
+				fail(out, 413, "output '%s' of %u rows is %" PRIu64 " bytes, more than the %" PRIu32 " an "
+				     "HTTP request may have (http_infer_bytes; or use protocol v1)", t->name, q->rows, bytes,
+				     app_inject_slot_bytes());
+				return -E2BIG;
+			}
+			t->bytes = (uint32_t)bytes;
+			t->elems = bytes / bw_dtype_size(t->dtype);
 		}
 	}
 	return outputs_choose(m, root, q, out);
@@ -613,16 +608,19 @@ static int params_parse(const struct app_model *m, json_t *root, struct app_inje
 	return 0;
 }
 
-/* Waits for r's answer. \return true when it came (r is the caller's); false: given up (it is not). */
+/* Waits for r's answer, asleep until its lcore wakes it. \return true when it came (r is the
+ * caller's); false: given up (it is not). */
 static bool answer_wait(struct app_inject *r, struct app_http_reply *out)
 {
 	uint64_t wait_ns = r->timeout_us != 0 ? r->timeout_us * 1000ull + 1000000000ull : INFER_WAIT_S * 1000000000ull;
 	uint64_t end = now_ns() + wait_ns;
 
 	for (;;) {
+		uint64_t now = now_ns();
+
 		if (app_inject_finished(r))
 			return true;
-		if (app_inject_closed() || now_ns() >= end) {
+		if (app_inject_closed() || now >= end) {
 			if (!app_inject_abandon(r))
 				return true; /* answered as we gave up */
 			if (app_inject_closed())
@@ -631,47 +629,114 @@ static bool answer_wait(struct app_inject *r, struct app_http_reply *out)
 				fail(out, 504, "no answer within %" PRIu64 " ms", wait_ns / 1000000);
 			return false;
 		}
-		pause_briefly();
+		app_inject_wait(r, RTE_MIN(end - now, INFER_WAKE_NS));
 	}
 }
 
-void app_http_infer(const struct app_model *m, const uint8_t *body, size_t len, const char *header_len,
-		    uint32_t client_addr, struct app_http_reply *out)
+/* The most a model's request holds at max_batch_size rows: bytes, and elements (for its JSON). */
+static void model_request_max(const struct app_model *m, uint64_t *bytes, uint64_t *elems)
+{
+	const struct rt_model *s = &m->spec;
+	uint64_t rows = RTE_MAX(s->max_batch_size, 1u);
+
+	*bytes = 0;
+	*elems = 0;
+	if (s->num_inputs == 0) { /* echo: whatever fits a slot, one byte an element at most */
+		*bytes = app_inject_slot_bytes();
+		*elems = app_inject_slot_bytes();
+		return;
+	}
+	for (uint16_t i = 0; i < s->num_inputs; i++) {
+		*bytes += rows * s->input_row_bytes[i];
+		*elems += rows * s->input_row_bytes[i] / bw_dtype_size(s->inputs[i].dtype);
+	}
+}
+
+uint64_t app_http_body_limit(const struct app_model *m)
+{
+	uint64_t bytes, elems;
+
+	model_request_max(m, &bytes, &elems);
+	/* every input as JSON numbers, or as binary after a JSON header: whichever is longer */
+	return bytes + elems * INFER_JSON_VALUE_BYTES + INFER_JSON_SLACK;
+}
+
+/* Values in a JSON text, counted before it is parsed: every value but the first in a list or an
+ * object follows a comma, and every list opens with a bracket (commas inside strings count too:
+ * an overcount, never an undercount). Parsed, each value costs jansson tens of bytes. */
+static uint64_t json_values_bound(const uint8_t *text, size_t len)
+{
+	uint64_t n = 1;
+
+	for (size_t i = 0; i < len; i++)
+		n += text[i] == ',' || text[i] == '[' || text[i] == ':';
+	return n;
+}
+
+int app_http_infer_admit(const struct app_model *m, uint32_t client_addr, const char *content_length,
+			 struct app_http_reply *out)
+{
+	uint64_t limit = app_http_body_limit(m);
+
+	if (m->cfg.auth_required) {
+		fail(out, 403, "model '%s' takes signed requests only: send them over protocol v1", m->spec.name);
+		return -EPERM;
+	}
+	if (!dp_allowed(m->allow, client_addr)) {
+		fail(out, 403, "model '%s' is not served to this address (its allow list)", m->spec.name);
+		return -EPERM;
+	}
+	if (app_inject_pool() == NULL) {
+		fail(out, 503, "HTTP inference is off on this server (http_infer_slots 0): use protocol v1");
+		return -ENODEV;
+	}
+	if (content_length != NULL) {
+		char *end;
+		unsigned long long n = strtoull(content_length, &end, 10);
+
+		if (*content_length != '\0' && *end == '\0' && n > limit) {
+			fail(out, 413, "a request body of %llu bytes: model '%s' takes at most %" PRIu64 " (its inputs at "
+			     "max_batch_size rows, as JSON numbers)", n, m->spec.name, limit);
+			return -E2BIG;
+		}
+	}
+	return 0;
+}
+
+void app_http_infer(const struct app_model *m, struct app_inject *r, const uint8_t *body, size_t len,
+		    const char *header_len, struct app_http_reply *out)
 {
 	struct infer_request q = { 0 };
 	size_t json_len = len, binary_at = 0;
-	struct app_inject *r;
+	uint64_t bytes_max, elems_max;
 	json_error_t jerr;
 	json_t *root;
 	const char *id;
 	int ret;
 
-	if (m->cfg.auth_required) {
-		fail(out, 403, "model '%s' takes signed requests only: send them over protocol v1", m->spec.name);
-		return;
-	}
-	if (!dp_allowed(m->allow, client_addr)) {
-		fail(out, 403, "model '%s' is not served to this address (its allow list)", m->spec.name);
-		return;
-	}
-	if (app_inject_pool() == NULL) {
-		fail(out, 503, "HTTP inference is off on this server (http_infer_slots 0): use protocol v1");
-		return;
-	}
 	if (header_len != NULL) {
 		char *end;
 		unsigned long long hl = strtoull(header_len, &end, 10);
 
 		if (*header_len == '\0' || *end != '\0' || hl > len) {
+			app_inject_release(r);
 			fail(out, 400, "Inference-Header-Content-Length '%.32s' is not a length within the body's %zu bytes",
 			     header_len, len);
 			return;
 		}
 		json_len = (size_t)hl;
 	}
+	model_request_max(m, &bytes_max, &elems_max);
+	if (json_values_bound(body, json_len) > elems_max + INFER_JSON_VALUES_SLACK) {
+		app_inject_release(r);
+		fail(out, 413, "the request's JSON holds more values than model '%s' takes (%" PRIu64 " elements at "
+		     "max_batch_size rows)", m->spec.name, elems_max);
+		return;
+	}
 	root = json_loadb((const char *)body, json_len, 0, &jerr);
 	if (!json_is_object(root)) {
 		json_decref(root);
+		app_inject_release(r);
 		fail(out, 400, "the request is not a JSON object: %s (line %d, column %d)", jerr.text, jerr.line,
 		     jerr.column);
 		return;
@@ -681,12 +746,7 @@ void app_http_infer(const struct app_model *m, const uint8_t *body, size_t len, 
 	id = json_string_value(json_object_get(root, "id"));
 	if (request_parse(m, root, &q, out) != 0) {
 		json_decref(root);
-		return;
-	}
-	r = slot_take();
-	if (r == NULL) {
-		json_decref(root);
-		fail(out, 503, "every HTTP inference slot is in use (http_infer_slots): try again");
+		app_inject_release(r);
 		return;
 	}
 	r->model_id = m->spec.id;

@@ -8,8 +8,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <rte_lcore.h>
 #include <rte_mempool.h>
@@ -25,7 +31,29 @@ static struct {
 	unsigned int nb_rings;                 /* atomic: published after the ring */
 	unsigned int next;                     /* atomic: the ring the next request tries first */
 	bool closed;                           /* atomic */
+	sem_t free_slots;                      /* counts the pool's free slots: takers sleep on it */
+	bool sem_made;
 } g_inject;
+
+/* A waiter on r's state sleeps in the kernel until the lcore's answer (or ns pass). */
+static void state_wait(struct app_inject *r, uint32_t seen, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+	syscall(SYS_futex, &r->state, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+static void state_wake(struct app_inject *r)
+{
+	syscall(SYS_futex, &r->state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* A slot back in the pool, and one more for whoever waits for one. */
+static void slot_put(struct app_inject *r)
+{
+	rte_mempool_put(g_inject.pool, r);
+	sem_post(&g_inject.free_slots);
+}
 
 /* What one request of max_batch_size rows of the model takes: its inputs and outputs, each aligned. */
 static uint64_t model_slot_need(const struct app_model *m)
@@ -58,11 +86,15 @@ int app_inject_init(const struct app_service *svc, unsigned int slots, uint32_t 
 			"http_infer_bytes): %s\n", slots, g_inject.slot_bytes, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
+	sem_init(&g_inject.free_slots, 0, slots);
+	g_inject.sem_made = true;
 	return 0;
 }
 
 void app_inject_fini(void)
 {
+	if (g_inject.sem_made)
+		sem_destroy(&g_inject.free_slots);
 	rte_mempool_free(g_inject.pool);
 	memset(&g_inject, 0, sizeof(g_inject));
 }
@@ -103,19 +135,36 @@ void app_inject_lcore_fini(struct app_lcore *al)
 
 /* ---- the HTTP side ---------------------------------------------------------------------------- */
 
-struct app_inject *app_inject_take(void)
+struct app_inject *app_inject_take(uint64_t wait_us)
 {
+	struct timespec until;
 	void *obj;
 
-	if (g_inject.pool == NULL || rte_mempool_get(g_inject.pool, &obj) != 0)
+	if (g_inject.pool == NULL)
 		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(wait_us / 1000000);
+	until.tv_nsec += (long)(wait_us % 1000000) * 1000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	/* the count says a slot is free: the pool then has one (it is put back before the post) */
+	while (sem_clockwait(&g_inject.free_slots, CLOCK_MONOTONIC, &until) != 0) {
+		if (errno != EINTR || app_inject_closed())
+			return NULL;
+	}
+	if (app_inject_closed() || rte_mempool_get(g_inject.pool, &obj) != 0) {
+		sem_post(&g_inject.free_slots);
+		return NULL;
+	}
 	memset(obj, 0, sizeof(struct app_inject));
 	return obj;
 }
 
 void app_inject_release(struct app_inject *r)
 {
-	rte_mempool_put(g_inject.pool, r);
+	slot_put(r);
 }
 
 int app_inject_submit(struct app_inject *r)
@@ -139,6 +188,17 @@ int app_inject_submit(struct app_inject *r)
 bool app_inject_finished(const struct app_inject *r)
 {
 	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == APP_INJECT_DONE;
+}
+
+bool app_inject_wait(struct app_inject *r, uint64_t ns)
+{
+	uint32_t state;
+
+	__atomic_store_n(&r->waiting, 1, __ATOMIC_SEQ_CST);
+	state = __atomic_load_n(&r->state, __ATOMIC_SEQ_CST);
+	if (state == APP_INJECT_QUEUED)
+		state_wait(r, state, ns); /* returns at once if the state moved meanwhile */
+	return app_inject_finished(r);
 }
 
 bool app_inject_abandon(struct app_inject *r)
@@ -175,9 +235,16 @@ static void inject_finish(struct app_inject *r, enum bw_status status, const cha
 		memcpy(r->msg, msg, n);
 		r->msg[n] = '\0';
 	}
-	if (!__atomic_compare_exchange_n(&r->state, &expected, APP_INJECT_DONE, false, __ATOMIC_RELEASE,
-					 __ATOMIC_RELAXED))
-		rte_mempool_put(g_inject.pool, r); /* abandoned: nobody reads it any more */
+	if (!__atomic_compare_exchange_n(&r->state, &expected, APP_INJECT_DONE, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_RELAXED)) {
+		slot_put(r); /* abandoned: nobody reads it any more */
+		return;
+	}
+	/* Its HTTP thread sleeps on the state, or will see DONE before it does: the store above and its
+	 * flag are both sequentially consistent, so one of the two sees the other. The wake is a system
+	 * call on this lcore, once per HTTP request answered, and only when the thread is asleep. */
+	if (__atomic_load_n(&r->waiting, __ATOMIC_SEQ_CST))
+		state_wake(r);
 }
 
 /* (hot) One slot into its model's batcher on this lcore, or answered at once. */
@@ -189,7 +256,7 @@ static void inject_queue(struct app_lcore *al, struct app_inject *r, uint64_t no
 	enum bw_status status;
 
 	if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == APP_INJECT_ABANDONED) {
-		rte_mempool_put(g_inject.pool, r);
+		slot_put(r);
 		return;
 	}
 	if (r->model_id >= al->nb_channels) {

@@ -7,7 +7,8 @@
  * a polling lcore's inject ring (multi-producer, single-consumer; the lcores in turn); that lcore's
  * `http_infer` poller takes it into the model's batcher on its channel, where it shares windows,
  * limits and counters with the datagrams the lcore received; the job's end writes the status into
- * the slot, and the HTTP thread, polling the slot's state, builds the reply.
+ * the slot and wakes the HTTP thread asleep on the slot's state (a futex), which builds the reply.
+ * A thread waiting for a free slot sleeps on a semaphore that counts them.
  *
  * Who frees a slot: the HTTP thread once it has seen it finished, or the polling lcore when the HTTP
  * thread gave up on it first (a timeout, or the server stopping): one compare-and-swap on the
@@ -56,7 +57,8 @@ struct app_inject {
 	uint16_t num_outputs;      /* in the model's output order (an echo's are its inputs) */
 	struct app_inject_tensor in[BW_BATCH_TENSORS_MAX];
 	struct app_inject_tensor out[BW_BATCH_TENSORS_MAX];
-	uint32_t state;            /* enum app_inject_state, atomic */
+	uint32_t state;            /* enum app_inject_state, atomic; the futex the waiter sleeps on */
+	uint32_t waiting;          /* atomic: the HTTP thread may be asleep on state (the lcore wakes it) */
 	uint16_t status;           /* enum bw_status once DONE */
 	char msg[APP_INJECT_MSG_MAX]; /* why, when status is not OK */
 	uint8_t data[] __rte_cache_aligned;
@@ -80,14 +82,17 @@ uint32_t app_inject_slot_bytes(void);
 int app_inject_lcore_init(struct app_lcore *al, int socket);
 void app_inject_lcore_fini(struct app_lcore *al);
 
-/** (any thread) A blank slot, or NULL when every one is in use. */
-struct app_inject *app_inject_take(void);
+/** (any thread) A blank slot, waiting up to wait_us for one to be given back (asleep, not polling).
+ * \return NULL when none came, or when the server stopped. */
+struct app_inject *app_inject_take(uint64_t wait_us);
 /** (any thread) Gives back a slot that was never submitted, or that was seen DONE. */
 void app_inject_release(struct app_inject *r);
 /** (any thread) Hands r to a polling lcore. \return 0, -ENODEV (none serves), -ENOBUFS (every ring full). */
 int app_inject_submit(struct app_inject *r);
 /** (any thread) Whether r is answered: its status, msg and outputs may be read. */
 bool app_inject_finished(const struct app_inject *r);
+/** (any thread) Sleeps until r is answered (its lcore wakes the thread) or ns pass. \return finished. */
+bool app_inject_wait(struct app_inject *r, uint64_t ns);
 /**
  * (any thread) Gives up on r. \return true: it was not answered, and r must not be touched again
  * (its lcore frees it); false: it was answered meanwhile, and is the caller's to read and release.

@@ -204,6 +204,9 @@ bool app_service_lcore_drain(unsigned int lcore_id, uint64_t max_us)
 	struct plat_poller pollers[PLAT_POLLERS_MAX];
 	unsigned int n = 0;
 
+	/* HTTP requests handed to this lcore before inference stopped are taken, then answered below */
+	while (al->inject != NULL && app_inject_poll(al) > 0)
+		;
 	for (unsigned int c = 0; c < al->nb_channels; c++)
 		bat_queue_drain(al->channels[c].queue);
 	/* No RX: no new requests; but if this lcore is also a worker, its steps must keep running. */

@@ -78,6 +78,14 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* No new requests from here (the drain's grace is over): UDP's lcores leave their loops, HTTP
+ * inference is refused. Lock-free atomic stores: safe in a handler. */
+static void quit_now(void)
+{
+	app_http_inference(false);
+	g_force_quit = true;
+}
+
 static void signal_handler(int signum)
 {
 	if (signum == SIGINT || signum == SIGTERM) {
@@ -88,7 +96,7 @@ static void signal_handler(int signum)
 			dp_draining_set(true);
 		}
 		if (g_drain_grace_ms == 0 || g_stop_signals > 1)
-			g_force_quit = true;
+			quit_now();
 	} else if (signum == SIGHUP) {
 		g_reload_keys = true;
 		g_reload_models = true;
@@ -171,7 +179,7 @@ static void drain_tick(void)
 	if (!g_force_quit && monotonic_ns() - __atomic_load_n(&g_stop_ns, __ATOMIC_ACQUIRE) >=
 				     (uint64_t)g_drain_grace_ms * 1000000ull) {
 		PLAT_LOG(INFO, app, "stopping: grace period over, taking no new requests");
-		g_force_quit = true;
+		quit_now();
 	}
 }
 
@@ -756,6 +764,7 @@ int main(int argc, char **argv)
 			startup_fail("batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
 	}
 	if (g_stop_signals == 0) { /* every model loaded, every lcore launched; not when already stopping */
+		app_http_inference(true);
 		app_http_ready(true);
 		sd_notifyf(0, "READY=1\nSTATUS=serving on %s:%u, %u polling lcores", ip, cfg.dp.udp_port, g_nb_poll_lcores);
 		__atomic_store_n(&g_notify.serving, true, __ATOMIC_RELEASE);

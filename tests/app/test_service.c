@@ -1072,7 +1072,15 @@ static void *http_call_main(void *arg)
 {
 	struct http_call *c = arg;
 
-	app_http_infer(c->m, (const uint8_t *)c->body, c->len, c->header_len, htonl(0x7f000001), &c->out);
+	struct app_inject *slot;
+
+	/* as the HTTP server does: admitted and given a slot at the headers, then the body */
+	if (app_http_infer_admit(c->m, htonl(0x7f000001), NULL, &c->out) == 0) {
+		slot = app_inject_take(1000000);
+		CU_ASSERT_PTR_NOT_NULL(slot);
+		if (slot != NULL)
+			app_http_infer(c->m, slot, (const uint8_t *)c->body, c->len, c->header_len, &c->out);
+	}
 	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -1318,8 +1326,8 @@ static void test_http_refusals(void)
 	for (uint32_t id = 0; id < g_svc.nb_models; id++)
 		COUNTS(id, .jobs = 0);
 	/* every slot went back: both can be taken */
-	struct app_inject *a = app_inject_take(), *b = app_inject_take();
-	CU_ASSERT(a != NULL && b != NULL && app_inject_take() == NULL);
+	struct app_inject *a = app_inject_take(0), *b = app_inject_take(0);
+	CU_ASSERT(a != NULL && b != NULL && app_inject_take(0) == NULL);
 	app_inject_release(a);
 	app_inject_release(b);
 }

@@ -12,7 +12,12 @@
 #  4. 120 one-row INFERs to the echo model, 30 at each of 4 priority levels, whose windows stay
 #     open 300 ms, on a server whose polling lcore may hold 64 requests (mbufs_held 64): exactly 64
 #     held and answered OK, 56 refused RESOURCE_EXHAUSTED at once and counted (held_refused), a PING
-#     sent behind them answered, the NIC's rx_nombuf 0, and the good client served after.
+#     sent behind them answered, the NIC's rx_nombuf 0, and the good client served after;
+#  5. HTTP (adversary_http.py, in batchwire's namespace): 8 POSTs declaring 128 MiB answered 413 at
+#     once with the RSS growing under 256 MiB, a chunked 8 MiB body and a JSON of 100,000 values
+#     refused 413; 64 connections sending their headers a byte at a time while the probe listener
+#     (--http-probes) answers health and metrics within 1 s; slow bodies holding every inference
+#     slot cut off, a good request answered after.
 #
 # Usage (as root): tests/integration/adversary_netns.sh BATCHWIRE BWCLI MODELS_DIR
 set -u
@@ -51,7 +56,7 @@ OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$BATCHWIRE" --no-huge -m 1024
 	--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- --ip "$BW_SERVER_IP" --mtu "$BW_MTU" \
 	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
 	--mbufs-held 64 --model-opt echo.max_batch_size=32 --model-opt echo.batch_timeout_micros=300000 \
-	--model-opt echo.priority_levels=4 \
+	--model-opt echo.priority_levels=4 --http 127.0.0.1:8000 --http-probes 127.0.0.1:8002 \
 	>"$BW_LOG" 2>&1 &
 BW_DAEMON_PID=$!
 sleep 0.1
@@ -93,6 +98,12 @@ print("  " + " ".join(f"{k}={s[k]}" for k in ("held_refused", "held_requests", "
 sys.exit(0 if s["held_refused"] == 56 and s["held_requests"] == 0 and s["port_rx_nombuf"] == 0 else 1)' ||
 	bw_fail "held_refused is not 56, something is still held, or the RX ring found no mbuf"
 good_client "after the flood"
+
+echo "== 5. HTTP: large and slow clients"
+for attack in large slow bodies; do
+	ip netns exec "$BW_SRV_NS" python3 "$HERE/adversary_http.py" "$attack" --pid "$BW_DAEMON_PID" ||
+		bw_fail "HTTP: the $attack attack was not held off"
+done
 
 kill -0 "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire died"
 bw_daemon_stop

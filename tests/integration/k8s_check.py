@@ -80,8 +80,13 @@ def main():
           and c["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
           and c["startupProbe"]["httpGet"]["path"] == "/v2/health/live")
     port = int(ini["dataplane"]["http"].rpartition(":")[2])
-    check("DaemonSet: the probes' port is the INI's http port %d" % port,
+    check("DaemonSet and Service: the http port is the INI's %d" % port,
           c["ports"][0]["containerPort"] == port and docs["Service"]["spec"]["ports"][0]["port"] == port)
+    probes = int(ini["dataplane"]["http_probes"].rpartition(":")[2])
+    named = {p["name"]: p["containerPort"] for p in c["ports"]}
+    check("DaemonSet: the probes on the INI's http_probes port %d (a listener of their own)" % probes,
+          named.get("probes") == probes and all(c[k]["httpGet"]["port"] == "probes"
+                                                 for k in ("readinessProbe", "livenessProbe", "startupProbe")))
     grace_ms = int(ini["dataplane"]["drain_grace_ms"])
     check("terminationGracePeriodSeconds %d covers drain_grace_ms %d and 10 s more" %
           (pod["spec"]["terminationGracePeriodSeconds"], grace_ms),
