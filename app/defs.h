@@ -278,6 +278,18 @@ void app_job_refusal(const struct bat_queue *q, uint32_t rows, enum bw_status st
 /** What a failed job's reply says, by the batch's status. */
 const char *app_job_error_message(enum bw_status status);
 
+#define APP_JOB_TEXT_MAX 200
+/** (hot) Why a job of model m ended with status: app_job_error_message's, or, for a job admitted to a
+ * version a reload has since replaced, that version named (written into buf). */
+const char *app_job_refusal_text(const struct app_model *m, const struct bat_job *job, enum bw_status status, char *buf,
+				 size_t cap);
+
+/**
+ * (hot) The version a request naming version named (0: whichever serves) is admitted to: m's
+ * served one, read once; false (msg says why) when it is not the one named.
+ */
+bool app_version_admit(const struct app_model *m, uint32_t named, uint32_t *version, char *msg, size_t cap);
+
 struct rt_tensor_spec;
 /**
  * (hot) An input that indexes a table of the model (spec->index_bound): whether every value of seg

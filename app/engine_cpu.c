@@ -28,6 +28,7 @@
 #include "graph.h"
 
 #define CPU_SUBMIT_BURST 8 /* batches an owner worker takes from its submit ring per turn */
+#define CPU_OLD_KEEP_US 50000 /* beside twice batch_timeout_micros: a replaced version kept after the switch */
 
 /* One worker lcore's part of a model: which worker index it is. */
 struct cpu_worker {
@@ -59,7 +60,8 @@ struct cpu_version {
  */
 struct cpu_model {
 	struct cpu_version *live;       /* new batches start here */
-	struct cpu_version *old;        /* draining: NULL when none */
+	struct cpu_version *old;        /* draining: NULL when none; batches admitted to it still run on it */
+	uint64_t old_keep_tsc;          /* the owner's: old is kept at least until then (old_keep) */
 	struct cpu_version *pending;    /* the next version, published by a reload; NULL when none */
 	struct cpu_version *retired;    /* drained, for the reload thread to free; NULL when none */
 	struct rte_rcu_qsbr *qsbr;      /* the workers (thread id: worker index) */
@@ -175,17 +177,36 @@ static void model_completion(void *ctx, const struct bw_completion *c)
 	completion_send(b->exec_route, b, c->status, c->valid_outputs);
 }
 
+/* The version a batch was admitted to (bw_batch.version): the live one, or the one a reload replaced
+ * while it is still loaded; NULL when that version is gone. */
+static struct cpu_version *batch_version(const struct cpu_model *cm, const struct bw_batch *b)
+{
+	if (likely(cm->live->version == b->version))
+		return cm->live;
+	if (cm->old != NULL && cm->old->version == b->version)
+		return cm->old;
+	return NULL;
+}
+
 /* \return 0, or -EBUSY when every slot of its size is in flight (the caller keeps it for later). */
 static int model_batch_start(struct app_model *m, struct bw_batch *b)
 {
 	struct cpu_model *cm = cpu_of(m);
-	struct cpu_version *v = cm->live;
+	struct cpu_version *v = batch_version(cm, b);
 	/* Read after the dequeue: a clock read before it could precede the batch's dispatch on its
 	 * polling lcore. The TSC is invariant and synchronised across cores. */
 	uint64_t now = plat_tsc_now();
 	int ret;
 
 	b->started_tsc = now;
+	if (unlikely(v == NULL)) {
+		/* admitted to a version that is no longer loaded: never run on another (the job's reply
+		 * names the version) */
+		cm->stats.batches_done++;
+		cm->stats.batches_failed++;
+		completion_send(b->exec_route, b, BW_STATUS_UNAVAILABLE, 0);
+		return 0;
+	}
 	ret = rt_executor_submit(v->executor, b);
 	if (ret == -EBUSY)
 		return ret;
@@ -241,11 +262,21 @@ static unsigned int version_completions(struct app_model *m, struct cpu_version 
  * handed back), and hands the old one back once its last batch is done. A batch waiting in the
  * stash was never started: it starts on whichever version is live.
  */
-static void versions_switch(struct cpu_model *cm)
+/*
+ * How long the version a reload replaced stays loaded after the switch, drained or not: requests
+ * admitted to it before the polling lcores saw the switch may still be in a window (batch_timeout)
+ * or a queue; their batches run on it. One that comes later still is refused UNAVAILABLE.
+ */
+static uint64_t old_keep_ticks(const struct app_model *m)
+{
+	return plat_us_to_tsc(2ull * m->cfg.batching.batch_timeout_micros + CPU_OLD_KEEP_US);
+}
+
+static void versions_switch(struct app_model *m, struct cpu_model *cm)
 {
 	struct cpu_version *next = __atomic_load_n(&cm->pending, __ATOMIC_ACQUIRE);
 
-	if (cm->old != NULL && cm->old->finished == cm->old->started &&
+	if (cm->old != NULL && cm->old->finished == cm->old->started && plat_tsc_now() >= cm->old_keep_tsc &&
 	    __atomic_load_n(&cm->retired, __ATOMIC_ACQUIRE) == NULL) {
 		struct cpu_version *done = cm->old;
 
@@ -255,6 +286,10 @@ static void versions_switch(struct cpu_model *cm)
 	if (next != NULL && cm->old == NULL) {
 		__atomic_store_n(&cm->old, cm->live, __ATOMIC_RELEASE);
 		__atomic_store_n(&cm->live, next, __ATOMIC_RELEASE);
+		/* routed from this moment: a request admitted from here on names, and runs on, the new one */
+		__atomic_store_n(&m->spec.version, next->version, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->version, next->version, __ATOMIC_RELEASE);
+		cm->old_keep_tsc = plat_tsc_now() + old_keep_ticks(m);
 		__atomic_store_n(&cm->pending, NULL, __ATOMIC_RELEASE);
 	}
 }
@@ -268,7 +303,7 @@ static enum plat_poll_result model_owner_poll(void *arg)
 	unsigned int done;
 
 	if (__atomic_load_n(&cm->pending, __ATOMIC_RELAXED) != NULL || cm->old != NULL)
-		versions_switch(cm);
+		versions_switch(m, cm);
 	done = model_batches_start(m);
 	done += rt_executor_work(cm->live->executor, 0);
 	done += version_completions(m, cm->live);
@@ -587,9 +622,7 @@ static int cpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 		}
 		usleep(200);
 	}
-	/* switched: requests from here on run on v */
-	__atomic_store_n(&m->version, version, __ATOMIC_RELEASE);
-	__atomic_store_n(&m->spec.version, version, __ATOMIC_RELEASE);
+	/* switched: the owner routed requests to v as it took it (versions_switch) */
 	while ((done = __atomic_load_n(&cm->retired, __ATOMIC_ACQUIRE)) == NULL) {
 		if (plat_tsc_now() > deadline || app_reloads_stopping()) {
 			snprintf(why, cap, "version %u serves, but the old one still had batches in flight after %llu s: "

@@ -33,6 +33,7 @@
 /* GPU batches in flight this long with none finishing: ask the device whether it is still there.
  * Only then: the question is not free. */
 #define GPU_HEALTH_CHECK_US 100000
+#define GPU_OLD_KEEP_US 50000 /* beside twice batch_timeout_micros: a replaced version kept after the routing moved */
 
 /*
  * The device the models with device = gpu run on, opened at init before any lcore runs; hd.ops NULL
@@ -60,6 +61,7 @@ struct gpu_model {
 struct gpu_swap {
 	struct gpu_executor *gpu;
 	struct gpu_stream *stream;
+	uint32_t version;               /* the model version its program is */
 };
 
 /* A model on one polling lcore (the channel's executor instance): written by that lcore only, but
@@ -70,6 +72,8 @@ struct gpu_channel {
 	struct gpu_executor *gpu;       /* made on the lcore's own thread (gpu_lcore_start), or by a reload */
 	struct gpu_stream *stream;      /* this (lcore, model)'s own: a long batch of another model on
 					 * the lcore does not hold this one's behind it */
+	uint32_t version;               /* the model version gpu runs */
+	uint64_t drain_until_tsc;       /* draining: kept at least until then (0: the routing has not moved yet) */
 	struct gpu_swap *pending;       /* a reload's new version, for the lcore to take between batches */
 	struct gpu_swap *draining;      /* the version before, finishing its launches (the lcore's) */
 	struct gpu_swap *retired;       /* that one once done, for the reload to free */
@@ -145,12 +149,13 @@ static int gpu_health(const void *ctx __rte_unused, char *why, size_t cap)
  */
 static void gpu_swap_take(struct gpu_channel *gc)
 {
-	struct gpu_swap *next = __atomic_load_n(&gc->pending, __ATOMIC_ACQUIRE), was = { gc->gpu, gc->stream };
+	struct gpu_swap *next = __atomic_load_n(&gc->pending, __ATOMIC_ACQUIRE), was = { gc->gpu, gc->stream, gc->version };
 
 	if (gc->draining != NULL)
 		return; /* the reload waits for the one before to be retired: never here */
 	gc->gpu = next->gpu;
 	gc->stream = next->stream;
+	gc->version = next->version;
 	*next = was;
 	gc->draining = next;
 	__atomic_store_n(&gc->pending, NULL, __ATOMIC_RELEASE);
@@ -168,7 +173,17 @@ static int gpu_submit(void *ctx, struct bw_batch *batch)
 	if (unlikely(gpu_lost()))
 		return -ENODEV; /* UNAVAILABLE, as the model now is */
 	batch->started_tsc = plat_tsc_now();
-	rc = gpu_executor_submit(gc->gpu, batch);
+	if (likely(batch->version == gc->version))
+		rc = gpu_executor_submit(gc->gpu, batch);
+	else if (gc->draining != NULL && gc->draining->version == batch->version)
+		rc = gpu_executor_submit(gc->draining->gpu, batch); /* admitted before the switch: its version */
+	else {
+		/* admitted to a version no longer loaded here: never run on another (its reply names it) */
+		st->batches_started++;
+		st->batches_done++;
+		st->batches_failed++;
+		return app_deferred_push(gc->lcore, batch, BW_STATUS_UNAVAILABLE);
+	}
 	if (likely(rc == 0)) {
 		st->batches_started++;
 		return 0;
@@ -229,18 +244,27 @@ static void gpu_stall_check(struct gpu_channel *gc, unsigned int completed)
 	gpu_health_check();
 }
 
-/* (hot) This lcore's finished launches of one model; all of them at once when the device is lost. */
-/* (hot) The version before a reload: its last launches, then back to the reload once none is left. */
+/*
+ * (hot) The version before a reload: its last launches, then back to the reload once none is left
+ * and no request admitted to it can still come: requests are admitted to the version the model
+ * routes to, which the reload moves once every lcore has switched; batches of the old one opened
+ * before that are kept for twice batch_timeout_micros and GPU_OLD_KEEP_US more.
+ */
 static unsigned int gpu_drain_poll(struct gpu_channel *gc, struct gpu_poll_ctx *p, unsigned int max)
 {
 	struct gpu_executor *old = gc->draining->gpu;
+	uint64_t now = gc->lcore->now_tsc;
 	unsigned int n = 0;
 
 	if (gpu_executor_in_flight(old) > 0)
 		n = unlikely(gpu_lost()) ? gpu_executor_fail_all(old, gpu_batch_done, p, "the GPU is unhealthy: the "
 								 "batch's launch will never finish")
 					 : gpu_executor_poll(old, gpu_batch_done, p, max);
-	if (gpu_executor_in_flight(old) == 0) {
+	if (gc->drain_until_tsc == 0 && __atomic_load_n(&gc->model->version, __ATOMIC_ACQUIRE) == gc->version)
+		gc->drain_until_tsc = now + plat_us_to_tsc(2ull * gc->model->cfg.batching.batch_timeout_micros +
+							   GPU_OLD_KEEP_US);
+	if (gpu_executor_in_flight(old) == 0 && gc->drain_until_tsc != 0 && now >= gc->drain_until_tsc) {
+		gc->drain_until_tsc = 0;
 		__atomic_store_n(&gc->retired, gc->draining, __ATOMIC_RELEASE);
 		gc->draining = NULL;
 	}
@@ -294,6 +318,7 @@ static int gpu_lcore_start(void *ctx, char *err, size_t cap)
 			return ret;
 		}
 	}
+	gc->version = __atomic_load_n(&m->version, __ATOMIC_ACQUIRE);
 	gc->gpu = gpu_executor_create(g_gpu.hd.ops, g_gpu.hd.dev, gpu_of(m)->prog.loaded, gpu_of(m)->prog.compiled,
 				      gc->stream, m->cfg.slots, m->cfg.launch_mode, why, sizeof(why));
 	if (gc->gpu == NULL) {
@@ -329,7 +354,7 @@ static void gpu_swap_free(struct gpu_swap *sw, struct gpu_executor_stats *freed)
 static void gpu_lcore_stop(void *ctx)
 {
 	struct gpu_channel *gc = ctx;
-	struct gpu_swap live = { gc->gpu, gc->stream };
+	struct gpu_swap live = { gc->gpu, gc->stream, gc->version };
 	struct gpu_swap *others[] = { gc->pending, gc->draining, gc->retired };
 
 	pthread_mutex_lock(&g_gpu_tel_lock);
@@ -632,6 +657,8 @@ static int gpu_model_reload(struct app_model *m, const char *file, uint32_t vers
 		char inner[GPU_ERR_MAX * 2];
 
 		swaps[c] = rte_zmalloc("bw_gpu_swap", sizeof(*swaps[c]), RTE_CACHE_LINE_SIZE);
+		if (swaps[c] != NULL)
+			swaps[c]->version = version;
 		ret = swaps[c] != NULL ? g_gpu.hd.ops->stream_create(g_gpu.hd.dev, &swaps[c]->stream, inner, sizeof(inner))
 				       : -ENOMEM;
 		if (ret == 0) {

@@ -571,7 +571,8 @@ static enum MHD_Result reply_send(struct MHD_Connection *c, struct app_http_repl
  * and given an inference slot before a byte of its body is read, so that the bodies buffered at
  * once are at most the slots, each at most its model's limit; refused at once otherwise.
  */
-static enum MHD_Result infer_begin(struct MHD_Connection *c, const struct app_model *m, struct upload *u)
+static enum MHD_Result infer_begin(struct MHD_Connection *c, const struct app_model *m, uint32_t named,
+				   struct upload *u)
 {
 	struct app_http_reply out = { 0 };
 
@@ -588,6 +589,7 @@ static enum MHD_Result infer_begin(struct MHD_Connection *c, const struct app_mo
 		return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "every HTTP inference slot is in use "
 				     "(http_infer_slots): try again");
 	}
+	u->slot->version = named; /* its lcore admits it to that version, or refuses it */
 	u->model = m;
 	u->limit = (size_t)RTE_MIN((uint64_t)u->limit, app_http_body_limit(m));
 	u->deadline_ns = monotonic_ns() + HTTP_UPLOAD_GRACE_NS + (uint64_t)u->limit * 1000000000ull / HTTP_UPLOAD_BYTES_PER_S;
@@ -620,6 +622,7 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 	size_t len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
 	struct app_model *named = model_named(rest, len), *m = named;
 	const char *tail = slash != NULL ? slash : "";
+	uint32_t version = 0; /* named in the URL: 0 for whichever serves */
 
 	if (m == NULL) {
 		if (post != NULL)
@@ -644,12 +647,13 @@ static enum MHD_Result model_request(struct MHD_Connection *c, const char *rest,
 					     named->spec.name, named->served != NULL ? "s" : "",
 					     app_model_is_echo(&named->cfg) ? "1" : served, (int)strcspn(v, "/"), v);
 		}
+		version = app_model_is_echo(&named->cfg) ? 0 : (uint32_t)want;
 		tail = end;
 	}
 	if (strcmp(tail, "/infer") == 0) {
 		if (post == NULL)
 			return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "/v2/models/%s/infer takes POST", m->spec.name);
-		return post->model == NULL ? infer_begin(c, m, post) : infer_request(c, post);
+		return post->model == NULL ? infer_begin(c, m, version, post) : infer_request(c, post);
 	}
 	if (post != NULL)
 		return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "POST is for /v2/models/NAME/infer only");

@@ -254,6 +254,7 @@ static void inject_queue(struct app_lcore *al, struct app_inject *r, uint64_t no
 	struct app_channel *ch;
 	struct bat_job *job;
 	enum bw_status status;
+	uint32_t version;
 
 	if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == APP_INJECT_ABANDONED) {
 		slot_put(r);
@@ -268,11 +269,16 @@ static void inject_queue(struct app_lcore *al, struct app_inject *r, uint64_t no
 		inject_finish(r, BW_STATUS_UNAVAILABLE, msg);
 		return;
 	}
+	if (!app_version_admit(ch->model, r->version, &version, msg, sizeof(msg))) {
+		inject_finish(r, BW_STATUS_NOT_FOUND, msg);
+		return;
+	}
 	job = app_job_take(ch->queue, r->rows, r->num_inputs, r->num_outputs, msg, sizeof(msg));
 	if (job == NULL) {
 		inject_finish(r, BW_STATUS_RESOURCE_EXHAUSTED, msg);
 		return;
 	}
+	job->version = version;
 	job->priority = r->priority;
 	job->arrival_tsc = now;
 	job->deadline_tsc = r->timeout_us != 0 ? now + plat_us_to_tsc(r->timeout_us) : 0;
@@ -304,7 +310,10 @@ unsigned int app_inject_poll(struct app_lcore *al)
 	return n;
 }
 
-void app_inject_job_done(struct bat_job *job, enum bw_status status)
+void app_inject_job_done(struct app_channel *ch, struct bat_job *job, enum bw_status status)
 {
-	inject_finish(job->owner[0], status, status == BW_STATUS_OK ? NULL : app_job_error_message(status));
+	char why[APP_JOB_TEXT_MAX];
+
+	inject_finish(job->owner[0], status,
+		      status == BW_STATUS_OK ? NULL : app_job_refusal_text(ch->model, job, status, why, sizeof(why)));
 }

@@ -28,6 +28,7 @@
 struct rte_mempool;
 struct app_service;
 struct app_lcore;
+struct app_channel;
 struct bat_job;
 
 #define APP_INJECT_MSG_MAX 224
@@ -50,6 +51,7 @@ struct app_inject_tensor {
 /* One request. The HTTP side fills everything above `state`; the lcore writes status and msg. */
 struct app_inject {
 	uint32_t model_id;
+	uint32_t version;          /* the version the request names (0: whichever serves) */
 	uint32_t rows;
 	uint8_t priority;          /* 0 is the most urgent, as in protocol v1 */
 	uint32_t timeout_us;       /* the request's deadline from when its lcore takes it; 0: none */
@@ -104,7 +106,7 @@ bool app_inject_closed(void);
 
 /** (hot) The `http_infer` poller's work on its lcore. \return how many slots it took. */
 unsigned int app_inject_poll(struct app_lcore *al);
-/** (hot) The batcher is done with an injected job (owner[0] is its slot). */
-void app_inject_job_done(struct bat_job *job, enum bw_status status);
+/** (hot) The batcher of channel ch is done with an injected job (owner[0] is its slot). */
+void app_inject_job_done(struct app_channel *ch, struct bat_job *job, enum bw_status status);
 
 #endif /* BW_APP_INJECT_H */

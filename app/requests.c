@@ -278,17 +278,36 @@ void app_job_refusal(const struct bat_queue *q, uint32_t rows, enum bw_status st
 }
 
 
+bool app_version_admit(const struct app_model *m, uint32_t named, uint32_t *version, char *msg, size_t cap)
+{
+	*version = __atomic_load_n(&m->version, __ATOMIC_ACQUIRE);
+	if (likely(named == 0 || named == *version))
+		return true;
+	/* a reload moved the model between the routing and here */
+	snprintf(msg, cap, "model '%s' serves version %u, not version %u", m->spec.name, *version, named);
+	return false;
+}
+
+/* The version a request names in its model_id (0: whichever serves). */
+static uint32_t version_named(const struct dp_request *req)
+{
+	return req->hdr->model_id >> BW_MODEL_ID_VERSION_SHIFT;
+}
+
 enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request *req, uint32_t body_cap __rte_unused,
 				      char *msg, size_t cap)
 {
-	uint32_t rows = echo_request_rows(req, msg, cap);
+	uint32_t rows = echo_request_rows(req, msg, cap), version;
 	struct bat_job *job;
 
 	if (rows == 0)
 		return BW_STATUS_INVALID_ARGUMENT;
+	if (!app_version_admit(ch->model, version_named(req), &version, msg, cap))
+		return BW_STATUS_NOT_FOUND;
 	job = app_job_take(ch->queue, rows, req->num_tensors, req->num_tensors, msg, cap);
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
+	job->version = version;
 	for (uint16_t i = 0; i < req->num_tensors; i++) {
 		/* Echo computes in place: each output is its input, in the request mbufs the reply reuses. */
 		struct bw_segment seg = tensor_segment(req, &req->tensors[i]);
@@ -365,12 +384,15 @@ enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request 
 	const struct rt_model *model = &ch->model->spec;
 	const struct bw_tensor_view *by_input[RT_MODEL_TENSORS_MAX];
 	struct bw_segment outputs[BW_BATCH_TENSORS_MAX];
-	uint32_t rows = onnx_request_bind(model, req, by_input, msg, cap);
+	uint32_t rows = onnx_request_bind(model, req, by_input, msg, cap), version;
 	enum bw_status status;
 	struct bat_job *job;
 
 	if (rows == 0)
 		return BW_STATUS_INVALID_ARGUMENT;
+	/* the version it runs on, fixed now: its batch runs on that one or is refused */
+	if (!app_version_admit(ch->model, version_named(req), &version, msg, cap))
+		return BW_STATUS_NOT_FOUND;
 	/* Reply pages taken here are given back with the request if it goes no further (req->msg). */
 	status = onnx_outputs_place(ch, req, outputs, rows, body_cap, msg, cap);
 	if (status != BW_STATUS_OK)
@@ -378,6 +400,7 @@ enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request 
 	job = app_job_take(ch->queue, rows, model->num_inputs, model->num_outputs, msg, cap);
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
+	job->version = version;
 	for (uint16_t i = 0; i < model->num_inputs; i++)
 		job->inputs[i] = tensor_segment(req, by_input[i]);
 	memcpy(job->outputs, outputs, model->num_outputs * sizeof(outputs[0]));
@@ -435,6 +458,19 @@ struct dp_model_ops app_model_ops(struct app_service *svc)
 	};
 }
 
+const char *app_job_refusal_text(const struct app_model *m, const struct bat_job *job, enum bw_status status, char *buf,
+				 size_t cap)
+{
+	uint32_t now = __atomic_load_n(&m->version, __ATOMIC_ACQUIRE);
+
+	if (status == BW_STATUS_UNAVAILABLE && job->version != now) {
+		snprintf(buf, cap, "version %u of model '%s' is no longer served (a reload replaced it by version %u): "
+			 "send the request again", job->version, m->spec.name, now);
+		return buf;
+	}
+	return app_job_error_message(status);
+}
+
 const char *app_job_error_message(enum bw_status status)
 {
 	switch (status) {
@@ -454,7 +490,7 @@ void app_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 	struct app_channel *ch = ctx;
 
 	if (unlikely(job->owner[1] == NULL)) {
-		app_inject_job_done(job, status);
+		app_inject_job_done(ch, job, status);
 		return;
 	}
 	ch->model->engine->job_done(ctx, job, status);
@@ -465,10 +501,12 @@ void app_echo_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 {
 	struct app_channel *ch = ctx;
 	struct bw_hdr *hdr = job->owner[1];
+	char why[APP_JOB_TEXT_MAX];
 
 	/* Echo's outputs are its inputs, already where the reply body goes (the whole message's). */
 	dp_request_complete(ch->lcore->dp, job->owner[0], hdr, job->owner[2], status, hdr->total_body_len,
-			    hdr->num_tensors, status == BW_STATUS_OK ? NULL : app_job_error_message(status));
+			    hdr->num_tensors,
+			    status == BW_STATUS_OK ? NULL : app_job_refusal_text(ch->model, job, status, why, sizeof(why)));
 }
 
 /* Writes the reply's output descriptors into it: at its body (one datagram) or into its pages. */
@@ -507,8 +545,10 @@ void app_onnx_job_done(void *ctx, struct bat_job *job, enum bw_status status)
 	uint32_t out_bytes = job->rows * ch->model->output_row_bytes, desc_bytes;
 
 	if (status != BW_STATUS_OK) {
+		char why[APP_JOB_TEXT_MAX];
+
 		dp_request_complete(ch->lcore->dp, job->owner[0], hdr, job->owner[2], status, 0, 0,
-				    app_job_error_message(status));
+				    app_job_refusal_text(ch->model, job, status, why, sizeof(why)));
 		return;
 	}
 	/* Staged outputs start at or past the end of the descriptors: writing them first is safe. */

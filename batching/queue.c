@@ -190,6 +190,7 @@ struct bat_job *bat_job_alloc(struct bat_queue *q)
 	job->num_inputs = 0;
 	job->num_outputs = 0;
 	job->owner[0] = job->owner[1] = job->owner[2] = NULL;
+	job->version = 0;
 	return job;
 }
 
@@ -234,14 +235,15 @@ static void fifo_remove(struct batch_fifo *f, const struct bat_queue *q, uint32_
 	f->count--;
 }
 
-static struct batch_slot *batch_open(struct bat_queue *q, struct batch_fifo *f, uint8_t priority, uint64_t now)
+static struct batch_slot *batch_open(struct bat_queue *q, struct batch_fifo *f, const struct bat_job *job, uint64_t now)
 {
 	struct batch_slot *b = q->batch_free[--q->nb_batch_free];
 
+	b->pub.version = job->version;
 	b->pub.size = 0;
 	b->pub.padded_size = 0;
 	b->pub.num_tasks = 0;
-	b->pub.priority = priority;
+	b->pub.priority = job->priority;
 	b->pub.created_tsc = now;
 	b->pub.dispatched_tsc = 0;
 	b->min_deadline = 0;
@@ -384,7 +386,8 @@ enum bw_status bat_submit(struct bat_queue *q, struct bat_job *job, uint64_t now
 	/* Work out the pieces and the batches they need before touching anything. */
 	f = &q->fifo[job->priority];
 	open = fifo_open_batch(f, q);
-	room = open != NULL ? q->capacity - open->pub.size : 0;
+	/* a window of another version has no room for it: it closes, one of its version opens */
+	room = open != NULL && open->pub.version == job->version ? q->capacity - open->pub.size : 0;
 	if (!q->opts.enable_large_batch_splitting) {
 		first = job->rows <= room ? job->rows : 0;
 		pieces = 1;
@@ -412,11 +415,12 @@ enum bw_status bat_submit(struct bat_queue *q, struct bat_job *job, uint64_t now
 		task_add(q, open, job, 0, first);
 		offset = first;
 	} else if (open != NULL) {
-		batch_close(q, open, BW_DISPATCH_FULL); /* the next task does not fit: the window is over */
+		/* the next task does not fit, or is of another version: the window is over */
+		batch_close(q, open, open->pub.version == job->version ? BW_DISPATCH_FULL : BW_DISPATCH_VERSION);
 	}
 	while (offset < job->rows) {
 		uint32_t rows = job->rows - offset < q->capacity ? job->rows - offset : q->capacity;
-		struct batch_slot *b = batch_open(q, f, job->priority, now);
+		struct batch_slot *b = batch_open(q, f, job, now);
 
 		task_add(q, b, job, offset, rows);
 		offset += rows;

@@ -106,6 +106,8 @@ struct bat_job {
 	struct bw_segment inputs[BW_BATCH_TENSORS_MAX];  /* all rows of each input */
 	struct bw_segment outputs[BW_BATCH_TENSORS_MAX]; /* room for all rows of each output */
 	void *owner[3];         /* the owner's (the daemon keeps the mbuf, the protocol header, the message) */
+	uint32_t version;       /* the owner's tag (the daemon: the model version the request was admitted
+				 * to): a batch holds jobs of one version only (bw_batch.version) */
 	/* the batcher's */
 	uint32_t pieces_pending;
 	uint16_t status;

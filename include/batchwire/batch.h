@@ -28,13 +28,15 @@ enum bw_dispatch_reason {
 	BW_DISPATCH_SLO,      /* closed early so that its oldest task can meet slo_micros */
 	BW_DISPATCH_IDLE,     /* the executor had nothing in flight (dispatch_when_idle) */
 	BW_DISPATCH_DRAIN,    /* shutdown: everything queued is dispatched */
+	BW_DISPATCH_VERSION,  /* a task admitted to another model version came: versions never share one */
 	BW_DISPATCH_COUNT
 };
 
 /** The name telemetry and /metrics give a dispatch reason ("full"...; "unknown" past the enum). */
 static inline const char *bw_dispatch_reason_name(unsigned int reason)
 {
-	static const char *const names[BW_DISPATCH_COUNT] = {"full", "timeout", "deadline", "slo", "idle", "drain"};
+	static const char *const names[BW_DISPATCH_COUNT] = {"full", "timeout", "deadline", "slo", "idle", "drain",
+								    "version"};
 
 	return reason < BW_DISPATCH_COUNT ? names[reason] : "unknown";
 }
@@ -135,6 +137,7 @@ struct bw_batch {
 	uint16_t num_outputs;
 	uint8_t reason;       /* enum bw_dispatch_reason */
 	uint8_t priority;
+	uint32_t version;     /* the model version every task was admitted to: it runs on that one */
 	uint64_t created_tsc;    /* the window opened: its first task arrived */
 	uint64_t dispatched_tsc; /* handed to the executor */
 	struct bw_batch_task **tasks;

@@ -69,6 +69,7 @@ static int stub_submit(void *ctx, struct bw_batch *batch)
 	rb->num_tasks = batch->num_tasks;
 	rb->reason = batch->reason;
 	rb->priority = batch->priority;
+	rb->version = batch->version;
 	rb->created_tsc = batch->created_tsc;
 	rb->dispatched_tsc = batch->dispatched_tsc;
 	for (uint16_t i = 0; i < batch->num_tasks; i++) {
@@ -171,6 +172,7 @@ enum bw_status submit_full(struct harness *h, struct job_rec *r, unsigned int id
 	job->inputs[0] = bw_segment_flat(r->in, rows * ROW_BYTES);
 	job->outputs[0] = bw_segment_flat(r->out, rows * ROW_BYTES);
 	job->owner[0] = r;
+	job->version = h->version;
 	st = bat_submit(h->q, job, now);
 	r->accepted = st == BW_STATUS_OK;
 	return st;

@@ -58,6 +58,7 @@ struct rec_batch {
 	uint32_t size, padded_size;
 	uint16_t num_tasks;
 	uint8_t reason, priority;
+	uint32_t version;
 	uint64_t created_tsc, dispatched_tsc;
 	struct rec_task tasks[REC_TASKS_MAX];
 	bool failed_submit; /* the stub refused it: the queue completed it itself */
@@ -74,6 +75,7 @@ struct harness {
 	unsigned int done_calls;
 	unsigned int done_in_submit; /* done() while the stub's submit runs: must stay 0 */
 	bool in_submit;
+	uint32_t version;    /* what submit_full tags its jobs with (bat_job.version) */
 };
 
 /* The stub executor: its ctx is a struct harness, whose rec[] it fills. */

@@ -83,6 +83,48 @@ static void test_window_full(void)
 	harness_fini(&h);
 }
 
+/*
+ * Jobs admitted to two versions of a model (a reload between them) never share a batch: a job of
+ * another version closes the open window (reason version) and opens its own, which its version's
+ * next job joins; each batch says its version.
+ */
+static void test_window_version(void)
+{
+	struct harness h;
+	struct bat_options o = opts_base(4, 4, 100);
+	struct job_rec a, b, c;
+
+	harness_init(&h, &o);
+	h.version = 1;
+	CU_ASSERT_EQUAL(submit(&h, &a, 1, 1000), BW_STATUS_OK);
+	h.version = 2;
+	CU_ASSERT_EQUAL(submit(&h, &b, 1, 1005), BW_STATUS_OK); /* closes a's window: version */
+	CU_ASSERT_EQUAL(bat_poll(h.q, 1005), 1);
+	CU_ASSERT_EQUAL_FATAL(h.nb_rec, 1);
+	CU_ASSERT_EQUAL(h.rec[0].reason, BW_DISPATCH_VERSION);
+	CU_ASSERT_EQUAL(h.rec[0].version, 1);
+	CU_ASSERT_EQUAL(h.rec[0].num_tasks, 1);
+	check_task(&h.rec[0], 0, &a, 1, 0);
+	CU_ASSERT_EQUAL(submit(&h, &c, 1, 1006), BW_STATUS_OK); /* version 2's window */
+	CU_ASSERT_EQUAL(bat_poll(h.q, 1104), 0);
+	CU_ASSERT_EQUAL(bat_poll(h.q, 1105), 2);                /* b's window timed out: closed, dispatched */
+	CU_ASSERT_EQUAL_FATAL(h.nb_rec, 2);
+	CU_ASSERT_EQUAL(h.rec[1].reason, BW_DISPATCH_TIMEOUT);
+	CU_ASSERT_EQUAL(h.rec[1].version, 2);
+	CU_ASSERT_EQUAL(h.rec[1].num_tasks, 2);
+	check_task(&h.rec[1], 0, &b, 1, 0);
+	check_task(&h.rec[1], 1, &c, 1, 0);
+	CU_ASSERT_STRING_EQUAL(bw_dispatch_reason_name(BW_DISPATCH_VERSION), "version");
+	complete(&h, 0, BW_STATUS_OK, 1200);
+	complete(&h, 1, BW_STATUS_OK, 1200);
+	check_done_once(&a, BW_STATUS_OK);
+	check_done_once(&b, BW_STATUS_OK);
+	check_done_once(&c, BW_STATUS_OK);
+	CHECK_STATS(&h, .jobs = 3, .jobs_done = 3, .batches = 2, .rows = 3, .dispatch[BW_DISPATCH_VERSION] = 1,
+		    .dispatch[BW_DISPATCH_TIMEOUT] = 1);
+	harness_fini(&h);
+}
+
 static void test_window_timeout(void)
 {
 	struct harness h;
@@ -1391,6 +1433,7 @@ int main(void)
 	};
 	static CU_TestInfo pool_tests[] = {
 		{"bat_job_alloc NULL when exhausted", test_pool_exhausted},
+		{"jobs of two versions never share a batch: the window closes (version)", test_window_version},
 		{"1000 random submit/poll/complete: once each, all back", test_random_cycles},
 		CU_TEST_INFO_NULL,
 	};

@@ -9,7 +9,9 @@
 #     version 2 still serves;
 #  3. version 3 is replaced by a model with other tensors: HTTP POST /v2/repository/models/mlp/load
 #     answers 400 naming the difference; then it is removed and the same call reloads version 2.
-# Every bwload request is answered OK (0 errors, 0 timeouts); after each reload bwcli's outputs for
+# Requests pinned to version 1 during the first reload are answered by version 1 or refused, never
+# by version 2 (pinned.py). Every bwload request is answered OK (0 errors, 0 timeouts); after each
+# reload bwcli's outputs for
 # one fixed input equal bwrun's on the version that serves; MODEL_INFO and the HTTP metadata name
 # that version; a request naming another version is NOT_FOUND; the version's counters add up.
 # Beside it, mlpv serves two versions at once (version_policy latest 2) from a repository of its
@@ -162,8 +164,18 @@ sleep 1
 # 1. a new version, and SIGHUP (mlpv's version 3 too: version 1's file again)
 mkdir -p "$REPO/2" && cp "$WORK/v2.onnx" "$REPO/2/model.onnx"
 mkdir -p "$VREPO/3" && cp "$MODELS/mlp.onnx" "$VREPO/3/model.onnx"
+# requests pinned to version 1 meanwhile: answered by version 1 or refused, never by version 2
+bw_cli python3 "$(dirname "$0")/pinned.py" --server "$BW_SERVER_IP" --model-id 1 --version 1 \
+	--input "$WORK/in/input.npy" --want "$WORK/out1/logits.npy" --other "$WORK/out2/logits.npy" \
+	--seconds 4 >"$WORK/pinned.log" 2>&1 &
+pinned=$!
+sleep 1
 kill -HUP "$BW_DAEMON_PID"
 wait_version 2
+wait "$pinned" || bw_fail "a request pinned to version 1 was answered by another: $(cat "$WORK/pinned.log")"
+grep -q "'OK': [1-9]" "$WORK/pinned.log" && grep -q "'NOT_FOUND': [1-9]" "$WORK/pinned.log" ||
+	bw_fail "the pinned requests did not span the reload: $(cat "$WORK/pinned.log")"
+echo "  $(cat "$WORK/pinned.log")"
 serves 2
 for _ in $(seq 200); do
 	grep -q "model 'mlpv': version 3 serves" "$BW_LOG" && break
