@@ -601,6 +601,18 @@ static int model_key_set(struct app_model_config *model, const char *key, const 
 		model->slots = (unsigned int)v;
 		return 0;
 	}
+	if (strcmp(key, "memory_budget_mb") == 0) {
+		char *end;
+		unsigned long long v = isdigit((unsigned char)value[0]) ? strtoull(value, &end, 10) : 0;
+
+		if (!isdigit((unsigned char)value[0]) || *end != '\0' || v > APP_MEMORY_BUDGET_MB_MAX) {
+			snprintf(msg, cap, "invalid memory_budget_mb '%s': expected an integer in 0..%llu (0: half the "
+				 "host's memory)", value, (unsigned long long)APP_MEMORY_BUDGET_MB_MAX);
+			return -EINVAL;
+		}
+		model->memory_budget_mb = v;
+		return 0;
+	}
 	if (strcmp(key, "chunk_rows") == 0) {
 		char *end;
 		unsigned long v = isdigit((unsigned char)value[0]) ? strtoul(value, &end, 10) : 0;

@@ -47,6 +47,7 @@ struct app_model_config {
 				       * lcore); 0: derived */
 	uint32_t precision;           /* device gpu: enum gpu_precision (fp32 unless set) */
 	uint32_t cpu_precision;       /* device cpu: enum rt_precision (fp32 unless set) */
+	uint64_t memory_budget_mb;    /* device cpu: its constants and arenas, at most (0: half the host's memory) */
 	char precision_given[8];      /* the value of key precision, "" when not given */
 	uint32_t launch_mode;         /* device gpu: enum gpu_launch_mode (graph unless set) */
 	uint32_t layout;              /* device gpu: enum gpu_layout (auto unless set) */
@@ -60,6 +61,7 @@ struct app_model_config {
 };
 
 /* The HTTP control server (app/http.c): a kernel socket on a management address. */
+#define APP_MEMORY_BUDGET_MB_MAX (UINT64_C(1) << 30) /* a PiB: no host has more */
 #define APP_HTTP_ADDR_DEFAULT "127.0.0.1"
 #define APP_HTTP_PORT_DEFAULT 8000 /* Triton's HTTP port: its clients and probes expect it */
 #define APP_DRAIN_GRACE_MS_MAX 600000

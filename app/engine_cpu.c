@@ -376,6 +376,21 @@ static int workers_check(struct app_model_config *mc, FILE *err)
 	return 0;
 }
 
+/*
+ * What one version of the model may take in memory: its constants (weights, folded and packed ones)
+ * and its executor's arenas, checked before each is allocated (a reload's new version is held to it
+ * beside the served one). memory_budget_mb, or half the host's memory: a file of a few hundred bytes
+ * can ask for more than the host has, and the reload runs inside the serving process.
+ */
+static uint64_t memory_budget(const struct app_model_config *mc)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+
+	if (mc->memory_budget_mb != 0)
+		return mc->memory_budget_mb << 20;
+	return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+}
+
 static void load_report(const struct app_model *m, const struct cpu_version *v, const struct rt_opt_report *rep,
 			const char *file)
 {
@@ -400,10 +415,12 @@ static void load_report(const struct app_model *m, const struct cpu_version *v, 
 		snprintf(depth + strlen(depth), sizeof(depth) - strlen(depth), " at %u sizes", chunked);
 	PLAT_LOG(INFO, app, "model '%s' (id %u) version %u from %s: %u inputs, %u outputs, %u nodes (%u after "
 		 "optimisation%s%s), precision %s, %u batch sizes up to %" PRId64 "%s, %u slots each (%zu KiB of "
-		 "arenas), %u worker lcores from %u", m->spec.name, m->spec.id, v->version, file, m->spec.num_inputs,
+		 "arenas), %u worker lcores from %u; %" PRIu64 " MiB of constants and arenas of a %" PRIu64 " MiB "
+		 "budget", m->spec.name, m->spec.id, v->version, file, m->spec.num_inputs,
 		 m->spec.num_outputs, rep->nodes_before, rep->nodes_after, off > 0 ? ": " : "", fusions,
 		 rt_precision_name((enum rt_precision)m->cfg.cpu_precision), cm->nb_sizes, cm->sizes[cm->nb_sizes - 1],
-		 depth, m->cfg.slots, arena * m->cfg.slots / 1024, m->cfg.nb_workers, m->cfg.workers[0]);
+		 depth, m->cfg.slots, arena * m->cfg.slots / 1024, m->cfg.nb_workers, m->cfg.workers[0],
+		 (rt_graph_constant_bytes(v->spec.graph) + arena * m->cfg.slots) >> 20, v->spec.graph->memory_budget >> 20);
 }
 
 /*
@@ -466,8 +483,9 @@ static struct cpu_version *version_load(struct app_model *m, const char *file, u
 	}
 	v->version = version;
 	ret = rt_onnx_model_load(&v->spec, m->spec.id, mc->name, file, RT_DEVICE_CPU,
-				 &(struct rt_opt_options){ .precision = (enum rt_precision)mc->cpu_precision }, rep, err,
-				 sizeof(err));
+				 &(struct rt_opt_options){ .precision = (enum rt_precision)mc->cpu_precision,
+							   .memory_budget = memory_budget(mc) },
+				 rep, err, sizeof(err));
 	if (ret == 0 && sig != NULL)
 		ret = app_model_signature_check(sig, &v->spec, err, sizeof(err));
 	if (ret != 0) {

@@ -68,3 +68,13 @@ int32_t rt_graph_value_find(const struct rt_graph *graph, const char *name)
 	}
 	return -1;
 }
+
+uint64_t rt_graph_constant_bytes(const struct rt_graph *graph)
+{
+	uint64_t n = 0;
+
+	for (uint32_t v = 0; v < graph->num_values; v++)
+		if (graph->values[v].kind == RT_VALUE_INITIALIZER)
+			n += graph->values[v].nbytes;
+	return n;
+}

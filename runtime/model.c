@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -231,6 +232,12 @@ static int onnx_model_load(struct rt_model *model, uint32_t id, const char *name
 	if (model->graph == NULL) {
 		snprintf(err, cap, "%s", why);
 		return -EINVAL;
+	}
+	if (opts != NULL && opts->memory_budget != 0 && rt_graph_constant_bytes(model->graph) > opts->memory_budget) {
+		snprintf(err, cap, "its weights take %" PRIu64 " MiB, above its memory budget of %" PRIu64 " MiB "
+			 "(memory_budget_mb)", rt_graph_constant_bytes(model->graph) >> 20, opts->memory_budget >> 20);
+		rt_model_fini(model);
+		return -EFBIG;
 	}
 	ret = rt_graph_optimize_with(model->graph, (enum rt_device)device, opts, report, why, sizeof(why));
 	if (ret != 0)

@@ -81,6 +81,8 @@ struct rt_plan {
 	size_t tensor_bytes_sum;
 	size_t constant_bytes;
 	size_t worker_scratch_bytes; /* the largest step scratch, aligned */
+	uint64_t budget_base;        /* the graph's constants when planning began (its memory_budget's) */
+	uint64_t run_now_bytes;      /* outputs of nodes run while planning, so far */
 };
 
 /**

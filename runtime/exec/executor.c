@@ -37,6 +37,7 @@
  * there (tests on a shared machine) stall the other side until they run again, nothing worse.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -290,6 +291,36 @@ static int size_init(struct rt_executor *ex, struct exec_size *sz, const struct 
 	return 0;
 }
 
+/*
+ * Before any arena is allocated: what the slots' arenas and staging areas and the workers' scratch
+ * will take, beside the graph's constants, against the graph's memory budget. \return 0 or -EFBIG.
+ */
+static int budget_check(const struct rt_executor *ex, char *err, size_t cap)
+{
+	const struct rt_graph *g = ex->graph;
+	uint64_t constants = rt_graph_constant_bytes(g), need = (uint64_t)ex->nb_workers * ex->worker_scratch_bytes;
+
+	if (g->memory_budget == 0)
+		return 0;
+	for (unsigned int i = 0; i < ex->nb_sizes; i++) {
+		const struct exec_size *sz = &ex->sizes[i];
+		uint64_t one = rt_plan_arena_bytes(sz->plan);
+
+		if (sz->nb_chunks > 1) {
+			for (uint32_t k = 0; k < g->num_inputs; k++)
+				one += rt_align_up((size_t)sz->padded_rows * sz->in_row_bytes[k]);
+			for (uint32_t o = 0; o < g->num_outputs; o++)
+				one += rt_align_up((size_t)sz->padded_rows * sz->out_row_bytes[o]);
+		}
+		need += one * ex->nb_slots;
+	}
+	if (constants + need <= g->memory_budget)
+		return 0;
+	return bw_err(err, cap, -EFBIG, "its arenas (%u batch sizes, %u slots each) need %" PRIu64 " MiB beside %" PRIu64
+		      " MiB of constants: above its memory budget of %" PRIu64 " MiB (memory_budget_mb)", ex->nb_sizes,
+		      ex->nb_slots, need >> 20, constants >> 20, g->memory_budget >> 20);
+}
+
 static int slot_init(struct rt_executor *ex, struct exec_slot *slot, struct exec_size *sz)
 {
 	const struct rt_graph *g = ex->graph;
@@ -388,6 +419,12 @@ struct rt_executor *rt_executor_create_chunked(const struct rt_graph *g, const s
 			return NULL;
 		}
 		work_cells += (uint64_t)nb_slots * ex->sizes[i].plan->num_steps;
+	}
+	rc = budget_check(ex, err, cap);
+	if (rc != 0) {
+		rt_executor_destroy(ex);
+		errno = -rc;
+		return NULL;
 	}
 	for (unsigned int i = 0; i < nb_sizes; i++) {
 		struct exec_size *sz = &ex->sizes[i];

@@ -8,6 +8,7 @@
  * plan_arena.c's. Everything here runs at load time, so it allocates freely.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,18 @@ static int plan_node(struct rt_plan *p, uint32_t ni, struct node_work *w, bool h
 		w->out_valid[j] = true;
 	}
 
+	if (fold && p->graph->memory_budget != 0) {
+		uint64_t add = 0;
+
+		for (uint16_t j = 0; j < n->num_outputs; j++)
+			add += w->out_valid[j] ? w->out_nbytes[j] : 0;
+		/* made before anything runs: a few bytes of file may ask for more than the host has */
+		if (p->budget_base + p->run_now_bytes + add > p->graph->memory_budget)
+			return bw_err(err, cap, -EFBIG, "node %s (%s): computing its output of %" PRIu64 " MiB while "
+				      "planning would take the model past its memory budget of %" PRIu64 " MiB "
+				      "(memory_budget_mb)", n->name, n->op_type, add >> 20, p->graph->memory_budget >> 20);
+		p->run_now_bytes += add;
+	}
 	if (fold) {
 		rc = run_now(n, k, w, why, sizeof(why));
 		if (rc != 0)
@@ -562,6 +575,7 @@ struct rt_plan *rt_plan_create_layout(const struct rt_graph *g, int64_t batch, e
 	if (p == NULL)
 		goto nomem;
 	p->graph = g;
+	p->budget_base = g->memory_budget != 0 ? rt_graph_constant_bytes(g) : 0;
 	p->batch = batch;
 	p->device = dev;
 	p->layout = layout;

@@ -118,7 +118,11 @@ struct rt_graph {
 	int32_t *inputs;         /* graph inputs that are not initializers, in model order */
 	uint32_t num_outputs;
 	int32_t *outputs;
+	uint64_t memory_budget;  /* bytes its constants and its executors' arenas may take; 0: no limit */
 };
+
+/** The bytes the graph's constants (initializers, folded and packed ones) take now. */
+uint64_t rt_graph_constant_bytes(const struct rt_graph *graph);
 
 /** \return the attribute named name, or NULL. */
 const struct rt_attr *rt_node_attr(const struct rt_node *node, const char *name);
@@ -276,7 +280,13 @@ int rt_precision_check(enum rt_precision precision, char *err, size_t cap);
 
 struct rt_opt_options {
 	enum rt_precision precision; /* the CPU's; the GPU's is the device compiler's (gpu/host) */
+	uint64_t memory_budget;      /* the graph's memory_budget from here on (0: none): what folding may
+				      * add is held to it, before each allocation */
 };
+
+/* A folded constant is made only up to this size: a larger one (a file of a few hundred bytes can
+ * ask for gigabytes) is left to run time, where the planner's arena and the budget judge it. */
+#define RT_FOLD_BYTES_MAX ((size_t)16 << 20)
 
 /**
  * Rewrites a loaded graph for the device before planning: exact fusions, the kernels' preferred

@@ -30,6 +30,7 @@ struct opt_ctx {
 	struct rt_graph *g;
 	enum rt_device dev;
 	enum rt_precision precision; /* the CPU's: what FusedGemm's weights are packed for */
+	uint64_t constant_bytes;     /* what the graph's constants take, kept by folding against its budget */
 	struct rt_opt_report *report;
 	char *err;
 	size_t err_cap;

@@ -7,6 +7,8 @@
  * graph at OPT_SHAPE_BATCH: the planner's shape inference, not a second one.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,11 +75,20 @@ static int fold_node(struct opt_ctx *c, uint32_t ni)
 		int64_t elems = rt_tensor_elems(&out[j]);
 		size_t bytes;
 
-		/* too large for the planner: left to it, which refuses it naming the node */
+		/* too large to make here: left to run time, where the planner and the budget judge it */
 		if (elems < 0 || rt_dtype_size(out[j].dtype) == 0 ||
 		    __builtin_mul_overflow((size_t)elems, rt_dtype_size(out[j].dtype), &bytes) ||
-		    bytes > RT_PLAN_TENSOR_BYTES_MAX)
+		    bytes > RT_FOLD_BYTES_MAX)
 			goto fail;
+		if (g->memory_budget != 0 && c->constant_bytes + bytes > g->memory_budget) {
+			rc = -EFBIG;
+			snprintf(c->err, c->err_cap, "node %s: folding its output of %zu bytes would take the model's "
+				 "constants to %" PRIu64 " MiB, above its memory budget of %" PRIu64 " MiB (memory_budget_mb)",
+				 n->name != NULL ? n->name : "?", bytes, (c->constant_bytes + bytes) >> 20,
+				 g->memory_budget >> 20);
+			goto fail;
+		}
+		c->constant_bytes += bytes;
 		out[j].data = calloc(bytes + 64, 1);
 		if (out[j].data == NULL) {
 			rc = -ENOMEM;
@@ -114,6 +125,8 @@ fail:
 	free(scratch);
 	for (uint16_t j = 0; j < n->num_outputs; j++)
 		free(out[j].data);
+	if (rc == -EFBIG)
+		return rc; /* c->err says why */
 	return rc < 0 ? opt_error(c, rc, "out of memory") : 0;
 }
 

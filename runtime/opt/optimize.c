@@ -81,6 +81,9 @@ int rt_graph_optimize_with(struct rt_graph *graph, enum rt_device device, const 
 	}
 	if (device == RT_DEVICE_CPU && (rc = rt_precision_check(c.precision, err, err_cap)) != 0)
 		return rc;
+	if (opts != NULL)
+		graph->memory_budget = opts->memory_budget;
+	c.constant_bytes = rt_graph_constant_bytes(graph);
 	if (report != NULL) {
 		memset(report, 0, sizeof(*report));
 		report->nodes_before = graph->num_nodes;

@@ -17,7 +17,10 @@
 #     once with the RSS growing under 256 MiB, a chunked 8 MiB body and a JSON of 100,000 values
 #     refused 413; 64 connections sending their headers a byte at a time while the probe listener
 #     (--http-probes) answers health and metrics within 1 s; slow bodies holding every inference
-#     slot cut off, a good request answered after.
+#     slot cut off, a good request answered after;
+#  6. a model file of a few KB whose planning would take 8 GiB (ConstantOfShape [1, 2^31]): refused
+#     at start-up naming memory_budget_mb, before it allocates; then the same file as the MLP's
+#     version 2, reloaded: refused the same way, version 1 still answering.
 #
 # Usage (as root): tests/integration/adversary_netns.sh BATCHWIRE BWCLI MODELS_DIR
 set -u
@@ -33,6 +36,10 @@ HERE=$(dirname "$0")
 [ -f "$MODELS/mlp.onnx" ] || bw_skip "$MODELS/mlp.onnx is missing (the models/ targets need python3 with onnx and numpy)"
 bw_env_check
 bw_net_up
+WORK=$(mktemp -d /tmp/bw-adv.XXXXXX)
+trap 'rc=$?; rm -rf "$WORK"; (exit $rc); bw_cleanup' EXIT
+mkdir -p "$WORK/repo/mlp/1"
+cp "$MODELS/mlp.onnx" "$WORK/repo/mlp/1/model.onnx"
 
 cli() { bw_cli "$BWCLI" --host "$BW_SERVER_IP" --mtu "$BW_MTU" "$@"; }
 stats() { bw_telemetry /batchwire/stats; }
@@ -54,8 +61,8 @@ sys.exit(0 if all(s[k] == 0 for k in keys) else 1)'
 echo "== 1. SIGHUP 100 ms after start"
 OPENBLAS_NUM_THREADS=1 ip netns exec "$BW_SRV_NS" "$BATCHWIRE" --no-huge -m 1024 --no-pci --file-prefix "$BW_PREFIX" -l 0-1 \
 	--vdev "net_af_packet0,iface=$BW_SRV_IF,$BW_AF_PACKET_ARGS" -- --ip "$BW_SERVER_IP" --mtu "$BW_MTU" \
-	--model mlp="$MODELS/mlp.onnx" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
-	--mbufs-held 64 --model-opt echo.max_batch_size=32 --model-opt echo.batch_timeout_micros=300000 \
+	--model mlp="$WORK/repo/mlp" --model-opt mlp.max_batch_size=8 --model-opt mlp.allowed_batch_sizes=1,2,4,8 \
+	--model-opt mlp.memory_budget_mb=1024 --mbufs-held 64 --model-opt echo.max_batch_size=32 --model-opt echo.batch_timeout_micros=300000 \
 	--model-opt echo.priority_levels=4 --http 127.0.0.1:8000 --http-probes 127.0.0.1:8002 \
 	>"$BW_LOG" 2>&1 &
 BW_DAEMON_PID=$!
@@ -104,6 +111,39 @@ for attack in large slow bodies; do
 	ip netns exec "$BW_SRV_NS" python3 "$HERE/adversary_http.py" "$attack" --pid "$BW_DAEMON_PID" ||
 		bw_fail "HTTP: the $attack attack was not held off"
 done
+
+echo "== 6. a model whose planning would take 8 GiB, at start-up and as a reload"
+python3 - "$MODELS/mlp.onnx" "$WORK/bomb.onnx" <<'PY' || bw_fail "cannot write the model"
+import sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+mlp = onnx.load(sys.argv[1])
+nodes = [helper.make_node("MatMul", ["input", "W"], ["product"]),
+         helper.make_node("ConstantOfShape", ["big_shape"], ["big"],
+                          value=numpy_helper.from_array(np.array([1.0], np.float32))),
+         helper.make_node("ReduceSum", ["big"], ["total"], keepdims=1),
+         helper.make_node("Add", ["product", "total"], ["logits"])]
+graph = helper.make_graph(nodes, "bomb", [mlp.graph.input[0]], [mlp.graph.output[0]],
+                          [numpy_helper.from_array(np.zeros((784, 10), np.float32), "W"),
+                           numpy_helper.from_array(np.array([1, 1 << 31], np.int64), "big_shape")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+onnx.save(model, sys.argv[2])
+PY
+out=$(OPENBLAS_NUM_THREADS=1 timeout 60 "$BATCHWIRE" -l 0 --no-huge -m 512 --no-pci --file-prefix "$BW_PREFIX-bomb" \
+	--vdev net_null0 -- --ip 10.99.0.1 --http off --model bomb="$WORK/bomb.onnx" \
+	--model-opt bomb.memory_budget_mb=1024 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && echo "$out" | grep -q "memory_budget_mb" ||
+	bw_fail "the model was not refused at start-up for its memory (exit $rc): $(echo "$out" | tail -n 2)"
+echo "  at start-up (exit $rc): $(echo "$out" | grep -o "node ConstantOfShape.*memory_budget_mb)")"
+mkdir -p "$WORK/repo/mlp/2" && cp "$WORK/bomb.onnx" "$WORK/repo/mlp/2/model.onnx"
+out=$(bw_telemetry "/batchwire/reload,mlp")
+echo "$out" | grep -q "version 1 still serves" && grep -q "reload failed.*memory_budget_mb" "$BW_LOG" ||
+	bw_fail "the reload was not refused for its memory, version 1 serving: $out $(grep "reload failed" "$BW_LOG")"
+echo "  as a reload: $(grep -o "version 1 still serves; the reload failed.*" "$BW_LOG" | sed 's|/tmp/[^:]*: ||' | head -n 1)"
+good_client "after the refused reload"
 
 kill -0 "$BW_DAEMON_PID" 2>/dev/null || bw_fail "batchwire died"
 bw_daemon_stop

@@ -13,6 +13,7 @@
  * erf are checked against libm, and an optimized model's run against the heap (no call while it
  * runs, as tests/runtime/test_noalloc.c checks the unoptimized kernels).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #include "../bw_cunit.h"
 
 #include "alloc_count.h"
+#include "exec/executor.h"
 #include "exec/plan.h"
 #include "graph.h"
 #include "isa_level.h"
@@ -1438,7 +1440,7 @@ static void test_bf16(void)
 		onnx__model_proto__free_unpacked(m, NULL);
 		g = rt_graph_load_buffer(buf, len, NULL, err, sizeof(err));
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-		CU_ASSERT_EQUAL(rt_graph_optimize_with(g, RT_DEVICE_CPU, &(struct rt_opt_options){ RT_PRECISION_BF16 },
+		CU_ASSERT_EQUAL(rt_graph_optimize_with(g, RT_DEVICE_CPU, &(struct rt_opt_options){ .precision = RT_PRECISION_BF16 },
 						       NULL, err, sizeof(err)), -ENOTSUP);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, "precision bf16 needs the CPU kernels at the amx level"));
 		rt_graph_free(g);
@@ -1477,6 +1479,109 @@ static int suite_init(void)
 	return rt_cpu_kernels_register() == 0 ? 0 : -1;
 }
 
+/*
+ * x [N,4] -> MatMul W -> + ReduceSum(ConstantOfShape([count])) -> y: a constant of count floats that
+ * folding, or planning, would make. \return the model's bytes (malloc'd).
+ */
+static uint8_t *budget_model(int64_t count, size_t *len)
+{
+	Onnx__ModelProto *m = model_new();
+	const int64_t x_dims[] = { -1, 4 }, w_dims[] = { 4, 4 };
+	Onnx__NodeProto *n;
+	uint8_t *buf;
+
+	input(m, "x", 2, x_dims);
+	init(m, "W", 2, w_dims, NULL, 1, 0);
+	int64_init(m, "count", &count, 1);
+	onnx_build_node(m, "product", "MatMul", "x,W", "p");
+	n = onnx_build_node(m, "big", "ConstantOfShape", "count", "c");
+	{
+		Onnx__AttributeProto *a = onnx_build_attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+		const int64_t one = 1;
+
+		a->t = onnx_build_tensor_new(NULL, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, &one);
+		PUSH(a->t->float_data, a->t->n_float_data, 1.0f);
+	}
+	n = onnx_build_node(m, "total", "ReduceSum", "c", "t");
+	onnx_build_attr_int(n, "keepdims", 1);
+	onnx_build_node(m, "sum", "Add", "p,t", "y");
+	output(m, "y");
+	buf = onnx_build_pack(m, len);
+	onnx_build_model_free(m);
+	return buf;
+}
+
+/* err says both things (printed when it does not). */
+static bool err_says(const char *err, const char *a, const char *b)
+{
+	bool ok = strstr(err, a) != NULL && strstr(err, b) != NULL;
+
+	if (!ok)
+		fprintf(stderr, "error '%s' lacks '%s' or '%s'\n", err, a, b);
+	return ok;
+}
+
+static int budget_optimize(const uint8_t *buf, size_t len, uint64_t budget, struct rt_graph **g, char *err, size_t cap)
+{
+	*g = rt_graph_load_buffer(buf, len, NULL, err, cap);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*g);
+	return rt_graph_optimize_with(*g, RT_DEVICE_CPU, &(struct rt_opt_options){ .memory_budget = budget }, NULL, err,
+				      cap);
+}
+
+/*
+ * A model's memory budget, held before each allocation: a constant that folding would make past it
+ * (1 MiB, budget 512 KiB), one above the folding cap that planning would compute past it (32 MiB,
+ * budget 16 MiB: not folded, refused while planning), arenas past it (an executor refused before
+ * any arena exists); within it the same model optimises, plans and gets its executor.
+ */
+static void test_memory_budget(void)
+{
+	const int64_t sizes[] = { 1, 8 };
+	struct rt_executor *ex;
+	struct rt_plan *plan;
+	struct rt_graph *g;
+	char err[RT_ERR_MAX];
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	buf = budget_model(1 << 18, &len);
+	rc = budget_optimize(buf, len, 512u << 10, &g, err, sizeof(err));
+	CU_ASSERT_EQUAL(rc, -EFBIG);
+	CU_ASSERT(err_says(err, "folding", "memory_budget_mb"));
+	rt_graph_free(g);
+	rc = budget_optimize(buf, len, 64u << 20, &g, err, sizeof(err)); /* within it: folded */
+	CU_ASSERT_EQUAL(rc, 0);
+	rt_graph_free(g);
+	free(buf);
+
+	buf = budget_model(1 << 23, &len);
+	rc = budget_optimize(buf, len, 16u << 20, &g, err, sizeof(err));
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(rt_graph_constant_bytes(g) < RT_FOLD_BYTES_MAX); /* not folded: above the cap */
+	plan = rt_plan_create(g, 1, RT_DEVICE_CPU, err, sizeof(err));
+	CU_ASSERT_PTR_NULL(plan);
+	CU_ASSERT(err_says(err, "while planning", "memory_budget_mb"));
+	rt_plan_free(plan);
+	rt_graph_free(g);
+	free(buf);
+
+	buf = budget_model(1 << 10, &len);
+	CU_ASSERT_EQUAL_FATAL(budget_optimize(buf, len, 64u << 20, &g, err, sizeof(err)), 0);
+	g->memory_budget = rt_graph_constant_bytes(g) + 64; /* no room for an arena */
+	ex = rt_executor_create(g, sizes, 2, 1, 2, err, sizeof(err));
+	CU_ASSERT_PTR_NULL(ex);
+	CU_ASSERT_EQUAL(errno, EFBIG);
+	CU_ASSERT(err_says(err, "arenas", "memory_budget_mb"));
+	g->memory_budget = 64u << 20;
+	ex = rt_executor_create(g, sizes, 2, 1, 2, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL(ex);
+	rt_executor_destroy(ex);
+	rt_graph_free(g);
+	free(buf);
+}
+
 int main(void)
 {
 	static CU_TestInfo tests[] = {
@@ -1506,6 +1611,7 @@ int main(void)
 		{"small direct GEMM: edges, strides, alpha, beta, no heap call", test_gemm_small},
 		{"precision bf16: convs, FusedGemm, attention on AMX tiles", test_bf16},
 		{"an input that indexes tables: its bound from the smallest Gather table", test_index_bounds},
+		{"memory budget: folding, planning and arenas refused past it", test_memory_budget},
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
