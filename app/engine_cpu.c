@@ -177,15 +177,18 @@ static void model_completion(void *ctx, const struct bw_completion *c)
 	completion_send(b->exec_route, b, c->status, c->valid_outputs);
 }
 
-/* The version a batch was admitted to (bw_batch.version): the live one, or the one a reload replaced
- * while it is still loaded; NULL when that version is gone. */
+/*
+ * The version a batch runs on: the one it was admitted to (bw_batch.version), live or the one a
+ * reload replaced while it is still loaded; when that one is gone, the live one, unless a request
+ * of the batch named its version (NULL: it is refused, never run on another).
+ */
 static struct cpu_version *batch_version(const struct cpu_model *cm, const struct bw_batch *b)
 {
 	if (likely(cm->live->version == b->version))
 		return cm->live;
 	if (cm->old != NULL && cm->old->version == b->version)
 		return cm->old;
-	return NULL;
+	return b->version_pinned ? NULL : cm->live;
 }
 
 /* \return 0, or -EBUSY when every slot of its size is in flight (the caller keeps it for later). */
@@ -200,8 +203,9 @@ static int model_batch_start(struct app_model *m, struct bw_batch *b)
 
 	b->started_tsc = now;
 	if (unlikely(v == NULL)) {
-		/* admitted to a version that is no longer loaded: never run on another (the job's reply
-		 * names the version) */
+		/* a request named a version that is no longer loaded: never run on another (the job's
+		 * reply names the version) */
+		cm->stats.batches_started++;
 		cm->stats.batches_done++;
 		cm->stats.batches_failed++;
 		completion_send(b->exec_route, b, BW_STATUS_UNAVAILABLE, 0);
@@ -260,7 +264,7 @@ static unsigned int version_completions(struct app_model *m, struct cpu_version 
 /*
  * The owner, between batches: takes a pending version (once the last one has drained and been
  * handed back), and hands the old one back once its last batch is done. A batch waiting in the
- * stash was never started: it starts on whichever version is live.
+ * stash was never started: it starts on its own version if that one is still loaded (batch_version).
  */
 /*
  * How long the version a reload replaced stays loaded after the switch, drained or not: requests

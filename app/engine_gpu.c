@@ -165,6 +165,7 @@ static int gpu_submit(void *ctx, struct bw_batch *batch)
 {
 	struct gpu_channel *gc = ctx;
 	struct app_exec_stats *st = &gc->stats;
+	struct gpu_executor *ex;
 	const char *why;
 	int rc;
 
@@ -174,11 +175,13 @@ static int gpu_submit(void *ctx, struct bw_batch *batch)
 		return -ENODEV; /* UNAVAILABLE, as the model now is */
 	batch->started_tsc = plat_tsc_now();
 	if (likely(batch->version == gc->version))
-		rc = gpu_executor_submit(gc->gpu, batch);
+		rc = gpu_executor_submit(ex = gc->gpu, batch);
 	else if (gc->draining != NULL && gc->draining->version == batch->version)
-		rc = gpu_executor_submit(gc->draining->gpu, batch); /* admitted before the switch: its version */
+		rc = gpu_executor_submit(ex = gc->draining->gpu, batch); /* admitted before the switch */
+	else if (!batch->version_pinned)
+		rc = gpu_executor_submit(ex = gc->gpu, batch); /* its version gone: none named, the one serving */
 	else {
-		/* admitted to a version no longer loaded here: never run on another (its reply names it) */
+		/* a request named a version no longer loaded here: never run on another (its reply names it) */
 		st->batches_started++;
 		st->batches_done++;
 		st->batches_failed++;
@@ -196,7 +199,7 @@ static int gpu_submit(void *ctx, struct bw_batch *batch)
 	st->batches_started++;
 	st->batches_done++;
 	st->batches_failed++;
-	why = rc == -EIO ? gpu_executor_error(gc->gpu) :
+	why = rc == -EIO ? gpu_executor_error(ex) :
 	      rc == -EFAULT ? "a request's memory is not registered with the GPU" :
 	      "the GPU executor has no graph for the batch's size";
 	app_failure_log(gc->model, st, true, why);

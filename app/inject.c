@@ -242,7 +242,10 @@ static void inject_finish(struct app_inject *r, enum bw_status status, const cha
 	}
 	/* Its HTTP thread sleeps on the state, or will see DONE before it does: the store above and its
 	 * flag are both sequentially consistent, so one of the two sees the other. The wake is a system
-	 * call on this lcore, once per HTTP request answered, and only when the thread is asleep. */
+	 * call on this lcore, once per HTTP request answered, and only when the thread is asleep. The
+	 * thread may have seen DONE and given the slot back (even to another request) before these two
+	 * reads: the pool's memory stays mapped, and a waiter a wake finds early looks again and sleeps
+	 * on (app_inject_wait's callers loop). */
 	if (__atomic_load_n(&r->waiting, __ATOMIC_SEQ_CST))
 		state_wake(r);
 }
@@ -279,6 +282,7 @@ static void inject_queue(struct app_lcore *al, struct app_inject *r, uint64_t no
 		return;
 	}
 	job->version = version;
+	job->version_pinned = r->version != 0;
 	job->priority = r->priority;
 	job->arrival_tsc = now;
 	job->deadline_tsc = r->timeout_us != 0 ? now + plat_us_to_tsc(r->timeout_us) : 0;

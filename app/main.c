@@ -86,9 +86,14 @@ static void quit_now(void)
 	g_force_quit = true;
 }
 
+static volatile sig_atomic_t g_launched; /* every lcore launched: from here a stop drains */
+
 static void signal_handler(int signum)
 {
 	if (signum == SIGINT || signum == SIGTERM) {
+		/* a second stop while still starting (a model loading for minutes): nothing to drain */
+		if (g_stop_signals > 0 && !g_launched)
+			_exit(EXIT_FAILURE);
 		if (g_stop_signals++ == 0) {
 			__atomic_store_n(&g_stop_ns, monotonic_ns(), __ATOMIC_RELEASE);
 			/* lock-free atomic stores: safe in a handler */
@@ -636,7 +641,7 @@ int main(int argc, char **argv)
 	/* First of all: a SIGHUP (systemctl reload) or a stop during a slow start-up must not take the
 	 * default action and kill the daemon. The handlers only set flags: a reload asked for now runs
 	 * once serving starts; after a stop, start-up goes through without ever becoming ready, and the
-	 * lcores leave at once. */
+	 * lcores leave at once (a second stop during start-up exits at once). */
 	signal(SIGINT, signal_handler);
 	signal(SIGTERM, signal_handler);
 	signal(SIGHUP, signal_handler);
@@ -763,8 +768,11 @@ int main(int argc, char **argv)
 		if (ret != 0)
 			startup_fail("batchwire: cannot launch worker lcore %u: %s\n", lcore, strerror(-ret));
 	}
+	g_launched = 1;
 	if (g_stop_signals == 0) { /* every model loaded, every lcore launched; not when already stopping */
 		app_http_inference(true);
+		if (g_force_quit) /* a stop came in between */
+			app_http_inference(false);
 		app_http_ready(true);
 		sd_notifyf(0, "READY=1\nSTATUS=serving on %s:%u, %u polling lcores", ip, cfg.dp.udp_port, g_nb_poll_lcores);
 		__atomic_store_n(&g_notify.serving, true, __ATOMIC_RELEASE);

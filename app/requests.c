@@ -308,6 +308,7 @@ enum bw_status app_echo_request_queue(struct app_channel *ch, struct dp_request 
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	job->version = version;
+	job->version_pinned = version_named(req) != 0;
 	for (uint16_t i = 0; i < req->num_tensors; i++) {
 		/* Echo computes in place: each output is its input, in the request mbufs the reply reuses. */
 		struct bw_segment seg = tensor_segment(req, &req->tensors[i]);
@@ -401,6 +402,7 @@ enum bw_status app_onnx_request_queue(struct app_channel *ch, struct dp_request 
 	if (job == NULL)
 		return BW_STATUS_RESOURCE_EXHAUSTED;
 	job->version = version;
+	job->version_pinned = version_named(req) != 0;
 	for (uint16_t i = 0; i < model->num_inputs; i++)
 		job->inputs[i] = tensor_segment(req, by_input[i]);
 	memcpy(job->outputs, outputs, model->num_outputs * sizeof(outputs[0]));

@@ -191,6 +191,7 @@ struct bat_job *bat_job_alloc(struct bat_queue *q)
 	job->num_outputs = 0;
 	job->owner[0] = job->owner[1] = job->owner[2] = NULL;
 	job->version = 0;
+	job->version_pinned = false;
 	return job;
 }
 
@@ -240,6 +241,7 @@ static struct batch_slot *batch_open(struct bat_queue *q, struct batch_fifo *f, 
 	struct batch_slot *b = q->batch_free[--q->nb_batch_free];
 
 	b->pub.version = job->version;
+	b->pub.version_pinned = false;
 	b->pub.size = 0;
 	b->pub.padded_size = 0;
 	b->pub.num_tasks = 0;
@@ -339,6 +341,7 @@ static void task_add(struct bat_queue *q, struct batch_slot *b, struct bat_job *
 	}
 	b->pub.tasks[b->pub.num_tasks++] = t;
 	b->pub.size += rows;
+	b->pub.version_pinned |= job->version_pinned;
 	b->pub.num_inputs = job->num_inputs;
 	b->pub.num_outputs = job->num_outputs;
 	if (job->deadline_tsc != 0 && (b->min_deadline == 0 || job->deadline_tsc < b->min_deadline))

@@ -375,6 +375,12 @@ static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, s
 		enum dp_auth_outcome o = dp_auth_replay_check(lc, hdr->request_id);
 
 		lc->stats.auth[o]++;
+		if (o == DP_AUTH_REPLAY) {
+			/* a copy: a replay, or a late duplicate of a segment of a message already whole (whose
+			 * own answer must not be overtaken by a refusal): dropped, unanswered */
+			lc->stats.reasm[DP_REASM_REFUSED]++;
+			return dp_drop(lc, DP_DROP_SEGMENT);
+		}
 		if (o != DP_AUTH_OK) {
 			limit.refuse = auth_failure_status(o);
 			snprintf(msg, sizeof(msg), "%s", auth_failure_message(o));

@@ -108,6 +108,7 @@ struct bat_job {
 	void *owner[3];         /* the owner's (the daemon keeps the mbuf, the protocol header, the message) */
 	uint32_t version;       /* the owner's tag (the daemon: the model version the request was admitted
 				 * to): a batch holds jobs of one version only (bw_batch.version) */
+	bool version_pinned;    /* the request named that version: its batch may not run on another */
 	/* the batcher's */
 	uint32_t pieces_pending;
 	uint16_t status;

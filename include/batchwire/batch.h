@@ -13,6 +13,7 @@
 #define BATCHWIRE_BATCH_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -138,6 +139,8 @@ struct bw_batch {
 	uint8_t reason;       /* enum bw_dispatch_reason */
 	uint8_t priority;
 	uint32_t version;     /* the model version every task was admitted to: it runs on that one */
+	bool version_pinned;  /* a task named that version: no other may run the batch (else, when that
+			       * version is gone, the one serving may) */
 	uint64_t created_tsc;    /* the window opened: its first task arrived */
 	uint64_t dispatched_tsc; /* handed to the executor */
 	struct bw_batch_task **tasks;

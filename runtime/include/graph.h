@@ -284,8 +284,9 @@ struct rt_opt_options {
 				      * add is held to it, before each allocation */
 };
 
-/* A folded constant is made only up to this size: a larger one (a file of a few hundred bytes can
- * ask for gigabytes) is left to run time, where the planner's arena and the budget judge it. */
+/* A folded constant is made only up to this size, or twice the file's largest constant (a Transpose
+ * or Cast of a weight): a larger one (a file of a few hundred bytes can ask for gigabytes) is left
+ * to run time, where the planner's arena and the budget judge it. */
 #define RT_FOLD_BYTES_MAX ((size_t)16 << 20)
 
 /**

@@ -31,6 +31,7 @@ struct opt_ctx {
 	enum rt_device dev;
 	enum rt_precision precision; /* the CPU's: what FusedGemm's weights are packed for */
 	uint64_t constant_bytes;     /* what the graph's constants take, kept by folding against its budget */
+	uint64_t fold_cap;           /* the largest output folding makes (opt_fold_constants) */
 	struct rt_opt_report *report;
 	char *err;
 	size_t err_cap;

@@ -57,6 +57,7 @@ static int fold_node(struct opt_ctx *c, uint32_t ni)
 	uint8_t dtype = 0;
 	void *scratch = NULL;
 	char why[RT_ERR_MAX];
+	uint64_t added = 0;
 	int rc = 0;
 
 	memset(in, 0, sizeof(in));
@@ -78,17 +79,17 @@ static int fold_node(struct opt_ctx *c, uint32_t ni)
 		/* too large to make here: left to run time, where the planner and the budget judge it */
 		if (elems < 0 || rt_dtype_size(out[j].dtype) == 0 ||
 		    __builtin_mul_overflow((size_t)elems, rt_dtype_size(out[j].dtype), &bytes) ||
-		    bytes > RT_FOLD_BYTES_MAX)
+		    bytes > c->fold_cap)
 			goto fail;
-		if (g->memory_budget != 0 && c->constant_bytes + bytes > g->memory_budget) {
+		added += bytes;
+		if (g->memory_budget != 0 && c->constant_bytes + added > g->memory_budget) {
 			rc = -EFBIG;
 			snprintf(c->err, c->err_cap, "node %s: folding its output of %zu bytes would take the model's "
 				 "constants to %" PRIu64 " MiB, above its memory budget of %" PRIu64 " MiB (memory_budget_mb)",
-				 n->name != NULL ? n->name : "?", bytes, (c->constant_bytes + bytes) >> 20,
+				 n->name != NULL ? n->name : "?", bytes, (c->constant_bytes + added) >> 20,
 				 g->memory_budget >> 20);
 			goto fail;
 		}
-		c->constant_bytes += bytes;
 		out[j].data = calloc(bytes + 64, 1);
 		if (out[j].data == NULL) {
 			rc = -ENOMEM;
@@ -106,6 +107,7 @@ static int fold_node(struct opt_ctx *c, uint32_t ni)
 	if (k->run(n, in, out, scratch, why, sizeof(why)) != 0)
 		goto fail;
 	free(scratch);
+	c->constant_bytes += added;
 	for (uint16_t j = 0; j < n->num_outputs; j++) {
 		struct rt_value *v;
 
@@ -134,6 +136,14 @@ int opt_fold_constants(struct opt_ctx *c)
 {
 	uint32_t folded = 0;
 	int rc = opt_index(c);
+
+	/* a folded output as large as twice the file's largest constant (a Transpose or Cast of a
+	 * weight), or RT_FOLD_BYTES_MAX, is made here; a larger one could only come from a few bytes
+	 * asking for a lot (ConstantOfShape, Expand, Tile) */
+	c->fold_cap = RT_FOLD_BYTES_MAX;
+	for (uint32_t v = 0; v < c->g->num_values; v++)
+		if (c->g->values[v].kind == RT_VALUE_INITIALIZER && 2 * (uint64_t)c->g->values[v].nbytes > c->fold_cap)
+			c->fold_cap = 2 * (uint64_t)c->g->values[v].nbytes;
 
 	for (uint32_t n = 0; rc == 0 && n < c->g->num_nodes; n++) {
 		if (c->dead[n] || !foldable(c, &c->g->nodes[n]))
