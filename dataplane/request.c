@@ -331,7 +331,7 @@ static enum dp_verdict infer_handle(struct dp_lcore *lc, const void *model, stru
 /*
  * The first segment to arrive already says whether its model exists and takes its priority, how large
  * a body it accepts, and (signed) whether its request_id is fresh: a message that cannot be served is
- * refused before it is reassembled, and a replayed one before it holds anything.
+ * refused before it is reassembled, and a replayed one dropped before it holds anything.
  */
 static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, struct bw_hdr *hdr)
 {
@@ -369,8 +369,8 @@ static enum dp_verdict segment_handle(struct dp_lcore *lc, struct rte_mbuf *m, s
 		}
 	}
 	/* every segment was signed (flags are the same in all) and is checked as it comes; the message's
-	 * request_id is spent at its first segment, under that segment's key, so that a replayed first
-	 * segment is refused before it opens an entry */
+	 * request_id is spent at its first segment, under that segment's key, so that a replayed segment
+	 * is dropped before it opens an entry */
 	if (lc->rx_authenticated && limit.refuse == BW_STATUS_OK && !dp_reasm_known(lc, hdr)) {
 		enum dp_auth_outcome o = dp_auth_replay_check(lc, hdr->request_id);
 
