@@ -269,7 +269,8 @@ static unsigned int version_completions(struct app_model *m, struct cpu_version 
 /*
  * How long the version a reload replaced stays loaded after the switch, drained or not: requests
  * admitted to it before the polling lcores saw the switch may still be in a window (batch_timeout)
- * or a queue; their batches run on it. One that comes later still is refused UNAVAILABLE.
+ * or a queue; their batches run on it. One that comes later still runs on the live version, or is
+ * refused UNAVAILABLE when a request of it named the old one (batch_version).
  */
 static uint64_t old_keep_ticks(const struct app_model *m)
 {
@@ -382,9 +383,10 @@ static int workers_check(struct app_model_config *mc, FILE *err)
 
 /*
  * What one version of the model may take in memory: its constants (weights, folded and packed ones)
- * and its executor's arenas, checked before each is allocated (a reload's new version is held to it
- * beside the served one). memory_budget_mb, or half the host's memory: a file of a few hundred bytes
- * can ask for more than the host has, and the reload runs inside the serving process.
+ * and its executor's arenas, checked before each is allocated. A reload's new version is held to it
+ * on its own, beside the served one (so a reload may take twice it for a while).
+ * memory_budget_mb, or half the host's memory: a file of a few hundred bytes can ask for more than
+ * the host has, and the reload runs inside the serving process.
  */
 static uint64_t memory_budget(const struct app_model_config *mc)
 {

@@ -49,7 +49,6 @@
 #define HTTP_PROBE_CONNECTIONS_MAX 32    /* the probe listener's own */
 #define HTTP_PROBE_CONNECTIONS_PER_IP_MAX 8
 #define HTTP_TIMEOUT_S 10
-#define HTTP_THREAD_STACK_BYTES (512u << 10)
 #define HTTP_SLOT_WAIT_US 1000000        /* longest an inference request waits for a slot, at its headers */
 /* A body that holds a slot must come at least this fast, after a grace: a client that dribbles its
  * body holds its slot for grace + limit / rate at most (2.3 s for the MLP's), then is cut off. */
@@ -811,7 +810,6 @@ static struct MHD_Daemon *listener_start(uint32_t addr, uint16_t port, MHD_Acces
 				MHD_OPTION_CONNECTION_LIMIT, connections,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
-				MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTP_THREAD_STACK_BYTES,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
 }
 
