@@ -127,7 +127,7 @@ with concurrent.futures.ThreadPoolExecutor(16) as pool:
     codes = list(pool.map(one, range(16)))
 print(" ".join(str(c) for c in codes))' >"$BW_TMP/drain_codes" 2>"$BW_TMP/drain_errors" &
 clients=$!
-sleep 1
+sleep 0.5
 ip netns exec "$BW_SRV_NS" python3 -c '
 import time, urllib.request, urllib.error
 def code():
@@ -147,7 +147,8 @@ while time.time() < end:
     time.sleep(0.005)
 print(" ".join(map(str, seen)))' >"$BW_TMP/drain_ready" 2>&1 &
 watcher=$!
-sleep 0.05
+# the watcher polling before the stop (python's start is slower than a drain of nothing in flight)
+sleep 0.5
 bw_daemon_stop
 wait "$watcher" "$clients"
 echo "during the drain: readiness $(cat "$BW_TMP/drain_ready"); the 16 requests: $(cat "$BW_TMP/drain_codes")"
