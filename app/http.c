@@ -487,14 +487,6 @@ struct upload {
 	uint64_t deadline_ns;          /* CLOCK_MONOTONIC: its body is whole by then, or it is cut off */
 };
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The largest body an inference request may have: its tensors as JSON text take more than as bytes. */
 static size_t upload_limit(void)
 {
@@ -591,7 +583,7 @@ static enum MHD_Result infer_begin(struct MHD_Connection *c, const struct app_mo
 	u->slot->version = named; /* its lcore admits it to that version, or refuses it */
 	u->model = m;
 	u->limit = (size_t)RTE_MIN((uint64_t)u->limit, app_http_body_limit(m));
-	u->deadline_ns = monotonic_ns() + HTTP_UPLOAD_GRACE_NS + (uint64_t)u->limit * 1000000000ull / HTTP_UPLOAD_BYTES_PER_S;
+	u->deadline_ns = plat_monotonic_ns() + HTTP_UPLOAD_GRACE_NS + (uint64_t)u->limit * 1000000000ull / HTTP_UPLOAD_BYTES_PER_S;
 	return MHD_YES;
 }
 
@@ -724,7 +716,7 @@ static enum MHD_Result on_request(void *cls __rte_unused, struct MHD_Connection 
 			return MHD_YES;
 		}
 		if (*upload_len != 0) {
-			if (u->slot != NULL && monotonic_ns() > u->deadline_ns) {
+			if (u->slot != NULL && plat_monotonic_ns() > u->deadline_ns) {
 				/* too slow to hold a slot others wait for: the connection goes, the slot with it */
 				infer_count(408);
 				return MHD_NO;

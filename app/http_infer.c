@@ -495,14 +495,6 @@ static void reply_build(const struct app_model *m, const struct infer_request *q
 
 /* ---- one request, start to end ------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Where each tensor goes in the slot: the inputs, then the outputs, each 64-byte aligned. */
 static bool slot_layout(struct infer_request *q, struct app_inject *r, bool echo)
 {
@@ -613,10 +605,10 @@ static int params_parse(const struct app_model *m, json_t *root, struct app_inje
 static bool answer_wait(struct app_inject *r, struct app_http_reply *out)
 {
 	uint64_t wait_ns = r->timeout_us != 0 ? r->timeout_us * 1000ull + 1000000000ull : INFER_WAIT_S * 1000000000ull;
-	uint64_t end = now_ns() + wait_ns;
+	uint64_t end = plat_monotonic_ns() + wait_ns;
 
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = plat_monotonic_ns();
 
 		if (app_inject_finished(r))
 			return true;

@@ -70,14 +70,6 @@ static uint64_t g_stop_ns;             /* CLOCK_MONOTONIC at the first signal */
 static uint64_t g_replies_at_stop;     /* the control thread's count at its first look after it */
 static bool g_replies_counted;
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* No new requests from here (the drain's grace is over): UDP's lcores leave their loops, HTTP
  * inference is refused. Lock-free atomic stores: safe in a handler. */
 static void quit_now(void)
@@ -95,7 +87,7 @@ static void signal_handler(int signum)
 		if (g_stop_signals > 0 && !g_launched)
 			_exit(EXIT_FAILURE);
 		if (g_stop_signals++ == 0) {
-			__atomic_store_n(&g_stop_ns, monotonic_ns(), __ATOMIC_RELEASE);
+			__atomic_store_n(&g_stop_ns, plat_monotonic_ns(), __ATOMIC_RELEASE);
 			/* lock-free atomic stores: safe in a handler */
 			app_http_ready(false);
 			dp_draining_set(true);
@@ -181,7 +173,7 @@ static void drain_tick(void)
 		PLAT_LOG(INFO, app, "stopping: readiness off; serving %u ms more before the drain (drain_grace_ms; "
 			 "a second SIGINT or SIGTERM drains now)", g_force_quit ? 0 : g_drain_grace_ms);
 	}
-	if (!g_force_quit && monotonic_ns() - __atomic_load_n(&g_stop_ns, __ATOMIC_ACQUIRE) >=
+	if (!g_force_quit && plat_monotonic_ns() - __atomic_load_n(&g_stop_ns, __ATOMIC_ACQUIRE) >=
 				     (uint64_t)g_drain_grace_ms * 1000000ull) {
 		PLAT_LOG(INFO, app, "stopping: grace period over, taking no new requests");
 		quit_now();
@@ -251,9 +243,9 @@ static void *control_main(void *arg)
 			PLAT_LOG(INFO, app, "SIGHUP during start-up: the models are reloaded once serving starts");
 			early_reload_said = true;
 		}
-		if (monotonic_ns() >= next_notify_ns) {
+		if (plat_monotonic_ns() >= next_notify_ns) {
 			notify_tick();
-			next_notify_ns = monotonic_ns() + APP_NOTIFY_EVERY_NS;
+			next_notify_ns = plat_monotonic_ns() + APP_NOTIFY_EVERY_NS;
 		}
 		auth = __atomic_load_n(&g_auth, __ATOMIC_ACQUIRE);
 		if (auth == NULL)
@@ -555,7 +547,7 @@ static void summary_print(void)
 	dp_lcores_stats_sum(g_poll_lcores, g_nb_poll_lcores, &sum, NULL);
 	if (g_stop_signals > 0)
 		printf("batchwire: drained in %.0f ms (%u ms of grace, then the requests in flight): %" PRIu64
-		       " replies sent since the stop request\n", (double)(monotonic_ns() - g_stop_ns) / 1e6,
+		       " replies sent since the stop request\n", (double)(plat_monotonic_ns() - g_stop_ns) / 1e6,
 		       g_drain_grace_ms, dp_stats_replies_total(&sum) - (g_replies_counted ? g_replies_at_stop : 0));
 	printf("batchwire: stopped: rx_packets=%" PRIu64 " tx_packets=%" PRIu64 " requests=%" PRIu64
 	       " replies=%" PRIu64 " drops=%" PRIu64 "\n", sum.rx_packets, sum.tx_packets, sum.requests,

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_errno.h>
 #include <rte_ring.h>
@@ -81,4 +82,12 @@ unsigned int plat_log_deferred_drain(void)
 uint64_t plat_log_deferred_lost(void)
 {
 	return __atomic_load_n(&g_log_lost, __ATOMIC_RELAXED);
+}
+
+uint64_t plat_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

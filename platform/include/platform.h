@@ -122,6 +122,9 @@ static inline uint64_t plat_tsc_to_us(uint64_t ticks)
 	return bw_ticks_to_us(ticks, plat_tsc_hz);
 }
 
+/** CLOCK_MONOTONIC in ns, for threads that may sleep (control, HTTP; async-signal-safe). */
+uint64_t plat_monotonic_ns(void);
+
 /* ---- topology (hwloc) ------------------------------------------------------------------------- */
 
 /* Where one CPU (an lcore's cpu id) sits in the machine. */
