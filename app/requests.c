@@ -417,7 +417,7 @@ static enum bw_status service_infer(void *lcore_ctx, const void *handle, struct 
 				    char *msg, size_t msg_cap)
 {
 	struct app_model *named = container_of(handle, struct app_model, spec);
-	uint32_t want = req->hdr->model_id >> BW_MODEL_ID_VERSION_SHIFT;
+	uint32_t want = version_named(req);
 	struct app_model *m = app_model_version(named, want);
 	struct app_channel *ch;
 
